@@ -1,0 +1,129 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// OperationPhase is where a BrokerOperation stands in its life.
+// +kubebuilder:validation:Enum=Pending;InProgress;Succeeded;Failed;Committed;Orphaned;Compensated
+type OperationPhase string
+
+// The phases of a BrokerOperation.
+const (
+	// PhasePending: written, the broker not yet called (write-ahead).
+	PhasePending OperationPhase = "Pending"
+	// PhaseInProgress: the broker accepted and is still working.
+	PhaseInProgress OperationPhase = "InProgress"
+	// PhaseSucceeded: the broker confirmed; persistence not yet confirmed.
+	PhaseSucceeded OperationPhase = "Succeeded"
+	// PhaseFailed: the broker refused or failed; nothing changed.
+	PhaseFailed OperationPhase = "Failed"
+	// PhaseCommitted: the broker and the API server agree.
+	PhaseCommitted OperationPhase = "Committed"
+	// PhaseOrphaned: the broker carried it out but the object never
+	// persisted; compensation is due.
+	PhaseOrphaned OperationPhase = "Orphaned"
+	// PhaseCompensated: an orphaned operation was undone.
+	PhaseCompensated OperationPhase = "Compensated"
+)
+
+// OperationTarget is the object a BrokerOperation changes.
+type OperationTarget struct {
+	// Kind is ServiceInstance or ServiceBinding.
+	// +kubebuilder:validation:Enum=ServiceInstance;ServiceBinding
+	Kind string `json:"kind"`
+	// Name of the object, in the operation's namespace.
+	Name string `json:"name"`
+	// UID of the object.
+	// +optional
+	UID types.UID `json:"uid,omitempty"`
+	// ExternalID is the OSB instance_id or binding_id.
+	ExternalID string `json:"externalID"`
+}
+
+// Requester is who asked for the change. Never any credentials.
+type Requester struct {
+	// Username of the Kubernetes user.
+	Username string `json:"username"`
+	// UID of the Kubernetes user.
+	// +optional
+	UID string `json:"uid,omitempty"`
+	// Groups of the Kubernetes user.
+	// +optional
+	Groups []string `json:"groups,omitempty"`
+}
+
+// BrokerOperationSpec is what an operation applies. It is written once, by
+// lockstep, before the broker is called.
+type BrokerOperationSpec struct {
+	// Target is the object the operation changes.
+	Target OperationTarget `json:"target" lockstep:"createonly"`
+	// BrokerName is the ServiceBroker called.
+	BrokerName string `json:"brokerName" lockstep:"createonly"`
+	// Verb is what is asked of the broker.
+	Verb Verb `json:"verb" lockstep:"createonly"`
+	// Requester is who asked.
+	Requester Requester `json:"requester" lockstep:"createonly"`
+	// SpecHash is a hash of the spec the operation applies.
+	// +optional
+	SpecHash string `json:"specHash,omitempty" lockstep:"createonly"`
+	// Generation of the target the operation applies.
+	// +optional
+	Generation int64 `json:"generation,omitempty" lockstep:"createonly"`
+}
+
+// BrokerOperationStatus is the broker's answer and the operation's phase.
+type BrokerOperationStatus struct {
+	// Phase of the operation.
+	// +optional
+	Phase OperationPhase `json:"phase,omitempty" lockstep:"readonly"`
+	// OperationKey is the OSB operation key of an asynchronous operation.
+	// +optional
+	OperationKey string `json:"operationKey,omitempty" lockstep:"readonly"`
+	// HTTPStatus is the status code of the broker's answer.
+	// +optional
+	HTTPStatus int32 `json:"httpStatus,omitempty" lockstep:"readonly"`
+	// Description is the broker's description of the outcome.
+	// +optional
+	Description string `json:"description,omitempty" lockstep:"readonly"`
+	// StartTime is when the broker was called.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty" lockstep:"readonly"`
+	// CompletionTime is when the operation reached a final phase.
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty" lockstep:"readonly"`
+}
+
+// BrokerOperation is the journal entry of one state change at a broker.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:shortName=bop,categories=lockstep
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Kind",type=string,JSONPath=`.spec.target.kind`
+// +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.spec.target.name`
+// +kubebuilder:printcolumn:name="Verb",type=string,JSONPath=`.spec.verb`
+// +kubebuilder:printcolumn:name="User",type=string,JSONPath=`.spec.requester.username`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="HTTP",type=integer,JSONPath=`.status.httpStatus`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type BrokerOperation struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   BrokerOperationSpec   `json:"spec"`
+	Status BrokerOperationStatus `json:"status,omitempty"`
+}
+
+// BrokerOperationList is a list of BrokerOperations.
+//
+// +kubebuilder:object:root=true
+type BrokerOperationList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []BrokerOperation `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&BrokerOperation{}, &BrokerOperationList{})
+}

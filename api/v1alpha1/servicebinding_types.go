@@ -1,0 +1,74 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// ServiceBindingSpec is the binding the user wants. OSB bindings cannot be
+// updated, so every field is create-only: to change one, delete the binding
+// and create it again.
+type ServiceBindingSpec struct {
+	// InstanceName is the ServiceInstance, in the same namespace, to bind.
+	// +kubebuilder:validation:MinLength=1
+	InstanceName string `json:"instanceName" lockstep:"createonly"`
+	// Parameters are passed to the broker and validated against the plan's
+	// binding schema.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
+	// +optional
+	Parameters *runtime.RawExtension `json:"parameters,omitempty" lockstep:"createonly"`
+	// SecretName is the Secret that receives the credentials. Defaulted to
+	// the binding's name.
+	// +optional
+	SecretName string `json:"secretName,omitempty" lockstep:"createonly"`
+	// ExternalID is the OSB binding_id. Defaulted to a new UUID.
+	// +optional
+	ExternalID string `json:"externalID,omitempty" lockstep:"createonly"`
+}
+
+// ServiceBindingStatus is what the broker confirmed.
+type ServiceBindingStatus struct {
+	// Conditions: Ready (credentials are in the Secret) and InSync.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty" lockstep:"readonly"`
+	// LastOperation is the most recent broker operation.
+	// +optional
+	LastOperation *LastOperation `json:"lastOperation,omitempty" lockstep:"readonly"`
+	// ObservedGeneration is the generation the broker last confirmed.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty" lockstep:"readonly"`
+}
+
+// ServiceBinding is a binding to a ServiceInstance; its credentials go into
+// a Secret owned by the binding.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:shortName=sbd,categories=lockstep
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Instance",type=string,JSONPath=`.spec.instanceName`
+// +kubebuilder:printcolumn:name="Secret",type=string,JSONPath=`.spec.secretName`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type ServiceBinding struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   ServiceBindingSpec   `json:"spec"`
+	Status ServiceBindingStatus `json:"status,omitempty"`
+}
+
+// ServiceBindingList is a list of ServiceBindings.
+//
+// +kubebuilder:object:root=true
+type ServiceBindingList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ServiceBinding `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&ServiceBinding{}, &ServiceBindingList{})
+}

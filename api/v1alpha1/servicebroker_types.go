@@ -1,0 +1,124 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// AuthType says how lockstep authenticates to a broker.
+// +kubebuilder:validation:Enum=basic;bearer
+type AuthType string
+
+// The authentication schemes lockstep supports.
+const (
+	// AuthBasic reads the keys "username" and "password" of the Secret.
+	AuthBasic AuthType = "basic"
+	// AuthBearer reads the key "token" of the Secret.
+	AuthBearer AuthType = "bearer"
+)
+
+// SecretReference points at the Secret that holds a broker's credentials.
+type SecretReference struct {
+	// Namespace of the Secret.
+	Namespace string `json:"namespace"`
+	// Name of the Secret.
+	Name string `json:"name"`
+	// Type of authentication: basic (keys username, password) or bearer
+	// (key token).
+	// +kubebuilder:default=basic
+	// +optional
+	Type AuthType `json:"type,omitempty"`
+}
+
+// ServiceBrokerSpec says where an OSB broker is and how to reach it.
+type ServiceBrokerSpec struct {
+	// URL of the broker's OSB API (without the /v2 suffix).
+	// +kubebuilder:validation:Pattern=`^https?://`
+	URL string `json:"url"`
+	// AuthSecretRef names the Secret with the broker's credentials.
+	// +optional
+	AuthSecretRef *SecretReference `json:"authSecretRef,omitempty"`
+	// CABundle is a PEM bundle trusted for the broker's TLS certificate.
+	// +optional
+	CABundle []byte `json:"caBundle,omitempty"`
+	// RelistInterval is how often the catalog is fetched again.
+	// +kubebuilder:default="15m"
+	// +optional
+	RelistInterval *metav1.Duration `json:"relistInterval,omitempty"`
+}
+
+// PlanSummary is one plan of a broker's catalog, as lockstep sees it.
+type PlanSummary struct {
+	// Name of the plan.
+	Name string `json:"name"`
+	// ID of the plan at the broker.
+	ID string `json:"id"`
+	// Free is true when the plan costs nothing.
+	// +optional
+	Free bool `json:"free,omitempty"`
+	// RemovedFromCatalog is true when the plan left the broker's catalog
+	// while instances still use it: it accepts no new provisions.
+	// +optional
+	RemovedFromCatalog bool `json:"removedFromCatalog,omitempty"`
+}
+
+// ServiceSummary is one service of a broker's catalog.
+type ServiceSummary struct {
+	// Name of the service.
+	Name string `json:"name"`
+	// ID of the service at the broker.
+	ID string `json:"id"`
+	// Bindable is true when instances of this service can be bound.
+	// +optional
+	Bindable bool `json:"bindable,omitempty"`
+	// PlanUpdateable is true when instances may change plan.
+	// +optional
+	PlanUpdateable bool `json:"planUpdateable,omitempty"`
+	// Plans of the service.
+	// +optional
+	Plans []PlanSummary `json:"plans,omitempty"`
+}
+
+// ServiceBrokerStatus is what lockstep last learned from the broker.
+type ServiceBrokerStatus struct {
+	// Conditions: Ready is True when the catalog is loaded.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty" lockstep:"readonly"`
+	// Services is a summary of the broker's catalog.
+	// +optional
+	Services []ServiceSummary `json:"services,omitempty" lockstep:"readonly"`
+	// LastCatalogSync is when the catalog was last fetched successfully.
+	// +optional
+	LastCatalogSync *metav1.Time `json:"lastCatalogSync,omitempty" lockstep:"readonly"`
+}
+
+// ServiceBroker registers an Open Service Broker with lockstep.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster,shortName=sbr,categories=lockstep
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.spec.url`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Last Sync",type=date,JSONPath=`.status.lastCatalogSync`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type ServiceBroker struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   ServiceBrokerSpec   `json:"spec"`
+	Status ServiceBrokerStatus `json:"status,omitempty"`
+}
+
+// ServiceBrokerList is a list of ServiceBrokers.
+//
+// +kubebuilder:object:root=true
+type ServiceBrokerList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ServiceBroker `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&ServiceBroker{}, &ServiceBrokerList{})
+}

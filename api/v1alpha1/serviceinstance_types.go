@@ -1,0 +1,81 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// ServiceInstanceSpec is the instance the user wants the broker to hold.
+type ServiceInstanceSpec struct {
+	// BrokerName is the ServiceBroker that provisions the instance.
+	// Defaulted when exactly one ServiceBroker exists.
+	// +optional
+	BrokerName string `json:"brokerName,omitempty" lockstep:"createonly"`
+	// ServiceName is the name of the service in the broker's catalog.
+	// +kubebuilder:validation:MinLength=1
+	ServiceName string `json:"serviceName" lockstep:"createonly"`
+	// PlanName is the name of the plan; it may change where the catalog
+	// says the plan is updateable.
+	// +kubebuilder:validation:MinLength=1
+	PlanName string `json:"planName"`
+	// Parameters are passed to the broker and validated against the plan's
+	// JSON Schema.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
+	// +optional
+	Parameters *runtime.RawExtension `json:"parameters,omitempty"`
+	// ExternalID is the OSB instance_id. Defaulted to a new UUID.
+	// +optional
+	ExternalID string `json:"externalID,omitempty" lockstep:"createonly"`
+}
+
+// ServiceInstanceStatus is what the broker confirmed.
+type ServiceInstanceStatus struct {
+	// Conditions: Ready (the broker holds the instance as specified) and
+	// InSync (what the broker holds equals this object).
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty" lockstep:"readonly"`
+	// LastOperation is the most recent broker operation.
+	// +optional
+	LastOperation *LastOperation `json:"lastOperation,omitempty" lockstep:"readonly"`
+	// DashboardURL is the broker's dashboard for the instance.
+	// +optional
+	DashboardURL string `json:"dashboardURL,omitempty" lockstep:"readonly"`
+	// ObservedGeneration is the generation the broker last confirmed.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty" lockstep:"readonly"`
+}
+
+// ServiceInstance is an instance of a service held by an OSB broker.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:shortName=si,categories=lockstep
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Broker",type=string,JSONPath=`.spec.brokerName`
+// +kubebuilder:printcolumn:name="Service",type=string,JSONPath=`.spec.serviceName`
+// +kubebuilder:printcolumn:name="Plan",type=string,JSONPath=`.spec.planName`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Last Op",type=string,JSONPath=`.status.lastOperation.verb`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type ServiceInstance struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   ServiceInstanceSpec   `json:"spec"`
+	Status ServiceInstanceStatus `json:"status,omitempty"`
+}
+
+// ServiceInstanceList is a list of ServiceInstances.
+//
+// +kubebuilder:object:root=true
+type ServiceInstanceList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ServiceInstance `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&ServiceInstance{}, &ServiceInstanceList{})
+}
