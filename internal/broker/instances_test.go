@@ -1,0 +1,575 @@
+package broker_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lockstep-dev/lockstep/internal/broker"
+	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
+)
+
+func TestProvision(t *testing.T) {
+	tests := []struct {
+		name         string
+		setup        func(b *brokertest.Broker)
+		timeout      time.Duration
+		wantStatus   int
+		wantAsync    bool
+		wantOp       string
+		wantErr      errCheck
+		wantInstance bool // the broker holds the instance afterwards
+	}{
+		{name: "201 created", wantStatus: 201, wantInstance: true},
+		{
+			name:       "200 already exists, identical",
+			setup:      func(b *brokertest.Broker) { b.PutInstance(existing("i1")) },
+			wantStatus: 200, wantInstance: true,
+		},
+		{
+			name: "202 accepted with operation",
+			setup: func(b *brokertest.Broker) {
+				b.Script(brokertest.OpProvision, brokertest.Respond{Async: &brokertest.Async{Operation: "op-a"}})
+			},
+			wantStatus: 202, wantAsync: true, wantOp: "op-a",
+		},
+		{
+			name: "202 accepted without operation",
+			setup: func(b *brokertest.Broker) {
+				b.Script(brokertest.OpProvision, brokertest.Respond{Async: &brokertest.Async{OmitOperation: true}})
+			},
+			wantStatus: 202, wantAsync: true,
+		},
+		{
+			name: "400 bad request",
+			setup: func(b *brokertest.Broker) {
+				b.Script(brokertest.OpProvision, brokertest.Respond{Status: 400, Description: "storageGB must be at most 1024"})
+			},
+			wantErr: errCheck{is: broker.IsBadRequest, msg: []string{`broker answered 400: "storageGB must be at most 1024" (PUT /v2/service_instances/i1)`}},
+		},
+		{
+			name: "409 exists with different attributes",
+			setup: func(b *brokertest.Broker) {
+				inst := existing("i1")
+				inst.Parameters = map[string]any{"storageGB": float64(20)}
+				b.PutInstance(inst)
+			},
+			wantErr:      errCheck{is: broker.IsConflict, msg: []string{"broker answered 409", "different attributes"}},
+			wantInstance: true,
+		},
+		{
+			name: "422 AsyncRequired",
+			setup: func(b *brokertest.Broker) {
+				b.Script(brokertest.OpProvision, brokertest.Respond{Status: 422, Error: "AsyncRequired", Description: "only async"})
+			},
+			wantErr: errCheck{is: broker.IsAsyncRequired, msg: []string{`422 AsyncRequired: "only async"`}},
+		},
+		{
+			name: "422 MaintenanceInfoConflict",
+			setup: func(b *brokertest.Broker) {
+				b.Script(brokertest.OpProvision, brokertest.Respond{Status: 422, Error: "MaintenanceInfoConflict"})
+			},
+			wantErr: errCheck{is: broker.IsMaintenanceInfoConflict, msg: []string{"broker answered 422 MaintenanceInfoConflict (PUT"}},
+		},
+		{
+			name: "422 ConcurrencyError is retryable",
+			setup: func(b *brokertest.Broker) {
+				b.Script(brokertest.OpProvision, brokertest.Respond{Status: 422, Error: "ConcurrencyError", Description: "another operation is in progress"})
+			},
+			wantErr: errCheck{
+				is:        broker.IsConcurrencyError,
+				msg:       []string{`broker answered 422 ConcurrencyError: "another operation is in progress" (PUT /v2/service_instances/i1)`},
+				retryable: true,
+			},
+		},
+		{
+			name: "500 needs orphan mitigation",
+			setup: func(b *brokertest.Broker) {
+				b.Script(brokertest.OpProvision, brokertest.Respond{Status: 500, Description: "database exploded", Apply: true})
+			},
+			wantErr:      errCheck{is: isHTTPStatus(500), msg: []string{"broker answered 500", "database exploded"}, orphan: true, retryable: true},
+			wantInstance: true,
+		},
+		{
+			name:    "408 needs orphan mitigation",
+			setup:   func(b *brokertest.Broker) { b.Script(brokertest.OpProvision, brokertest.Respond{Status: 408}) },
+			wantErr: errCheck{is: isHTTPStatus(408), msg: []string{"broker answered 408 Request Timeout"}, orphan: true, retryable: true},
+		},
+		{
+			name: "502 with a non-JSON body quotes its start",
+			setup: func(b *brokertest.Broker) {
+				b.Script(brokertest.OpProvision, brokertest.Respond{Status: 502, Body: "<html>Bad Gateway</html>"})
+			},
+			wantErr: errCheck{is: isHTTPStatus(502), msg: []string{`broker answered 502: "<html>Bad Gateway</html>"`}, orphan: true, retryable: true},
+		},
+		{
+			name: "201 with malformed body needs orphan mitigation",
+			setup: func(b *brokertest.Broker) {
+				b.Script(brokertest.OpProvision, brokertest.Respond{Status: 201, Malformed: true, Apply: true})
+			},
+			wantErr: errCheck{
+				is:     broker.IsMalformed,
+				msg:    []string{"broker's answer was malformed: status 201, invalid JSON", `body begins "{\"this is\": not json`},
+				orphan: true,
+			},
+			wantInstance: true,
+		},
+		{
+			name: "200 with malformed body needs no orphan mitigation",
+			setup: func(b *brokertest.Broker) {
+				b.Script(brokertest.OpProvision, brokertest.Respond{Status: 200, Malformed: true})
+			},
+			wantErr: errCheck{is: broker.IsMalformed, msg: []string{"status 200, invalid JSON"}},
+		},
+		{
+			name: "202 with malformed body needs orphan mitigation",
+			setup: func(b *brokertest.Broker) {
+				b.Script(brokertest.OpProvision, brokertest.Respond{Status: 202, Malformed: true})
+			},
+			wantErr: errCheck{is: broker.IsMalformed, msg: []string{"status 202"}, orphan: true},
+		},
+		{
+			name:    "other 2xx is unexpected and needs orphan mitigation",
+			setup:   func(b *brokertest.Broker) { b.Script(brokertest.OpProvision, brokertest.Respond{Status: 204}) },
+			wantErr: errCheck{is: broker.IsMalformed, msg: []string{"unexpected status 204 No Content for provision"}, orphan: true},
+		},
+		{
+			name: "redirect is not followed",
+			setup: func(b *brokertest.Broker) {
+				b.Script(brokertest.OpProvision, brokertest.Respond{Status: 307, Header: http.Header{"Location": {"http://127.0.0.1:1/elsewhere"}}})
+			},
+			wantErr: errCheck{is: broker.IsMalformed, msg: []string{"unexpected status 307"}},
+		},
+		{
+			name:    "no answer within the timeout needs orphan mitigation",
+			setup:   func(b *brokertest.Broker) { b.Script(brokertest.OpProvision, brokertest.Respond{Hang: true}) },
+			timeout: 50 * time.Millisecond,
+			wantErr: errCheck{
+				is:     broker.IsTimeout,
+				msg:    []string{"broker could not be reached (PUT /v2/service_instances/i1): no answer within 50ms"},
+				orphan: true, retryable: true,
+			},
+		},
+		{
+			name: "slow answer after the broker did the work leaves an orphan",
+			setup: func(b *brokertest.Broker) {
+				b.Script(brokertest.OpProvision, brokertest.Respond{Delay: time.Hour})
+			},
+			timeout:      50 * time.Millisecond,
+			wantErr:      errCheck{is: broker.IsTimeout, orphan: true, retryable: true},
+			wantInstance: true,
+		},
+		{
+			name: "connection closed without answer needs orphan mitigation",
+			setup: func(b *brokertest.Broker) {
+				b.Script(brokertest.OpProvision, brokertest.Respond{CloseConnection: true})
+			},
+			wantErr: errCheck{is: broker.IsTransport, msg: []string{"broker could not be reached (PUT /v2/service_instances/i1)"}, orphan: true, retryable: true},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := brokertest.New(t)
+			if tt.setup != nil {
+				tt.setup(b)
+			}
+			c := newClient(t, b, func(cfg *broker.Config) {
+				if tt.timeout != 0 {
+					cfg.Timeout = tt.timeout
+				}
+			})
+			resp, err := c.Provision(testCtx(t), meta, provisionReq("i1"))
+			tt.wantErr.check(t, err)
+			if tt.wantErr.is == nil {
+				assert.Equal(t, tt.wantStatus, resp.HTTPStatus)
+				assert.Equal(t, tt.wantAsync, resp.Async)
+				assert.Equal(t, tt.wantOp, resp.Operation)
+				assert.Equal(t, tt.wantStatus == 200, resp.AlreadyExisted())
+				if !tt.wantAsync {
+					assert.Equal(t, b.URL()+"/dashboard/i1", resp.DashboardURL)
+				}
+			}
+			settle(t, b, brokertest.OpProvision, 1)
+			_, held := b.Instance("i1")
+			assert.Equal(t, tt.wantInstance, held, "broker holds the instance")
+			assert.Equal(t, 1, b.Count(brokertest.OpProvision), "exactly one request")
+		})
+	}
+}
+
+func isHTTPStatus(status int) func(error) bool {
+	return func(err error) bool {
+		h, ok := broker.AsHTTPError(err)
+		return ok && h.StatusCode == status
+	}
+}
+
+func TestProvisionRequest(t *testing.T) {
+	b := brokertest.New(t)
+	c := newClient(t, b)
+	req := provisionReq("inst/with space")
+	req.MaintenanceInfo = &broker.MaintenanceInfo{Version: "1.0.0"}
+	_, err := c.Provision(testCtx(t), meta, req)
+	require.NoError(t, err)
+
+	call, ok := b.LastCall(brokertest.OpProvision)
+	require.True(t, ok)
+	assert.Equal(t, http.MethodPut, call.Method)
+	assert.Equal(t, "/v2/service_instances/inst/with space", call.Path)
+	assert.Equal(t, "inst/with space", call.InstanceID)
+	assert.Equal(t, "true", call.Query.Get("accepts_incomplete"))
+	assert.Equal(t, "application/json", call.Header.Get("Content-Type"))
+	assert.Equal(t, map[string]any{
+		"service_id": brokertest.ServiceDBID,
+		"plan_id":    brokertest.PlanSmallID,
+		"context": map[string]any{
+			"platform": "kubernetes", "namespace": "team-a", "clusterid": "cluster-1", "instance_name": "orders",
+		},
+		"parameters":       map[string]any{"storageGB": float64(10), "region": "eu"},
+		"maintenance_info": map[string]any{"version": "1.0.0"},
+	}, call.JSON, "no organization_guid/space_guid for OSB 2.17 on Kubernetes")
+}
+
+func TestProvisionInvalidRequest(t *testing.T) {
+	b := brokertest.New(t)
+	c := newClient(t, b)
+	tests := []struct {
+		name   string
+		change func(*broker.ProvisionRequest)
+		msg    string
+	}{
+		{"no instance id", func(r *broker.ProvisionRequest) { r.InstanceID = "" }, "provision needs an instance ID"},
+		{"no service id", func(r *broker.ProvisionRequest) { r.ServiceID = " " }, "provision needs a service ID"},
+		{"no plan id", func(r *broker.ProvisionRequest) { r.PlanID = "" }, "provision needs a plan ID"},
+		{"array parameters", func(r *broker.ProvisionRequest) { r.Parameters = json.RawMessage(`[1]`) }, "parameters must be a JSON object"},
+		{"broken parameters", func(r *broker.ProvisionRequest) { r.Parameters = json.RawMessage(`{"a":`) }, "parameters must be a JSON object"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := provisionReq("i1")
+			tt.change(&req)
+			_, err := c.Provision(testCtx(t), meta, req)
+			require.ErrorIs(t, err, broker.ErrInvalidRequest)
+			assert.Contains(t, err.Error(), tt.msg)
+		})
+	}
+	assert.Zero(t, b.Count(), "nothing was sent")
+}
+
+func TestProvisionNullParametersAreLeftOut(t *testing.T) {
+	b := brokertest.New(t)
+	c := newClient(t, b)
+	req := provisionReq("i1")
+	req.Parameters = json.RawMessage(" null ")
+	_, err := c.Provision(testCtx(t), meta, req)
+	require.NoError(t, err)
+	call, _ := b.LastCall(brokertest.OpProvision)
+	assert.NotContains(t, call.JSON, "parameters")
+}
+
+func TestUpdate(t *testing.T) {
+	tests := []struct {
+		name       string
+		setup      func(b *brokertest.Broker)
+		change     func(r *broker.UpdateRequest)
+		wantStatus int
+		wantAsync  bool
+		wantOp     string
+		wantErr    errCheck
+		wantPlan   string
+		wantParams map[string]any
+	}{
+		{
+			name:       "200 updated",
+			wantStatus: 200, wantPlan: brokertest.PlanLargeID,
+			wantParams: map[string]any{"storageGB": float64(20)},
+		},
+		{
+			name:       "200 without plan change and without parameters keeps both",
+			change:     func(r *broker.UpdateRequest) { r.PlanID, r.Parameters = "", nil },
+			wantStatus: 200, wantPlan: brokertest.PlanSmallID,
+			wantParams: map[string]any{"storageGB": float64(10), "region": "eu"},
+		},
+		{
+			name: "202 accepted",
+			setup: func(b *brokertest.Broker) {
+				b.Script(brokertest.OpUpdate, brokertest.Respond{Async: &brokertest.Async{Operation: "upd-1"}})
+			},
+			wantStatus: 202, wantAsync: true, wantOp: "upd-1",
+			wantPlan: brokertest.PlanSmallID, wantParams: map[string]any{"storageGB": float64(10), "region": "eu"},
+		},
+		{
+			name:     "400 plan not updateable",
+			change:   func(r *broker.UpdateRequest) { r.PlanID = brokertest.PlanFixedID },
+			wantErr:  errCheck{is: broker.IsBadRequest, msg: []string{"cannot change", "(PATCH /v2/service_instances/i1)"}},
+			wantPlan: brokertest.PlanSmallID, wantParams: map[string]any{"storageGB": float64(10), "region": "eu"},
+		},
+		{
+			name: "422 ConcurrencyError",
+			setup: func(b *brokertest.Broker) {
+				b.Script(brokertest.OpUpdate, brokertest.Respond{Status: 422, Error: "ConcurrencyError", Description: "busy"})
+			},
+			wantErr:  errCheck{is: broker.IsConcurrencyError, retryable: true},
+			wantPlan: brokertest.PlanSmallID, wantParams: map[string]any{"storageGB": float64(10), "region": "eu"},
+		},
+		{
+			name: "422 AsyncRequired",
+			setup: func(b *brokertest.Broker) {
+				b.Script(brokertest.OpUpdate, brokertest.Respond{Status: 422, Error: "AsyncRequired"})
+			},
+			wantErr:  errCheck{is: broker.IsAsyncRequired},
+			wantPlan: brokertest.PlanSmallID, wantParams: map[string]any{"storageGB": float64(10), "region": "eu"},
+		},
+		{
+			name: "422 MaintenanceInfoConflict with instance_usable",
+			setup: func(b *brokertest.Broker) {
+				b.Script(brokertest.OpUpdate, brokertest.Respond{Status: 422, Body: map[string]any{
+					"error": "MaintenanceInfoConflict", "description": "upgrade first", "instance_usable": true, "update_repeatable": false,
+				}})
+			},
+			wantErr: errCheck{is: func(err error) bool {
+				h, ok := broker.AsHTTPError(err)
+				return ok && broker.IsMaintenanceInfoConflict(err) && *h.InstanceUsable && !*h.UpdateRepeatable
+			}},
+			wantPlan: brokertest.PlanSmallID, wantParams: map[string]any{"storageGB": float64(10), "region": "eu"},
+		},
+		{
+			name:     "500 on update needs no orphan mitigation",
+			setup:    func(b *brokertest.Broker) { b.Script(brokertest.OpUpdate, brokertest.Respond{Status: 500}) },
+			wantErr:  errCheck{is: isHTTPStatus(500), msg: []string{"broker answered 500 Internal Server Error (PATCH"}, retryable: true},
+			wantPlan: brokertest.PlanSmallID, wantParams: map[string]any{"storageGB": float64(10), "region": "eu"},
+		},
+		{
+			name:     "201 is not an update answer",
+			setup:    func(b *brokertest.Broker) { b.Script(brokertest.OpUpdate, brokertest.Respond{Status: 201}) },
+			wantErr:  errCheck{is: broker.IsMalformed, msg: []string{"unexpected status 201 Created for update"}},
+			wantPlan: brokertest.PlanSmallID, wantParams: map[string]any{"storageGB": float64(10), "region": "eu"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := brokertest.New(t)
+			b.PutInstance(existing("i1"))
+			if tt.setup != nil {
+				tt.setup(b)
+			}
+			c := newClient(t, b)
+			req := broker.UpdateRequest{
+				InstanceID: "i1", ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanLargeID,
+				Parameters:     json.RawMessage(`{"storageGB": 20}`),
+				PreviousValues: &broker.PreviousValues{ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanSmallID},
+			}
+			if tt.change != nil {
+				tt.change(&req)
+			}
+			resp, err := c.Update(testCtx(t), meta, req)
+			tt.wantErr.check(t, err)
+			if tt.wantErr.is == nil {
+				assert.Equal(t, tt.wantStatus, resp.HTTPStatus)
+				assert.Equal(t, tt.wantAsync, resp.Async)
+				assert.Equal(t, tt.wantOp, resp.Operation)
+			}
+			inst, ok := b.Instance("i1")
+			require.True(t, ok)
+			assert.Equal(t, tt.wantPlan, inst.PlanID)
+			assert.Equal(t, tt.wantParams, inst.Parameters)
+		})
+	}
+}
+
+func TestUpdateRequest(t *testing.T) {
+	b := brokertest.New(t)
+	b.PutInstance(existing("i1"))
+	c := newClient(t, b)
+	_, err := c.Update(testCtx(t), meta, broker.UpdateRequest{
+		InstanceID: "i1", ServiceID: brokertest.ServiceDBID,
+		Context:        &broker.Context{Namespace: "team-a"},
+		Parameters:     json.RawMessage(`{"storageGB": 30}`),
+		PreviousValues: &broker.PreviousValues{ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanSmallID, MaintenanceInfo: &broker.MaintenanceInfo{Version: "1.0.0"}},
+	})
+	require.NoError(t, err)
+	call, _ := b.LastCall(brokertest.OpUpdate)
+	assert.Equal(t, http.MethodPatch, call.Method)
+	assert.Equal(t, "true", call.Query.Get("accepts_incomplete"))
+	assert.Equal(t, map[string]any{
+		"service_id": brokertest.ServiceDBID,
+		"context":    map[string]any{"platform": "kubernetes", "namespace": "team-a"},
+		"parameters": map[string]any{"storageGB": float64(30)},
+		"previous_values": map[string]any{
+			"service_id": brokertest.ServiceDBID, "plan_id": brokertest.PlanSmallID,
+			"maintenance_info": map[string]any{"version": "1.0.0"},
+		},
+	}, call.JSON, "plan_id is left out when the plan does not change")
+}
+
+func TestDeprovision(t *testing.T) {
+	tests := []struct {
+		name         string
+		setup        func(b *brokertest.Broker)
+		wantStatus   int
+		wantAsync    bool
+		wantOp       string
+		wantGone     bool
+		wantErr      errCheck
+		wantInstance bool
+	}{
+		{name: "200 deleted", wantStatus: 200},
+		{
+			name: "200 with any body is a success",
+			setup: func(b *brokertest.Broker) {
+				b.Script(brokertest.OpDeprovision, brokertest.Respond{Status: 200, Malformed: true})
+			},
+			wantStatus: 200, wantInstance: true,
+		},
+		{
+			name: "202 accepted",
+			setup: func(b *brokertest.Broker) {
+				b.Script(brokertest.OpDeprovision, brokertest.Respond{Async: &brokertest.Async{Operation: "del-1"}})
+			},
+			wantStatus: 202, wantAsync: true, wantOp: "del-1", wantInstance: true,
+		},
+		{
+			name: "202 with malformed body",
+			setup: func(b *brokertest.Broker) {
+				b.Script(brokertest.OpDeprovision, brokertest.Respond{Status: 202, Malformed: true})
+			},
+			wantErr:      errCheck{is: broker.IsMalformed, msg: []string{"status 202", "(DELETE /v2/service_instances/i1)"}},
+			wantInstance: true,
+		},
+		{
+			name:       "410 gone is a success",
+			setup:      func(b *brokertest.Broker) { b.ResetState() },
+			wantStatus: 410, wantGone: true,
+		},
+		{
+			name:         "400 while bindings exist",
+			setup:        func(b *brokertest.Broker) { b.PutBinding(existingBinding("i1", "b1")) },
+			wantErr:      errCheck{is: broker.IsBadRequest, msg: []string{"still has bindings b1"}},
+			wantInstance: true,
+		},
+		{
+			name: "422 ConcurrencyError",
+			setup: func(b *brokertest.Broker) {
+				b.Script(brokertest.OpDeprovision, brokertest.Respond{Status: 422, Error: "ConcurrencyError"})
+			},
+			wantErr:      errCheck{is: broker.IsConcurrencyError, retryable: true},
+			wantInstance: true,
+		},
+		{
+			name: "422 AsyncRequired",
+			setup: func(b *brokertest.Broker) {
+				b.Script(brokertest.OpDeprovision, brokertest.Respond{Status: 422, Error: "AsyncRequired"})
+			},
+			wantErr:      errCheck{is: broker.IsAsyncRequired},
+			wantInstance: true,
+		},
+		{
+			name:         "500 on deprovision needs no orphan mitigation",
+			setup:        func(b *brokertest.Broker) { b.Script(brokertest.OpDeprovision, brokertest.Respond{Status: 503}) },
+			wantErr:      errCheck{is: isHTTPStatus(503), retryable: true},
+			wantInstance: true,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := brokertest.New(t)
+			b.PutInstance(existing("i1"))
+			if tt.setup != nil {
+				tt.setup(b)
+			}
+			c := newClient(t, b)
+			resp, err := c.Deprovision(testCtx(t), meta, deprovisionReq("i1"))
+			tt.wantErr.check(t, err)
+			if tt.wantErr.is == nil {
+				assert.Equal(t, tt.wantStatus, resp.HTTPStatus)
+				assert.Equal(t, tt.wantAsync, resp.Async)
+				assert.Equal(t, tt.wantOp, resp.Operation)
+				assert.Equal(t, tt.wantGone, resp.Gone)
+			}
+			_, held := b.Instance("i1")
+			assert.Equal(t, tt.wantInstance, held)
+
+			call, ok := b.LastCall(brokertest.OpDeprovision)
+			require.True(t, ok)
+			assert.Equal(t, http.MethodDelete, call.Method)
+			assert.Equal(t, "true", call.Query.Get("accepts_incomplete"))
+			assert.Equal(t, brokertest.ServiceDBID, call.Query.Get("service_id"))
+			assert.Equal(t, brokertest.PlanSmallID, call.Query.Get("plan_id"))
+			assert.Empty(t, call.Body)
+		})
+	}
+}
+
+func TestGetInstance(t *testing.T) {
+	tests := []struct {
+		name    string
+		setup   func(b *brokertest.Broker)
+		want    *broker.GetInstanceResponse
+		wantErr errCheck
+	}{
+		{
+			name:  "200",
+			setup: func(b *brokertest.Broker) { b.PutInstance(existing("i1")) },
+			want: &broker.GetInstanceResponse{
+				ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanSmallID,
+				Parameters: json.RawMessage(`{"region":"eu","storageGB":10}`),
+			},
+		},
+		{
+			name:    "404 not found",
+			wantErr: errCheck{is: broker.IsNotFound, msg: []string{"broker answered 404", "(GET /v2/service_instances/i1)"}},
+		},
+		{
+			name: "422 while being updated",
+			setup: func(b *brokertest.Broker) {
+				b.PutInstance(existing("i1"))
+				b.Script(brokertest.OpUpdate, brokertest.Respond{Async: &brokertest.Async{InProgressPolls: 1}})
+				c := newClient(t, b)
+				_, err := c.Update(testCtx(t), meta, broker.UpdateRequest{InstanceID: "i1", ServiceID: brokertest.ServiceDBID})
+				require.NoError(t, err)
+			},
+			wantErr: errCheck{is: broker.IsConcurrencyError, retryable: true},
+		},
+		{
+			name: "malformed",
+			setup: func(b *brokertest.Broker) {
+				b.Script(brokertest.OpGetInstance, brokertest.Respond{Status: 200, Body: `{"plan_id": 7}`})
+			},
+			wantErr: errCheck{is: broker.IsMalformed, msg: []string{"invalid JSON", `body begins "{\"plan_id\": 7}"`}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := brokertest.New(t)
+			if tt.setup != nil {
+				tt.setup(b)
+			}
+			c := newClient(t, b)
+			got, err := c.GetInstance(testCtx(t), meta, broker.GetInstanceRequest{InstanceID: "i1", ServiceID: brokertest.ServiceDBID})
+			tt.wantErr.check(t, err)
+			if tt.want != nil {
+				tt.want.DashboardURL = b.URL() + "/dashboard/i1"
+				assert.Equal(t, tt.want, got)
+			}
+			call, _ := b.LastCall(brokertest.OpGetInstance)
+			assert.Equal(t, brokertest.ServiceDBID, call.Query.Get("service_id"))
+			assert.False(t, call.Query.Has("plan_id"), "empty hints are left out")
+		})
+	}
+}
+
+func TestInstanceIDIsEscaped(t *testing.T) {
+	b := brokertest.New(t)
+	c := newClient(t, b)
+	_, err := c.Provision(testCtx(t), meta, provisionReq("a/../b?c"))
+	require.NoError(t, err)
+	_, ok := b.Instance("a/../b?c")
+	assert.True(t, ok)
+	call, _ := b.LastCall(brokertest.OpProvision)
+	assert.True(t, strings.HasPrefix(call.Path, "/v2/service_instances/"))
+}
