@@ -1,0 +1,114 @@
+package catalog
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/lockstep-dev/lockstep/internal/broker"
+	"github.com/lockstep-dev/lockstep/internal/validate/schema"
+)
+
+// Entry is one broker's catalog as admission sees it. An Entry is never
+// changed after it is stored; a new fetch stores a new Entry.
+type Entry struct {
+	// Broker is the ServiceBroker's name.
+	Broker string
+	// Client talks to the broker.
+	Client *broker.Client
+	// Catalog is the catalog as the broker last served it.
+	Catalog *broker.Catalog
+	// Removed are plans that left the catalog while instances still use
+	// them, from earlier catalogs.
+	Removed []broker.ServicePlan
+	// FetchedAt is when the catalog was fetched.
+	FetchedAt time.Time
+
+	schemas      map[string]*schema.PlanSchemas // by plan id
+	schemaErrors map[string]error               // by plan id
+}
+
+// Plan is a plan found in an Entry.
+type Plan struct {
+	broker.ServicePlan
+	// Removed is true when the plan left the broker's catalog: it takes no
+	// new provisions.
+	Removed bool
+	// Schemas are the plan's compiled parameter schemas (nil when the
+	// broker's schema did not compile; see SchemaError).
+	Schemas *schema.PlanSchemas
+	// SchemaError says why the broker's schemas for the plan are unusable.
+	SchemaError error
+}
+
+// NewEntry compiles the parameter schemas of every plan of cat once.
+func NewEntry(name string, client *broker.Client, cat *broker.Catalog, removed []broker.ServicePlan, fetchedAt time.Time) *Entry {
+	e := &Entry{
+		Broker: name, Client: client, Catalog: cat, Removed: removed, FetchedAt: fetchedAt,
+		schemas: map[string]*schema.PlanSchemas{}, schemaErrors: map[string]error{},
+	}
+	compile := func(sp broker.ServicePlan) {
+		s, err := schema.Compile(sp.CreateSchema(), sp.UpdateSchema(), sp.BindSchema())
+		if err != nil {
+			e.schemaErrors[sp.Plan.ID] = fmt.Errorf("broker %q publishes an unusable parameter schema for plan %q of service %q: %w",
+				name, sp.Plan.Name, sp.Service.Name, err)
+			return
+		}
+		e.schemas[sp.Plan.ID] = s
+	}
+	for i := range cat.Services {
+		s := &cat.Services[i]
+		for j := range s.Plans {
+			compile(broker.ServicePlan{Service: s, Plan: &s.Plans[j]})
+		}
+	}
+	for _, sp := range removed {
+		compile(sp)
+	}
+	return e
+}
+
+// Find returns the plan planName of service serviceName: from the current
+// catalog, or else from the removed plans. The error says what the catalog
+// offers instead.
+func (e *Entry) Find(serviceName, planName string) (Plan, error) {
+	sp, err := e.Catalog.FindPlan(serviceName, planName)
+	removed := false
+	if err != nil {
+		found := false
+		for _, r := range e.Removed {
+			if r.Service.Name == serviceName && r.Plan.Name == planName {
+				sp, removed, found = r, true, true
+				break
+			}
+		}
+		if !found {
+			return Plan{}, err
+		}
+	}
+	return Plan{
+		ServicePlan: sp,
+		Removed:     removed,
+		Schemas:     e.schemas[sp.Plan.ID],
+		SchemaError: e.schemaErrors[sp.Plan.ID],
+	}, nil
+}
+
+// Knows reports whether the catalog (or its removed plans) has the plan.
+func (e *Entry) Knows(serviceName, planName string) bool {
+	_, err := e.Find(serviceName, planName)
+	return err == nil
+}
+
+// HasService reports whether the catalog (or its removed plans) has a
+// service of that name.
+func (e *Entry) HasService(name string) bool {
+	if _, err := e.Catalog.FindService(name); err == nil {
+		return true
+	}
+	for _, r := range e.Removed {
+		if r.Service.Name == name {
+			return true
+		}
+	}
+	return false
+}

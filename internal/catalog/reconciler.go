@@ -1,0 +1,229 @@
+package catalog
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/broker"
+)
+
+// DefaultRelistInterval applies when a ServiceBroker does not set
+// spec.relistInterval.
+const DefaultRelistInterval = 15 * time.Minute
+
+// Reconciler fetches ServiceBrokers' catalogs into the Cache and writes
+// their status.
+type Reconciler struct {
+	// Client reads ServiceBrokers and ServiceInstances (cached) and writes
+	// ServiceBroker status.
+	Client client.Client
+	// Secrets reads the brokers' credential Secrets (uncached: lockstep
+	// does not watch every Secret of the cluster).
+	Secrets client.Reader
+	// Cache receives the catalogs.
+	Cache *Cache
+	// Timeout bounds each request to a broker.
+	Timeout time.Duration
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// SetupWithManager registers the reconciler and makes it the Cache's
+// fetcher.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.Cache.SetFetcher(r.Fetch)
+	return ctrl.NewControllerManagedBy(mgr).For(&v1alpha1.ServiceBroker{}).Named("servicebroker").Complete(r)
+}
+
+// Reconcile loads the catalog of one ServiceBroker and summarizes it in the
+// broker's status. A failed fetch keeps the last good catalog in the Cache
+// (admission goes on with it) and says why in the Ready condition.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var sb v1alpha1.ServiceBroker
+	if err := r.Client.Get(ctx, req.NamespacedName, &sb); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.Cache.Forget(req.Name)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	if sb.DeletionTimestamp != nil {
+		r.Cache.Forget(sb.Name)
+		return ctrl.Result{}, nil
+	}
+
+	entry, fetchErr := r.fetch(ctx, &sb)
+	if fetchErr == nil {
+		r.Cache.Store(entry)
+	}
+	if err := r.writeStatus(ctx, &sb, entry, fetchErr); err != nil {
+		return ctrl.Result{}, err
+	}
+	if fetchErr != nil {
+		log.FromContext(ctx).Info("catalog fetch failed; will retry", "broker", sb.Name, "error", fetchErr.Error())
+		return ctrl.Result{}, fetchErr // requeued with backoff
+	}
+	return ctrl.Result{RequeueAfter: relistInterval(&sb)}, nil
+}
+
+// Fetch fetches the named broker's catalog; it is the Cache's Fetcher.
+func (r *Reconciler) Fetch(ctx context.Context, name string) (*Entry, error) {
+	var sb v1alpha1.ServiceBroker
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, &sb); err != nil {
+		return nil, fmt.Errorf("reading ServiceBroker %q: %w", name, err)
+	}
+	return r.fetch(ctx, &sb)
+}
+
+func (r *Reconciler) fetch(ctx context.Context, sb *v1alpha1.ServiceBroker) (*Entry, error) {
+	cfg, err := BrokerConfig(ctx, r.Secrets, sb, r.Timeout)
+	if err != nil {
+		return nil, err
+	}
+	c, err := broker.New(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("broker %q is misconfigured: %w", sb.Name, err)
+	}
+	cat, err := c.Catalog(ctx, broker.RequestMeta{})
+	if err != nil {
+		return nil, fmt.Errorf("fetching the catalog of broker %q: %w", sb.Name, err)
+	}
+	if err := cat.Validate(); err != nil {
+		return nil, fmt.Errorf("broker %q serves an invalid catalog: %w", sb.Name, err)
+	}
+	removed, err := r.removedInUse(ctx, sb, cat)
+	if err != nil {
+		return nil, err
+	}
+	return NewEntry(sb.Name, c, cat, removed, r.now()), nil
+}
+
+// removedInUse returns the plans that were in an earlier catalog (the
+// cached entry, or the broker's status after a restart) but not in cat,
+// and that some ServiceInstance still uses.
+func (r *Reconciler) removedInUse(ctx context.Context, sb *v1alpha1.ServiceBroker, cat *broker.Catalog) ([]broker.ServicePlan, error) {
+	var earlier []broker.ServicePlan
+	if prev, ok := r.Cache.Get(sb.Name); ok {
+		earlier = append(earlier, prev.Removed...)
+		for i := range prev.Catalog.Services {
+			s := &prev.Catalog.Services[i]
+			for j := range s.Plans {
+				earlier = append(earlier, broker.ServicePlan{Service: s, Plan: &s.Plans[j]})
+			}
+		}
+	} else {
+		for _, s := range sb.Status.Services {
+			svc := &broker.Service{ID: s.ID, Name: s.Name, Bindable: s.Bindable, PlanUpdateable: s.PlanUpdateable}
+			for _, p := range s.Plans {
+				earlier = append(earlier, broker.ServicePlan{Service: svc, Plan: &broker.Plan{ID: p.ID, Name: p.Name}})
+			}
+		}
+	}
+	if len(earlier) == 0 {
+		return nil, nil
+	}
+	var instances v1alpha1.ServiceInstanceList
+	if err := r.Client.List(ctx, &instances); err != nil {
+		return nil, fmt.Errorf("listing ServiceInstances to find plans still in use: %w", err)
+	}
+	inUse := map[[2]string]bool{}
+	for _, si := range instances.Items {
+		if si.Spec.BrokerName == sb.Name {
+			inUse[[2]string{si.Spec.ServiceName, si.Spec.PlanName}] = true
+		}
+	}
+	var removed []broker.ServicePlan
+	seen := map[string]bool{}
+	for _, sp := range earlier {
+		if seen[sp.Plan.ID] || inCatalog(cat, sp.Plan.ID) || !inUse[[2]string{sp.Service.Name, sp.Plan.Name}] {
+			continue
+		}
+		seen[sp.Plan.ID] = true
+		removed = append(removed, sp)
+	}
+	return removed, nil
+}
+
+func inCatalog(cat *broker.Catalog, planID string) bool {
+	for _, s := range cat.Services {
+		if _, ok := s.FindPlanByID(planID); ok {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *Reconciler) writeStatus(ctx context.Context, sb *v1alpha1.ServiceBroker, e *Entry, fetchErr error) error {
+	patch := client.MergeFrom(sb.DeepCopy())
+	cond := metav1.Condition{Type: v1alpha1.ConditionReady, ObservedGeneration: sb.Generation}
+	if fetchErr != nil {
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, "CatalogUnavailable", fetchErr.Error()
+	} else {
+		services, plans := summarize(e)
+		sb.Status.Services = services
+		now := metav1.NewTime(e.FetchedAt)
+		sb.Status.LastCatalogSync = &now
+		cond.Status, cond.Reason = metav1.ConditionTrue, "CatalogLoaded"
+		cond.Message = fmt.Sprintf("catalog loaded: %d services, %d plans", len(e.Catalog.Services), plans)
+	}
+	meta.SetStatusCondition(&sb.Status.Conditions, cond)
+	if err := r.Client.Status().Patch(ctx, sb, patch); err != nil {
+		return fmt.Errorf("writing the status of ServiceBroker %q: %w", sb.Name, err)
+	}
+	return nil
+}
+
+// summarize turns an entry into the status summary: every service and plan,
+// with removed plans marked.
+func summarize(e *Entry) ([]v1alpha1.ServiceSummary, int) {
+	var out []v1alpha1.ServiceSummary
+	index := map[string]int{}
+	plans := 0
+	add := func(s *broker.Service, p *broker.Plan, removed bool) {
+		i, ok := index[s.ID]
+		if !ok {
+			i = len(out)
+			index[s.ID] = i
+			out = append(out, v1alpha1.ServiceSummary{Name: s.Name, ID: s.ID, Bindable: s.Bindable, PlanUpdateable: s.PlanUpdateable})
+		}
+		out[i].Plans = append(out[i].Plans, v1alpha1.PlanSummary{Name: p.Name, ID: p.ID, Free: p.IsFree(), RemovedFromCatalog: removed})
+		plans++
+	}
+	for i := range e.Catalog.Services {
+		s := &e.Catalog.Services[i]
+		if len(s.Plans) == 0 {
+			index[s.ID] = len(out)
+			out = append(out, v1alpha1.ServiceSummary{Name: s.Name, ID: s.ID, Bindable: s.Bindable, PlanUpdateable: s.PlanUpdateable})
+		}
+		for j := range s.Plans {
+			add(s, &s.Plans[j], false)
+		}
+	}
+	for _, sp := range e.Removed {
+		add(sp.Service, sp.Plan, true)
+	}
+	return out, plans
+}
+
+func relistInterval(sb *v1alpha1.ServiceBroker) time.Duration {
+	if sb.Spec.RelistInterval != nil && sb.Spec.RelistInterval.Duration > 0 {
+		return sb.Spec.RelistInterval.Duration
+	}
+	return DefaultRelistInterval
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}

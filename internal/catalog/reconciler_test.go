@@ -1,0 +1,155 @@
+package catalog
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/broker"
+	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
+)
+
+func newReconciler(t *testing.T, objects ...client.Object) (*Reconciler, client.Client) {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	require.NoError(t, clientgoscheme.AddToScheme(scheme))
+	require.NoError(t, v1alpha1.AddToScheme(scheme))
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objects...).
+		WithStatusSubresource(&v1alpha1.ServiceBroker{}).Build()
+	r := &Reconciler{Client: c, Secrets: c, Cache: NewCache(time.Hour), Timeout: 5 * time.Second}
+	r.Cache.SetFetcher(r.Fetch)
+	return r, c
+}
+
+func reconcile(t *testing.T, r *Reconciler, c client.Client, name string) (*v1alpha1.ServiceBroker, ctrl.Result, error) {
+	t.Helper()
+	res, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Name: name}})
+	var sb v1alpha1.ServiceBroker
+	require.NoError(t, c.Get(context.Background(), client.ObjectKey{Name: name}, &sb))
+	return &sb, res, err
+}
+
+func TestReconcileLoadsTheCatalogAndSummarizesIt(t *testing.T) {
+	b := brokertest.New(t, brokertest.WithBasicAuth("lockstep", "s3cret"))
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "lockstep-system", Name: "acme-auth"},
+		Data: map[string][]byte{"username": []byte("lockstep"), "password": []byte("s3cret")}}
+	sb := &v1alpha1.ServiceBroker{ObjectMeta: metav1.ObjectMeta{Name: "acme"}, Spec: v1alpha1.ServiceBrokerSpec{
+		URL: b.URL(), RelistInterval: &metav1.Duration{Duration: time.Minute},
+		AuthSecretRef: &v1alpha1.SecretReference{Namespace: "lockstep-system", Name: "acme-auth"},
+	}}
+	r, c := newReconciler(t, sb, secret)
+
+	got, res, err := reconcile(t, r, c, "acme")
+	require.NoError(t, err)
+	assert.Equal(t, time.Minute, res.RequeueAfter, "the catalog is fetched again every relistInterval")
+	ready := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionReady)
+	require.NotNil(t, ready)
+	assert.Equal(t, metav1.ConditionTrue, ready.Status)
+	assert.Equal(t, "catalog loaded: 2 services, 5 plans", ready.Message)
+	require.Len(t, got.Status.Services, 2)
+	assert.Equal(t, "db", got.Status.Services[0].Name)
+	assert.True(t, got.Status.Services[0].PlanUpdateable)
+	assert.Len(t, got.Status.Services[0].Plans, 3)
+	assert.NotNil(t, got.Status.LastCatalogSync)
+
+	_, ok := r.Cache.Get("acme")
+	assert.True(t, ok)
+}
+
+func TestReconcileFailureSaysWhyAndKeepsTheLastCatalog(t *testing.T) {
+	b := brokertest.New(t)
+	sb := &v1alpha1.ServiceBroker{ObjectMeta: metav1.ObjectMeta{Name: "acme"}, Spec: v1alpha1.ServiceBrokerSpec{URL: b.URL()}}
+	r, c := newReconciler(t, sb)
+	_, _, err := reconcile(t, r, c, "acme")
+	require.NoError(t, err)
+	before, _ := r.Cache.Get("acme")
+
+	b.Always(brokertest.OpCatalog, brokertest.Respond{Status: 500, Description: "catalog service down"})
+	got, _, err := reconcile(t, r, c, "acme")
+	require.Error(t, err, "a failed fetch is retried with backoff")
+	ready := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionReady)
+	require.NotNil(t, ready)
+	assert.Equal(t, metav1.ConditionFalse, ready.Status)
+	assert.Equal(t, "CatalogUnavailable", ready.Reason)
+	assert.Contains(t, ready.Message, "catalog service down")
+	after, _ := r.Cache.Get("acme")
+	assert.Same(t, before, after, "admission goes on with the last good catalog")
+}
+
+func TestReconcileMissingSecretKeyNamesIt(t *testing.T) {
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "auth"}, Data: map[string][]byte{"username": []byte("u")}}
+	sb := &v1alpha1.ServiceBroker{ObjectMeta: metav1.ObjectMeta{Name: "acme"}, Spec: v1alpha1.ServiceBrokerSpec{
+		URL: "http://127.0.0.1:1", AuthSecretRef: &v1alpha1.SecretReference{Namespace: "ns", Name: "auth"},
+	}}
+	r, c := newReconciler(t, sb, secret)
+	got, _, err := reconcile(t, r, c, "acme")
+	require.Error(t, err)
+	ready := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionReady)
+	require.NotNil(t, ready)
+	assert.Contains(t, ready.Message, `secret ns/auth has no key "password", needed for basic authentication`)
+}
+
+func TestRemovedPlanStaysWhileInstancesUseIt(t *testing.T) {
+	b := brokertest.New(t)
+	sb := &v1alpha1.ServiceBroker{ObjectMeta: metav1.ObjectMeta{Name: "acme"}, Spec: v1alpha1.ServiceBrokerSpec{URL: b.URL()}}
+	user := &v1alpha1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "team"},
+		Spec: v1alpha1.ServiceInstanceSpec{BrokerName: "acme", ServiceName: "db", PlanName: "large"}}
+	r, c := newReconciler(t, sb, user)
+	_, _, err := reconcile(t, r, c, "acme")
+	require.NoError(t, err)
+
+	reduced := brokertest.DefaultCatalog()
+	plans := reduced.Services[0].Plans
+	reduced.Services[0].Plans = []broker.Plan{plans[0]} // "large" and "fixed" leave
+	require.NoError(t, b.SetCatalog(reduced))
+
+	got, _, err := reconcile(t, r, c, "acme")
+	require.NoError(t, err)
+	e, _ := r.Cache.Get("acme")
+	large, err := e.Find("db", "large")
+	require.NoError(t, err, "an instance still uses it")
+	assert.True(t, large.Removed)
+	_, err = e.Find("db", "fixed")
+	assert.Error(t, err, "nobody uses it: it is gone")
+
+	var marked []string
+	for _, p := range got.Status.Services[0].Plans {
+		if p.RemovedFromCatalog {
+			marked = append(marked, p.Name)
+		}
+	}
+	assert.Equal(t, []string{"large"}, marked)
+
+	// After a restart the status remembers the removed plan.
+	r2, _ := newReconciler(t)
+	r2.Client = c
+	r2.Secrets = c
+	_, err = r2.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Name: "acme"}})
+	require.NoError(t, err)
+	e2, _ := r2.Cache.Get("acme")
+	large, err = e2.Find("db", "large")
+	require.NoError(t, err)
+	assert.True(t, large.Removed)
+}
+
+func TestReconcileForgetsDeletedBrokers(t *testing.T) {
+	r, _ := newReconciler(t)
+	r.Cache.Store(entry("gone"))
+	_, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Name: "gone"}})
+	require.NoError(t, err)
+	_, ok := r.Cache.Get("gone")
+	assert.False(t, ok)
+}

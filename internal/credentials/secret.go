@@ -1,0 +1,181 @@
+package credentials
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+)
+
+// Labels lockstep puts on the Secrets it writes.
+const (
+	LabelBinding    = "lockstep.dev/binding"
+	LabelBindingUID = "lockstep.dev/binding-uid"
+)
+
+// Owned reports whether lockstep wrote the Secret for this binding: it is
+// controlled by the binding, or marked with the binding's UID.
+func Owned(s *corev1.Secret, b *v1alpha1.ServiceBinding) bool {
+	if ref := metav1.GetControllerOf(s); ref != nil {
+		return ref.UID == b.UID
+	}
+	return s.Labels[LabelBindingUID] == string(b.UID)
+}
+
+// CheckFree reports an error when the binding's Secret name is taken by a
+// Secret lockstep did not write for this binding. The error names the
+// Secret and what to do, never its content.
+func CheckFree(ctx context.Context, reader client.Reader, b *v1alpha1.ServiceBinding) error {
+	var s corev1.Secret
+	err := reader.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: b.Spec.SecretName}, &s)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("could not check Secret %q: %w", b.Spec.SecretName, err)
+	case Owned(&s, b):
+		return nil
+	}
+	return &TakenError{Namespace: b.Namespace, Name: b.Spec.SecretName}
+}
+
+// TakenError says that a binding's Secret name belongs to another Secret.
+type TakenError struct{ Namespace, Name string }
+
+func (e *TakenError) Error() string {
+	return fmt.Sprintf("Secret %q already exists in namespace %q and lockstep did not write it for this binding; lockstep never overwrites it: choose another spec.secretName, or delete that Secret first",
+		e.Name, e.Namespace)
+}
+
+// Data turns broker credentials into Secret data: strings as they are,
+// anything else as JSON.
+func Data(creds map[string]any) (map[string][]byte, error) {
+	data := make(map[string][]byte, len(creds))
+	for k, v := range creds {
+		if s, ok := v.(string); ok {
+			data[k] = []byte(s)
+			continue
+		}
+		raw, err := json.Marshal(v)
+		if err != nil {
+			return nil, fmt.Errorf("credential key %q cannot be stored: its value is not JSON", k)
+		}
+		data[k] = raw
+	}
+	return data, nil
+}
+
+// Keys returns the credential keys, sorted, for messages that must not show
+// values.
+func Keys(creds map[string]any) []string {
+	keys := make([]string, 0, len(creds))
+	for k := range creds {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// Write creates or replaces the binding's Secret with the credentials. It
+// refuses a Secret lockstep does not own. The binding need not exist yet:
+// the Secret is marked with its UID and adopted later.
+func Write(ctx context.Context, c client.Client, b *v1alpha1.ServiceBinding, creds map[string]any) error {
+	data, err := Data(creds)
+	if err != nil {
+		return err
+	}
+	s := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: b.Namespace,
+			Name:      b.Spec.SecretName,
+			Labels:    map[string]string{LabelBinding: b.Name, LabelBindingUID: string(b.UID)},
+		},
+		Type: corev1.SecretTypeOpaque,
+		Data: data,
+	}
+	err = c.Create(ctx, s)
+	if !apierrors.IsAlreadyExists(err) {
+		if err != nil {
+			return fmt.Errorf("creating Secret %q: %w", s.Name, err)
+		}
+		return nil
+	}
+	var existing corev1.Secret
+	if err := c.Get(ctx, client.ObjectKeyFromObject(s), &existing); err != nil {
+		return fmt.Errorf("reading Secret %q: %w", s.Name, err)
+	}
+	if !Owned(&existing, b) {
+		return &TakenError{Namespace: b.Namespace, Name: s.Name}
+	}
+	existing.Data = data
+	if err := c.Update(ctx, &existing); err != nil {
+		return fmt.Errorf("updating Secret %q: %w", s.Name, err)
+	}
+	return nil
+}
+
+// Adopt gives the binding's Secret its controller ownerReference, once the
+// binding exists, so that the Secret goes with the binding.
+func Adopt(ctx context.Context, c client.Client, b *v1alpha1.ServiceBinding) error {
+	var s corev1.Secret
+	if err := c.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: b.Spec.SecretName}, &s); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if !Owned(&s, b) || metav1.GetControllerOf(&s) != nil {
+		return nil
+	}
+	patch := client.MergeFrom(s.DeepCopy())
+	s.OwnerReferences = append(s.OwnerReferences, metav1.OwnerReference{
+		APIVersion:         v1alpha1.GroupVersion.String(),
+		Kind:               "ServiceBinding",
+		Name:               b.Name,
+		UID:                b.UID,
+		Controller:         ptr.To(true),
+		BlockOwnerDeletion: ptr.To(true),
+	})
+	if err := c.Patch(ctx, &s, patch); err != nil {
+		return fmt.Errorf("adopting Secret %q: %w", s.Name, err)
+	}
+	return nil
+}
+
+// Delete removes the binding's Secret if lockstep owns it. The garbage
+// collector would do it too in a full cluster; doing it here makes the
+// credentials go with the unbind even where no garbage collector runs.
+func Delete(ctx context.Context, c client.Client, b *v1alpha1.ServiceBinding) error {
+	var s corev1.Secret
+	if err := c.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: b.Spec.SecretName}, &s); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if !Owned(&s, b) {
+		return nil
+	}
+	uid := s.UID
+	err := c.Delete(ctx, &s, &client.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting Secret %q: %w", s.Name, err)
+	}
+	return nil
+}
+
+// Stored reports whether the binding's Secret exists and lockstep wrote it
+// for this binding.
+func Stored(ctx context.Context, reader client.Reader, b *v1alpha1.ServiceBinding) (bool, error) {
+	var s corev1.Secret
+	err := reader.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: b.Spec.SecretName}, &s)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("reading Secret %q: %w", b.Spec.SecretName, err)
+	}
+	return Owned(&s, b), nil
+}

@@ -1,0 +1,152 @@
+package journal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/broker"
+	"github.com/lockstep-dev/lockstep/internal/catalog"
+	"github.com/lockstep-dev/lockstep/internal/credentials"
+)
+
+// BindingFinalizer looks after ServiceBindings once they exist: it gives a
+// live binding's Secret its ownerReference, and for a binding being deleted
+// it removes the Secret and then the lockstep.dev/broker finalizer, once the
+// broker no longer holds the binding (confirmed during admission, or unbound
+// here when the delete bypassed admission).
+type BindingFinalizer struct {
+	Client    client.Client
+	Catalogs  *catalog.Cache
+	Confirmed *Confirmed
+	Poll      broker.PollOptions
+	Timeout   time.Duration
+}
+
+// SetupWithManager registers the reconciler.
+func (r *BindingFinalizer) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).For(&v1alpha1.ServiceBinding{}).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(bindingOfSecret)).
+		Named("servicebinding").Complete(r)
+}
+
+// Reconcile implements reconcile.Reconciler.
+func (r *BindingFinalizer) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var b v1alpha1.ServiceBinding
+	if err := r.Client.Get(ctx, req.NamespacedName, &b); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if b.DeletionTimestamp == nil {
+		if err := credentials.Adopt(ctx, r.Client, &b); err != nil {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{}, r.writeStatus(ctx, &b)
+	}
+	if !controllerutil.ContainsFinalizer(&b, v1alpha1.Finalizer) {
+		return ctrl.Result{}, nil
+	}
+	if !r.Confirmed.Take(b.UID) {
+		done, err := r.unbind(ctx, &b)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if !done {
+			return ctrl.Result{RequeueAfter: 5 * time.Second}, nil
+		}
+	}
+	if err := credentials.Delete(ctx, r.Client, &b); err != nil {
+		return ctrl.Result{}, err
+	}
+	patch := client.MergeFrom(b.DeepCopy())
+	controllerutil.RemoveFinalizer(&b, v1alpha1.Finalizer)
+	if err := r.Client.Patch(ctx, &b, patch); err != nil && !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, fmt.Errorf("removing the finalizer of binding %s: %w", req.NamespacedName, err)
+	}
+	return ctrl.Result{}, nil
+}
+
+// unbind asks the broker to delete a binding whose delete bypassed
+// admission. It reports done when the broker no longer holds it.
+func (r *BindingFinalizer) unbind(ctx context.Context, b *v1alpha1.ServiceBinding) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.Timeout)
+	defer cancel()
+	var si v1alpha1.ServiceInstance
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: b.Spec.InstanceName}, &si); err != nil {
+		return false, fmt.Errorf("unbinding %s/%s: reading its instance: %w", b.Namespace, b.Name, err)
+	}
+	entry, err := r.Catalogs.Wait(ctx, si.Spec.BrokerName)
+	if err != nil {
+		return false, fmt.Errorf("unbinding %s/%s: %w", b.Namespace, b.Name, err)
+	}
+	plan, err := entry.Find(si.Spec.ServiceName, si.Spec.PlanName)
+	if err != nil {
+		return false, fmt.Errorf("unbinding %s/%s: %w", b.Namespace, b.Name, err)
+	}
+	req := broker.UnbindRequest{InstanceID: si.Spec.ExternalID, BindingID: b.Spec.ExternalID, ServiceID: plan.Service.ID, PlanID: plan.Plan.ID}
+	resp, err := entry.Client.Unbind(ctx, broker.RequestMeta{}, req)
+	if err != nil {
+		return false, fmt.Errorf("unbinding %s/%s at broker %q: %w", b.Namespace, b.Name, entry.Broker, err)
+	}
+	if !resp.Async {
+		return true, nil
+	}
+	opts := r.Poll
+	opts.Deleting = true
+	last, err := entry.Client.PollBinding(ctx, broker.RequestMeta{}, broker.BindingLastOperationRequest{
+		InstanceID: req.InstanceID, BindingID: req.BindingID, ServiceID: req.ServiceID, PlanID: req.PlanID, Operation: resp.Operation,
+	}, opts)
+	switch {
+	case errors.Is(err, broker.ErrStillInProgress):
+		return false, nil
+	case err != nil:
+		return false, err
+	case last.State != broker.StateSucceeded:
+		return false, fmt.Errorf("broker %q failed to unbind %s/%s: %s", entry.Broker, b.Namespace, b.Name, last.Description)
+	}
+	return true, nil
+}
+
+// writeStatus sets the Ready condition: True once the credentials are in
+// the binding's Secret.
+func (r *BindingFinalizer) writeStatus(ctx context.Context, b *v1alpha1.ServiceBinding) error {
+	stored, err := credentials.Stored(ctx, r.Client, b)
+	if err != nil {
+		return err
+	}
+	cond := metav1.Condition{Type: v1alpha1.ConditionReady, ObservedGeneration: b.Generation,
+		Status: metav1.ConditionFalse, Reason: "CredentialsPending", Message: "waiting for the broker to finish the bind"}
+	if stored {
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, "CredentialsStored", fmt.Sprintf("credentials are in Secret %q", b.Spec.SecretName)
+	}
+	patch := client.MergeFrom(b.DeepCopy())
+	if !meta.SetStatusCondition(&b.Status.Conditions, cond) && b.Status.ObservedGeneration == b.Generation {
+		return nil
+	}
+	b.Status.ObservedGeneration = b.Generation
+	if err := r.Client.Status().Patch(ctx, b, patch); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("writing the status of binding %s/%s: %w", b.Namespace, b.Name, err)
+	}
+	return nil
+}
+
+// bindingOfSecret maps a Secret lockstep wrote to its binding.
+func bindingOfSecret(_ context.Context, o client.Object) []reconcile.Request {
+	name, ok := o.GetLabels()[credentials.LabelBinding]
+	if !ok {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+}

@@ -1,0 +1,82 @@
+package journal
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/broker"
+	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
+	"github.com/lockstep-dev/lockstep/internal/catalog"
+)
+
+func TestInstanceFinalizer(t *testing.T) {
+	tests := []struct {
+		name          string
+		confirmed     bool
+		script        *brokertest.Respond
+		wantGone      bool
+		wantDeprov    int
+		wantErr       string
+		wantRequeue   bool
+		brokerHoldsIt bool
+	}{
+		{name: "confirmed by admission: no broker call", confirmed: true, wantGone: true, brokerHoldsIt: true},
+		{name: "bypassed admission: deprovisions first", wantGone: true, wantDeprov: 1},
+		{name: "bypassed admission, async deprovision", script: &brokertest.Respond{Async: &brokertest.Async{InProgressPolls: 1}}, wantGone: true, wantDeprov: 1},
+		{name: "bypassed admission, broker refuses: finalizer stays", script: &brokertest.Respond{Status: 500, Description: "down"},
+			wantDeprov: 1, wantErr: "down", brokerHoldsIt: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := brokertest.New(t)
+			b.PutInstance(brokertest.Instance{ID: "ext-1", ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanSmallID})
+			if tt.script != nil {
+				b.Script(brokertest.OpDeprovision, *tt.script)
+			}
+			bc, err := broker.New(b.Config())
+			require.NoError(t, err)
+			cat := brokertest.DefaultCatalog()
+			cache := catalog.NewCache(time.Hour)
+			cache.Store(catalog.NewEntry("acme", bc, &cat, nil, time.Now()))
+
+			scheme := runtime.NewScheme()
+			require.NoError(t, v1alpha1.AddToScheme(scheme))
+			now := metav1.Now()
+			si := &v1alpha1.ServiceInstance{
+				ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "team", UID: "uid-1", DeletionTimestamp: &now, Finalizers: []string{v1alpha1.Finalizer}},
+				Spec:       v1alpha1.ServiceInstanceSpec{BrokerName: "acme", ServiceName: "db", PlanName: "small", ExternalID: "ext-1"},
+			}
+			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(si).Build()
+			confirmed := NewConfirmed()
+			if tt.confirmed {
+				confirmed.Add("uid-1")
+			}
+			r := &InstanceFinalizer{Client: c, Catalogs: cache, Confirmed: confirmed, Timeout: 5 * time.Second,
+				Poll: broker.PollOptions{MinInterval: time.Millisecond, MaxInterval: time.Millisecond}}
+
+			_, err = r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "team", Name: "db"}})
+			if tt.wantErr != "" {
+				assert.ErrorContains(t, err, tt.wantErr)
+			} else {
+				require.NoError(t, err)
+			}
+			err = c.Get(context.Background(), client.ObjectKeyFromObject(si), &v1alpha1.ServiceInstance{})
+			assert.Equal(t, tt.wantGone, apierrors.IsNotFound(err), "object gone once the finalizer is removed")
+			assert.Equal(t, tt.wantDeprov, b.Count(brokertest.OpDeprovision))
+			_, held := b.Instance("ext-1")
+			assert.Equal(t, tt.brokerHoldsIt, held)
+		})
+	}
+}
