@@ -1,0 +1,61 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/kelseyhightower/envconfig"
+
+	"github.com/lockstep-dev/lockstep/internal/osb"
+)
+
+// prefix is the environment prefix of every setting.
+const prefix = "LOCKSTEP_BROKER"
+
+// config is everything the command reads from the environment.
+type config struct {
+	Listen      string `default:":8080" desc:"address to listen on"`
+	TLSCertFile string `split_words:"true" desc:"serve HTTPS with this certificate (PEM) and TLS_KEY_FILE"`
+	TLSKeyFile  string `split_words:"true" desc:"private key (PEM) of TLS_CERT_FILE"`
+	LogLevel    string `split_words:"true" default:"info" desc:"debug, info, warn or error"`
+	osb.Settings
+}
+
+func loadConfig() (config, error) {
+	var c config
+	if err := envconfig.Process(prefix, &c); err != nil {
+		return config{}, fmt.Errorf("read the configuration from the environment: %w (run broker --help for the variables)", err)
+	}
+	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
+		return config{}, fmt.Errorf("set both %s_TLS_CERT_FILE and %s_TLS_KEY_FILE, or neither", prefix, prefix)
+	}
+	return c, nil
+}
+
+func (c config) level() (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(c.LogLevel)); err != nil {
+		return 0, fmt.Errorf("%s_LOG_LEVEL %q: use debug, info, warn or error", prefix, c.LogLevel)
+	}
+	return l, nil
+}
+
+// usage writes the table of environment variables.
+func usage(w io.Writer) error {
+	var buf strings.Builder
+	tw := tabwriter.NewWriter(&buf, 0, 4, 2, ' ', 0)
+	if _, err := fmt.Fprint(tw, "VARIABLE\tDEFAULT\tMEANING\n"); err != nil {
+		return err
+	}
+	if err := envconfig.Usagef(prefix, &config{}, tw, "{{range .}}{{usage_key .}}\t{{usage_default .}}\t{{usage_description .}}\n{{end}}"); err != nil {
+		return err
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "broker serves lockstep's embedded OSB broker. Configuration (environment):\n\n%s", buf.String())
+	return err
+}

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "broker:", err)
+		os.Exit(1)
+	}
+}
+
+// run serves until ctx ends.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 {
+		switch args[0] {
+		case "-h", "--help", "help":
+			return usage(stdout)
+		default:
+			return fmt.Errorf("unknown argument %q: the broker takes no arguments; it is configured through %s_* environment variables (broker --help)", args[0], prefix)
+		}
+	}
+	cfg, err := loadConfig()
+	if err != nil {
+		return err
+	}
+	level, err := cfg.level()
+	if err != nil {
+		return err
+	}
+	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+	if cfg.Username == "" {
+		logger.Warn("no " + prefix + "_USERNAME: the OSB API accepts requests without authentication")
+	}
+
+	b, err := cfg.Settings.Open(ctx, logger)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		_ = b.Close()
+		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+	}
+	srv := &http.Server{Handler: b, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
+	if err := b.Start(ctx); err != nil {
+		_ = ln.Close()
+		_ = b.Close()
+		return err
+	}
+	served := make(chan error, 1)
+	go func() {
+		if cfg.TLSCertFile != "" {
+			served <- srv.ServeTLS(ln, cfg.TLSCertFile, cfg.TLSKeyFile)
+		} else {
+			served <- srv.Serve(ln)
+		}
+	}()
+	logger.Info("broker listening", "address", ln.Addr().String(), "tls", cfg.TLSCertFile != "", "store", cfg.Store, "runner", b.RunnerID())
+
+	var serveErr error
+	select {
+	case <-ctx.Done():
+		logger.Info("shutting down")
+	case serveErr = <-served:
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		logger.Warn("shut the HTTP server down", "error", err)
+	}
+	closeErr := b.Close()
+	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", serveErr)
+	}
+	return closeErr
+}

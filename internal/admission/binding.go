@@ -1,0 +1,74 @@
+package admission
+
+import (
+	"context"
+
+	"github.com/google/uuid"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/validate"
+)
+
+// Binding is a ServiceBinding as the admission chain sees it.
+type Binding = *v1alpha1.ServiceBinding
+
+var bindingKind = v1alpha1.GroupVersion.WithKind("ServiceBinding").GroupKind()
+
+// NewBindingDefaulter returns the mutating handler for ServiceBindings.
+func NewBindingDefaulter() *Defaulter[Binding] {
+	return &Defaulter[Binding]{
+		New: func() Binding { return &v1alpha1.ServiceBinding{} },
+		Defaults: func(_ context.Context, sb Binding) error {
+			if sb.Spec.ExternalID == "" {
+				sb.Spec.ExternalID = uuid.NewString()
+			}
+			if sb.Spec.SecretName == "" {
+				if sb.Name == "" {
+					return apierrors.NewInvalid(bindingKind, sb.GenerateName, field.ErrorList{field.Required(
+						field.NewPath("spec", "secretName"),
+						"set it when the binding's name is generated (metadata.generateName); by default it is the binding's name")})
+				}
+				sb.Spec.SecretName = sb.Name
+			}
+			return nil
+		},
+		Keep: func(old, sb Binding) {
+			if sb.Spec.ExternalID == "" {
+				sb.Spec.ExternalID = old.Spec.ExternalID
+			}
+			if sb.Spec.SecretName == "" {
+				sb.Spec.SecretName = old.Spec.SecretName
+			}
+		},
+	}
+}
+
+// NewBindingValidator returns the validating chain for ServiceBindings.
+// OSB bindings cannot be updated, so every spec field is create-only: a
+// change is refused with the advice to delete and recreate the binding.
+func NewBindingValidator(d Deps, hooks *validate.Hooks[Binding]) *Validator[Binding] {
+	return &Validator[Binding]{
+		Kind:     bindingKind,
+		SameSpec: func(old, new Binding) bool { return equality.Semantic.DeepEqual(old.Spec, new.Spec) },
+		Checks: []Check[Binding]{
+			fieldPolicy[Binding](),
+			CheckFunc[Binding]{CheckName: "spec", Fn: func(_ context.Context, a *Attributes[Binding]) (field.ErrorList, admission.Warnings, error) {
+				return validate.ServiceBindingSpec(&a.New.Spec, field.NewPath("spec")), nil, nil
+			}},
+			hookCheck(hooks),
+			&bindingInstance{reader: d.Reader, cache: d.Catalogs, locks: d.Locks},
+			&bindingSecret{reader: d.Secrets},
+		},
+		DeleteChecks: []Check[Binding]{
+			&bindingInstance{reader: d.Reader, cache: d.Catalogs, locks: d.Locks},
+		},
+		Steps: []Step[Binding]{
+			&bindingBroker{locks: d.Locks, writer: d.Writer, confirmed: d.Confirmed, opts: d.Broker},
+		},
+		Budget: d.Budget,
+	}
+}

@@ -1,0 +1,73 @@
+package admission
+
+import (
+	"context"
+	"fmt"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/catalog"
+	"github.com/lockstep-dev/lockstep/internal/journal"
+)
+
+// bindingInstance checks what a bind needs: the instance exists in the
+// binding's namespace, is not being deleted and has no broker operation in
+// flight; its plan is bindable; the parameters match the plan's bind
+// schema. On DELETE it only resolves the plan, for the unbind. It puts the
+// instance and plan into the request's Target for the broker step.
+type bindingInstance struct {
+	reader client.Reader
+	cache  *catalog.Cache
+	locks  *journal.Locks
+}
+
+func (c *bindingInstance) Name() string { return "instance" }
+
+func (c *bindingInstance) Check(ctx context.Context, a *Attributes[Binding]) (field.ErrorList, admission.Warnings, error) {
+	b := a.Object()
+	spec := field.NewPath("spec")
+	var si v1alpha1.ServiceInstance
+	if err := c.reader.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: b.Spec.InstanceName}, &si); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return nil, nil, unavailable("could not read ServiceInstance %q: %v; nothing was changed: retry", b.Spec.InstanceName, err)
+		}
+		if a.Operation == admissionv1.Delete {
+			return nil, nil, conflict("the instance %q of binding %q no longer exists, so lockstep cannot unbind at the broker; the binding stays as it was",
+				b.Spec.InstanceName, b.Name)
+		}
+		return field.ErrorList{field.Invalid(spec.Child("instanceName"), b.Spec.InstanceName,
+			fmt.Sprintf("no ServiceInstance of this name in namespace %q (kubectl get serviceinstances -n %s)", b.Namespace, b.Namespace))}, nil, nil
+	}
+	entry, errs, err := resolveBroker(ctx, c.reader, c.cache, si.Spec.BrokerName, spec.Child("instanceName"))
+	if entry == nil || err != nil {
+		return errs, nil, err
+	}
+	plan, err := entry.Find(si.Spec.ServiceName, si.Spec.PlanName)
+	if err != nil {
+		return nil, nil, conflict("the plan of instance %q is unknown to broker %q: %v; nothing was changed", si.Name, entry.Broker, err)
+	}
+	a.Target = &Target{Entry: entry, Plan: plan, Instance: &si}
+	if a.Operation == admissionv1.Delete {
+		return nil, nil, nil
+	}
+
+	if si.DeletionTimestamp != nil {
+		return nil, nil, conflict("instance %q is being deleted; it takes no new bindings", si.Name)
+	}
+	if holder := c.locks.Holder(lockKey("ServiceInstance", &si)); holder != nil {
+		return nil, nil, conflict("instance %q has a broker operation in flight (%s); bind when it has finished", si.Name, holder)
+	}
+	if !plan.Bindable() {
+		return field.ErrorList{field.Invalid(spec.Child("instanceName"), b.Spec.InstanceName, fmt.Sprintf(
+			"instance %q cannot be bound: broker %q says plan %q of service %q is not bindable", si.Name, entry.Broker, plan.Plan.Name, plan.Service.Name))}, nil, nil
+	}
+	if plan.SchemaError != nil {
+		return field.ErrorList{field.InternalError(spec.Child("parameters"), plan.SchemaError)}, nil, nil
+	}
+	return plan.Schemas.ValidateBind(b.Spec.Parameters, spec.Child("parameters")), nil, nil
+}

@@ -1,0 +1,60 @@
+package admission
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+)
+
+// Defaulter is the mutating handler for one kind. It implements
+// controller-runtime's admission.Defaulter[T].
+//
+// On CREATE it fills in defaults and adds the lockstep.dev/broker finalizer.
+// On UPDATE it keeps defaulted fields a request left empty (so that a
+// `kubectl replace` without them does not look like a change) and restores
+// the finalizer, unless the object is being deleted: then it changes
+// nothing, so that finalizer removal is never undone.
+type Defaulter[T client.Object] struct {
+	// New returns an empty object of the kind, to decode the old object into.
+	New func() T
+	// Defaults fills in the defaults of a new object.
+	Defaults func(ctx context.Context, obj T) error
+	// Keep copies defaulted fields that obj left empty from old.
+	Keep func(old, obj T)
+}
+
+var _ admission.Defaulter[client.Object] = &Defaulter[client.Object]{}
+
+// Default implements admission.Defaulter.
+func (d *Defaulter[T]) Default(ctx context.Context, obj T) error {
+	req, err := admission.RequestFromContext(ctx)
+	if err != nil {
+		return fmt.Errorf("no admission request in context: %w", err)
+	}
+	switch req.Operation {
+	case admissionv1.Create:
+		controllerutil.AddFinalizer(obj, v1alpha1.Finalizer)
+		return d.Defaults(ctx, obj)
+	case admissionv1.Update:
+		if obj.GetDeletionTimestamp() != nil {
+			return nil
+		}
+		old := d.New()
+		if err := json.Unmarshal(req.OldObject.Raw, old); err != nil {
+			return fmt.Errorf("decoding the persisted object: %w", err)
+		}
+		if old.GetDeletionTimestamp() != nil {
+			return nil
+		}
+		controllerutil.AddFinalizer(obj, v1alpha1.Finalizer)
+		d.Keep(old, obj)
+	}
+	return nil
+}

@@ -1,0 +1,137 @@
+package admission
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/catalog"
+	"github.com/lockstep-dev/lockstep/internal/journal"
+	"github.com/lockstep-dev/lockstep/internal/validate"
+)
+
+// Instance is a ServiceInstance as the admission chain sees it.
+type Instance = *v1alpha1.ServiceInstance
+
+var instanceKind = v1alpha1.GroupVersion.WithKind("ServiceInstance").GroupKind()
+
+// Deps are what the handlers need from the rest of lockstep.
+type Deps struct {
+	// Reader reads lockstep objects from the manager's cache.
+	Reader client.Reader
+	// Writer writes to the API server: credential Secrets, and deletes
+	// after a followed deprovision.
+	Writer client.Client
+	// Secrets reads Secrets from the API server (lockstep does not cache
+	// the cluster's Secrets).
+	Secrets client.Reader
+	// Catalogs holds every broker's catalog.
+	Catalogs *catalog.Cache
+	// Locks is the per-object lock table.
+	Locks *journal.Locks
+	// Confirmed remembers deletes the broker confirmed.
+	Confirmed *journal.Confirmed
+	// Budget bounds one validating request, broker calls included.
+	Budget time.Duration
+	// Broker tunes the broker phase.
+	Broker BrokerOptions
+}
+
+// NewInstanceDefaulter returns the mutating handler for ServiceInstances:
+// spec.externalID defaults to a new UUID, and spec.brokerName to the only
+// ServiceBroker when exactly one exists.
+func NewInstanceDefaulter(reader client.Reader) *Defaulter[Instance] {
+	return &Defaulter[Instance]{
+		New: func() Instance { return &v1alpha1.ServiceInstance{} },
+		Defaults: func(ctx context.Context, si Instance) error {
+			if si.Spec.ExternalID == "" {
+				si.Spec.ExternalID = uuid.NewString()
+			}
+			if si.Spec.BrokerName == "" && reader != nil {
+				var brokers v1alpha1.ServiceBrokerList
+				if err := reader.List(ctx, &brokers); err != nil {
+					return fmt.Errorf("listing ServiceBrokers to default spec.brokerName: %w", err)
+				}
+				if len(brokers.Items) == 1 {
+					si.Spec.BrokerName = brokers.Items[0].Name
+				}
+			}
+			return nil
+		},
+		Keep: func(old, si Instance) {
+			if si.Spec.ExternalID == "" {
+				si.Spec.ExternalID = old.Spec.ExternalID
+			}
+			if si.Spec.BrokerName == "" {
+				si.Spec.BrokerName = old.Spec.BrokerName
+			}
+		},
+	}
+}
+
+// NewInstanceValidator returns the validating chain for ServiceInstances:
+// field policies, spec checks, registered hooks and the catalog check, then
+// the broker call.
+func NewInstanceValidator(d Deps, hooks *validate.Hooks[Instance]) *Validator[Instance] {
+	cat := &instanceCatalog{reader: d.Reader, cache: d.Catalogs}
+	return &Validator[Instance]{
+		Kind:     instanceKind,
+		SameSpec: func(old, new Instance) bool { return equality.Semantic.DeepEqual(old.Spec, new.Spec) },
+		Checks: []Check[Instance]{
+			fieldPolicy[Instance](),
+			CheckFunc[Instance]{CheckName: "spec", Fn: func(_ context.Context, a *Attributes[Instance]) (field.ErrorList, admission.Warnings, error) {
+				return validate.ServiceInstanceSpec(&a.New.Spec, field.NewPath("spec")), nil, nil
+			}},
+			hookCheck(hooks),
+			cat,
+		},
+		DeleteChecks: []Check[Instance]{
+			&liveBindings{reader: d.Reader},
+			cat,
+		},
+		Steps: []Step[Instance]{
+			&instanceBroker{locks: d.Locks, writer: d.Writer, confirmed: d.Confirmed, opts: d.Broker},
+		},
+		Budget: d.Budget,
+	}
+}
+
+// liveBindings refuses to delete an instance that still has bindings: the
+// broker would be asked to deprovision an instance with credentials out.
+type liveBindings struct {
+	reader client.Reader
+}
+
+func (c *liveBindings) Name() string { return "live-bindings" }
+
+func (c *liveBindings) Check(ctx context.Context, a *Attributes[Instance]) (field.ErrorList, admission.Warnings, error) {
+	si := a.Old
+	if si.DeletionTimestamp != nil {
+		return nil, nil, nil
+	}
+	var bindings v1alpha1.ServiceBindingList
+	if err := c.reader.List(ctx, &bindings, client.InNamespace(si.Namespace)); err != nil {
+		return nil, nil, unavailable("could not list the bindings of instance %q: %v; nothing was changed: retry", si.Name, err)
+	}
+	var names []string
+	for _, b := range bindings.Items {
+		if b.Spec.InstanceName == si.Name && b.DeletionTimestamp == nil {
+			names = append(names, b.Name)
+		}
+	}
+	if len(names) == 0 {
+		return nil, nil, nil
+	}
+	sort.Strings(names)
+	return nil, nil, conflict("instance %q still has %d binding(s): %s; delete them first (kubectl delete servicebinding %s -n %s); the instance stays as it was",
+		si.Name, len(names), strings.Join(names, ", "), strings.Join(names, " "), si.Namespace)
+}

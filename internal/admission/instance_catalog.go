@@ -1,0 +1,138 @@
+package admission
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/catalog"
+)
+
+// instanceCatalog checks an instance against its broker's catalog: the
+// broker exists and its catalog is loaded, the service and plan exist, a
+// removed plan takes no new instances, a plan changes only where the
+// catalog allows it, and parameters match the plan's schemas (create-only
+// parameters included). It resolves the plan for the broker steps.
+type instanceCatalog struct {
+	reader client.Reader
+	cache  *catalog.Cache
+}
+
+func (c *instanceCatalog) Name() string { return "catalog" }
+
+func (c *instanceCatalog) Check(ctx context.Context, a *Attributes[Instance]) (field.ErrorList, admission.Warnings, error) {
+	si := a.Object()
+	spec := field.NewPath("spec")
+	entry, errs, err := resolveBroker(ctx, c.reader, c.cache, si.Spec.BrokerName, spec.Child("brokerName"))
+	if entry == nil || err != nil {
+		return errs, nil, err
+	}
+	plan, errs := findPlan(ctx, c.cache, entry, si.Spec.ServiceName, si.Spec.PlanName, spec)
+	if errs != nil {
+		return errs, nil, nil
+	}
+	a.Target = &Target{Entry: entry, Plan: plan}
+	params := spec.Child("parameters")
+
+	switch a.Operation {
+	case admissionv1.Create:
+		if plan.Removed {
+			return field.ErrorList{field.Invalid(spec.Child("planName"), si.Spec.PlanName, fmt.Sprintf(
+				"plan %q was removed from broker %q's catalog: it takes no new instances (existing ones may still update and delete); choose another plan",
+				plan.Plan.Name, entry.Broker))}, nil, nil
+		}
+		if plan.SchemaError != nil {
+			return field.ErrorList{field.InternalError(params, plan.SchemaError)}, nil, nil
+		}
+		return plan.Schemas.ValidateProvision(si.Spec.Parameters, params), nil, nil
+
+	case admissionv1.Update:
+		old := a.Old
+		var errs field.ErrorList
+		oldPlan, oldErr := entry.Find(old.Spec.ServiceName, old.Spec.PlanName)
+		if oldErr == nil {
+			a.Target.OldPlan = &oldPlan
+		}
+		if old.Spec.PlanName != si.Spec.PlanName {
+			updateable := plan.Service.PlanUpdateable
+			if oldErr == nil {
+				updateable = oldPlan.Updateable()
+			}
+			switch {
+			case plan.Removed:
+				errs = append(errs, field.Invalid(spec.Child("planName"), si.Spec.PlanName, fmt.Sprintf(
+					"plan %q was removed from broker %q's catalog: instances cannot move to it; the instance keeps plan %q",
+					plan.Plan.Name, entry.Broker, old.Spec.PlanName)))
+			case !updateable:
+				errs = append(errs, field.Invalid(spec.Child("planName"), si.Spec.PlanName, fmt.Sprintf(
+					"broker %q does not allow plan changes for service %q (plan_updateable is false); the instance keeps plan %q: to use plan %q, create a new instance",
+					entry.Broker, si.Spec.ServiceName, old.Spec.PlanName, si.Spec.PlanName)))
+			}
+		}
+		if plan.SchemaError != nil {
+			return append(errs, field.InternalError(params, plan.SchemaError)), nil, nil
+		}
+		return append(errs, plan.Schemas.ValidateUpdate(old.Spec.Parameters, si.Spec.Parameters, params)...), nil, nil
+	}
+	return nil, nil, nil
+}
+
+// resolveBroker finds a ServiceBroker and waits, within ctx, for its
+// catalog. A missing broker is a field error; a catalog not loaded in time
+// is a 503 telling the user to retry.
+func resolveBroker(ctx context.Context, reader client.Reader, cache *catalog.Cache, name string, path *field.Path) (*catalog.Entry, field.ErrorList, error) {
+	if name == "" {
+		return nil, field.ErrorList{field.Required(path, "name the ServiceBroker (kubectl get servicebrokers); it is defaulted only when exactly one exists")}, nil
+	}
+	var sb v1alpha1.ServiceBroker
+	if err := reader.Get(ctx, client.ObjectKey{Name: name}, &sb); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, field.ErrorList{field.Invalid(path, name, "no ServiceBroker has this name (kubectl get servicebrokers lists them)")}, nil
+		}
+		return nil, nil, unavailable("could not read ServiceBroker %q: %v; nothing was changed: retry", name, err)
+	}
+	entry, err := cache.Wait(ctx, name)
+	if err != nil {
+		if errors.Is(err, catalog.ErrNotReady) {
+			return nil, nil, unavailable("the catalog of broker %q is not loaded yet (%s); nothing was changed: retry in a moment", name, readyMessage(&sb))
+		}
+		return nil, nil, unavailable("broker %q: %v; nothing was changed: retry", name, err)
+	}
+	return entry, nil, nil
+}
+
+// findPlan looks a service and plan up, refreshing the catalog at most
+// once (rate limited) when the cached one does not know them.
+func findPlan(ctx context.Context, cache *catalog.Cache, entry *catalog.Entry, service, plan string, spec *field.Path) (catalog.Plan, field.ErrorList) {
+	p, err := entry.Find(service, plan)
+	if err != nil {
+		if fresh, rerr := cache.Refresh(ctx, entry.Broker); rerr == nil {
+			entry = fresh
+			p, err = entry.Find(service, plan)
+		}
+	}
+	if err == nil {
+		return p, nil
+	}
+	if !entry.HasService(service) {
+		return p, field.ErrorList{field.Invalid(spec.Child("serviceName"), service, fmt.Sprintf("broker %q: %v", entry.Broker, err))}
+	}
+	return p, field.ErrorList{field.Invalid(spec.Child("planName"), plan, fmt.Sprintf("broker %q: %v", entry.Broker, err))}
+}
+
+func readyMessage(sb *v1alpha1.ServiceBroker) string {
+	for _, c := range sb.Status.Conditions {
+		if c.Type == v1alpha1.ConditionReady && c.Message != "" {
+			return "last attempt: " + strings.TrimSpace(c.Message)
+		}
+	}
+	return "no catalog fetched yet"
+}

@@ -1,0 +1,310 @@
+package admission
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	admissionv1 "k8s.io/api/admission/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/broker"
+	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
+	"github.com/lockstep-dev/lockstep/internal/catalog"
+	"github.com/lockstep-dev/lockstep/internal/journal"
+)
+
+// harness is a validating chain wired to a real test broker over HTTP and
+// a fake API server cache holding the given objects.
+type harness struct {
+	broker    *brokertest.Broker
+	validator *Validator[Instance]
+	locks     *journal.Locks
+	confirmed *journal.Confirmed
+}
+
+func newHarness(t *testing.T, objects ...runtime.Object) *harness {
+	t.Helper()
+	b := brokertest.New(t)
+	scheme := runtime.NewScheme()
+	require.NoError(t, v1alpha1.AddToScheme(scheme))
+	objects = append(objects, &v1alpha1.ServiceBroker{ObjectMeta: metav1.ObjectMeta{Name: "acme"}, Spec: v1alpha1.ServiceBrokerSpec{URL: b.URL()}})
+	reader := fake.NewClientBuilder().WithScheme(scheme).WithRuntimeObjects(objects...).Build()
+
+	c, err := broker.New(b.Config())
+	require.NoError(t, err)
+	cat := brokertest.DefaultCatalog()
+	cache := catalog.NewCache(time.Hour)
+	cache.Store(catalog.NewEntry("acme", c, &cat, nil, time.Now()))
+
+	h := &harness{broker: b, locks: journal.NewLocks(), confirmed: journal.NewConfirmed()}
+	t.Cleanup(h.locks.Close)
+	h.validator = NewInstanceValidator(Deps{
+		Reader: reader, Catalogs: cache, Locks: h.locks, Confirmed: h.confirmed, Budget: 2 * time.Second,
+		Broker: BrokerOptions{
+			Poll:          broker.PollOptions{MinInterval: time.Millisecond, MaxInterval: 5 * time.Millisecond},
+			FollowTimeout: 5 * time.Second, Log: logr.Discard(),
+		},
+	}, nil)
+	return h
+}
+
+// admit runs the chain as controller-runtime would for one request.
+func (h *harness) admit(op admissionv1.Operation, old, new Instance, dryRun bool) (admission.Warnings, error) {
+	ctx := admission.NewContextWithRequest(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+		Operation: op, DryRun: &dryRun,
+		UserInfo: authenticationv1.UserInfo{Username: "alice", Groups: []string{"devs"}},
+	}})
+	switch op {
+	case admissionv1.Create:
+		return h.validator.ValidateCreate(ctx, new)
+	case admissionv1.Update:
+		return h.validator.ValidateUpdate(ctx, old, new)
+	default:
+		return h.validator.ValidateDelete(ctx, old)
+	}
+}
+
+func instance(plan, params string, mutate ...func(*v1alpha1.ServiceInstance)) Instance {
+	si := &v1alpha1.ServiceInstance{
+		ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "team", UID: "uid-1", Finalizers: []string{v1alpha1.Finalizer}},
+		Spec:       v1alpha1.ServiceInstanceSpec{BrokerName: "acme", ServiceName: "db", PlanName: plan, ExternalID: "ext-1"},
+	}
+	if params != "" {
+		si.Spec.Parameters = &runtime.RawExtension{Raw: json.RawMessage(params)}
+	}
+	for _, m := range mutate {
+		m(si)
+	}
+	return si
+}
+
+func TestInstanceValidator(t *testing.T) {
+	existing := brokertest.Instance{ID: "ext-1", ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanSmallID}
+	tests := []struct {
+		name      string
+		op        admissionv1.Operation
+		old, new  Instance
+		dryRun    bool
+		objects   []runtime.Object
+		script    func(b *brokertest.Broker)
+		wantCode  int32 // 0: allowed
+		wantMsg   []string
+		wantWarn  string
+		wantCalls map[brokertest.Op]int
+	}{
+		{
+			name: "create provisions", op: admissionv1.Create, new: instance("small", `{"region":"eu"}`),
+			wantCalls: map[brokertest.Op]int{brokertest.OpProvision: 1},
+		},
+		{
+			name: "dry-run create calls nobody", op: admissionv1.Create, new: instance("small", ""), dryRun: true,
+			wantCalls: map[brokertest.Op]int{},
+		},
+		{
+			name: "label-only update calls nobody", op: admissionv1.Update,
+			old: instance("small", ""), new: instance("small", "", func(si *v1alpha1.ServiceInstance) { si.Labels = map[string]string{"a": "b"} }),
+			wantCalls: map[brokertest.Op]int{},
+		},
+		{
+			name: "update of an object being deleted is not checked", op: admissionv1.Update,
+			old: instance("small", "", func(si *v1alpha1.ServiceInstance) { si.DeletionTimestamp = &metav1.Time{Time: time.Now()} }),
+			new: instance("small", "", func(si *v1alpha1.ServiceInstance) {
+				si.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+				si.Spec.ServiceName = "queue"
+				si.Finalizers = nil
+			}),
+			wantCalls: map[brokertest.Op]int{},
+		},
+		{
+			name: "plan change is sent with previous values", op: admissionv1.Update,
+			old: instance("small", ""), new: instance("large", ""),
+			script:    func(b *brokertest.Broker) { b.PutInstance(existing) },
+			wantCalls: map[brokertest.Op]int{brokertest.OpUpdate: 1},
+		},
+		{
+			name: "update refused by the broker", op: admissionv1.Update,
+			old: instance("small", ""), new: instance("large", ""),
+			script: func(b *brokertest.Broker) {
+				b.PutInstance(existing)
+				b.Script(brokertest.OpUpdate, brokertest.Respond{Status: 422, Error: "MaintenanceInfoConflict", Description: "upgrade first"})
+			},
+			wantCode:  422,
+			wantMsg:   []string{`broker "acme" refused to change plan of instance "db" from "small" to "large": "upgrade first" (HTTP 422 MaintenanceInfoConflict); the instance keeps plan "small"`},
+			wantCalls: map[brokertest.Op]int{brokertest.OpUpdate: 1},
+		},
+		{
+			name: "concurrency error at the broker is a conflict", op: admissionv1.Update,
+			old: instance("small", ""), new: instance("large", ""),
+			script: func(b *brokertest.Broker) {
+				b.PutInstance(existing)
+				b.Script(brokertest.OpUpdate, brokertest.Respond{Status: 422, Error: "ConcurrencyError", Description: "busy"})
+			},
+			wantCode: http.StatusConflict, wantMsg: []string{"ConcurrencyError"},
+			wantCalls: map[brokertest.Op]int{brokertest.OpUpdate: 1},
+		},
+		{
+			name: "parameters violating the schema", op: admissionv1.Create, new: instance("small", `{"storageGB": 0, "nope": 1}`),
+			wantCode: 422, wantMsg: []string{"spec.parameters.storageGB", "nope"},
+			wantCalls: map[brokertest.Op]int{},
+		},
+		{
+			name: "create-only parameter change", op: admissionv1.Update,
+			old: instance("small", `{"region":"eu"}`), new: instance("small", `{"region":"us"}`),
+			wantCode: 422, wantMsg: []string{"spec.parameters.region", "create-only parameter"},
+			wantCalls: map[brokertest.Op]int{},
+		},
+		{
+			name: "plan change not allowed", op: admissionv1.Update,
+			old: instance("fixed", ""), new: instance("small", ""),
+			wantCode: 422, wantMsg: []string{"spec.planName", "does not allow plan changes", `keeps plan "fixed"`},
+			wantCalls: map[brokertest.Op]int{},
+		},
+		{
+			name: "unknown broker", op: admissionv1.Create, new: instance("small", "", func(si *v1alpha1.ServiceInstance) { si.Spec.BrokerName = "nope" }),
+			wantCode: 422, wantMsg: []string{"spec.brokerName", "no ServiceBroker has this name"},
+			wantCalls: map[brokertest.Op]int{},
+		},
+		{
+			name: "async provision completes", op: admissionv1.Create, new: instance("small", ""),
+			script: func(b *brokertest.Broker) {
+				b.Script(brokertest.OpProvision, brokertest.Respond{Async: &brokertest.Async{InProgressPolls: 2}})
+			},
+			wantCalls: map[brokertest.Op]int{brokertest.OpProvision: 1, brokertest.OpInstanceLastOperation: 3},
+		},
+		{
+			name: "async provision fails", op: admissionv1.Create, new: instance("small", ""),
+			script: func(b *brokertest.Broker) {
+				b.Script(brokertest.OpProvision, brokertest.Respond{Async: &brokertest.Async{Fail: true, Description: "no quota"}})
+			},
+			wantCode: 422, wantMsg: []string{`broker "acme" failed to provision instance "db"`, "no quota", "nothing was created"},
+			wantCalls: map[brokertest.Op]int{brokertest.OpProvision: 1, brokertest.OpInstanceLastOperation: 1},
+		},
+		{
+			name: "delete deprovisions", op: admissionv1.Delete, old: instance("small", ""),
+			script:    func(b *brokertest.Broker) { b.PutInstance(existing) },
+			wantCalls: map[brokertest.Op]int{brokertest.OpDeprovision: 1},
+		},
+		{
+			name: "delete of an instance the broker forgot is allowed", op: admissionv1.Delete, old: instance("small", ""),
+			wantCalls: map[brokertest.Op]int{brokertest.OpDeprovision: 1},
+		},
+		{
+			name: "delete refused", op: admissionv1.Delete, old: instance("small", ""),
+			script: func(b *brokertest.Broker) {
+				b.Script(brokertest.OpDeprovision, brokertest.Respond{Status: 400, Description: "protected"})
+			},
+			wantCode: 400, wantMsg: []string{`broker "acme" refused to deprovision instance "db": "protected" (HTTP 400); the instance stays as it was (no deletion was started)`},
+			wantCalls: map[brokertest.Op]int{brokertest.OpDeprovision: 1},
+		},
+		{
+			name: "delete with bindings", op: admissionv1.Delete, old: instance("small", ""),
+			objects: []runtime.Object{
+				&v1alpha1.ServiceBinding{ObjectMeta: metav1.ObjectMeta{Name: "b2", Namespace: "team"}, Spec: v1alpha1.ServiceBindingSpec{InstanceName: "db"}},
+				&v1alpha1.ServiceBinding{ObjectMeta: metav1.ObjectMeta{Name: "b1", Namespace: "team"}, Spec: v1alpha1.ServiceBindingSpec{InstanceName: "db"}},
+				&v1alpha1.ServiceBinding{ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: "team"}, Spec: v1alpha1.ServiceBindingSpec{InstanceName: "cache"}},
+			},
+			wantCode: http.StatusConflict, wantMsg: []string{`instance "db" still has 2 binding(s): b1, b2`},
+			wantCalls: map[brokertest.Op]int{},
+		},
+		{
+			name: "dry-run delete calls nobody", op: admissionv1.Delete, old: instance("small", ""), dryRun: true,
+			wantCalls: map[brokertest.Op]int{},
+		},
+		{
+			name: "broker answering garbage", op: admissionv1.Create, new: instance("small", ""),
+			script: func(b *brokertest.Broker) {
+				b.Script(brokertest.OpProvision, brokertest.Respond{Status: 201, Malformed: true})
+			},
+			wantCode: http.StatusServiceUnavailable, wantMsg: []string{"malformed", "nothing was created"},
+			wantCalls: map[brokertest.Op]int{brokertest.OpProvision: 1},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, tt.objects...)
+			if tt.script != nil {
+				tt.script(h.broker)
+			}
+			warnings, err := h.admit(tt.op, tt.old, tt.new, tt.dryRun)
+			if tt.wantCode == 0 {
+				require.NoError(t, err)
+			} else {
+				require.Error(t, err)
+				var status apierrors.APIStatus
+				require.ErrorAs(t, err, &status)
+				assert.Equal(t, tt.wantCode, status.Status().Code, err.Error())
+				for _, m := range tt.wantMsg {
+					assert.Contains(t, err.Error(), m)
+				}
+			}
+			if tt.wantWarn != "" {
+				assert.Contains(t, warnings, tt.wantWarn)
+			}
+			got := map[brokertest.Op]int{}
+			for _, c := range h.broker.Calls() {
+				got[c.Op]++
+			}
+			assert.Equal(t, tt.wantCalls, got)
+		})
+	}
+}
+
+func TestInstanceValidatorSendsWhatTheBrokerNeeds(t *testing.T) {
+	h := newHarness(t)
+	h.broker.PutInstance(brokertest.Instance{ID: "ext-1", ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanSmallID})
+	_, err := h.admit(admissionv1.Update, instance("small", `{"region":"eu","storageGB":1}`), instance("large", `{"region":"eu","storageGB":2}`), false)
+	require.NoError(t, err)
+
+	c, ok := h.broker.LastCall(brokertest.OpUpdate)
+	require.True(t, ok)
+	assert.Equal(t, brokertest.PlanLargeID, c.JSON["plan_id"])
+	assert.Equal(t, map[string]any{"service_id": brokertest.ServiceDBID, "plan_id": brokertest.PlanSmallID}, c.JSON["previous_values"])
+	assert.Equal(t, map[string]any{"storageGB": float64(2)}, c.JSON["parameters"], "create-only parameters are not sent on update")
+	assert.NotEmpty(t, c.Header.Get(broker.HeaderRequestIdentity))
+}
+
+func TestInstanceLockRejectsAConcurrentChange(t *testing.T) {
+	h := newHarness(t)
+	h.broker.Script(brokertest.OpProvision, brokertest.Respond{Async: &brokertest.Async{InProgressPolls: 1 << 20, ProgressDescription: "creating"}})
+	h.validator.Budget = 100 * time.Millisecond
+
+	warnings, err := h.admit(admissionv1.Create, nil, instance("small", ""), false)
+	require.NoError(t, err, "a create still running at the budget is allowed")
+	require.Len(t, warnings, 1)
+	assert.Contains(t, warnings[0], `broker "acme" is still working to provision instance "db"`)
+	assert.Contains(t, warnings[0], "creating")
+
+	_, err = h.admit(admissionv1.Update, instance("small", ""), instance("large", ""), false)
+	require.Error(t, err)
+	assert.True(t, apierrors.IsConflict(err))
+	assert.Contains(t, err.Error(), `another change of instance "db" is in flight at the broker: provision by "alice"`)
+	assert.Zero(t, h.broker.Count(brokertest.OpUpdate), "the second change never reached the broker")
+}
+
+func TestInstanceDeleteStillRunningIsRejectedAndFollowed(t *testing.T) {
+	h := newHarness(t)
+	h.broker.PutInstance(brokertest.Instance{ID: "ext-1", ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanSmallID})
+	h.broker.Script(brokertest.OpDeprovision, brokertest.Respond{Async: &brokertest.Async{InProgressPolls: 30}})
+	h.validator.Budget = 50 * time.Millisecond
+
+	_, err := h.admit(admissionv1.Delete, instance("small", ""), nil, false)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "the instance stays until the broker finishes, then lockstep deletes it")
+
+	require.Eventually(t, func() bool { return h.confirmed.Take("uid-1") }, 5*time.Second, 5*time.Millisecond,
+		"the follower records the confirmed deprovision")
+	_, held := h.broker.Instance("ext-1")
+	assert.False(t, held)
+}

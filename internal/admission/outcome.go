@@ -1,0 +1,88 @@
+package admission
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/lockstep-dev/lockstep/internal/broker"
+)
+
+// change names what was asked of the broker, for messages: what (a verb
+// phrase) and what stays as it was when it fails.
+type change struct {
+	broker string
+	what   string // e.g. `change plan of instance "db" from "small" to "large"`
+	stays  string // e.g. `the instance keeps plan "small"`
+}
+
+// refusal turns a broker call's error into the rejection a person reads:
+// what was refused, why (the broker's own words), what stays as it was and
+// what to do next.
+func (c change) refusal(err error) error {
+	var (
+		httpErr *broker.HTTPError
+		still   *broker.StillInProgressError
+	)
+	switch {
+	case errors.As(err, &httpErr) && httpErr.StatusCode < 500:
+		code, reason := int32(httpErr.StatusCode), reasonFor(httpErr.StatusCode)
+		if broker.IsConcurrencyError(err) {
+			code, reason = http.StatusConflict, metav1.StatusReasonConflict
+		}
+		return statusError(code, reason, "broker %q refused to %s: %s (HTTP %d%s); %s",
+			c.broker, c.what, describe(httpErr.Description), httpErr.StatusCode, errorCode(httpErr.ErrorCode), c.stays)
+	case errors.As(err, &httpErr):
+		return unavailable("broker %q failed to %s: %s (HTTP %d%s); %s; retry when the broker has recovered",
+			c.broker, c.what, describe(httpErr.Description), httpErr.StatusCode, errorCode(httpErr.ErrorCode), c.stays)
+	case errors.As(err, &still):
+		return statusError(http.StatusGatewayTimeout, metav1.StatusReasonTimeout,
+			"broker %q did not finish in time to %s: %v; %s", c.broker, c.what, err, c.stays)
+	case broker.IsTimeout(err):
+		return statusError(http.StatusGatewayTimeout, metav1.StatusReasonTimeout,
+			"broker %q did not answer in time to %s: %v; %s; retry when the broker is responsive", c.broker, c.what, err, c.stays)
+	default:
+		return unavailable("could not %s at broker %q: %v; %s; retry when the broker is reachable", c.what, c.broker, err, c.stays)
+	}
+}
+
+// failed is the rejection for an asynchronous operation that ended failed.
+func (c change) failed(op *broker.LastOperation) error {
+	return statusError(http.StatusUnprocessableEntity, metav1.StatusReasonBadRequest,
+		"broker %q failed to %s: %s; %s", c.broker, c.what, describe(op.Description), c.stays)
+}
+
+func describe(d string) string {
+	if d == "" {
+		return "(the broker gave no description)"
+	}
+	return fmt.Sprintf("%q", d)
+}
+
+func errorCode(code string) string {
+	if code == "" {
+		return ""
+	}
+	return " " + code
+}
+
+func reasonFor(status int) metav1.StatusReason {
+	switch status {
+	case http.StatusConflict:
+		return metav1.StatusReasonConflict
+	case http.StatusGone:
+		return metav1.StatusReasonGone
+	case http.StatusUnprocessableEntity:
+		return metav1.StatusReasonInvalid
+	case http.StatusNotFound:
+		return metav1.StatusReasonNotFound
+	case http.StatusUnauthorized:
+		return metav1.StatusReasonUnauthorized
+	case http.StatusForbidden:
+		return metav1.StatusReasonForbidden
+	default:
+		return metav1.StatusReasonBadRequest
+	}
+}

@@ -1,0 +1,94 @@
+package admission
+
+import (
+	"context"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+)
+
+// Validator is the validating chain for one kind. It implements
+// controller-runtime's admission.Validator[T].
+type Validator[T client.Object] struct {
+	// Kind names the kind in error messages.
+	Kind schema.GroupKind
+	// SameSpec reports whether an update leaves the spec as it was.
+	SameSpec func(old, new T) bool
+	// Checks are the static checks, run on CREATE and spec UPDATEs.
+	Checks []Check[T]
+	// DeleteChecks are the static checks run on DELETE.
+	DeleteChecks []Check[T]
+	// Steps are the broker phase, run after the checks unless dry-run.
+	Steps []Step[T]
+	// Budget bounds the time spent on one request, broker calls included;
+	// zero means no bound beyond the request's own.
+	Budget time.Duration
+}
+
+var _ admission.Validator[client.Object] = &Validator[client.Object]{}
+
+// ValidateCreate implements admission.Validator.
+func (v *Validator[T]) ValidateCreate(ctx context.Context, obj T) (admission.Warnings, error) {
+	var none T
+	return v.admit(ctx, attributesFrom(ctx, admissionv1.Create, none, obj))
+}
+
+// ValidateUpdate implements admission.Validator.
+func (v *Validator[T]) ValidateUpdate(ctx context.Context, oldObj, newObj T) (admission.Warnings, error) {
+	return v.admit(ctx, attributesFrom(ctx, admissionv1.Update, oldObj, newObj))
+}
+
+// ValidateDelete implements admission.Validator.
+func (v *Validator[T]) ValidateDelete(ctx context.Context, obj T) (admission.Warnings, error) {
+	var none T
+	return v.admit(ctx, attributesFrom(ctx, admissionv1.Delete, obj, none))
+}
+
+// admit runs the chain: pass-through classes first, then every static check
+// (all failures reported together as one 422), then, unless dry-run, the
+// broker steps in order.
+func (v *Validator[T]) admit(ctx context.Context, a *Attributes[T]) (admission.Warnings, error) {
+	if passThrough(a, v.SameSpec) {
+		return nil, nil
+	}
+	if v.Budget > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, v.Budget)
+		defer cancel()
+	}
+	checks := v.Checks
+	if a.Operation == admissionv1.Delete {
+		checks = v.DeleteChecks
+	}
+	var (
+		errs     field.ErrorList
+		warnings admission.Warnings
+	)
+	for _, c := range checks {
+		e, w, err := c.Check(ctx, a)
+		warnings = append(warnings, w...)
+		if err != nil {
+			return warnings, err
+		}
+		errs = append(errs, e...)
+	}
+	if len(errs) > 0 {
+		return warnings, apierrors.NewInvalid(v.Kind, a.Object().GetName(), errs)
+	}
+	if a.DryRun {
+		return warnings, nil
+	}
+	for _, s := range v.Steps {
+		w, err := s.Admit(ctx, a)
+		warnings = append(warnings, w...)
+		if err != nil {
+			return warnings, err
+		}
+	}
+	return warnings, nil
+}

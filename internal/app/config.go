@@ -1,0 +1,81 @@
+package app
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/kelseyhightower/envconfig"
+)
+
+// Config is every setting of the webhook binary, read from the environment
+// with the prefix LOCKSTEP_ (LOCKSTEP_WEBHOOK_PORT, ...). The README's
+// configuration table documents each one.
+type Config struct {
+	// WebhookHost is the address the webhook server binds to; empty means
+	// every interface.
+	WebhookHost string `split_words:"true" default:""`
+	// WebhookPort is the webhook server's TLS port.
+	WebhookPort int `split_words:"true" default:"9443"`
+	// CertDir holds tls.crt and tls.key; they are reloaded when they change.
+	CertDir string `split_words:"true" default:"certs"`
+	// MetricsAddr serves Prometheus metrics at /metrics; "0" disables it.
+	MetricsAddr string `split_words:"true" default:":8080"`
+	// HealthAddr serves /healthz and /readyz; "0" disables it.
+	HealthAddr string `split_words:"true" default:":8081"`
+	// AdmissionBudget is how long the validating webhook may spend on one
+	// request, broker calls included. Keep it below the webhook
+	// configuration's timeoutSeconds (30s).
+	AdmissionBudget time.Duration `split_words:"true" default:"25s"`
+	// BrokerTimeout bounds each single request to a broker.
+	BrokerTimeout time.Duration `split_words:"true" default:"20s"`
+	// PollInterval is the first wait between last_operation polls; it
+	// doubles up to PollMaxInterval unless the broker sends Retry-After.
+	PollInterval time.Duration `split_words:"true" default:"1s"`
+	// PollMaxInterval caps the wait between polls.
+	PollMaxInterval time.Duration `split_words:"true" default:"5s"`
+	// FollowTimeout bounds how long an operation still running when
+	// admission answered is followed in the background.
+	FollowTimeout time.Duration `split_words:"true" default:"1h"`
+	// CatalogRefreshInterval is the least time between two catalog
+	// refreshes triggered by a request naming an unknown service or plan.
+	CatalogRefreshInterval time.Duration `split_words:"true" default:"10s"`
+	// ClusterID is sent to brokers in the OSB context (clusterid).
+	ClusterID string `envconfig:"CLUSTER_ID" default:""`
+	// LogLevel is debug, info or error.
+	LogLevel string `split_words:"true" default:"info"`
+	// LogFormat is json or console.
+	LogFormat string `split_words:"true" default:"json"`
+}
+
+// Prefix is the environment variable prefix of Config.
+const Prefix = "lockstep"
+
+// LoadConfig reads Config from the environment and checks it.
+func LoadConfig() (Config, error) {
+	var c Config
+	if err := envconfig.Process(Prefix, &c); err != nil {
+		return c, fmt.Errorf("reading configuration from LOCKSTEP_* environment variables: %w", err)
+	}
+	return c, c.Validate()
+}
+
+// Validate reports settings that cannot work, naming the variable.
+func (c Config) Validate() error {
+	switch {
+	case c.WebhookPort <= 0 || c.WebhookPort > 65535:
+		return fmt.Errorf("LOCKSTEP_WEBHOOK_PORT=%d: must be a TCP port between 1 and 65535", c.WebhookPort)
+	case c.CertDir == "":
+		return fmt.Errorf("LOCKSTEP_CERT_DIR is empty: it must name the directory with tls.crt and tls.key (run `make certs` for local ones)")
+	case c.AdmissionBudget <= 0 || c.AdmissionBudget >= 30*time.Second:
+		return fmt.Errorf("LOCKSTEP_ADMISSION_BUDGET=%s: must be more than 0 and less than the webhook timeout of 30s", c.AdmissionBudget)
+	case c.BrokerTimeout <= 0:
+		return fmt.Errorf("LOCKSTEP_BROKER_TIMEOUT=%s: must be more than 0", c.BrokerTimeout)
+	case c.PollInterval <= 0 || c.PollMaxInterval < c.PollInterval:
+		return fmt.Errorf("LOCKSTEP_POLL_INTERVAL=%s, LOCKSTEP_POLL_MAX_INTERVAL=%s: both must be more than 0, the maximum at least the first", c.PollInterval, c.PollMaxInterval)
+	case c.LogLevel != "debug" && c.LogLevel != "info" && c.LogLevel != "error":
+		return fmt.Errorf("LOCKSTEP_LOG_LEVEL=%q: must be debug, info or error", c.LogLevel)
+	case c.LogFormat != "json" && c.LogFormat != "console":
+		return fmt.Errorf("LOCKSTEP_LOG_FORMAT=%q: must be json or console", c.LogFormat)
+	}
+	return nil
+}

@@ -1,0 +1,140 @@
+package app
+
+import (
+	"context"
+	"fmt"
+
+	"go.uber.org/zap/zapcore"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/admission"
+	"github.com/lockstep-dev/lockstep/internal/broker"
+	"github.com/lockstep-dev/lockstep/internal/catalog"
+	"github.com/lockstep-dev/lockstep/internal/credentials"
+	"github.com/lockstep-dev/lockstep/internal/journal"
+)
+
+// Scheme returns a scheme with the Kubernetes built-in kinds and lockstep's.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		panic(err) // static registration; cannot fail at run time
+	}
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// secretSelector selects the Secrets lockstep wrote for bindings.
+func secretSelector() labels.Selector {
+	req, err := labels.NewRequirement(credentials.LabelBindingUID, selection.Exists, nil)
+	if err != nil {
+		panic(err) // constant input
+	}
+	return labels.NewSelector().Add(*req)
+}
+
+// Logger builds the structured logger the configuration asks for.
+func Logger(c Config) zap.Opts {
+	return func(o *zap.Options) {
+		o.Development = c.LogFormat == "console"
+		level := zapcore.InfoLevel
+		switch c.LogLevel {
+		case "debug":
+			level = zapcore.DebugLevel
+		case "error":
+			level = zapcore.ErrorLevel
+		}
+		o.Level = level
+	}
+}
+
+// Run starts the manager with the webhook server and blocks until ctx ends.
+func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
+	scheme := Scheme()
+	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
+		Scheme: scheme,
+		// Secrets are read one at a time, uncached, and only the Secrets
+		// lockstep wrote for bindings are watched: never every Secret of
+		// the cluster.
+		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&corev1.Secret{}: {Label: secretSelector()},
+		}},
+		Metrics:                metricsserver.Options{BindAddress: c.MetricsAddr},
+		HealthProbeBindAddress: c.HealthAddr,
+		WebhookServer: webhook.NewServer(webhook.Options{
+			Host:    c.WebhookHost,
+			Port:    c.WebhookPort,
+			CertDir: c.CertDir,
+		}),
+	})
+	if err != nil {
+		return fmt.Errorf("creating the controller manager: %w", err)
+	}
+
+	catalogs := catalog.NewCache(c.CatalogRefreshInterval)
+	if err := (&catalog.Reconciler{
+		Client: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Cache: catalogs, Timeout: c.BrokerTimeout,
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the catalog reconciler: %w", err)
+	}
+	poll := broker.PollOptions{MinInterval: c.PollInterval, MaxInterval: c.PollMaxInterval}
+	confirmed := journal.NewConfirmed()
+	if err := (&journal.InstanceFinalizer{
+		Client: mgr.GetClient(), Catalogs: catalogs, Confirmed: confirmed, Poll: poll, Timeout: c.AdmissionBudget,
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the finalizer reconciler: %w", err)
+	}
+	if err := (&journal.BindingFinalizer{
+		Client: mgr.GetClient(), Catalogs: catalogs, Confirmed: confirmed, Poll: poll, Timeout: c.AdmissionBudget,
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the binding reconciler: %w", err)
+	}
+	locks := journal.NewLocks()
+	if err := mgr.Add(locks); err != nil {
+		return fmt.Errorf("adding the lock table: %w", err)
+	}
+
+	deps := admission.Deps{
+		Reader: mgr.GetClient(), Writer: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Catalogs: catalogs, Locks: locks, Confirmed: confirmed,
+		Budget: c.AdmissionBudget,
+		Broker: admission.BrokerOptions{
+			Poll: poll, FollowTimeout: c.FollowTimeout, ClusterID: c.ClusterID,
+			Log: ctrl.Log.WithName("broker"),
+		},
+	}
+	admission.Register(mgr.GetWebhookServer(), scheme, admission.Handlers{
+		InstanceDefaulter: admission.NewInstanceDefaulter(mgr.GetClient()),
+		InstanceValidator: admission.NewInstanceValidator(deps, nil),
+		BindingDefaulter:  admission.NewBindingDefaulter(),
+		BindingValidator:  admission.NewBindingValidator(deps, nil),
+	})
+
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return fmt.Errorf("adding the health check: %w", err)
+	}
+	// Ready only once the webhook server serves TLS.
+	if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
+		return fmt.Errorf("adding the readiness check: %w", err)
+	}
+	ctrl.Log.WithName("lockstep").Info("starting", "webhookPort", c.WebhookPort, "certDir", c.CertDir)
+	if err := mgr.Start(ctx); err != nil {
+		return fmt.Errorf("running the manager: %w", err)
+	}
+	return nil
+}
