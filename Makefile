@@ -1,0 +1,57 @@
+# lockstep — make targets. `make help` lists them.
+SHELL := /usr/bin/env bash
+.SHELLFLAGS := -eu -o pipefail -c
+
+GO        ?= go
+TESTBIN   := hack/testbin.sh
+# Unit and e2e tests run with the race detector; the e2e tests start their own
+# kube-apiserver and etcd from the binaries hack/testbin.sh provides.
+TEST_FLAGS ?= -race -count=1 -timeout 45m
+
+.PHONY: help
+help: ## list the targets
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+
+.PHONY: build
+build: ## build the binaries into bin/
+	$(GO) build -o bin/ ./cmd/...
+
+.PHONY: generate
+generate: ## regenerate deepcopy code and CRD manifests (deploy/crds)
+	$(GO) tool controller-gen object paths=./api/...
+	$(GO) tool controller-gen crd paths=./api/... output:crd:artifacts:config=deploy/crds
+
+.PHONY: certs
+certs: ## generate a local CA and serving certificate in certs/
+	$(GO) run ./hack/gencerts -dir certs
+
+.PHONY: testbin
+testbin: ## provide kube-apiserver, etcd and kubectl (built once, cached)
+	@bash $(TESTBIN) >/dev/null
+
+.PHONY: vet
+vet: ## go vet
+	$(GO) vet ./...
+
+.PHONY: test
+test: vet ## run every test: unit and end-to-end (real kube-apiserver, etcd, kubectl)
+	@assets=$$(bash $(TESTBIN)); \
+	echo "make test: control plane binaries in $$assets"; \
+	KUBEBUILDER_ASSETS=$$assets $(GO) test $(TEST_FLAGS) ./...
+
+.PHONY: unit
+unit: ## run the unit tests only (no control plane)
+	$(GO) test $(TEST_FLAGS) $$($(GO) list ./... | grep -v /test/e2e)
+
+.PHONY: e2e
+e2e: ## run the end-to-end tests only
+	@assets=$$(bash $(TESTBIN)); \
+	KUBEBUILDER_ASSETS=$$assets $(GO) test $(TEST_FLAGS) -v ./test/e2e/...
+
+.PHONY: fuzz
+fuzz: ## fuzz the field-policy engine for a minute
+	$(GO) test ./internal/validate -run '^$$' -fuzz FuzzValidateUpdate -fuzztime 60s
+
+.PHONY: run
+run: ## run lockstep locally (control plane, webhook, embedded broker)
+	@bash hack/run.sh

@@ -1,0 +1,344 @@
+package e2e
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/broker"
+	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
+)
+
+// callsIn returns the broker calls about the instances of namespace ns
+// (whose external ids start with it), and catalog fetches.
+func callsIn(b *brokertest.Broker, ns string) []brokertest.Call {
+	var out []brokertest.Call
+	for _, c := range b.Calls() {
+		if c.InstanceID == "" || strings.HasPrefix(c.InstanceID, ns) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// freshBroker clears the test broker's scripts and recorded calls.
+func freshBroker(t *testing.T) *brokertest.Broker {
+	t.Helper()
+	b := cluster.broker
+	b.Reset()
+	b.ResetCalls()
+	t.Cleanup(b.Reset)
+	return b
+}
+
+// instanceWith is an instance manifest with an explicit external id and
+// parameters (JSON), so that tests can script the broker per instance.
+func instanceWith(ns, name, plan, externalID, params string) string {
+	y := fmt.Sprintf(`apiVersion: lockstep.dev/v1alpha1
+kind: ServiceInstance
+metadata:
+  name: %s
+  namespace: %s
+spec:
+  brokerName: acme
+  serviceName: db
+  planName: %s
+  externalID: %s
+`, name, ns, plan, externalID)
+	if params != "" {
+		y += "  parameters: " + params + "\n"
+	}
+	return y
+}
+
+func instanceExists(t *testing.T, ns, name string) bool {
+	t.Helper()
+	err := cluster.client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &v1alpha1.ServiceInstance{})
+	if apierrors.IsNotFound(err) {
+		return false
+	}
+	require.NoError(t, err)
+	return true
+}
+
+func TestProvisionReachesTheBrokerOnceWithTheUsersIdentity(t *testing.T) {
+	b := freshBroker(t)
+	ns := namespace(t)
+	r := kubectl(t, instanceWith(ns, "db", "small", ns+"-db", `{"storageGB": 10, "region": "eu"}`), "apply", "-f", "-")
+	require.Equal(t, 0, r.ExitCode, r.Output())
+
+	calls := b.Calls(brokertest.OpProvision)
+	require.Len(t, calls, 1, "exactly one provision reaches the broker")
+	c := calls[0]
+	assert.Equal(t, "/v2/service_instances/"+ns+"-db", c.Path)
+	assert.Equal(t, "true", c.Query.Get("accepts_incomplete"))
+	assert.Equal(t, "2.17", c.Header.Get(broker.HeaderAPIVersion))
+	assert.Equal(t, brokertest.PlanSmallID, c.JSON["plan_id"])
+	assert.Equal(t, map[string]any{"storageGB": float64(10), "region": "eu"}, c.JSON["parameters"])
+
+	var who struct {
+		Username string   `json:"username"`
+		Groups   []string `json:"groups"`
+	}
+	origin := c.Header.Get(broker.HeaderOriginatingIdentity)
+	require.Regexp(t, `^kubernetes `, origin)
+	raw, err := base64.StdEncoding.DecodeString(origin[len("kubernetes "):])
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(raw, &who))
+	assert.Equal(t, "alice", who.Username, "the broker learns who asked")
+	assert.Contains(t, who.Groups, "system:masters")
+
+	assert.True(t, instanceExists(t, ns, "db"))
+	_, held := b.Instance(ns + "-db")
+	assert.True(t, held, "the broker holds the instance")
+}
+
+func TestUpdateRefusedByTheBrokerKeepsTheSpec(t *testing.T) {
+	b := freshBroker(t)
+	ns := namespace(t)
+	require.Equal(t, 0, kubectl(t, instanceWith(ns, "db", "small", ns+"-db", ""), "apply", "-f", "-").ExitCode)
+
+	b.Script(brokertest.OpUpdate, brokertest.Respond{Status: 422, Error: "PlanChangeNotSupported", Description: "no capacity for large instances in eu"})
+	r := kubectl(t, instanceWith(ns, "db", "large", ns+"-db", ""), "apply", "-f", "-")
+	assert.NotEqual(t, 0, r.ExitCode)
+	assert.Contains(t, r.Stderr, `broker "acme" refused to change plan of instance "db" from "small" to "large"`)
+	assert.Contains(t, r.Stderr, "no capacity for large instances in eu")
+	assert.Contains(t, r.Stderr, `the instance keeps plan "small"`)
+
+	r = kubectl(t, "", "get", "serviceinstance", "db", "-n", ns, "-o", "jsonpath={.spec.planName}")
+	assert.Equal(t, "small", r.Stdout, "kubectl get shows the previous spec")
+	assert.Equal(t, 1, b.Count(brokertest.OpUpdate), "the broker saw one update")
+	held, _ := b.Instance(ns + "-db")
+	assert.Equal(t, brokertest.PlanSmallID, held.PlanID)
+
+	// The broker accepts the next try.
+	r = kubectl(t, instanceWith(ns, "db", "large", ns+"-db", ""), "apply", "-f", "-")
+	require.Equal(t, 0, r.ExitCode, r.Output())
+	held, _ = b.Instance(ns + "-db")
+	assert.Equal(t, brokertest.PlanLargeID, held.PlanID)
+	assert.Equal(t, "large", getInstance(t, ns, "db").Spec.PlanName)
+}
+
+func TestDeleteRefusedByTheBrokerIsRolledBack(t *testing.T) {
+	b := freshBroker(t)
+	ns := namespace(t)
+	require.Equal(t, 0, kubectl(t, instanceWith(ns, "db", "small", ns+"-db", ""), "apply", "-f", "-").ExitCode)
+
+	b.Always(brokertest.OpDeprovision, brokertest.Respond{Status: 500, Description: "storage backend unavailable"})
+	r := kubectl(t, "", "delete", "serviceinstance", "db", "-n", ns, "--wait=false")
+	assert.NotEqual(t, 0, r.ExitCode)
+	assert.Contains(t, r.Stderr, `broker "acme" failed to deprovision instance "db"`)
+	assert.Contains(t, r.Stderr, "storage backend unavailable")
+	assert.Contains(t, r.Stderr, "no deletion was started")
+	assert.Nil(t, getInstance(t, ns, "db").DeletionTimestamp, "no deletionTimestamp is set")
+	_, held := b.Instance(ns + "-db")
+	assert.True(t, held)
+
+	b.Reset() // the broker recovers
+	r = kubectl(t, "", "delete", "serviceinstance", "db", "-n", ns, "--timeout=20s")
+	require.Equal(t, 0, r.ExitCode, r.Output())
+	assert.False(t, instanceExists(t, ns, "db"), "the object is gone")
+	_, held = b.Instance(ns + "-db")
+	assert.False(t, held, "the broker no longer holds it")
+}
+
+func TestAsyncProvision(t *testing.T) {
+	t.Run("completes within the budget", func(t *testing.T) {
+		b := freshBroker(t)
+		ns := namespace(t)
+		b.Script(brokertest.OpProvision, brokertest.Respond{Async: &brokertest.Async{InProgressPolls: 2}})
+		r := kubectl(t, instanceWith(ns, "db", "small", ns+"-db", ""), "apply", "-f", "-")
+		require.Equal(t, 0, r.ExitCode, r.Output())
+		assert.GreaterOrEqual(t, b.Count(brokertest.OpInstanceLastOperation), 3)
+		assert.True(t, instanceExists(t, ns, "db"))
+	})
+
+	t.Run("fails", func(t *testing.T) {
+		b := freshBroker(t)
+		ns := namespace(t)
+		b.Script(brokertest.OpProvision, brokertest.Respond{Async: &brokertest.Async{InProgressPolls: 1, Fail: true, Description: "quota exceeded"}})
+		r := kubectl(t, instanceWith(ns, "db", "small", ns+"-db", ""), "apply", "-f", "-")
+		assert.NotEqual(t, 0, r.ExitCode)
+		assert.Contains(t, r.Stderr, `broker "acme" failed to provision instance "db"`)
+		assert.Contains(t, r.Stderr, "quota exceeded")
+		assert.Contains(t, r.Stderr, "nothing was created")
+		assert.False(t, instanceExists(t, ns, "db"))
+	})
+
+	t.Run("still running at the budget is allowed with a warning", func(t *testing.T) {
+		b := freshBroker(t)
+		ns := namespace(t)
+		b.Script(brokertest.OpProvision, brokertest.Respond{Async: &brokertest.Async{InProgressPolls: 1 << 20, ProgressDescription: "creating volumes"}})
+		r := kubectl(t, instanceWith(ns, "db", "small", ns+"-db", ""), "apply", "-f", "-")
+		require.Equal(t, 0, r.ExitCode, r.Output())
+		assert.Contains(t, r.Stderr, "Warning:")
+		assert.Contains(t, r.Stderr, `broker "acme" is still working to provision instance "db"`)
+		assert.Contains(t, r.Stderr, "creating volumes")
+		assert.True(t, instanceExists(t, ns, "db"))
+
+		// The operation holds the instance's lock: a second change waits.
+		r = kubectl(t, instanceWith(ns, "db", "large", ns+"-db", ""), "apply", "-f", "-")
+		assert.NotEqual(t, 0, r.ExitCode)
+		assert.Contains(t, r.Stderr, `another change of instance "db" is in flight at the broker: provision by "alice"`)
+	})
+}
+
+func TestNoBrokerCallWithoutAChange(t *testing.T) {
+	b := freshBroker(t)
+	ns := namespace(t)
+	require.Equal(t, 0, kubectl(t, instanceWith(ns, "db", "small", ns+"-db", ""), "apply", "-f", "-").ExitCode)
+	b.ResetCalls()
+
+	r := kubectl(t, instanceWith(ns, "db", "large", ns+"-db", ""), "apply", "--dry-run=server", "-f", "-")
+	require.Equal(t, 0, r.ExitCode, r.Output())
+	r = kubectl(t, "", "delete", "serviceinstance", "db", "-n", ns, "--dry-run=server")
+	require.Equal(t, 0, r.ExitCode, r.Output())
+	r = kubectl(t, "", "label", "serviceinstance", "db", "-n", ns, "team=payments")
+	require.Equal(t, 0, r.ExitCode, r.Output())
+	r = kubectl(t, "", "annotate", "serviceinstance", "db", "-n", ns, "note=hello")
+	require.Equal(t, 0, r.ExitCode, r.Output())
+
+	assert.Empty(t, callsIn(b, ns), "dry runs and metadata-only changes make no broker call")
+	si := getInstance(t, ns, "db")
+	assert.Equal(t, "small", si.Spec.PlanName)
+	assert.Nil(t, si.DeletionTimestamp)
+}
+
+func TestStaticChecksReportEveryProblemWithoutCallingTheBroker(t *testing.T) {
+	b := freshBroker(t)
+	ns := namespace(t)
+	require.Equal(t, 0, kubectl(t, instanceWith(ns, "db", "small", ns+"-db", `{"storageGB": 10, "region": "eu"}`), "apply", "-f", "-").ExitCode)
+	require.Equal(t, 0, kubectl(t, instanceWith(ns, "fixed", "fixed", ns+"-fixed", ""), "apply", "-f", "-").ExitCode)
+	b.ResetCalls()
+
+	tests := []struct {
+		name     string
+		manifest string
+		want     []string
+	}{
+		{"parameters violating the plan schema",
+			instanceWith(ns, "new", "small", ns+"-new", `{"storageGB": 5000, "version": "9", "colour": "red"}`),
+			[]string{`The ServiceInstance "new" is invalid`, "spec.parameters.storageGB", "spec.parameters.version", "colour"}},
+		{"create-only parameter change",
+			instanceWith(ns, "db", "small", ns+"-db", `{"storageGB": 10, "region": "us"}`),
+			[]string{`spec.parameters.region: Invalid value: "us"`, "create-only parameter", `"eu"`}},
+		{"plan change where the plan is not updateable",
+			instanceWith(ns, "fixed", "small", ns+"-fixed", ""),
+			[]string{`spec.planName: Invalid value: "small"`, "does not allow plan changes", `keeps plan "fixed"`}},
+		{"unknown plan",
+			instanceWith(ns, "new", "huge", ns+"-new", ""),
+			[]string{`spec.planName: Invalid value: "huge"`, "small, large, fixed"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := kubectl(t, tt.manifest, "apply", "-f", "-")
+			assert.NotEqual(t, 0, r.ExitCode)
+			assert.Contains(t, r.Stderr, "is invalid")
+			for _, w := range tt.want {
+				assert.Contains(t, r.Stderr, w)
+			}
+		})
+	}
+	for _, c := range callsIn(b, ns) {
+		assert.Equal(t, brokertest.OpCatalog, c.Op, "only catalog refreshes, no %s", c.Op)
+	}
+	assert.False(t, instanceExists(t, ns, "new"))
+	assert.Equal(t, "fixed", getInstance(t, ns, "fixed").Spec.PlanName)
+}
+
+func TestRemovedPlanTakesNoNewInstancesButExistingOnesGoOn(t *testing.T) {
+	b := freshBroker(t)
+	ns := namespace(t)
+	require.Equal(t, 0, kubectl(t, instanceWith(ns, "db", "large", ns+"-db", ""), "apply", "-f", "-").ExitCode)
+
+	full := b.Catalog()
+	t.Cleanup(func() { require.NoError(t, b.SetCatalog(full)); refreshCatalog(t) })
+	reduced := brokertest.DefaultCatalog()
+	plans := reduced.Services[0].Plans
+	reduced.Services[0].Plans = []broker.Plan{plans[0], plans[2]} // without "large"
+	require.NoError(t, b.SetCatalog(reduced))
+	refreshCatalog(t)
+
+	r := kubectl(t, "", "get", "servicebroker", brokerName, "-o", `jsonpath={.status.services[0].plans[?(@.name=="large")].removedFromCatalog}`)
+	assert.Equal(t, "true", r.Stdout, "the broker's status marks the plan removed")
+
+	b.ResetCalls()
+	r = kubectl(t, instanceWith(ns, "new", "large", ns+"-new", ""), "apply", "-f", "-")
+	assert.NotEqual(t, 0, r.ExitCode)
+	assert.Contains(t, r.Stderr, `spec.planName: Invalid value: "large"`)
+	assert.Contains(t, r.Stderr, "takes no new instances")
+	assert.Zero(t, b.Count(brokertest.OpProvision))
+
+	r = kubectl(t, instanceWith(ns, "db", "large", ns+"-db", `{"storageGB": 20}`), "apply", "-f", "-")
+	require.Equal(t, 0, r.ExitCode, "an existing instance still updates: %s", r.Output())
+	r = kubectl(t, "", "delete", "serviceinstance", "db", "-n", ns, "--timeout=20s")
+	require.Equal(t, 0, r.ExitCode, "and deletes: %s", r.Output())
+}
+
+// refreshCatalog makes the catalog reconciler fetch the catalog again and
+// waits until it has.
+func refreshCatalog(t *testing.T) {
+	t.Helper()
+	var sb v1alpha1.ServiceBroker
+	require.NoError(t, cluster.client.Get(context.Background(), client.ObjectKey{Name: brokerName}, &sb))
+	before := sb.Status.LastCatalogSync
+	r := kubectl(t, "", "annotate", "servicebroker", brokerName, "--overwrite", fmt.Sprintf("e2e.lockstep.dev/refresh=%d", time.Now().UnixNano()))
+	require.Equal(t, 0, r.ExitCode, r.Output())
+	require.Eventually(t, func() bool {
+		require.NoError(t, cluster.client.Get(context.Background(), client.ObjectKey{Name: brokerName}, &sb))
+		return sb.Status.LastCatalogSync != nil && (before == nil || sb.Status.LastCatalogSync.After(before.Time))
+	}, 10*time.Second, 50*time.Millisecond)
+}
+
+func TestBrokerFailuresAreClearAndPersistNothing(t *testing.T) {
+	tests := []struct {
+		name    string
+		respond brokertest.Respond
+		want    string
+	}{
+		{"broker slow past the budget", brokertest.Respond{Hang: true}, `broker "acme" did not answer in time to provision instance "db"`},
+		{"broker answering garbage", brokertest.Respond{Status: 201, Malformed: true}, `could not provision instance "db" (service "db", plan "small") at broker "acme"`},
+		{"broker closing the connection", brokertest.Respond{CloseConnection: true}, `could not provision instance "db" (service "db", plan "small") at broker "acme"`},
+		{"broker failing", brokertest.Respond{Status: 503, Description: "maintenance"}, `broker "acme" failed to provision instance "db"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := freshBroker(t)
+			ns := namespace(t)
+			b.Script(brokertest.OpProvision, tt.respond)
+			r := kubectl(t, instanceWith(ns, "db", "small", ns+"-db", ""), "apply", "-f", "-")
+			assert.NotEqual(t, 0, r.ExitCode)
+			assert.Contains(t, r.Stderr, tt.want)
+			assert.Contains(t, r.Stderr, "nothing was created")
+			assert.False(t, instanceExists(t, ns, "db"), "nothing persisted")
+		})
+	}
+
+	t.Run("broker down", func(t *testing.T) {
+		down, err := brokertest.Start()
+		require.NoError(t, err)
+		require.NoError(t, registerBroker("down", down.URL()))
+		down.Close() // connection refused from now on
+		ns := namespace(t)
+		r := kubectl(t, fmt.Sprintf(`apiVersion: lockstep.dev/v1alpha1
+kind: ServiceInstance
+metadata: {name: db, namespace: %s}
+spec: {brokerName: down, serviceName: db, planName: small}
+`, ns), "apply", "-f", "-")
+		assert.NotEqual(t, 0, r.ExitCode)
+		assert.Contains(t, r.Stderr, `could not provision instance "db" (service "db", plan "small") at broker "down"`)
+		assert.Contains(t, r.Stderr, "connection refused")
+		assert.Contains(t, r.Stderr, "nothing was created")
+		assert.False(t, instanceExists(t, ns, "db"))
+	})
+}
