@@ -12,9 +12,11 @@ import (
 	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -29,7 +31,9 @@ import (
 // a fake API server cache holding the given objects.
 type harness struct {
 	broker    *brokertest.Broker
+	client    client.Client
 	validator *Validator[Instance]
+	bindings  *Validator[Binding]
 	locks     *journal.Locks
 	confirmed *journal.Confirmed
 }
@@ -40,6 +44,7 @@ func newHarness(t *testing.T, objects ...runtime.Object) *harness {
 	scheme := runtime.NewScheme()
 	require.NoError(t, v1alpha1.AddToScheme(scheme))
 	objects = append(objects, &v1alpha1.ServiceBroker{ObjectMeta: metav1.ObjectMeta{Name: "acme"}, Spec: v1alpha1.ServiceBrokerSpec{URL: b.URL()}})
+	require.NoError(t, corev1.AddToScheme(scheme))
 	reader := fake.NewClientBuilder().WithScheme(scheme).WithRuntimeObjects(objects...).Build()
 
 	c, err := broker.New(b.Config())
@@ -48,15 +53,17 @@ func newHarness(t *testing.T, objects ...runtime.Object) *harness {
 	cache := catalog.NewCache(time.Hour)
 	cache.Store(catalog.NewEntry("acme", c, &cat, nil, time.Now()))
 
-	h := &harness{broker: b, locks: journal.NewLocks(), confirmed: journal.NewConfirmed()}
+	h := &harness{broker: b, client: reader, locks: journal.NewLocks(), confirmed: journal.NewConfirmed()}
 	t.Cleanup(h.locks.Close)
-	h.validator = NewInstanceValidator(Deps{
-		Reader: reader, Catalogs: cache, Locks: h.locks, Confirmed: h.confirmed, Budget: 2 * time.Second,
+	deps := Deps{
+		Reader: reader, Writer: reader, Secrets: reader, Catalogs: cache, Locks: h.locks, Confirmed: h.confirmed, Budget: 2 * time.Second,
 		Broker: BrokerOptions{
 			Poll:          broker.PollOptions{MinInterval: time.Millisecond, MaxInterval: 5 * time.Millisecond},
 			FollowTimeout: 5 * time.Second, Log: logr.Discard(),
 		},
-	}, nil)
+	}
+	h.validator = NewInstanceValidator(deps, nil)
+	h.bindings = NewBindingValidator(deps, nil)
 	return h
 }
 

@@ -1,0 +1,139 @@
+package admission
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	admissionv1 "k8s.io/api/admission/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
+	"github.com/lockstep-dev/lockstep/internal/credentials"
+)
+
+func binding(params string, mutate ...func(*v1alpha1.ServiceBinding)) Binding {
+	b := &v1alpha1.ServiceBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "creds", Namespace: "team", UID: "b-uid"},
+		Spec:       v1alpha1.ServiceBindingSpec{InstanceName: "db", SecretName: "creds", ExternalID: "bind-1"},
+	}
+	if params != "" {
+		b.Spec.Parameters = &runtime.RawExtension{Raw: json.RawMessage(params)}
+	}
+	for _, m := range mutate {
+		m(b)
+	}
+	return b
+}
+
+func (h *harness) admitBinding(op admissionv1.Operation, old, new Binding, dryRun bool) (admission.Warnings, error) {
+	ctx := admission.NewContextWithRequest(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+		Operation: op, DryRun: &dryRun, UserInfo: authenticationv1.UserInfo{Username: "alice"},
+	}})
+	switch op {
+	case admissionv1.Create:
+		return h.bindings.ValidateCreate(ctx, new)
+	case admissionv1.Update:
+		return h.bindings.ValidateUpdate(ctx, old, new)
+	default:
+		return h.bindings.ValidateDelete(ctx, old)
+	}
+}
+
+func TestBindingValidator(t *testing.T) {
+	db := instance("small", "")
+	fixed := instance("fixed", "", func(si *v1alpha1.ServiceInstance) { si.Name = "fixed"; si.Spec.ExternalID = "ext-fixed" })
+	foreign := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds", Namespace: "team"}, Data: map[string][]byte{"x": []byte("y")}}
+	tests := []struct {
+		name      string
+		op        admissionv1.Operation
+		old, new  Binding
+		dryRun    bool
+		objects   []runtime.Object
+		script    func(b *brokertest.Broker)
+		wantCode  int32
+		wantMsg   string
+		wantCalls map[brokertest.Op]int
+		wantStore bool
+	}{
+		{name: "bind stores the credentials", op: admissionv1.Create, new: binding(`{"role":"reader"}`), objects: []runtime.Object{db},
+			wantCalls: map[brokertest.Op]int{brokertest.OpBind: 1}, wantStore: true},
+		{name: "dry-run bind calls nobody", op: admissionv1.Create, new: binding(""), objects: []runtime.Object{db}, dryRun: true,
+			wantCalls: map[brokertest.Op]int{}},
+		{name: "missing instance", op: admissionv1.Create, new: binding(""),
+			wantCode: 422, wantMsg: "no ServiceInstance of this name", wantCalls: map[brokertest.Op]int{}},
+		{name: "instance being deleted", op: admissionv1.Create, new: binding(""),
+			objects: []runtime.Object{instance("small", "", func(si *v1alpha1.ServiceInstance) { now := metav1.Now(); si.DeletionTimestamp = &now })},
+			wantCode: http.StatusConflict, wantMsg: "is being deleted", wantCalls: map[brokertest.Op]int{}},
+		{name: "plan not bindable", op: admissionv1.Create, new: binding("", func(b *v1alpha1.ServiceBinding) { b.Spec.InstanceName = "fixed" }),
+			objects: []runtime.Object{fixed}, wantCode: 422, wantMsg: "is not bindable", wantCalls: map[brokertest.Op]int{}},
+		{name: "bind schema", op: admissionv1.Create, new: binding(`{"role":"root"}`), objects: []runtime.Object{db},
+			wantCode: 422, wantMsg: "spec.parameters.role", wantCalls: map[brokertest.Op]int{}},
+		{name: "foreign secret", op: admissionv1.Create, new: binding(""), objects: []runtime.Object{db, foreign},
+			wantCode: http.StatusConflict, wantMsg: "lockstep never overwrites it", wantCalls: map[brokertest.Op]int{}},
+		{name: "bind refused", op: admissionv1.Create, new: binding(""), objects: []runtime.Object{db},
+			script:   func(b *brokertest.Broker) { b.Script(brokertest.OpBind, brokertest.Respond{Status: 409, Description: "exists"}) },
+			wantCode: http.StatusConflict, wantMsg: `broker "acme" refused to bind instance "db" for binding "creds": "exists" (HTTP 409)`,
+			wantCalls: map[brokertest.Op]int{brokertest.OpBind: 1}},
+		{name: "async bind then GET", op: admissionv1.Create, new: binding(""), objects: []runtime.Object{db},
+			script:    func(b *brokertest.Broker) { b.Script(brokertest.OpBind, brokertest.Respond{Async: &brokertest.Async{InProgressPolls: 1}}) },
+			wantCalls: map[brokertest.Op]int{brokertest.OpBind: 1, brokertest.OpBindingLastOperation: 2, brokertest.OpGetBinding: 1}, wantStore: true},
+		{name: "spec change", op: admissionv1.Update, old: binding(`{"role":"reader"}`), new: binding(`{"role":"writer"}`), objects: []runtime.Object{db},
+			wantCode: 422, wantMsg: "delete and recreate", wantCalls: map[brokertest.Op]int{}},
+		{name: "unbind", op: admissionv1.Delete, old: binding(""), objects: []runtime.Object{db},
+			wantCalls: map[brokertest.Op]int{brokertest.OpUnbind: 1}},
+		{name: "unbind refused", op: admissionv1.Delete, old: binding(""), objects: []runtime.Object{db},
+			script:   func(b *brokertest.Broker) { b.Script(brokertest.OpUnbind, brokertest.Respond{Status: 500, Description: "down"}) },
+			wantCode: http.StatusServiceUnavailable, wantMsg: `the binding and its Secret "creds" stay as they were`,
+			wantCalls: map[brokertest.Op]int{brokertest.OpUnbind: 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, tt.objects...)
+			h.broker.PutInstance(brokertest.Instance{ID: "ext-1", ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanSmallID})
+			if tt.op == admissionv1.Delete {
+				h.broker.PutBinding(brokertest.Binding{InstanceID: "ext-1", ID: "bind-1"})
+			}
+			if tt.script != nil {
+				tt.script(h.broker)
+			}
+			_, err := h.admitBinding(tt.op, tt.old, tt.new, tt.dryRun)
+			if tt.wantCode == 0 {
+				require.NoError(t, err)
+			} else {
+				require.Error(t, err)
+				var status apierrors.APIStatus
+				require.ErrorAs(t, err, &status)
+				assert.Equal(t, tt.wantCode, status.Status().Code, err.Error())
+				assert.Contains(t, err.Error(), tt.wantMsg)
+			}
+			got := map[brokertest.Op]int{}
+			for _, c := range h.broker.Calls() {
+				got[c.Op]++
+			}
+			assert.Equal(t, tt.wantCalls, got)
+
+			var s corev1.Secret
+			err = h.client.Get(context.Background(), client.ObjectKey{Namespace: "team", Name: "creds"}, &s)
+			if tt.wantStore {
+				require.NoError(t, err)
+				held, ok := h.broker.Binding("ext-1", "bind-1")
+				require.True(t, ok)
+				assert.Equal(t, held.Credentials["password"], string(s.Data["password"]))
+				assert.Equal(t, "b-uid", s.Labels[credentials.LabelBindingUID])
+			} else if err == nil {
+				assert.Equal(t, foreign.Data, s.Data, "only the foreign Secret may exist, unchanged")
+			}
+		})
+	}
+}
