@@ -73,7 +73,7 @@ func TestBindingValidator(t *testing.T) {
 		{name: "missing instance", op: admissionv1.Create, new: binding(""),
 			wantCode: 422, wantMsg: "no ServiceInstance of this name", wantCalls: map[brokertest.Op]int{}},
 		{name: "instance being deleted", op: admissionv1.Create, new: binding(""),
-			objects: []runtime.Object{instance("small", "", func(si *v1alpha1.ServiceInstance) { now := metav1.Now(); si.DeletionTimestamp = &now })},
+			objects:  []runtime.Object{instance("small", "", func(si *v1alpha1.ServiceInstance) { now := metav1.Now(); si.DeletionTimestamp = &now })},
 			wantCode: http.StatusConflict, wantMsg: "is being deleted", wantCalls: map[brokertest.Op]int{}},
 		{name: "plan not bindable", op: admissionv1.Create, new: binding("", func(b *v1alpha1.ServiceBinding) { b.Spec.InstanceName = "fixed" }),
 			objects: []runtime.Object{fixed}, wantCode: 422, wantMsg: "is not bindable", wantCalls: map[brokertest.Op]int{}},
@@ -82,18 +82,24 @@ func TestBindingValidator(t *testing.T) {
 		{name: "foreign secret", op: admissionv1.Create, new: binding(""), objects: []runtime.Object{db, foreign},
 			wantCode: http.StatusConflict, wantMsg: "lockstep never overwrites it", wantCalls: map[brokertest.Op]int{}},
 		{name: "bind refused", op: admissionv1.Create, new: binding(""), objects: []runtime.Object{db},
-			script:   func(b *brokertest.Broker) { b.Script(brokertest.OpBind, brokertest.Respond{Status: 409, Description: "exists"}) },
+			script: func(b *brokertest.Broker) {
+				b.Script(brokertest.OpBind, brokertest.Respond{Status: 409, Description: "exists"})
+			},
 			wantCode: http.StatusConflict, wantMsg: `broker "acme" refused to bind instance "db" for binding "creds": "exists" (HTTP 409)`,
 			wantCalls: map[brokertest.Op]int{brokertest.OpBind: 1}},
 		{name: "async bind then GET", op: admissionv1.Create, new: binding(""), objects: []runtime.Object{db},
-			script:    func(b *brokertest.Broker) { b.Script(brokertest.OpBind, brokertest.Respond{Async: &brokertest.Async{InProgressPolls: 1}}) },
+			script: func(b *brokertest.Broker) {
+				b.Script(brokertest.OpBind, brokertest.Respond{Async: &brokertest.Async{InProgressPolls: 1}})
+			},
 			wantCalls: map[brokertest.Op]int{brokertest.OpBind: 1, brokertest.OpBindingLastOperation: 2, brokertest.OpGetBinding: 1}, wantStore: true},
 		{name: "spec change", op: admissionv1.Update, old: binding(`{"role":"reader"}`), new: binding(`{"role":"writer"}`), objects: []runtime.Object{db},
 			wantCode: 422, wantMsg: "delete and recreate", wantCalls: map[brokertest.Op]int{}},
 		{name: "unbind", op: admissionv1.Delete, old: binding(""), objects: []runtime.Object{db},
 			wantCalls: map[brokertest.Op]int{brokertest.OpUnbind: 1}},
 		{name: "unbind refused", op: admissionv1.Delete, old: binding(""), objects: []runtime.Object{db},
-			script:   func(b *brokertest.Broker) { b.Script(brokertest.OpUnbind, brokertest.Respond{Status: 500, Description: "down"}) },
+			script: func(b *brokertest.Broker) {
+				b.Script(brokertest.OpUnbind, brokertest.Respond{Status: 500, Description: "down"})
+			},
 			wantCode: http.StatusServiceUnavailable, wantMsg: `the binding and its Secret "creds" stay as they were`,
 			wantCalls: map[brokertest.Op]int{brokertest.OpUnbind: 1}},
 	}

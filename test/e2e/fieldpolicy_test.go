@@ -149,4 +149,3 @@ func TestFinalizerRemovalOfDeletedObjectIsNotBlocked(t *testing.T) {
 		return apierrors.IsNotFound(err)
 	}, 10*time.Second, 100*time.Millisecond, "the object is gone once its finalizers are removed")
 }
-
