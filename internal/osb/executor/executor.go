@@ -1,0 +1,98 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/lockstep-dev/lockstep/internal/osb/bundle"
+)
+
+// Executor runs one bundle action.
+type Executor interface {
+	// Run carries out inv. The Result is meaningful even when err is not
+	// nil (state written before a failure). A failure of the action itself
+	// is an *ActionError; when ctx ends first, the action is stopped and
+	// the *ActionError wraps ctx.Err().
+	Run(ctx context.Context, inv Invocation) (Result, error)
+}
+
+// Invocation is one action to run.
+type Invocation struct {
+	Bundle *bundle.Bundle
+	Action bundle.Action
+	// Program is the resolved program of the action (see bundle.Bundle).
+	Program string
+	Input   Input
+	// State is the instance's saved bundle state (nil for provision).
+	State map[string]string
+}
+
+// Identity is the platform user who asked (from the originating identity).
+type Identity struct {
+	Platform string          `json:"platform"`
+	Value    json.RawMessage `json:"value"`
+}
+
+// Input is the document an action reads.
+type Input struct {
+	Action             bundle.Action   `json:"action"`
+	Operation          string          `json:"operation"`
+	InstanceID         string          `json:"instance_id"`
+	BindingID          string          `json:"binding_id,omitempty"`
+	ServiceID          string          `json:"service_id"`
+	PlanID             string          `json:"plan_id"`
+	PreviousPlanID     string          `json:"previous_plan_id,omitempty"`
+	Parameters         json.RawMessage `json:"parameters"`
+	PreviousParameters json.RawMessage `json:"previous_parameters,omitempty"`
+	Context            json.RawMessage `json:"context,omitempty"`
+	OrganizationGUID   string          `json:"organization_guid,omitempty"`
+	SpaceGUID          string          `json:"space_guid,omitempty"`
+	BindResource       json.RawMessage `json:"bind_resource,omitempty"`
+	AppGUID            string          `json:"app_guid,omitempty"`
+	Identity           *Identity       `json:"originating_identity,omitempty"`
+	RequestID          string          `json:"request_id,omitempty"`
+}
+
+// Output is what an action returns.
+type Output struct {
+	Credentials  json.RawMessage `json:"credentials,omitempty"`
+	DashboardURL string          `json:"dashboard_url,omitempty"`
+	Description  string          `json:"description,omitempty"`
+}
+
+// Result is the outcome of a run.
+type Result struct {
+	Output Output
+	// StateUpdates are merged into the saved state; an empty value removes
+	// the key.
+	StateUpdates map[string]string
+}
+
+// ActionError is a failed action.
+type ActionError struct {
+	Action bundle.Action
+	// Description is the action's own account of the failure.
+	Description string
+	// ExitCode is the exit status, -1 when the process was killed.
+	ExitCode int
+	// Err is the cause: an exit error, a protocol error, or the context's
+	// error when the action was stopped.
+	Err error
+}
+
+func (e *ActionError) Error() string {
+	if e.Description != "" {
+		return fmt.Sprintf("%s failed: %s", e.Action, e.Description)
+	}
+	return fmt.Sprintf("%s failed: %v", e.Action, e.Err)
+}
+
+func (e *ActionError) Unwrap() error { return e.Err }
+
+// Stopped reports whether the action was stopped because its context ended
+// (timeout or shutdown).
+func (e *ActionError) Stopped() bool {
+	return errors.Is(e.Err, context.DeadlineExceeded) || errors.Is(e.Err, context.Canceled)
+}

@@ -1,0 +1,158 @@
+package lifecycle
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/lockstep-dev/lockstep/internal/osb/bundle"
+	"github.com/lockstep-dev/lockstep/internal/osb/store"
+)
+
+// Bind creates a binding. The binding record references the job that
+// creates it: an identical repeat answers 200 with the credentials once it
+// is done, 202 with the same operation while it runs; a different one 409.
+func (s *Service) Bind(ctx context.Context, req BindRequest) (Result, error) {
+	if err := checkID("instance_id", req.InstanceID); err != nil {
+		return Result{}, err
+	}
+	if err := checkID("binding_id", req.BindingID); err != nil {
+		return Result{}, err
+	}
+	if req.ServiceID == "" || req.PlanID == "" {
+		return Result{}, badRequest("service_id and plan_id are required")
+	}
+	params, err := objectOrEmpty("parameters", req.Parameters)
+	if err != nil {
+		return Result{}, err
+	}
+	bindResource, err := optionalObject("bind_resource", req.BindResource)
+	if err != nil {
+		return Result{}, err
+	}
+	reqContext, err := optionalObject("context", req.Context)
+	if err != nil {
+		return Result{}, err
+	}
+	var inst *store.Instance
+	if err := s.view(ctx, func(tx store.Tx) error {
+		var err error
+		inst, err = store.GetInstance(tx, req.InstanceID)
+		if store.IsNotFound(err) {
+			return errorf(NotFound, "", "instance %s does not exist", req.InstanceID)
+		}
+		return err
+	}); err != nil {
+		return Result{}, err
+	}
+	if inst.ServiceID != req.ServiceID || inst.PlanID != req.PlanID {
+		return Result{}, badRequest("service_id %q and plan_id %q do not match instance %s (service_id %q, plan_id %q)",
+			req.ServiceID, req.PlanID, inst.ID, inst.ServiceID, inst.PlanID)
+	}
+	entry, err := s.specOf(inst)
+	if err != nil {
+		return Result{}, err
+	}
+	spec := entry.Spec
+	if !spec.Bindable(inst.PlanID) {
+		return Result{}, badRequest("plan %q of service %q is not bindable", inst.PlanID, spec.Name())
+	}
+
+	want := &store.Binding{
+		InstanceID: inst.ID, ID: req.BindingID, ServiceID: req.ServiceID, PlanID: req.PlanID,
+		Parameters: params, BindResource: bindResource, Context: reqContext, AppGUID: req.AppGUID,
+		State: store.BindingCreating, CreatedAt: s.opts.Now(),
+	}
+	job := s.newJob(store.Bind, inst.ID, req.BindingID, req.Common, store.JobRequest{
+		ServiceID: req.ServiceID, PlanID: req.PlanID, Parameters: params, Context: reqContext,
+		BindResource: bindResource, AppGUID: req.AppGUID,
+		OrganizationGUID: inst.OrganizationGUID, SpaceGUID: inst.SpaceGUID,
+	})
+	want.Job = job.Token
+	var repeat *Result
+	var validated bool
+	err = s.update(ctx, func(tx store.Tx) error {
+		repeat = nil
+		b, err := store.GetBinding(tx, inst.ID, req.BindingID)
+		switch {
+		case err == nil:
+			r, err := repeatBind(tx, req, want, b)
+			repeat = r
+			return err
+		case !store.IsNotFound(err):
+			return err
+		}
+		if !validated {
+			if err := spec.ValidateParameters(inst.PlanID, bundle.BindSchema, params); err != nil {
+				return badRequest("%v", err)
+			}
+			validated = true
+		}
+		cur, err := store.GetInstance(tx, inst.ID)
+		if store.IsNotFound(err) {
+			return errorf(NotFound, "", "instance %s does not exist", inst.ID)
+		}
+		if err != nil {
+			return err
+		}
+		switch {
+		case cur.State == store.InstanceProvisioning:
+			return concurrency("instance %s is still being provisioned (operation %s): bind it when that is done", cur.ID, cur.Job)
+		case cur.State == store.InstanceFailed:
+			return errorf(Unprocessable, "", "instance %s failed to provision: it cannot be bound", cur.ID)
+		case cur.Lock != "":
+			return busy(tx, cur)
+		case spec.Asynchronous(cur.PlanID) && !req.AcceptsIncomplete:
+			return asyncRequired("service %q runs its actions asynchronously: send accepts_incomplete=true", spec.Name())
+		}
+		cur.Lock, cur.UpdatedAt = job.Token, s.opts.Now()
+		if err := store.PutInstance(tx, cur); err != nil {
+			return err
+		}
+		if err := store.PutBinding(tx, want); err != nil {
+			return err
+		}
+		return store.PutJob(tx, job)
+	})
+	if err != nil {
+		return Result{}, err
+	}
+	if repeat != nil {
+		return *repeat, nil
+	}
+	s.logAccepted(job, req.Common)
+	return s.answer(ctx, job, req.Common, Created)
+}
+
+// repeatBind answers a bind of a binding that exists.
+func repeatBind(tx store.Tx, req BindRequest, want, b *store.Binding) (*Result, error) {
+	same := b.ServiceID == want.ServiceID && b.PlanID == want.PlanID && sameJSON(b.Parameters, want.Parameters) &&
+		sameJSON(b.BindResource, want.BindResource) && b.AppGUID == want.AppGUID
+	if !same {
+		return nil, errorf(Conflict, "", "binding %s of instance %s already exists with other parameters: unbind it first, or use another binding id", b.ID, b.InstanceID)
+	}
+	j, err := store.GetJob(tx, b.Job)
+	if err != nil && !store.IsNotFound(err) {
+		return nil, err
+	}
+	switch b.State {
+	case store.BindingCreating:
+		if !req.AcceptsIncomplete {
+			return nil, asyncRequired("binding %s is still being created (operation %s): send accepts_incomplete=true to follow it", b.ID, b.Job)
+		}
+		return &Result{Status: Accepted, Operation: b.Job}, nil
+	case store.BindingFailed:
+		why := ""
+		if j != nil && j.Method == store.Bind && j.Description != "" {
+			why = " (" + j.Description + ")"
+		}
+		return nil, errorf(Conflict, "", "binding %s exists but its bind failed%s: unbind it before binding again", b.ID, why)
+	}
+	if j != nil && j.Method == store.Unbind && !j.State.Finished() {
+		return nil, concurrency("binding %s is being unbound (operation %s)", b.ID, j.Token)
+	}
+	creds := b.Credentials
+	if len(creds) == 0 {
+		creds = json.RawMessage(`{}`)
+	}
+	return &Result{Status: OK, Credentials: creds}, nil
+}

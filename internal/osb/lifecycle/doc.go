@@ -1,0 +1,18 @@
+// Package lifecycle is the broker's OSB semantics, free of HTTP: provision,
+// update, deprovision, bind, unbind, fetch and last_operation, each deciding
+// the answer the OSB v2.17 specification prescribes (201/200 synchronous,
+// 202 asynchronous, 200 identical repeat, 409 conflicting repeat, 410 gone,
+// 422 AsyncRequired / ConcurrencyError, 400 invalid) and, when there is work
+// to do, creating the job in the same transaction that takes the instance's
+// lock (one job per instance at a time).
+//
+// Synchronous or asynchronous: with accepts_incomplete=true the request
+// waits up to SyncWindow for the job; a job that ends in time is answered
+// synchronously (201/200, or its failure as 500 ActionFailed), otherwise
+// 202 with the operation. Without accepts_incomplete, a plan whose bundle
+// declares itself asynchronous is refused at once with 422 AsyncRequired
+// (nothing is started); any other runs synchronously, its action bounded
+// by SyncTimeout, and the answer is its outcome.
+//
+// The server package maps Results and *Error to HTTP.
+package lifecycle

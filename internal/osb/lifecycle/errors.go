@@ -1,0 +1,57 @@
+package lifecycle
+
+import "fmt"
+
+// Kind classifies an error; the server maps it to an HTTP status.
+type Kind int
+
+// Error kinds.
+const (
+	BadRequest    Kind = iota // 400
+	NotFound                  // 404
+	Conflict                  // 409
+	Gone                      // 410
+	Unprocessable             // 422
+	Internal                  // 500
+)
+
+// OSB error codes.
+const (
+	CodeAsyncRequired    = "AsyncRequired"
+	CodeConcurrencyError = "ConcurrencyError"
+	// CodeActionFailed is this broker's code for a bundle action that
+	// failed while the request waited for it.
+	CodeActionFailed = "ActionFailed"
+)
+
+// Error is an OSB error answer.
+type Error struct {
+	Kind Kind
+	// Code is the OSB error code, empty when none applies.
+	Code string
+	// Description is for a person: what was refused, why, what to do.
+	Description string
+}
+
+func (e *Error) Error() string {
+	if e.Code != "" {
+		return e.Code + ": " + e.Description
+	}
+	return e.Description
+}
+
+func errorf(kind Kind, code, format string, args ...any) *Error {
+	return &Error{Kind: kind, Code: code, Description: fmt.Sprintf(format, args...)}
+}
+
+func badRequest(format string, args ...any) *Error { return errorf(BadRequest, "", format, args...) }
+
+func asyncRequired(format string, args ...any) *Error {
+	return errorf(Unprocessable, CodeAsyncRequired, format, args...)
+}
+
+func concurrency(format string, args ...any) *Error {
+	return errorf(Unprocessable, CodeConcurrencyError, format, args...)
+}
+
+func internal(format string, args ...any) *Error { return errorf(Internal, "", format, args...) }

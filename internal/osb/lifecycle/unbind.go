@@ -1,0 +1,100 @@
+package lifecycle
+
+import (
+	"context"
+
+	"github.com/lockstep-dev/lockstep/internal/osb/store"
+)
+
+// Unbind deletes a binding.
+func (s *Service) Unbind(ctx context.Context, req UnbindRequest) (Result, error) {
+	if err := checkID("instance_id", req.InstanceID); err != nil {
+		return Result{}, err
+	}
+	if err := checkID("binding_id", req.BindingID); err != nil {
+		return Result{}, err
+	}
+	if req.ServiceID == "" || req.PlanID == "" {
+		return Result{}, badRequest("the service_id and plan_id query parameters are required")
+	}
+	var inst *store.Instance
+	var b *store.Binding
+	if err := s.view(ctx, func(tx store.Tx) error {
+		var err error
+		if inst, err = store.GetInstance(tx, req.InstanceID); store.IsNotFound(err) {
+			return errorf(Gone, "", "binding %s does not exist (nor does instance %s)", req.BindingID, req.InstanceID)
+		} else if err != nil {
+			return err
+		}
+		if b, err = store.GetBinding(tx, req.InstanceID, req.BindingID); store.IsNotFound(err) {
+			return errorf(Gone, "", "binding %s of instance %s does not exist", req.BindingID, req.InstanceID)
+		}
+		return err
+	}); err != nil {
+		return Result{}, err
+	}
+	if b.ServiceID != req.ServiceID || b.PlanID != req.PlanID {
+		return Result{}, badRequest("service_id %q and plan_id %q do not match binding %s (service_id %q, plan_id %q)",
+			req.ServiceID, req.PlanID, b.ID, b.ServiceID, b.PlanID)
+	}
+	entry, err := s.specOf(inst)
+	if err != nil {
+		return Result{}, err
+	}
+	job := s.newJob(store.Unbind, inst.ID, b.ID, req.Common, store.JobRequest{
+		ServiceID: b.ServiceID, PlanID: b.PlanID, Parameters: b.Parameters, Context: b.Context,
+		BindResource: b.BindResource, AppGUID: b.AppGUID,
+		OrganizationGUID: inst.OrganizationGUID, SpaceGUID: inst.SpaceGUID,
+	})
+	var repeat *Result
+	err = s.update(ctx, func(tx store.Tx) error {
+		repeat = nil
+		cur, err := store.GetBinding(tx, inst.ID, b.ID)
+		if store.IsNotFound(err) {
+			return errorf(Gone, "", "binding %s of instance %s does not exist", b.ID, inst.ID)
+		}
+		if err != nil {
+			return err
+		}
+		if cur.State == store.BindingCreating {
+			return concurrency("binding %s is still being created (operation %s): unbind it when that is done", cur.ID, cur.Job)
+		}
+		if j, err := store.GetJob(tx, cur.Job); err == nil && j.Method == store.Unbind && !j.State.Finished() {
+			if !req.AcceptsIncomplete {
+				return asyncRequired("binding %s is already being unbound (operation %s): send accepts_incomplete=true to follow it", cur.ID, j.Token)
+			}
+			repeat = &Result{Status: Accepted, Operation: j.Token}
+			return nil
+		}
+		ci, err := store.GetInstance(tx, inst.ID)
+		if err != nil {
+			return err
+		}
+		if ci.Lock != "" {
+			return busy(tx, ci)
+		}
+		if entry.Spec.Asynchronous(ci.PlanID) && !req.AcceptsIncomplete {
+			return asyncRequired("service %q runs its actions asynchronously: send accepts_incomplete=true", entry.Spec.Name())
+		}
+		if err := deleteIfFinished(tx, cur.Job); err != nil {
+			return err
+		}
+		cur.Job = job.Token
+		ci.Lock, ci.UpdatedAt = job.Token, s.opts.Now()
+		if err := store.PutBinding(tx, cur); err != nil {
+			return err
+		}
+		if err := store.PutInstance(tx, ci); err != nil {
+			return err
+		}
+		return store.PutJob(tx, job)
+	})
+	if err != nil {
+		return Result{}, err
+	}
+	if repeat != nil {
+		return *repeat, nil
+	}
+	s.logAccepted(job, req.Common)
+	return s.answer(ctx, job, req.Common, OK)
+}

@@ -1,0 +1,8 @@
+// Package registry is where the broker's service specs come from. A
+// Registry fetches the complete list of bundles it currently offers; the
+// specs package reconciles the broker's catalog with that list.
+//
+// Kinds: local (a directory of bundle directories, this package) and oci
+// (an OCI registry repository whose images carry the manifest in a label,
+// sub-package oci). Parse reads the broker's registry configuration string.
+package registry
