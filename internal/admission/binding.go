@@ -67,7 +67,7 @@ func NewBindingValidator(d Deps, hooks *validate.Hooks[Binding]) *Validator[Bind
 			&bindingInstance{reader: d.Reader, cache: d.Catalogs, locks: d.Locks},
 		},
 		Steps: []Step[Binding]{
-			&bindingBroker{locks: d.Locks, writer: d.Writer, confirmed: d.Confirmed, opts: d.Broker},
+			&bindingBroker{locks: d.Locks, journal: d.Journal, writer: d.Writer, confirmed: d.Confirmed, opts: d.Broker},
 		},
 		Budget: d.Budget,
 	}

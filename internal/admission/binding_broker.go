@@ -23,6 +23,7 @@ import (
 // bind (then the credentials go into the binding's Secret) and unbind.
 type bindingBroker struct {
 	locks     *journal.Locks
+	journal   *journal.Journal
 	writer    client.Client
 	confirmed *journal.Confirmed
 	opts      BrokerOptions
@@ -41,19 +42,32 @@ func (s *bindingBroker) Admit(ctx context.Context, a *Attributes[Binding]) (admi
 	if holder, ok := s.locks.Acquire(key, op); !ok {
 		return nil, conflict("another change of binding %q is in flight at the broker: %s; nothing was changed: retry when it has finished", b.Name, holder)
 	}
+	if a.Operation == admissionv1.Delete && b.DeletionTimestamp != nil {
+		s.locks.Release(key, op)
+		return nil, nil // already being deleted: the broker confirmed before
+	}
+	rec, err := s.journal.Begin(ctx, journal.Intent{
+		ID: op.ID, Target: b, Kind: "ServiceBinding", ExternalID: b.Spec.ExternalID, Broker: a.Target.Entry.Broker,
+		Verb: verb, User: a.User, Spec: b.Spec,
+	})
+	if err != nil {
+		s.locks.Release(key, op)
+		return nil, unavailable("could not record the operation before calling the broker: %v; nothing was changed: retry", err)
+	}
 	meta := broker.RequestMeta{Identity: identity(a.User), RequestID: op.ID}
+	ans := &journal.Answer{}
 	var (
 		warnings admission.Warnings
-		follow   func(context.Context, func())
-		err      error
+		follow   followFunc
 	)
 	if a.Operation == admissionv1.Create {
-		warnings, follow, err = s.bind(ctx, a, meta)
-	} else if a.Operation == admissionv1.Delete && b.DeletionTimestamp == nil {
-		warnings, follow, err = s.unbind(ctx, a, meta)
+		warnings, follow, err = s.bind(ctx, a, meta, ans)
+	} else {
+		warnings, follow, err = s.unbind(ctx, a, meta, ans)
 	}
 	s.opts.Log.Info("broker operation", "verb", verb, "binding", client.ObjectKeyFromObject(b).String(),
-		"operation", op.ID, "user", op.User, "allowed", err == nil, "following", follow != nil)
+		"operation", rec.Name, "user", op.User, "allowed", err == nil, "following", follow != nil)
+	finish(ctx, s.journal, rec, b, ans, follow != nil, err, s.opts.Log)
 	if follow == nil {
 		s.locks.Release(key, op)
 		return warnings, err
@@ -61,12 +75,13 @@ func (s *bindingBroker) Admit(ctx context.Context, a *Attributes[Binding]) (admi
 	s.locks.Follow(key, op, func(ctx context.Context, release func()) {
 		ctx, cancel := context.WithTimeout(ctx, s.opts.FollowTimeout)
 		defer cancel()
-		follow(ctx, release)
+		final := follow(ctx, release)
+		record(ctx, s.journal, rec, b, final, s.opts.Log)
 	})
 	return warnings, err
 }
 
-func (s *bindingBroker) bind(ctx context.Context, a *Attributes[Binding], meta broker.RequestMeta) (admission.Warnings, func(context.Context, func()), error) {
+func (s *bindingBroker) bind(ctx context.Context, a *Attributes[Binding], meta broker.RequestMeta, ans *journal.Answer) (admission.Warnings, followFunc, error) {
 	b, t := a.New, a.Target
 	c := t.Entry.Client
 	ch := change{
@@ -81,8 +96,10 @@ func (s *bindingBroker) bind(ctx context.Context, a *Attributes[Binding], meta b
 		Parameters: raw(b.Spec.Parameters),
 	})
 	if err != nil {
+		ans.HTTPStatus = brokerStatus(err)
 		return nil, nil, ch.refusal(err)
 	}
+	ans.HTTPStatus = resp.HTTPStatus
 	if !resp.Async {
 		return nil, nil, s.store(ctx, c, meta, ids, ch, b, resp.Binding.Credentials)
 	}
@@ -92,6 +109,7 @@ func (s *bindingBroker) bind(ctx context.Context, a *Attributes[Binding], meta b
 			"broker %q answered the bind of %q asynchronously but does not let lockstep fetch bindings (bindings_retrievable is false), so the credentials cannot be read; lockstep asked the broker to unbind; nothing was created",
 			ch.broker, b.Name)
 	}
+	ans.OperationKey = resp.Operation
 	req := broker.BindingLastOperationRequest{InstanceID: ids.instance, BindingID: ids.binding, ServiceID: ids.service, PlanID: ids.plan, Operation: resp.Operation}
 	last, err := c.PollBinding(ctx, meta, req, s.opts.Poll)
 	if err == nil && last.State == broker.StateSucceeded {
@@ -108,18 +126,20 @@ func (s *bindingBroker) bind(ctx context.Context, a *Attributes[Binding], meta b
 		return nil, nil, ch.refusal(err)
 	}
 
-	follow := func(ctx context.Context, _ func()) {
-		log := s.opts.Log.WithValues("binding", client.ObjectKeyFromObject(b).String(), "operation", meta.RequestID)
+	follow := func(ctx context.Context, _ func()) journal.Answer {
 		last, err := c.PollBinding(ctx, meta, req, s.opts.Poll)
-		if err != nil || last.State != broker.StateSucceeded {
-			log.Info("asynchronous bind did not succeed", "error", errString(err), "description", description(last))
-			return
+		final := finalAnswer(last, err, resp.Operation)
+		if final.Phase != v1alpha1.PhaseSucceeded {
+			return final
 		}
 		creds, err := s.fetch(ctx, c, meta, ids)
 		if err == nil {
 			err = credentials.Write(ctx, s.writer, b, creds)
 		}
-		log.Info("asynchronous bind finished", "secret", b.Spec.SecretName, "stored", err == nil, "error", errString(err))
+		if err != nil {
+			final.Phase, final.Description = v1alpha1.PhaseFailed, "the bind succeeded but its credentials could not be stored: "+err.Error()
+		}
+		return final
 	}
 	return admission.Warnings{fmt.Sprintf("broker %q is still working to %s (%s); Secret %q appears when the broker finishes",
 		ch.broker, ch.what, describeStill(err), b.Spec.SecretName)}, follow, nil
@@ -166,10 +186,10 @@ func (s *bindingBroker) compensate(c *broker.Client, meta broker.RequestMeta, id
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_, err := c.Unbind(ctx, meta, broker.UnbindRequest{InstanceID: ids.instance, BindingID: ids.binding, ServiceID: ids.service, PlanID: ids.plan})
-	s.opts.Log.Info("orphan mitigation: unbind", "binding", client.ObjectKeyFromObject(b).String(), "ok", err == nil, "error", errString(err))
+	s.opts.Log.Info("orphan mitigation: unbind", "binding", client.ObjectKeyFromObject(b).String(), "ok", err == nil)
 }
 
-func (s *bindingBroker) unbind(ctx context.Context, a *Attributes[Binding], meta broker.RequestMeta) (admission.Warnings, func(context.Context, func()), error) {
+func (s *bindingBroker) unbind(ctx context.Context, a *Attributes[Binding], meta broker.RequestMeta, ans *journal.Answer) (admission.Warnings, followFunc, error) {
 	b, t := a.Old, a.Target
 	c := t.Entry.Client
 	ch := change{
@@ -180,12 +200,15 @@ func (s *bindingBroker) unbind(ctx context.Context, a *Attributes[Binding], meta
 	ids := bindingIDs{instance: t.Instance.Spec.ExternalID, binding: b.Spec.ExternalID, service: t.Plan.Service.ID, plan: t.Plan.Plan.ID}
 	resp, err := c.Unbind(ctx, meta, broker.UnbindRequest{InstanceID: ids.instance, BindingID: ids.binding, ServiceID: ids.service, PlanID: ids.plan})
 	if err != nil {
+		ans.HTTPStatus = brokerStatus(err)
 		return nil, nil, ch.refusal(err)
 	}
+	ans.HTTPStatus = resp.HTTPStatus
 	if !resp.Async {
 		s.confirmed.Add(b.UID)
 		return nil, nil, nil
 	}
+	ans.OperationKey = resp.Operation
 	req := broker.BindingLastOperationRequest{InstanceID: ids.instance, BindingID: ids.binding, ServiceID: ids.service, PlanID: ids.plan, Operation: resp.Operation}
 	opts := s.opts.Poll
 	opts.Deleting = true
@@ -199,11 +222,11 @@ func (s *bindingBroker) unbind(ctx context.Context, a *Attributes[Binding], meta
 	case !errors.Is(err, broker.ErrStillInProgress):
 		return nil, nil, ch.refusal(err)
 	}
-	follow := func(ctx context.Context, release func()) {
+	follow := func(ctx context.Context, release func()) journal.Answer {
 		last, err := c.PollBinding(ctx, meta, req, opts)
-		if err != nil || last.State != broker.StateSucceeded {
-			s.opts.Log.Info("asynchronous unbind did not succeed", "binding", client.ObjectKeyFromObject(b).String(), "error", errString(err), "description", description(last))
-			return
+		final := finalAnswer(last, err, resp.Operation)
+		if final.Phase != v1alpha1.PhaseSucceeded {
+			return final
 		}
 		s.confirmed.Add(b.UID)
 		release()
@@ -211,23 +234,10 @@ func (s *bindingBroker) unbind(ctx context.Context, a *Attributes[Binding], meta
 		if err := s.writer.Delete(ctx, b.DeepCopy(), &client.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}); err != nil && !apierrors.IsNotFound(err) {
 			s.opts.Log.Info("could not delete the unbound binding; delete it again", "binding", client.ObjectKeyFromObject(b).String(), "error", err.Error())
 		}
+		return final
 	}
 	return nil, follow, statusError(409, metav1.StatusReasonConflict,
 		"broker %q is still working to %s (%s); the binding stays until the broker finishes, then lockstep deletes it", ch.broker, ch.what, describeStill(err))
 }
 
 type bindingIDs struct{ instance, binding, service, plan string }
-
-func errString(err error) string {
-	if err == nil {
-		return ""
-	}
-	return err.Error()
-}
-
-func description(op *broker.LastOperation) string {
-	if op == nil {
-		return ""
-	}
-	return op.Description
-}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -25,4 +26,10 @@ func conflict(format string, args ...any) error {
 
 func unavailable(format string, args ...any) error {
 	return statusError(http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable, format, args...)
+}
+
+func admissionResponse(code int32, reason metav1.StatusReason, msg string) admissionv1.AdmissionResponse {
+	return admissionv1.AdmissionResponse{Allowed: false, Result: &metav1.Status{
+		Status: metav1.StatusFailure, Code: code, Reason: reason, Message: msg,
+	}}
 }

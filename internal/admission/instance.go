@@ -36,6 +36,8 @@ type Deps struct {
 	Secrets client.Reader
 	// Catalogs holds every broker's catalog.
 	Catalogs *catalog.Cache
+	// Journal records every broker operation.
+	Journal *journal.Journal
 	// Locks is the per-object lock table.
 	Locks *journal.Locks
 	// Confirmed remembers deletes the broker confirmed.
@@ -99,7 +101,7 @@ func NewInstanceValidator(d Deps, hooks *validate.Hooks[Instance]) *Validator[In
 			cat,
 		},
 		Steps: []Step[Instance]{
-			&instanceBroker{locks: d.Locks, writer: d.Writer, confirmed: d.Confirmed, opts: d.Broker},
+			&instanceBroker{locks: d.Locks, journal: d.Journal, writer: d.Writer, confirmed: d.Confirmed, opts: d.Broker},
 		},
 		Budget: d.Budget,
 	}

@@ -40,6 +40,7 @@ type BrokerOptions struct {
 // first, so that two admissions for one object never both reach the broker.
 type instanceBroker struct {
 	locks     *journal.Locks
+	journal   *journal.Journal
 	writer    client.Client // deletes an instance once a followed deprovision succeeded
 	confirmed *journal.Confirmed
 	opts      BrokerOptions
@@ -54,10 +55,24 @@ func (s *instanceBroker) Admit(ctx context.Context, a *Attributes[Instance]) (ad
 	if holder, ok := s.locks.Acquire(key, op); !ok {
 		return nil, conflict("another change of instance %q is in flight at the broker: %s; nothing was changed: retry when it has finished", si.Name, holder)
 	}
+	if si.DeletionTimestamp != nil && a.Operation == admissionv1.Delete {
+		s.locks.Release(key, op)
+		return nil, nil // already being deleted: the broker confirmed before
+	}
+	rec, err := s.journal.Begin(ctx, journal.Intent{
+		ID: op.ID, Target: si, Kind: "ServiceInstance", ExternalID: si.Spec.ExternalID, Broker: a.Target.Entry.Broker,
+		Verb: op.Verb, User: a.User, Spec: si.Spec,
+	})
+	if err != nil {
+		s.locks.Release(key, op)
+		return nil, unavailable("could not record the operation before calling the broker: %v; nothing was changed: retry", err)
+	}
 	meta := broker.RequestMeta{Identity: identity(a.User), RequestID: op.ID}
-	warnings, follow, err := s.call(ctx, a, meta)
+	ans := &journal.Answer{}
+	warnings, follow, err := s.call(ctx, a, meta, ans)
 	s.opts.Log.Info("broker operation", "verb", op.Verb, "instance", client.ObjectKeyFromObject(si).String(),
-		"operation", op.ID, "user", op.User, "allowed", err == nil, "following", follow != nil)
+		"operation", rec.Name, "user", op.User, "allowed", err == nil, "following", follow != nil)
+	finish(ctx, s.journal, rec, si, ans, follow != nil, err, s.opts.Log)
 	if follow == nil {
 		s.locks.Release(key, op)
 		return warnings, err
@@ -65,7 +80,8 @@ func (s *instanceBroker) Admit(ctx context.Context, a *Attributes[Instance]) (ad
 	s.locks.Follow(key, op, func(ctx context.Context, release func()) {
 		ctx, cancel := context.WithTimeout(ctx, s.opts.FollowTimeout)
 		defer cancel()
-		follow(ctx, release)
+		final := follow(ctx, release)
+		record(ctx, s.journal, rec, si, final, s.opts.Log)
 	})
 	return warnings, err
 }
@@ -73,7 +89,7 @@ func (s *instanceBroker) Admit(ctx context.Context, a *Attributes[Instance]) (ad
 // call makes the broker call for the request. When the broker is still
 // working at the end of the budget it returns a follow function that polls
 // the operation to its end in the background.
-func (s *instanceBroker) call(ctx context.Context, a *Attributes[Instance], meta broker.RequestMeta) (admission.Warnings, func(context.Context, func()), error) {
+func (s *instanceBroker) call(ctx context.Context, a *Attributes[Instance], meta broker.RequestMeta, ans *journal.Answer) (admission.Warnings, followFunc, error) {
 	t := a.Target
 	c := t.Entry.Client
 	switch a.Operation {
@@ -92,11 +108,14 @@ func (s *instanceBroker) call(ctx context.Context, a *Attributes[Instance], meta
 			Parameters: raw(si.Spec.Parameters),
 		})
 		if err != nil {
+			ans.HTTPStatus = brokerStatus(err)
 			return nil, nil, ch.refusal(err)
 		}
+		ans.HTTPStatus = resp.HTTPStatus
 		if !resp.Async {
 			return nil, nil, nil
 		}
+		ans.OperationKey = resp.Operation
 		return s.poll(ctx, c, meta, si, t, resp.Operation, ch, false)
 
 	case admissionv1.Update:
@@ -122,18 +141,18 @@ func (s *instanceBroker) call(ctx context.Context, a *Attributes[Instance], meta
 		}
 		resp, err := c.Update(ctx, meta, req)
 		if err != nil {
+			ans.HTTPStatus = brokerStatus(err)
 			return nil, nil, ch.refusal(err)
 		}
+		ans.HTTPStatus = resp.HTTPStatus
 		if !resp.Async {
 			return nil, nil, nil
 		}
+		ans.OperationKey = resp.Operation
 		return s.poll(ctx, c, meta, si, t, resp.Operation, ch, false)
 
 	case admissionv1.Delete:
 		si := a.Old
-		if si.DeletionTimestamp != nil {
-			return nil, nil, nil // already being deleted: the broker confirmed before
-		}
 		ch := change{
 			broker: t.Entry.Broker,
 			what:   fmt.Sprintf("deprovision instance %q", si.Name),
@@ -143,12 +162,15 @@ func (s *instanceBroker) call(ctx context.Context, a *Attributes[Instance], meta
 			InstanceID: si.Spec.ExternalID, ServiceID: t.Plan.Service.ID, PlanID: t.Plan.Plan.ID,
 		})
 		if err != nil {
+			ans.HTTPStatus = brokerStatus(err)
 			return nil, nil, ch.refusal(err)
 		}
+		ans.HTTPStatus = resp.HTTPStatus
 		if !resp.Async {
 			s.confirmed.Add(si.UID)
 			return nil, nil, nil
 		}
+		ans.OperationKey = resp.Operation
 		return s.poll(ctx, c, meta, si, t, resp.Operation, ch, true)
 	}
 	return nil, nil, nil
@@ -160,7 +182,7 @@ func (s *instanceBroker) call(ctx context.Context, a *Attributes[Instance], meta
 // warning, a delete is rejected (a deletionTimestamp is never set before the
 // broker confirmed); either way the operation is followed to its end.
 func (s *instanceBroker) poll(ctx context.Context, c *broker.Client, meta broker.RequestMeta, si Instance, t *Target,
-	operation string, ch change, deleting bool) (admission.Warnings, func(context.Context, func()), error) {
+	operation string, ch change, deleting bool) (admission.Warnings, followFunc, error) {
 	req := broker.InstanceLastOperationRequest{
 		InstanceID: si.Spec.ExternalID, ServiceID: t.Plan.Service.ID, PlanID: t.Plan.Plan.ID, Operation: operation,
 	}
@@ -179,22 +201,15 @@ func (s *instanceBroker) poll(ctx context.Context, c *broker.Client, meta broker
 		return nil, nil, ch.refusal(err)
 	}
 
-	follow := func(ctx context.Context, release func()) {
+	follow := func(ctx context.Context, release func()) journal.Answer {
 		last, err := c.PollInstance(ctx, meta, req, opts)
-		log := s.opts.Log.WithValues("instance", client.ObjectKeyFromObject(si).String(), "operation", meta.RequestID)
-		switch {
-		case err != nil:
-			log.Info("stopped following a broker operation", "error", err.Error())
-		case last.State != broker.StateSucceeded:
-			log.Info("broker operation failed", "description", last.Description)
-		case deleting:
+		final := finalAnswer(last, err, operation)
+		if final.Phase == v1alpha1.PhaseSucceeded && deleting {
 			s.confirmed.Add(si.UID)
-			log.Info("deprovision finished; deleting the instance")
 			release()
 			s.deleteAfterDeprovision(ctx, si)
-		default:
-			log.Info("broker operation succeeded")
 		}
+		return final
 	}
 	if deleting {
 		return nil, follow, statusError(409, metav1.StatusReasonConflict,

@@ -45,7 +45,8 @@ func newHarness(t *testing.T, objects ...runtime.Object) *harness {
 	require.NoError(t, v1alpha1.AddToScheme(scheme))
 	objects = append(objects, &v1alpha1.ServiceBroker{ObjectMeta: metav1.ObjectMeta{Name: "acme"}, Spec: v1alpha1.ServiceBrokerSpec{URL: b.URL()}})
 	require.NoError(t, corev1.AddToScheme(scheme))
-	reader := fake.NewClientBuilder().WithScheme(scheme).WithRuntimeObjects(objects...).Build()
+	reader := fake.NewClientBuilder().WithScheme(scheme).WithRuntimeObjects(objects...).
+		WithStatusSubresource(&v1alpha1.BrokerOperation{}).Build()
 
 	c, err := broker.New(b.Config())
 	require.NoError(t, err)
@@ -56,7 +57,7 @@ func newHarness(t *testing.T, objects ...runtime.Object) *harness {
 	h := &harness{broker: b, client: reader, locks: journal.NewLocks(), confirmed: journal.NewConfirmed()}
 	t.Cleanup(h.locks.Close)
 	deps := Deps{
-		Reader: reader, Writer: reader, Secrets: reader, Catalogs: cache, Locks: h.locks, Confirmed: h.confirmed, Budget: 2 * time.Second,
+		Reader: reader, Writer: reader, Secrets: reader, Catalogs: cache, Journal: &journal.Journal{Client: reader}, Locks: h.locks, Confirmed: h.confirmed, Budget: 2 * time.Second,
 		Broker: BrokerOptions{
 			Poll:          broker.PollOptions{MinInterval: time.Millisecond, MaxInterval: 5 * time.Millisecond},
 			FollowTimeout: 5 * time.Second, Log: logr.Discard(),
@@ -264,8 +265,30 @@ func TestInstanceValidator(t *testing.T) {
 				got[c.Op]++
 			}
 			assert.Equal(t, tt.wantCalls, got)
+			h.assertJournal(t, len(got) > 0, tt.wantCode == 0)
 		})
 	}
+}
+
+// assertJournal checks the operation record: one, written before the
+// broker was called, when the broker was called; none otherwise.
+func (h *harness) assertJournal(t *testing.T, called, allowed bool) {
+	t.Helper()
+	var ops v1alpha1.BrokerOperationList
+	require.NoError(t, h.client.List(context.Background(), &ops))
+	if !called {
+		assert.Empty(t, ops.Items, "no broker call, no operation record")
+		return
+	}
+	require.Len(t, ops.Items, 1)
+	op := ops.Items[0]
+	assert.Equal(t, "alice", op.Spec.Requester.Username)
+	want := v1alpha1.PhaseSucceeded
+	if !allowed {
+		want = v1alpha1.PhaseFailed
+		assert.NotEmpty(t, op.Status.Description)
+	}
+	assert.Equal(t, want, op.Status.Phase)
 }
 
 func TestInstanceValidatorSendsWhatTheBrokerNeeds(t *testing.T) {

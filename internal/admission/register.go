@@ -12,6 +12,7 @@ const (
 	ValidateInstancePath = "/validate-lockstep-dev-v1alpha1-serviceinstance"
 	MutateBindingPath    = "/mutate-lockstep-dev-v1alpha1-servicebinding"
 	ValidateBindingPath  = "/validate-lockstep-dev-v1alpha1-servicebinding"
+	ValidateStatusPath   = "/validate-lockstep-dev-v1alpha1-status"
 )
 
 // Handlers are the four handlers lockstep serves.
@@ -20,6 +21,7 @@ type Handlers struct {
 	InstanceValidator *Validator[Instance]
 	BindingDefaulter  *Defaulter[Binding]
 	BindingValidator  *Validator[Binding]
+	StatusGuard       *StatusGuard
 }
 
 // Register adds the handlers to a webhook server at their paths.
@@ -28,4 +30,5 @@ func Register(srv webhook.Server, scheme *runtime.Scheme, h Handlers) {
 	srv.Register(ValidateInstancePath, admission.WithValidator[Instance](scheme, h.InstanceValidator))
 	srv.Register(MutateBindingPath, admission.WithDefaulter[Binding](scheme, h.BindingDefaulter))
 	srv.Register(ValidateBindingPath, admission.WithValidator[Binding](scheme, h.BindingValidator))
+	srv.Register(ValidateStatusPath, &admission.Webhook{Handler: h.StatusGuard})
 }

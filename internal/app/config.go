@@ -41,6 +41,9 @@ type Config struct {
 	CatalogRefreshInterval time.Duration `split_words:"true" default:"10s"`
 	// ClusterID is sent to brokers in the OSB context (clusterid).
 	ClusterID string `envconfig:"CLUSTER_ID" default:""`
+	// StatusWriters are usernames allowed to write the status of lockstep
+	// objects besides lockstep's own identity (found at start).
+	StatusWriters []string `split_words:"true"`
 	// LogLevel is debug, info or error.
 	LogLevel string `split_words:"true" default:"info"`
 	// LogFormat is json or console.

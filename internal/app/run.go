@@ -3,12 +3,16 @@ package app
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"go.uber.org/zap/zapcore"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -111,14 +115,20 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 	}
 
 	deps := admission.Deps{
-		Reader: mgr.GetClient(), Writer: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Catalogs: catalogs, Locks: locks, Confirmed: confirmed,
+		Reader: mgr.GetClient(), Writer: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Catalogs: catalogs,
+		Journal: &journal.Journal{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("lockstep")}, Locks: locks, Confirmed: confirmed,
 		Budget: c.AdmissionBudget,
 		Broker: admission.BrokerOptions{
 			Poll: poll, FollowTimeout: c.FollowTimeout, ClusterID: c.ClusterID,
 			Log: ctrl.Log.WithName("broker"),
 		},
 	}
+	writers, err := statusWriters(ctx, restConfig, c.StatusWriters)
+	if err != nil {
+		return err
+	}
 	admission.Register(mgr.GetWebhookServer(), scheme, admission.Handlers{
+		StatusGuard:       &admission.StatusGuard{Writers: writers},
 		InstanceDefaulter: admission.NewInstanceDefaulter(mgr.GetClient()),
 		InstanceValidator: admission.NewInstanceValidator(deps, nil),
 		BindingDefaulter:  admission.NewBindingDefaulter(),
@@ -137,4 +147,25 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 		return fmt.Errorf("running the manager: %w", err)
 	}
 	return nil
+}
+
+// statusWriters returns who may write the status of lockstep objects:
+// lockstep's own identity, as the API server sees it (SelfSubjectReview),
+// and the configured extra users.
+func statusWriters(ctx context.Context, restConfig *rest.Config, extra []string) (map[string]bool, error) {
+	cs, err := kubernetes.NewForConfig(restConfig)
+	if err != nil {
+		return nil, fmt.Errorf("creating a clientset: %w", err)
+	}
+	review, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("asking the API server who lockstep is (SelfSubjectReview): %w", err)
+	}
+	writers := map[string]bool{review.Status.UserInfo.Username: true}
+	for _, u := range extra {
+		if u = strings.TrimSpace(u); u != "" {
+			writers[u] = true
+		}
+	}
+	return writers, nil
 }

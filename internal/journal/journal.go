@@ -1,0 +1,168 @@
+package journal
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+)
+
+// Labels on every BrokerOperation, to find an object's operations.
+const (
+	LabelTargetKind = "lockstep.dev/target-kind"
+	LabelTargetName = "lockstep.dev/target-name"
+	LabelTargetUID  = "lockstep.dev/target-uid"
+)
+
+// Journal writes the BrokerOperation records: one before every broker call
+// (write-ahead), then the broker's answer. Records never hold credentials:
+// only who asked, what, the spec hash, the broker's status and description.
+type Journal struct {
+	Client client.Client
+	// Recorder, when set, also reports every outcome as an event on the
+	// target object (kubectl describe shows them).
+	Recorder record.EventRecorder
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Intent is what an operation is about to do.
+type Intent struct {
+	// ID identifies the operation; it is sent to the broker as
+	// X-Broker-API-Request-Identity.
+	ID         string
+	Target     client.Object
+	Kind       string // ServiceInstance or ServiceBinding
+	ExternalID string
+	Broker     string
+	Verb       v1alpha1.Verb
+	User       authenticationv1.UserInfo
+	// Spec is the target's spec the operation applies (hashed, never stored).
+	Spec any
+}
+
+// Answer is the broker's answer to an operation.
+type Answer struct {
+	Phase        v1alpha1.OperationPhase
+	HTTPStatus   int
+	Description  string
+	OperationKey string
+}
+
+// Begin writes the record of an operation before the broker is called.
+func (j *Journal) Begin(ctx context.Context, in Intent) (*v1alpha1.BrokerOperation, error) {
+	now := metav1.NewTime(j.now())
+	op := &v1alpha1.BrokerOperation{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: in.Target.GetNamespace(),
+			Name:      OperationName(in.Target.GetName(), in.Verb, in.ID),
+			Labels: map[string]string{
+				LabelTargetKind: in.Kind,
+				LabelTargetName: labelValue(in.Target.GetName()),
+				LabelTargetUID:  string(in.Target.GetUID()),
+			},
+		},
+		Spec: v1alpha1.BrokerOperationSpec{
+			Target: v1alpha1.OperationTarget{
+				Kind: in.Kind, Name: in.Target.GetName(), UID: in.Target.GetUID(), ExternalID: in.ExternalID,
+			},
+			BrokerName: in.Broker,
+			Verb:       in.Verb,
+			Requester:  v1alpha1.Requester{Username: in.User.Username, UID: in.User.UID, Groups: in.User.Groups},
+			SpecHash:   SpecHash(in.Spec),
+			Generation: in.Target.GetGeneration(),
+		},
+	}
+	if err := j.Client.Create(ctx, op); err != nil {
+		return nil, fmt.Errorf("writing the operation record %s/%s: %w", op.Namespace, op.Name, err)
+	}
+	op.Status = v1alpha1.BrokerOperationStatus{Phase: v1alpha1.PhasePending, StartTime: &now}
+	if err := j.Client.Status().Update(ctx, op); err != nil {
+		return nil, fmt.Errorf("writing the operation record %s/%s: %w", op.Namespace, op.Name, err)
+	}
+	return op, nil
+}
+
+// Record writes the broker's answer into the operation's record and
+// reports it as an event on the target.
+func (j *Journal) Record(ctx context.Context, op *v1alpha1.BrokerOperation, target client.Object, a Answer) error {
+	patch := client.MergeFrom(op.DeepCopy())
+	op.Status.Phase = a.Phase
+	op.Status.HTTPStatus = int32(a.HTTPStatus)
+	op.Status.Description = a.Description
+	op.Status.OperationKey = a.OperationKey
+	if a.Phase != v1alpha1.PhaseInProgress && a.Phase != v1alpha1.PhasePending {
+		now := metav1.NewTime(j.now())
+		op.Status.CompletionTime = &now
+	}
+	if j.Recorder != nil && target != nil {
+		eventType, reason := corev1.EventTypeNormal, eventReason(op.Spec.Verb, a.Phase)
+		if a.Phase == v1alpha1.PhaseFailed {
+			eventType = corev1.EventTypeWarning
+		}
+		msg := fmt.Sprintf("%s at broker %q asked by %q: %s (operation %s)", op.Spec.Verb, op.Spec.BrokerName, op.Spec.Requester.Username, strings.ToLower(string(a.Phase)), op.Name)
+		if a.Description != "" {
+			msg += ": " + a.Description
+		}
+		j.Recorder.Event(target, eventType, reason, msg)
+	}
+	if err := j.Client.Status().Patch(ctx, op, patch); err != nil {
+		return fmt.Errorf("recording the broker's answer in %s/%s: %w", op.Namespace, op.Name, err)
+	}
+	return nil
+}
+
+// OperationName is the record's name: the target's name, the verb and the
+// start of the operation id, within the limits of an object name.
+func OperationName(target string, verb v1alpha1.Verb, id string) string {
+	short := strings.ReplaceAll(id, "-", "")
+	if len(short) > 8 {
+		short = short[:8]
+	}
+	if max := 253 - len(verb) - len(short) - 2; len(target) > max {
+		target = target[:max]
+	}
+	return fmt.Sprintf("%s-%s-%s", target, verb, short)
+}
+
+// SpecHash is a short hash of a spec's JSON, to match an operation with the
+// object the API server persisted.
+func SpecHash(spec any) string {
+	raw, err := json.Marshal(spec)
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:8])
+}
+
+func eventReason(verb v1alpha1.Verb, phase v1alpha1.OperationPhase) string {
+	v := string(verb)
+	return strings.ToUpper(v[:1]) + v[1:] + string(phase)
+}
+
+// labelValue fits a name into a label value (63 characters).
+func labelValue(s string) string {
+	if len(s) <= 63 {
+		return s
+	}
+	return strings.TrimRight(s[:63], "-.")
+}
+
+func (j *Journal) now() time.Time {
+	if j.Now != nil {
+		return j.Now()
+	}
+	return time.Now()
+}

@@ -1,0 +1,74 @@
+package journal
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+)
+
+func TestJournalBeginThenRecord(t *testing.T) {
+	scheme := runtime.NewScheme()
+	require.NoError(t, v1alpha1.AddToScheme(scheme))
+	c := fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&v1alpha1.BrokerOperation{}).Build()
+	events := record.NewFakeRecorder(10)
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	j := &Journal{Client: c, Recorder: events, Now: func() time.Time { return now }}
+
+	si := &v1alpha1.ServiceInstance{
+		ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "team", UID: "uid-1", Generation: 2},
+		Spec:       v1alpha1.ServiceInstanceSpec{ServiceName: "db", PlanName: "large", ExternalID: "ext-1"},
+	}
+	op, err := j.Begin(context.Background(), Intent{
+		ID: "0b6c5e2a-1111-2222-3333-444455556666", Target: si, Kind: "ServiceInstance", ExternalID: "ext-1",
+		Broker: "acme", Verb: v1alpha1.VerbUpdate, Spec: si.Spec,
+		User: authenticationv1.UserInfo{Username: "alice", UID: "u1", Groups: []string{"devs"}, Extra: map[string]authenticationv1.ExtraValue{"token": {"secret"}}},
+	})
+	require.NoError(t, err)
+	assert.Equal(t, "db-update-0b6c5e2a", op.Name)
+
+	var got v1alpha1.BrokerOperation
+	require.NoError(t, c.Get(context.Background(), client.ObjectKeyFromObject(op), &got))
+	assert.Equal(t, v1alpha1.PhasePending, got.Status.Phase, "written before the broker is called")
+	assert.Equal(t, "alice", got.Spec.Requester.Username)
+	assert.Equal(t, int64(2), got.Spec.Generation)
+	assert.Equal(t, SpecHash(si.Spec), got.Spec.SpecHash)
+	assert.Equal(t, "uid-1", got.Labels[LabelTargetUID])
+
+	require.NoError(t, j.Record(context.Background(), op, si, Answer{Phase: v1alpha1.PhaseFailed, HTTPStatus: 422, Description: "no capacity"}))
+	require.NoError(t, c.Get(context.Background(), client.ObjectKeyFromObject(op), &got))
+	assert.Equal(t, v1alpha1.PhaseFailed, got.Status.Phase)
+	assert.Equal(t, int32(422), got.Status.HTTPStatus)
+	assert.Equal(t, "no capacity", got.Status.Description)
+	require.NotNil(t, got.Status.CompletionTime)
+
+	event := <-events.Events
+	assert.True(t, strings.HasPrefix(event, "Warning UpdateFailed update at broker \"acme\" asked by \"alice\": failed"), event)
+	assert.NotContains(t, event, "secret", "the user's extra info is not recorded")
+}
+
+func TestOperationName(t *testing.T) {
+	assert.Equal(t, "db-provision-abcd1234", OperationName("db", v1alpha1.VerbProvision, "abcd1234-5678"))
+	long := OperationName(strings.Repeat("a", 300), v1alpha1.VerbDeprovision, "abcd1234")
+	assert.LessOrEqual(t, len(long), 253)
+	assert.True(t, strings.HasSuffix(long, "-deprovision-abcd1234"))
+}
+
+func TestSpecHashFollowsTheSpec(t *testing.T) {
+	a := v1alpha1.ServiceInstanceSpec{PlanName: "small"}
+	b := v1alpha1.ServiceInstanceSpec{PlanName: "large"}
+	assert.Equal(t, SpecHash(a), SpecHash(a))
+	assert.NotEqual(t, SpecHash(a), SpecHash(b))
+	assert.Len(t, SpecHash(a), 16)
+}

@@ -1,0 +1,60 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
+)
+
+func TestBrokerOperationsShowWhoDidWhatWithWhatResult(t *testing.T) {
+	b := freshBroker(t)
+	ns := namespace(t)
+	require.Equal(t, 0, kubectl(t, instanceWith(ns, "db", "small", ns+"-db", ""), "apply", "-f", "-").ExitCode)
+	b.Script(brokertest.OpUpdate, brokertest.Respond{Status: 422, Description: "no capacity"})
+	require.NotEqual(t, 0, kubectl(t, instanceWith(ns, "db", "large", ns+"-db", ""), "apply", "-f", "-").ExitCode)
+	require.Equal(t, 0, kubectl(t, "", "delete", "serviceinstance", "db", "-n", ns, "--timeout=20s").ExitCode)
+
+	r := kubectl(t, "", "get", "brokeroperations", "-n", ns)
+	require.Equal(t, 0, r.ExitCode, r.Output())
+	lines := strings.Split(strings.TrimSpace(r.Stdout), "\n")
+	require.Len(t, lines, 4, "a header and three operations")
+	assert.Regexp(t, `^NAME\s+KIND\s+TARGET\s+VERB\s+USER\s+PHASE\s+HTTP\s+AGE`, lines[0])
+	assert.Regexp(t, `(?m)^db-provision-\w+\s+ServiceInstance\s+db\s+provision\s+alice\s+Succeeded\s+201\s`, r.Stdout)
+	assert.Regexp(t, `(?m)^db-update-\w+\s+ServiceInstance\s+db\s+update\s+alice\s+Failed\s+422\s`, r.Stdout)
+	assert.Regexp(t, `(?m)^db-deprovision-\w+\s+ServiceInstance\s+db\s+deprovision\s+alice\s+Succeeded\s+200\s`, r.Stdout)
+
+	r = kubectl(t, "", "get", "brokeroperations", "-n", ns, "-o", "custom-columns=DESCRIPTION:.status.description")
+	assert.Contains(t, r.Stdout, `refused to change plan of instance "db" from "small" to "large": "no capacity"`)
+}
+
+func TestEventsOnTheTarget(t *testing.T) {
+	freshBroker(t)
+	ns := namespace(t)
+	require.Equal(t, 0, kubectl(t, instanceWith(ns, "db", "small", ns+"-db", ""), "apply", "-f", "-").ExitCode)
+	require.Eventually(t, func() bool {
+		r := kubectl(t, "", "describe", "serviceinstance", "db", "-n", ns)
+		return strings.Contains(r.Stdout, "ProvisionSucceeded") && strings.Contains(r.Stdout, `provision at broker "acme" asked by "alice"`)
+	}, 10*time.Second, 200*time.Millisecond, "kubectl describe shows the operation's outcome")
+}
+
+func TestForgedStatusIsRejected(t *testing.T) {
+	freshBroker(t)
+	ns := namespace(t)
+	require.Equal(t, 0, kubectl(t, instanceWith(ns, "db", "small", ns+"-db", ""), "apply", "-f", "-").ExitCode)
+
+	r := kubectl(t, "", "patch", "serviceinstance", "db", "-n", ns, "--subresource=status", "--type=merge",
+		"-p", `{"status":{"dashboardURL":"https://evil.example"}}`)
+	assert.NotEqual(t, 0, r.ExitCode)
+	assert.Contains(t, r.Stderr, `the status of ServiceInstance "db" is written by lockstep only`)
+	assert.Empty(t, getInstance(t, ns, "db").Status.DashboardURL)
+
+	r = kubectl(t, "", "patch", "servicebroker", brokerName, "--subresource=status", "--type=merge",
+		"-p", `{"status":{"conditions":[]}}`)
+	assert.NotEqual(t, 0, r.ExitCode)
+	assert.Contains(t, r.Stderr, "is written by lockstep only")
+}
