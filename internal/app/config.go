@@ -44,6 +44,14 @@ type Config struct {
 	// StatusWriters are usernames allowed to write the status of lockstep
 	// objects besides lockstep's own identity (found at start).
 	StatusWriters []string `split_words:"true"`
+	// EmbeddedBroker runs lockstep's own OSB broker in this process and
+	// registers it as a ServiceBroker (see internal/osb for its
+	// LOCKSTEP_EMBEDDED_BROKER_* settings).
+	EmbeddedBroker bool `split_words:"true" default:"false"`
+	// EmbeddedBrokerAddr is where the embedded broker listens.
+	EmbeddedBrokerAddr string `split_words:"true" default:"127.0.0.1:8099"`
+	// EmbeddedBrokerName is the ServiceBroker registered for it.
+	EmbeddedBrokerName string `split_words:"true" default:"embedded"`
 	// LogLevel is debug, info or error.
 	LogLevel string `split_words:"true" default:"info"`
 	// LogFormat is json or console.

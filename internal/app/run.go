@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 
 	"go.uber.org/zap/zapcore"
@@ -123,6 +124,19 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 			Log: ctrl.Log.WithName("broker"),
 		},
 	}
+	if c.EmbeddedBroker {
+		settings, err := LoadEmbeddedSettings()
+		if err != nil {
+			return err
+		}
+		if err := mgr.Add(&embeddedBroker{
+			addr: c.EmbeddedBrokerAddr, name: c.EmbeddedBrokerName, settings: settings,
+			client: mgr.GetClient(), logger: slog.Default().With("component", "embedded-broker"),
+		}); err != nil {
+			return fmt.Errorf("adding the embedded broker: %w", err)
+		}
+	}
+
 	writers, err := statusWriters(ctx, restConfig, c.StatusWriters)
 	if err != nil {
 		return err

@@ -73,6 +73,24 @@ func runMain(m *testing.M) int {
 	}
 	defer func() { _ = cluster.env.Stop() }()
 
+	state, err := os.MkdirTemp("", "lockstep-e2e-broker-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() { _ = os.RemoveAll(state) }()
+	// The embedded broker serves the sample bundles, as `make run` does.
+	for k, v := range map[string]string{
+		"LOCKSTEP_EMBEDDED_BROKER_REGISTRIES": "samples=local:" + filepath.Join(root, "examples", "bundles"),
+		"LOCKSTEP_EMBEDDED_BROKER_BBOLT_PATH": filepath.Join(state, "broker.db"),
+		"LOCKSTEP_EMBEDDED_BROKER_WORK_DIR":   filepath.Join(state, "work"),
+	} {
+		if err := os.Setenv(k, v); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
+
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done, err := startWebhook(ctx)
@@ -175,6 +193,9 @@ func startWebhook(ctx context.Context) (<-chan struct{}, error) {
 		PollMaxInterval:        200 * time.Millisecond,
 		FollowTimeout:          time.Minute,
 		CatalogRefreshInterval: time.Second,
+		EmbeddedBroker:         true,
+		EmbeddedBrokerAddr:     "127.0.0.1:0",
+		EmbeddedBrokerName:     "embedded",
 		LogLevel:               "debug",
 		LogFormat:              "console",
 	}

@@ -33,6 +33,7 @@ metadata:
   name: %s
   namespace: %s
 spec:
+  brokerName: acme
   serviceName: %s
   planName: %s
 `, name, ns, service, plan)
