@@ -40,6 +40,9 @@ type OperationTarget struct {
 	UID types.UID `json:"uid,omitempty"`
 	// ExternalID is the OSB instance_id or binding_id.
 	ExternalID string `json:"externalID"`
+	// InstanceID is the OSB instance_id of a binding's instance.
+	// +optional
+	InstanceID string `json:"instanceID,omitempty"`
 }
 
 // Requester is who asked for the change. Never any credentials.
@@ -61,6 +64,11 @@ type BrokerOperationSpec struct {
 	Target OperationTarget `json:"target" lockstep:"createonly"`
 	// BrokerName is the ServiceBroker called.
 	BrokerName string `json:"brokerName" lockstep:"createonly"`
+	// ServiceID and PlanID are the OSB ids the operation uses (for an update:
+	// the plan it moves to), so that it can be followed or undone even when
+	// the target is gone.
+	ServiceID string `json:"serviceID" lockstep:"createonly"`
+	PlanID    string `json:"planID" lockstep:"createonly"`
 	// Verb is what is asked of the broker.
 	Verb Verb `json:"verb" lockstep:"createonly"`
 	// Requester is who asked.
@@ -87,6 +95,9 @@ type BrokerOperationStatus struct {
 	// Description is the broker's description of the outcome.
 	// +optional
 	Description string `json:"description,omitempty" lockstep:"readonly"`
+	// DashboardURL is the dashboard a provision or update answered.
+	// +optional
+	DashboardURL string `json:"dashboardURL,omitempty" lockstep:"readonly"`
 	// StartTime is when the broker was called.
 	// +optional
 	StartTime *metav1.Time `json:"startTime,omitempty" lockstep:"readonly"`

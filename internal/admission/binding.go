@@ -60,14 +60,14 @@ func NewBindingValidator(d Deps, hooks *validate.Hooks[Binding]) *Validator[Bind
 				return validate.ServiceBindingSpec(&a.New.Spec, field.NewPath("spec")), nil, nil
 			}},
 			hookCheck(hooks),
-			&bindingInstance{reader: d.Reader, cache: d.Catalogs, locks: d.Locks},
+			&bindingInstance{reader: d.Reader, cache: d.Catalogs, leases: d.Leases},
 			&bindingSecret{reader: d.Secrets},
 		},
 		DeleteChecks: []Check[Binding]{
-			&bindingInstance{reader: d.Reader, cache: d.Catalogs, locks: d.Locks},
+			&bindingInstance{reader: d.Reader, cache: d.Catalogs, leases: d.Leases},
 		},
 		Steps: []Step[Binding]{
-			&bindingBroker{locks: d.Locks, journal: d.Journal, writer: d.Writer, confirmed: d.Confirmed, opts: d.Broker},
+			&bindingBroker{leases: d.Leases, journal: d.Journal, recent: newRefusals(d.RefusalMemory), writer: d.Writer, opts: d.Broker},
 		},
 		Budget: d.Budget,
 	}

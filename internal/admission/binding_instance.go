@@ -23,7 +23,7 @@ import (
 type bindingInstance struct {
 	reader client.Reader
 	cache  *catalog.Cache
-	locks  *journal.Locks
+	leases *journal.Leases
 }
 
 func (c *bindingInstance) Name() string { return "instance" }
@@ -59,7 +59,11 @@ func (c *bindingInstance) Check(ctx context.Context, a *Attributes[Binding]) (fi
 	if si.DeletionTimestamp != nil {
 		return nil, nil, conflict("instance %q is being deleted; it takes no new bindings", si.Name)
 	}
-	if holder := c.locks.Holder(lockKey("ServiceInstance", &si)); holder != nil {
+	holder, err := c.leases.AwaitFree(ctx, lockKey("ServiceInstance", &si))
+	if err != nil {
+		return nil, nil, unavailable("could not read the lock of instance %q: %v; nothing was changed: retry", si.Name, err)
+	}
+	if holder != nil {
 		return nil, nil, conflict("instance %q has a broker operation in flight (%s); bind when it has finished", si.Name, holder)
 	}
 	if !plan.Bindable() {

@@ -28,8 +28,7 @@ var instanceKind = v1alpha1.GroupVersion.WithKind("ServiceInstance").GroupKind()
 type Deps struct {
 	// Reader reads lockstep objects from the manager's cache.
 	Reader client.Reader
-	// Writer writes to the API server: credential Secrets, and deletes
-	// after a followed deprovision.
+	// Writer writes credential Secrets to the API server.
 	Writer client.Client
 	// Secrets reads Secrets from the API server (lockstep does not cache
 	// the cluster's Secrets).
@@ -38,10 +37,11 @@ type Deps struct {
 	Catalogs *catalog.Cache
 	// Journal records every broker operation.
 	Journal *journal.Journal
-	// Locks is the per-object lock table.
-	Locks *journal.Locks
-	// Confirmed remembers deletes the broker confirmed.
-	Confirmed *journal.Confirmed
+	// Leases is the per-object lock, across replicas.
+	Leases *journal.Leases
+	// RefusalMemory is how long a refusal is repeated to an identical
+	// request without a broker call.
+	RefusalMemory time.Duration
 	// Budget bounds one validating request, broker calls included.
 	Budget time.Duration
 	// Broker tunes the broker phase.
@@ -101,7 +101,7 @@ func NewInstanceValidator(d Deps, hooks *validate.Hooks[Instance]) *Validator[In
 			cat,
 		},
 		Steps: []Step[Instance]{
-			&instanceBroker{locks: d.Locks, journal: d.Journal, writer: d.Writer, confirmed: d.Confirmed, opts: d.Broker},
+			&instanceBroker{leases: d.Leases, journal: d.Journal, recent: newRefusals(d.RefusalMemory), opts: d.Broker},
 		},
 		Budget: d.Budget,
 	}

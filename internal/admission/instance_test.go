@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,8 +35,7 @@ type harness struct {
 	client    client.Client
 	validator *Validator[Instance]
 	bindings  *Validator[Binding]
-	locks     *journal.Locks
-	confirmed *journal.Confirmed
+	leases    *journal.Leases
 }
 
 func newHarness(t *testing.T, objects ...runtime.Object) *harness {
@@ -45,6 +45,7 @@ func newHarness(t *testing.T, objects ...runtime.Object) *harness {
 	require.NoError(t, v1alpha1.AddToScheme(scheme))
 	objects = append(objects, &v1alpha1.ServiceBroker{ObjectMeta: metav1.ObjectMeta{Name: "acme"}, Spec: v1alpha1.ServiceBrokerSpec{URL: b.URL()}})
 	require.NoError(t, corev1.AddToScheme(scheme))
+	require.NoError(t, coordinationv1.AddToScheme(scheme))
 	reader := fake.NewClientBuilder().WithScheme(scheme).WithRuntimeObjects(objects...).
 		WithStatusSubresource(&v1alpha1.BrokerOperation{}).Build()
 
@@ -54,13 +55,12 @@ func newHarness(t *testing.T, objects ...runtime.Object) *harness {
 	cache := catalog.NewCache(time.Hour)
 	cache.Store(catalog.NewEntry("acme", c, &cat, nil, time.Now()))
 
-	h := &harness{broker: b, client: reader, locks: journal.NewLocks(), confirmed: journal.NewConfirmed()}
-	t.Cleanup(h.locks.Close)
+	h := &harness{broker: b, client: reader, leases: &journal.Leases{Client: reader, Duration: time.Minute, Wait: 50 * time.Millisecond}}
 	deps := Deps{
-		Reader: reader, Writer: reader, Secrets: reader, Catalogs: cache, Journal: &journal.Journal{Client: reader}, Locks: h.locks, Confirmed: h.confirmed, Budget: 2 * time.Second,
+		Reader: reader, Writer: reader, Secrets: reader, Catalogs: cache, Journal: &journal.Journal{Client: reader}, Leases: h.leases, Budget: 2 * time.Second,
 		Broker: BrokerOptions{
-			Poll:          broker.PollOptions{MinInterval: time.Millisecond, MaxInterval: 5 * time.Millisecond},
-			FollowTimeout: 5 * time.Second, Log: logr.Discard(),
+			Poll: broker.PollOptions{MinInterval: time.Millisecond, MaxInterval: 5 * time.Millisecond},
+			Log:  logr.Discard(),
 		},
 	}
 	h.validator = NewInstanceValidator(deps, nil)
@@ -274,6 +274,12 @@ func TestInstanceValidator(t *testing.T) {
 // broker was called, when the broker was called; none otherwise.
 func (h *harness) assertJournal(t *testing.T, called, allowed bool) {
 	t.Helper()
+	holder, err := h.leases.Holder(context.Background(), journal.Key{Kind: "ServiceInstance", Namespace: "team", Name: "db"})
+	require.NoError(t, err)
+	if !allowed {
+		assert.Nil(t, holder, "a refusal releases the lock at once")
+	}
+	t.Helper()
 	var ops v1alpha1.BrokerOperationList
 	require.NoError(t, h.client.List(context.Background(), &ops))
 	if !called {
@@ -323,18 +329,23 @@ func TestInstanceLockRejectsAConcurrentChange(t *testing.T) {
 	assert.Zero(t, h.broker.Count(brokertest.OpUpdate), "the second change never reached the broker")
 }
 
-func TestInstanceDeleteStillRunningIsRejectedAndFollowed(t *testing.T) {
+func TestInstanceDeleteStillRunningIsRejectedAndLeftToTheReconciler(t *testing.T) {
 	h := newHarness(t)
 	h.broker.PutInstance(brokertest.Instance{ID: "ext-1", ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanSmallID})
-	h.broker.Script(brokertest.OpDeprovision, brokertest.Respond{Async: &brokertest.Async{InProgressPolls: 30}})
+	h.broker.Script(brokertest.OpDeprovision, brokertest.Respond{Async: &brokertest.Async{InProgressPolls: 1 << 20}})
 	h.validator.Budget = 50 * time.Millisecond
 
 	_, err := h.admit(admissionv1.Delete, instance("small", ""), nil, false)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "the instance stays until the broker finishes, then lockstep deletes it")
 
-	require.Eventually(t, func() bool { return h.confirmed.Take("uid-1") }, 5*time.Second, 5*time.Millisecond,
-		"the follower records the confirmed deprovision")
-	_, held := h.broker.Instance("ext-1")
-	assert.False(t, held)
+	var ops v1alpha1.BrokerOperationList
+	require.NoError(t, h.client.List(context.Background(), &ops))
+	require.Len(t, ops.Items, 1)
+	assert.Equal(t, v1alpha1.PhaseInProgress, ops.Items[0].Status.Phase, "the operations reconciler follows it")
+	assert.NotEmpty(t, ops.Items[0].Status.OperationKey)
+	holder, err := h.leases.Holder(context.Background(), journal.Key{Kind: "ServiceInstance", Namespace: "team", Name: "db"})
+	require.NoError(t, err)
+	require.NotNil(t, holder, "the lock stays with the running operation")
+	assert.Equal(t, ops.Items[0].Name, holder.Record)
 }

@@ -33,9 +33,21 @@ type Config struct {
 	PollInterval time.Duration `split_words:"true" default:"1s"`
 	// PollMaxInterval caps the wait between polls.
 	PollMaxInterval time.Duration `split_words:"true" default:"5s"`
-	// FollowTimeout bounds how long an operation still running when
-	// admission answered is followed in the background.
-	FollowTimeout time.Duration `split_words:"true" default:"1h"`
+	// LockDuration is how long an object's lock lasts without renewal
+	// (a lock whose holder died expires after it).
+	LockDuration time.Duration `split_words:"true" default:"60s"`
+	// LockWait is how long a change waits for another operation on the same
+	// object to be committed before it is refused with 409.
+	LockWait time.Duration `split_words:"true" default:"3s"`
+	// CommitGrace is how long after the broker's answer an object the API
+	// server did not persist counts as never persisted (then compensated).
+	CommitGrace time.Duration `split_words:"true" default:"10s"`
+	// RefusalMemory is how long a broker's refusal is repeated to an
+	// identical request without asking the broker again (the API server
+	// retries a request whose cached state was stale).
+	RefusalMemory time.Duration `split_words:"true" default:"1s"`
+	// KeepOperations is how many BrokerOperations are kept per object.
+	KeepOperations int `split_words:"true" default:"10"`
 	// CatalogRefreshInterval is the least time between two catalog
 	// refreshes triggered by a request naming an unknown service or plan.
 	CatalogRefreshInterval time.Duration `split_words:"true" default:"10s"`
@@ -83,6 +95,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("LOCKSTEP_BROKER_TIMEOUT=%s: must be more than 0", c.BrokerTimeout)
 	case c.PollInterval <= 0 || c.PollMaxInterval < c.PollInterval:
 		return fmt.Errorf("LOCKSTEP_POLL_INTERVAL=%s, LOCKSTEP_POLL_MAX_INTERVAL=%s: both must be more than 0, the maximum at least the first", c.PollInterval, c.PollMaxInterval)
+	case c.LockDuration <= c.AdmissionBudget:
+		return fmt.Errorf("LOCKSTEP_LOCK_DURATION=%s: must be longer than LOCKSTEP_ADMISSION_BUDGET=%s, or a lock could expire under a running admission", c.LockDuration, c.AdmissionBudget)
 	case c.LogLevel != "debug" && c.LogLevel != "info" && c.LogLevel != "error":
 		return fmt.Errorf("LOCKSTEP_LOG_LEVEL=%q: must be debug, info or error", c.LogLevel)
 	case c.LogFormat != "json" && c.LogFormat != "console":

@@ -99,30 +99,30 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 		return fmt.Errorf("setting up the catalog reconciler: %w", err)
 	}
 	poll := broker.PollOptions{MinInterval: c.PollInterval, MaxInterval: c.PollMaxInterval}
-	confirmed := journal.NewConfirmed()
 	if err := (&journal.InstanceFinalizer{
-		Client: mgr.GetClient(), Catalogs: catalogs, Confirmed: confirmed, Poll: poll, Timeout: c.AdmissionBudget,
+		Client: mgr.GetClient(), Catalogs: catalogs, Poll: poll, Timeout: c.AdmissionBudget,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the finalizer reconciler: %w", err)
 	}
 	if err := (&journal.BindingFinalizer{
-		Client: mgr.GetClient(), Catalogs: catalogs, Confirmed: confirmed, Poll: poll, Timeout: c.AdmissionBudget,
+		Client: mgr.GetClient(), Catalogs: catalogs, Poll: poll, Timeout: c.AdmissionBudget,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the binding reconciler: %w", err)
 	}
-	locks := journal.NewLocks()
-	if err := mgr.Add(locks); err != nil {
-		return fmt.Errorf("adding the lock table: %w", err)
+	leases := &journal.Leases{Client: mgr.GetClient(), Duration: c.LockDuration, Wait: c.LockWait}
+	records := &journal.Journal{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("lockstep")}
+	if err := (&journal.Operations{
+		Client: mgr.GetClient(), Catalogs: catalogs, Leases: leases, Journal: records,
+		Poll: c.PollInterval, Grace: c.CommitGrace, PendingTimeout: c.AdmissionBudget + c.CommitGrace,
+		Keep: c.KeepOperations, Timeout: c.AdmissionBudget,
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the operations reconciler: %w", err)
 	}
 
 	deps := admission.Deps{
 		Reader: mgr.GetClient(), Writer: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Catalogs: catalogs,
-		Journal: &journal.Journal{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("lockstep")}, Locks: locks, Confirmed: confirmed,
-		Budget: c.AdmissionBudget,
-		Broker: admission.BrokerOptions{
-			Poll: poll, FollowTimeout: c.FollowTimeout, ClusterID: c.ClusterID,
-			Log: ctrl.Log.WithName("broker"),
-		},
+		Journal: records, Leases: leases, Budget: c.AdmissionBudget, RefusalMemory: c.RefusalMemory,
+		Broker: admission.BrokerOptions{Poll: poll, ClusterID: c.ClusterID, Log: ctrl.Log.WithName("broker")},
 	}
 	if c.EmbeddedBroker {
 		settings, err := LoadEmbeddedSettings()

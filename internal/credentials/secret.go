@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -178,4 +179,20 @@ func Stored(ctx context.Context, reader client.Reader, b *v1alpha1.ServiceBindin
 		return false, fmt.Errorf("reading Secret %q: %w", b.Spec.SecretName, err)
 	}
 	return Owned(&s, b), nil
+}
+
+// DeleteByUID removes the Secret lockstep wrote for the binding with uid,
+// found by its label: the binding itself may never have persisted.
+func DeleteByUID(ctx context.Context, c client.Client, namespace string, uid types.UID) error {
+	var secrets corev1.SecretList
+	if err := c.List(ctx, &secrets, client.InNamespace(namespace), client.MatchingLabels{LabelBindingUID: string(uid)}); err != nil {
+		return fmt.Errorf("finding the Secret of binding %s: %w", uid, err)
+	}
+	for i := range secrets.Items {
+		s := &secrets.Items[i]
+		if err := c.Delete(ctx, s); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting Secret %q: %w", s.Name, err)
+		}
+	}
+	return nil
 }

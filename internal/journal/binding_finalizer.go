@@ -29,11 +29,10 @@ import (
 // broker no longer holds the binding (confirmed during admission, or unbound
 // here when the delete bypassed admission).
 type BindingFinalizer struct {
-	Client    client.Client
-	Catalogs  *catalog.Cache
-	Confirmed *Confirmed
-	Poll      broker.PollOptions
-	Timeout   time.Duration
+	Client   client.Client
+	Catalogs *catalog.Cache
+	Poll     broker.PollOptions
+	Timeout  time.Duration
 }
 
 // SetupWithManager registers the reconciler.
@@ -58,7 +57,7 @@ func (r *BindingFinalizer) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if !controllerutil.ContainsFinalizer(&b, v1alpha1.Finalizer) {
 		return ctrl.Result{}, nil
 	}
-	if !r.Confirmed.Take(b.UID) {
+	if !Confirmed(ctx, r.Client, b.Namespace, b.UID, v1alpha1.VerbUnbind) {
 		done, err := r.unbind(ctx, &b)
 		if err != nil {
 			return ctrl.Result{}, err

@@ -19,13 +19,13 @@ import (
 
 // InstanceFinalizer removes the lockstep.dev/broker finalizer from a
 // ServiceInstance being deleted once the broker no longer holds the
-// instance. When admission confirmed the deprovision (the usual case) it
+// instance. When the journal records that the broker confirmed the deprovision
+// (the usual case) it
 // removes the finalizer at once; otherwise the delete bypassed admission
 // (webhook down or not installed) and it deprovisions first.
 type InstanceFinalizer struct {
-	Client    client.Client
-	Catalogs  *catalog.Cache
-	Confirmed *Confirmed
+	Client   client.Client
+	Catalogs *catalog.Cache
 	// Poll tunes polling of an asynchronous deprovision.
 	Poll broker.PollOptions
 	// Timeout bounds one deprovision attempt.
@@ -46,7 +46,7 @@ func (r *InstanceFinalizer) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if si.DeletionTimestamp == nil || !controllerutil.ContainsFinalizer(&si, v1alpha1.Finalizer) {
 		return ctrl.Result{}, nil
 	}
-	if !r.Confirmed.Take(si.UID) {
+	if !Confirmed(ctx, r.Client, si.Namespace, si.UID, v1alpha1.VerbDeprovision) {
 		done, err := r.deprovision(ctx, &si)
 		if err != nil {
 			return ctrl.Result{}, err

@@ -32,7 +32,7 @@ func TestInstanceFinalizer(t *testing.T) {
 		wantRequeue   bool
 		brokerHoldsIt bool
 	}{
-		{name: "confirmed by admission: no broker call", confirmed: true, wantGone: true, brokerHoldsIt: true},
+		{name: "confirmed in the journal: no broker call", confirmed: true, wantGone: true, brokerHoldsIt: true},
 		{name: "bypassed admission: deprovisions first", wantGone: true, wantDeprov: 1},
 		{name: "bypassed admission, async deprovision", script: &brokertest.Respond{Async: &brokertest.Async{InProgressPolls: 1}}, wantGone: true, wantDeprov: 1},
 		{name: "bypassed admission, broker refuses: finalizer stays", script: &brokertest.Respond{Status: 500, Description: "down"},
@@ -58,12 +58,16 @@ func TestInstanceFinalizer(t *testing.T) {
 				ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "team", UID: "uid-1", DeletionTimestamp: &now, Finalizers: []string{v1alpha1.Finalizer}},
 				Spec:       v1alpha1.ServiceInstanceSpec{BrokerName: "acme", ServiceName: "db", PlanName: "small", ExternalID: "ext-1"},
 			}
-			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(si).Build()
-			confirmed := NewConfirmed()
+			objects := []client.Object{si}
 			if tt.confirmed {
-				confirmed.Add("uid-1")
+				objects = append(objects, &v1alpha1.BrokerOperation{
+					ObjectMeta: metav1.ObjectMeta{Name: "db-deprovision-1", Namespace: "team", Labels: map[string]string{LabelTargetUID: "uid-1"}},
+					Spec:       v1alpha1.BrokerOperationSpec{Verb: v1alpha1.VerbDeprovision},
+					Status:     v1alpha1.BrokerOperationStatus{Phase: v1alpha1.PhaseSucceeded},
+				})
 			}
-			r := &InstanceFinalizer{Client: c, Catalogs: cache, Confirmed: confirmed, Timeout: 5 * time.Second,
+			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objects...).Build()
+			r := &InstanceFinalizer{Client: c, Catalogs: cache, Timeout: 5 * time.Second,
 				Poll: broker.PollOptions{MinInterval: time.Millisecond, MaxInterval: time.Millisecond}}
 
 			_, err = r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "team", Name: "db"}})

@@ -12,6 +12,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -50,6 +51,9 @@ type Intent struct {
 	User       authenticationv1.UserInfo
 	// Spec is the target's spec the operation applies (hashed, never stored).
 	Spec any
+	// ServiceID and PlanID are the OSB ids used; InstanceID is a binding's
+	// instance.
+	ServiceID, PlanID, InstanceID string
 }
 
 // Answer is the broker's answer to an operation.
@@ -58,6 +62,8 @@ type Answer struct {
 	HTTPStatus   int
 	Description  string
 	OperationKey string
+	// DashboardURL is what a provision or update answered.
+	DashboardURL string
 }
 
 // Begin writes the record of an operation before the broker is called.
@@ -76,8 +82,11 @@ func (j *Journal) Begin(ctx context.Context, in Intent) (*v1alpha1.BrokerOperati
 		Spec: v1alpha1.BrokerOperationSpec{
 			Target: v1alpha1.OperationTarget{
 				Kind: in.Kind, Name: in.Target.GetName(), UID: in.Target.GetUID(), ExternalID: in.ExternalID,
+				InstanceID: in.InstanceID,
 			},
 			BrokerName: in.Broker,
+			ServiceID:  in.ServiceID,
+			PlanID:     in.PlanID,
 			Verb:       in.Verb,
 			Requester:  v1alpha1.Requester{Username: in.User.Username, UID: in.User.UID, Groups: in.User.Groups},
 			SpecHash:   SpecHash(in.Spec),
@@ -97,12 +106,27 @@ func (j *Journal) Begin(ctx context.Context, in Intent) (*v1alpha1.BrokerOperati
 // Record writes the broker's answer into the operation's record and
 // reports it as an event on the target.
 func (j *Journal) Record(ctx context.Context, op *v1alpha1.BrokerOperation, target client.Object, a Answer) error {
+	return j.SetPhase(ctx, op, target, a)
+}
+
+// SetPhase moves an operation to a.Phase with the broker's answer, and
+// reports it as an event on target when target is not nil.
+func (j *Journal) SetPhase(ctx context.Context, op *v1alpha1.BrokerOperation, target client.Object, a Answer) error {
 	patch := client.MergeFrom(op.DeepCopy())
 	op.Status.Phase = a.Phase
-	op.Status.HTTPStatus = int32(a.HTTPStatus)
-	op.Status.Description = a.Description
-	op.Status.OperationKey = a.OperationKey
-	if a.Phase != v1alpha1.PhaseInProgress && a.Phase != v1alpha1.PhasePending {
+	if a.HTTPStatus != 0 {
+		op.Status.HTTPStatus = int32(a.HTTPStatus)
+	}
+	if a.Description != "" {
+		op.Status.Description = a.Description
+	}
+	if a.OperationKey != "" {
+		op.Status.OperationKey = a.OperationKey
+	}
+	if a.DashboardURL != "" {
+		op.Status.DashboardURL = a.DashboardURL
+	}
+	if a.Phase != v1alpha1.PhaseInProgress && a.Phase != v1alpha1.PhasePending && op.Status.CompletionTime == nil {
 		now := metav1.NewTime(j.now())
 		op.Status.CompletionTime = &now
 	}
@@ -136,12 +160,20 @@ func OperationName(target string, verb v1alpha1.Verb, id string) string {
 	return fmt.Sprintf("%s-%s-%s", target, verb, short)
 }
 
-// SpecHash is a short hash of a spec's JSON, to match an operation with the
-// object the API server persisted.
+// SpecHash is a short hash of a spec's JSON meaning (keys sorted, numbers
+// normalized), to match an operation with the object the API server
+// persisted: the webhook and the cache may see the same spec encoded
+// differently (raw parameters in particular).
 func SpecHash(spec any) string {
 	raw, err := json.Marshal(spec)
 	if err != nil {
 		return ""
+	}
+	var canonical any
+	if err := json.Unmarshal(raw, &canonical); err == nil {
+		if again, err := json.Marshal(canonical); err == nil {
+			raw = again
+		}
 	}
 	sum := sha256.Sum256(raw)
 	return hex.EncodeToString(sum[:8])
@@ -165,4 +197,20 @@ func (j *Journal) now() time.Time {
 		return j.Now()
 	}
 	return time.Now()
+}
+
+// Confirmed reports whether the journal records that the broker confirmed
+// the delete (deprovision or unbind) of the object with uid, so that a
+// finalizer need not ask the broker again.
+func Confirmed(ctx context.Context, reader client.Reader, namespace string, uid types.UID, verb v1alpha1.Verb) bool {
+	var ops v1alpha1.BrokerOperationList
+	if err := reader.List(ctx, &ops, client.InNamespace(namespace), client.MatchingLabels{LabelTargetUID: string(uid)}); err != nil {
+		return false
+	}
+	for _, op := range ops.Items {
+		if op.Spec.Verb == verb && (op.Status.Phase == v1alpha1.PhaseSucceeded || op.Status.Phase == v1alpha1.PhaseCommitted) {
+			return true
+		}
+	}
+	return false
 }

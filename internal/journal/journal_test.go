@@ -72,3 +72,9 @@ func TestSpecHashFollowsTheSpec(t *testing.T) {
 	assert.NotEqual(t, SpecHash(a), SpecHash(b))
 	assert.Len(t, SpecHash(a), 16)
 }
+
+func TestSpecHashIgnoresEncoding(t *testing.T) {
+	a := v1alpha1.ServiceInstanceSpec{PlanName: "small", Parameters: &runtime.RawExtension{Raw: []byte(`{"b": 1, "a": 2.0}`)}}
+	b := v1alpha1.ServiceInstanceSpec{PlanName: "small", Parameters: &runtime.RawExtension{Raw: []byte(`{"a":2,"b":1}`)}}
+	assert.Equal(t, SpecHash(a), SpecHash(b))
+}

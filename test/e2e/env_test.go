@@ -136,7 +136,13 @@ func runMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
 	}
-	return m.Run()
+	code := m.Run()
+	// What lockstep logged, for a person looking into a failure.
+	logFile := filepath.Join(os.TempDir(), "lockstep-e2e-webhook.log")
+	if err := os.WriteFile(logFile, []byte(cluster.logs.String()), 0o600); err == nil {
+		fmt.Fprintln(os.Stderr, "e2e: lockstep's log is in", logFile)
+	}
+	return code
 }
 
 // registerBroker creates a ServiceBroker and waits until its catalog is
@@ -191,7 +197,11 @@ func startWebhook(ctx context.Context) (<-chan struct{}, error) {
 		BrokerTimeout:          3 * time.Second,
 		PollInterval:           50 * time.Millisecond,
 		PollMaxInterval:        200 * time.Millisecond,
-		FollowTimeout:          time.Minute,
+		LockDuration:           time.Minute,
+		LockWait:               3 * time.Second,
+		CommitGrace:            5 * time.Second,
+		RefusalMemory:          300 * time.Millisecond,
+		KeepOperations:         10,
 		CatalogRefreshInterval: time.Second,
 		EmbeddedBroker:         true,
 		EmbeddedBrokerAddr:     "127.0.0.1:0",

@@ -100,7 +100,7 @@ func TestCreateOnlyFieldChangeIsRejected(t *testing.T) {
 
 	after := getInstance(t, ns, "db")
 	assert.Equal(t, before.Spec, after.Spec, "nothing changed")
-	assert.Equal(t, before.ResourceVersion, after.ResourceVersion, "nothing was written")
+	assert.Equal(t, before.Generation, after.Generation, "the spec was never written")
 }
 
 func TestUpdatableFieldChangeIsAllowed(t *testing.T) {

@@ -1,0 +1,98 @@
+package admission
+
+import (
+	"context"
+	"time"
+
+	"github.com/go-logr/logr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/broker"
+	"github.com/lockstep-dev/lockstep/internal/journal"
+)
+
+// brokerCall makes an admission's broker call; it fills in the broker's
+// answer and reports whether the operation is still running at the end of
+// the budget.
+type brokerCall func(meta broker.RequestMeta, ans *journal.Answer) (admission.Warnings, bool, error)
+
+// carryOut is the broker phase common to every kind: take the object's
+// lock, write the operation record (write-ahead), call the broker, record
+// its answer. A refusal releases the lock at once; a success or an
+// operation still running keeps it for the operations reconciler, which
+// commits or follows the operation and then releases it.
+func carryOut(ctx context.Context, leases *journal.Leases, j *journal.Journal, recent *refusals, log logr.Logger, in journal.Intent, call brokerCall) (admission.Warnings, error) {
+	target := in.Target
+	same := refusalKey{uid: target.GetUID(), verb: in.Verb, specHash: journal.SpecHash(in.Spec)}
+	if err := recent.get(same); err != nil {
+		return nil, err
+	}
+	key := lockKey(in.Kind, target)
+	op := &journal.Operation{ID: in.ID, Verb: in.Verb, User: in.User.Username, Started: time.Now(),
+		Record: journal.OperationName(target.GetName(), in.Verb, in.ID)}
+	// The API server retries a request that conflicted in etcd, and asks
+	// the webhooks again: when the broker already carried out this very
+	// change, allow it at once; the operations reconciler commits it.
+	if holder, err := leases.Holder(ctx, key); err == nil && identicalDone(ctx, j, target, in, holder) {
+		log.Info("identical change already carried out at the broker; allowed without a broker call",
+			"object", client.ObjectKeyFromObject(target).String(), "operation", holder.Record)
+		return nil, nil
+	}
+	holder, ok, err := leases.Acquire(ctx, key, op)
+	if err != nil {
+		return nil, unavailable("could not take the lock of %s %q: %v; nothing was changed: retry", in.Kind, target.GetName(), err)
+	}
+	if !ok {
+		return nil, conflict("another change of %s %q is in flight at the broker: %s; nothing was changed: retry when it has finished",
+			kindWord(in.Kind), target.GetName(), holder)
+	}
+	rec, err := j.Begin(ctx, in)
+	if err != nil {
+		releaseLock(leases, key, op.Record, log)
+		return nil, unavailable("could not record the operation before calling the broker: %v; nothing was changed: retry", err)
+	}
+	ans := &journal.Answer{}
+	warnings, inProgress, err := call(broker.RequestMeta{Identity: identity(in.User), RequestID: in.ID}, ans)
+	log.Info("broker operation", "verb", in.Verb, "kind", in.Kind, "object", client.ObjectKeyFromObject(target).String(),
+		"operation", rec.Name, "user", op.User, "allowed", err == nil, "inProgress", inProgress)
+	finish(ctx, j, rec, target, ans, inProgress, err, log)
+	if err != nil && !inProgress {
+		recent.put(same, err)
+		releaseLock(leases, key, op.Record, log)
+	}
+	return warnings, err
+}
+
+// releaseLock frees a lock with a context of its own: the request's may
+// have ended.
+func releaseLock(leases *journal.Leases, key journal.Key, record string, log logr.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := leases.Release(ctx, key, record); err != nil {
+		log.Info("could not release a lock; it expires by itself", "lock", key.String(), "error", err.Error())
+	}
+}
+
+func kindWord(kind string) string {
+	if kind == "ServiceBinding" {
+		return "binding"
+	}
+	return "instance"
+}
+
+// identicalDone reports whether the lock is held by an operation that the
+// broker already carried out for exactly this change: same object, same
+// verb, same spec.
+func identicalDone(ctx context.Context, j *journal.Journal, target client.Object, in journal.Intent, holder *journal.Operation) bool {
+	if holder == nil || holder.Verb != in.Verb || holder.Record == "" {
+		return false
+	}
+	var rec v1alpha1.BrokerOperation
+	if err := j.Client.Get(ctx, client.ObjectKey{Namespace: target.GetNamespace(), Name: holder.Record}, &rec); err != nil {
+		return false
+	}
+	return rec.Spec.Target.UID == target.GetUID() && rec.Spec.SpecHash == journal.SpecHash(in.Spec) &&
+		(rec.Status.Phase == v1alpha1.PhaseSucceeded || rec.Status.Phase == v1alpha1.PhaseCommitted)
+}

@@ -1,0 +1,26 @@
+package admission
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestRefusalsRepeatWithinTheWindowOnly(t *testing.T) {
+	now := time.Unix(100, 0)
+	r := newRefusals(time.Second)
+	r.now = func() time.Time { return now }
+	k := refusalKey{uid: "u", verb: "update", specHash: "h"}
+	refused := errors.New("no")
+
+	assert.NoError(t, r.get(k))
+	r.put(k, refused)
+	assert.Same(t, refused, r.get(k))
+	assert.NoError(t, r.get(refusalKey{uid: "u", verb: "update", specHash: "other"}), "a different change is asked anew")
+	now = now.Add(time.Second)
+	assert.NoError(t, r.get(k), "after the window the broker is asked again")
+	r.put(refusalKey{verb: "provision"}, refused)
+	assert.NoError(t, r.get(refusalKey{verb: "provision"}), "objects without a uid are never remembered")
+}

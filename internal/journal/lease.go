@@ -1,0 +1,215 @@
+package journal
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+)
+
+// Annotations on a lock's Lease describing the operation that holds it.
+const (
+	annotationVerb = "lockstep.dev/verb"
+	annotationUser = "lockstep.dev/user"
+)
+
+// Key names the object a lock protects.
+type Key struct {
+	Kind      string // ServiceInstance or ServiceBinding
+	Namespace string
+	Name      string
+}
+
+// String is "Kind namespace/name".
+func (k Key) String() string { return k.Kind + " " + k.Namespace + "/" + k.Name }
+
+// leaseName is the deterministic name of the key's Lease.
+func (k Key) leaseName() string {
+	prefix := "lockstep-instance-"
+	if k.Kind == "ServiceBinding" {
+		prefix = "lockstep-binding-"
+	}
+	name := prefix + k.Name
+	if len(name) > 253 {
+		name = name[:253]
+	}
+	return strings.TrimRight(name, "-.")
+}
+
+// Leases is the lock across webhook replicas: at most one broker operation
+// in flight per object, coordinated through the API server with one
+// coordination.k8s.io Lease per object, created if absent. A lock whose
+// holder stopped renewing it expires after Duration, so nothing stays
+// locked forever.
+type Leases struct {
+	Client client.Client
+	// Duration is how long a lock lasts without renewal.
+	Duration time.Duration
+	// Wait is how long Acquire waits for a lock held by another operation
+	// (typically one whose commit is a moment away) before giving up.
+	Wait time.Duration
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Acquire takes the lock of key for op. When another live operation holds
+// it (after waiting up to Wait), it returns that operation and false.
+func (l *Leases) Acquire(ctx context.Context, key Key, op *Operation) (*Operation, bool, error) {
+	deadline := l.now().Add(l.Wait)
+	for {
+		holder, ok, err := l.try(ctx, key, op)
+		if err != nil || ok || !l.now().Before(deadline) {
+			return holder, ok, err
+		}
+		t := time.NewTimer(50 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return holder, false, nil
+		case <-t.C:
+		}
+	}
+}
+
+func (l *Leases) try(ctx context.Context, key Key, op *Operation) (*Operation, bool, error) {
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.leaseName()}}
+	l.fill(lease, op)
+	err := l.Client.Create(ctx, lease)
+	if err == nil {
+		return nil, true, nil
+	}
+	if !apierrors.IsAlreadyExists(err) {
+		return nil, false, fmt.Errorf("taking the lock of %s: %w", key, err)
+	}
+	var current coordinationv1.Lease
+	if err := l.Client.Get(ctx, client.ObjectKeyFromObject(lease), &current); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, false, nil // released meanwhile; the next try takes it
+		}
+		return nil, false, fmt.Errorf("reading the lock of %s: %w", key, err)
+	}
+	if !l.expired(&current) {
+		return holderOf(&current), false, nil
+	}
+	// The holder stopped renewing: take the lock over, unless another
+	// replica does so first (the update then conflicts).
+	l.fill(&current, op)
+	if err := l.Client.Update(ctx, &current); err != nil {
+		if apierrors.IsConflict(err) {
+			return nil, false, nil
+		}
+		return nil, false, fmt.Errorf("taking over the expired lock of %s: %w", key, err)
+	}
+	return nil, true, nil
+}
+
+// Renew extends the hold of the operation named record on the lock of key.
+func (l *Leases) Renew(ctx context.Context, key Key, record string) error {
+	var lease coordinationv1.Lease
+	if err := l.Client.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: key.leaseName()}, &lease); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if ptr.Deref(lease.Spec.HolderIdentity, "") != record {
+		return nil
+	}
+	lease.Spec.RenewTime = &metav1.MicroTime{Time: l.now()}
+	return client.IgnoreNotFound(l.Client.Update(ctx, &lease))
+}
+
+// Release frees the lock of key if the operation named record holds it.
+func (l *Leases) Release(ctx context.Context, key Key, record string) error {
+	var lease coordinationv1.Lease
+	if err := l.Client.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: key.leaseName()}, &lease); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if ptr.Deref(lease.Spec.HolderIdentity, "") != record {
+		return nil
+	}
+	err := l.Client.Delete(ctx, &lease, &client.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &lease.ResourceVersion}})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("releasing the lock of %s: %w", key, err)
+	}
+	return nil
+}
+
+// Holder returns the live operation holding the lock of key, or nil.
+func (l *Leases) Holder(ctx context.Context, key Key) (*Operation, error) {
+	var lease coordinationv1.Lease
+	if err := l.Client.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: key.leaseName()}, &lease); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	if l.expired(&lease) {
+		return nil, nil
+	}
+	return holderOf(&lease), nil
+}
+
+func (l *Leases) fill(lease *coordinationv1.Lease, op *Operation) {
+	now := metav1.MicroTime{Time: l.now()}
+	start := metav1.MicroTime{Time: op.Started}
+	lease.Spec = coordinationv1.LeaseSpec{
+		HolderIdentity:       ptr.To(op.Record),
+		LeaseDurationSeconds: ptr.To(int32(max(l.Duration/time.Second, 1))),
+		AcquireTime:          &start,
+		RenewTime:            &now,
+	}
+	if lease.Annotations == nil {
+		lease.Annotations = map[string]string{}
+	}
+	lease.Annotations[annotationVerb] = string(op.Verb)
+	lease.Annotations[annotationUser] = op.User
+}
+
+func (l *Leases) expired(lease *coordinationv1.Lease) bool {
+	if lease.Spec.RenewTime == nil || lease.Spec.LeaseDurationSeconds == nil {
+		return true
+	}
+	end := lease.Spec.RenewTime.Add(time.Duration(*lease.Spec.LeaseDurationSeconds) * time.Second)
+	return !l.now().Before(end)
+}
+
+func holderOf(lease *coordinationv1.Lease) *Operation {
+	op := &Operation{
+		Verb:   v1alpha1.Verb(lease.Annotations[annotationVerb]),
+		User:   lease.Annotations[annotationUser],
+		Record: ptr.Deref(lease.Spec.HolderIdentity, ""),
+	}
+	if lease.Spec.AcquireTime != nil {
+		op.Started = lease.Spec.AcquireTime.Time
+	}
+	return op
+}
+
+func (l *Leases) now() time.Time {
+	if l.Now != nil {
+		return l.Now()
+	}
+	return time.Now()
+}
+
+// AwaitFree waits up to Wait for the lock of key to be free; it returns the
+// live holder when it is still held.
+func (l *Leases) AwaitFree(ctx context.Context, key Key) (*Operation, error) {
+	deadline := l.now().Add(l.Wait)
+	for {
+		holder, err := l.Holder(ctx, key)
+		if err != nil || holder == nil || !l.now().Before(deadline) {
+			return holder, err
+		}
+		t := time.NewTimer(50 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return holder, nil
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,31 @@
+package journal
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+)
+
+// Operation is a broker operation in flight for one object.
+type Operation struct {
+	// ID is the operation's id, sent as X-Broker-API-Request-Identity.
+	ID string
+	// Verb is what was asked of the broker.
+	Verb v1alpha1.Verb
+	// User is who asked.
+	User string
+	// Started is when the operation began.
+	Started time.Time
+	// Record names the operation's BrokerOperation.
+	Record string
+}
+
+// String describes the operation for a person: verb, user, age, record.
+func (o *Operation) String() string {
+	name := o.Record
+	if name == "" {
+		name = o.ID
+	}
+	return fmt.Sprintf("%s by %q, started %s ago (operation %s)", o.Verb, o.User, time.Since(o.Started).Round(time.Second), name)
+}

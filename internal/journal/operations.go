@@ -1,0 +1,496 @@
+package journal
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/broker"
+	"github.com/lockstep-dev/lockstep/internal/catalog"
+	"github.com/lockstep-dev/lockstep/internal/credentials"
+)
+
+// Operations takes every BrokerOperation to a final phase. The webhook
+// cannot know whether the API server persisted what it allowed; this
+// reconciler closes that gap:
+//   - InProgress: polled to the end (a bind's credentials then go into its
+//     Secret; a finished deprovision or unbind deletes its object);
+//   - Succeeded: the object the API server holds matches the operation
+//     (uid, spec hash) → status written, Committed, lock released; the
+//     object never persisted → Orphaned;
+//   - Orphaned: compensated (deprovision, unbind, re-apply the persisted
+//     spec, or finish the delete) → Compensated;
+//   - Pending for longer than an admission can last: the webhook stopped
+//     before the broker's answer was recorded; treated as orphaned where
+//     the OSB spec asks for orphan mitigation (provision, bind), failed
+//     with an unknown outcome otherwise.
+//
+// After a restart every non-final operation is picked up again, because
+// the records are in the API server.
+type Operations struct {
+	Client   client.Client
+	Catalogs *catalog.Cache
+	Leases   *Leases
+	Journal  *Journal
+	// Poll is the wait between last_operation polls.
+	Poll time.Duration
+	// Grace is how long after the broker's answer an object that did not
+	// persist counts as never persisted.
+	Grace time.Duration
+	// PendingTimeout is how long a record may stay Pending (the longest
+	// admission plus a margin).
+	PendingTimeout time.Duration
+	// Keep is how many records are kept per object.
+	Keep int
+	// Timeout bounds the broker calls of one reconcile.
+	Timeout time.Duration
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// SetupWithManager registers the reconciler.
+func (r *Operations) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).For(&v1alpha1.BrokerOperation{}).Named("brokeroperation").Complete(r)
+}
+
+// Reconcile implements reconcile.Reconciler.
+func (r *Operations) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var op v1alpha1.BrokerOperation
+	if err := r.Client.Get(ctx, req.NamespacedName, &op); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.Timeout)
+	defer cancel()
+	switch op.Status.Phase {
+	case "", v1alpha1.PhasePending:
+		return r.pending(ctx, &op)
+	case v1alpha1.PhaseInProgress:
+		return r.follow(ctx, &op)
+	case v1alpha1.PhaseSucceeded:
+		return r.commit(ctx, &op)
+	case v1alpha1.PhaseOrphaned:
+		return r.compensate(ctx, &op)
+	case v1alpha1.PhaseFailed:
+		r.lastOperation(ctx, &op, nil)
+		return ctrl.Result{}, r.finish(ctx, &op)
+	default: // Committed, Compensated
+		return ctrl.Result{}, r.finish(ctx, &op)
+	}
+}
+
+func (r *Operations) pending(ctx context.Context, op *v1alpha1.BrokerOperation) (ctrl.Result, error) {
+	age := r.now().Sub(op.CreationTimestamp.Time)
+	if age < r.PendingTimeout {
+		return ctrl.Result{RequeueAfter: r.PendingTimeout - age}, nil
+	}
+	target, err := r.target(ctx, op)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if (op.Spec.Verb == v1alpha1.VerbProvision || op.Spec.Verb == v1alpha1.VerbBind) && target == nil {
+		return ctrl.Result{Requeue: true}, r.Journal.SetPhase(ctx, op, nil, Answer{Phase: v1alpha1.PhaseOrphaned,
+			Description: "lockstep stopped before the broker's answer was recorded and the object never persisted; undoing whatever the broker did"})
+	}
+	return ctrl.Result{}, r.Journal.SetPhase(ctx, op, target, Answer{Phase: v1alpha1.PhaseFailed,
+		Description: "lockstep stopped before the broker's answer was recorded; the outcome is unknown"})
+}
+
+// follow polls an operation that was still running when admission answered.
+func (r *Operations) follow(ctx context.Context, op *v1alpha1.BrokerOperation) (ctrl.Result, error) {
+	c, err := r.brokerClient(ctx, op)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	last, err := r.poll(ctx, c, op)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("following %s/%s: %w", op.Namespace, op.Name, err)
+	}
+	deleting := op.Spec.Verb == v1alpha1.VerbDeprovision || op.Spec.Verb == v1alpha1.VerbUnbind
+	switch {
+	case last.Gone && deleting, last.State == broker.StateSucceeded:
+	case last.State == broker.StateFailed, last.Gone:
+		target, _ := r.target(ctx, op)
+		return ctrl.Result{}, r.Journal.SetPhase(ctx, op, target, Answer{Phase: v1alpha1.PhaseFailed, HTTPStatus: last.HTTPStatus, Description: last.Description})
+	default:
+		if err := r.Leases.Renew(ctx, r.key(op), op.Name); err != nil {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{RequeueAfter: r.pollAfter(last)}, nil
+	}
+
+	target, err := r.target(ctx, op)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	switch op.Spec.Verb {
+	case v1alpha1.VerbBind:
+		if b, ok := target.(*v1alpha1.ServiceBinding); ok {
+			got, err := c.GetBinding(ctx, broker.RequestMeta{}, broker.GetBindingRequest{
+				InstanceID: op.Spec.Target.InstanceID, BindingID: op.Spec.Target.ExternalID, ServiceID: op.Spec.ServiceID, PlanID: op.Spec.PlanID})
+			if broker.IsNotFound(err) {
+				return ctrl.Result{RequeueAfter: r.Poll}, nil // not served yet
+			}
+			if err != nil {
+				return ctrl.Result{}, fmt.Errorf("reading the credentials of binding %s/%s: %w", b.Namespace, b.Name, err)
+			}
+			if err := credentials.Write(ctx, r.Client, b, got.Credentials); err != nil {
+				return ctrl.Result{}, err
+			}
+		}
+	case v1alpha1.VerbDeprovision, v1alpha1.VerbUnbind:
+		if target != nil && target.GetDeletionTimestamp() == nil {
+			if err := r.deleteTarget(ctx, op, target); err != nil {
+				return ctrl.Result{}, err
+			}
+		}
+	}
+	return ctrl.Result{Requeue: true}, r.Journal.SetPhase(ctx, op, target, Answer{Phase: v1alpha1.PhaseSucceeded, HTTPStatus: last.HTTPStatus, Description: last.Description})
+}
+
+// commit checks that the API server holds what the broker confirmed.
+func (r *Operations) commit(ctx context.Context, op *v1alpha1.BrokerOperation) (ctrl.Result, error) {
+	target, err := r.target(ctx, op)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	persisted := false
+	switch op.Spec.Verb {
+	case v1alpha1.VerbProvision, v1alpha1.VerbBind:
+		persisted = target != nil
+	case v1alpha1.VerbUpdate:
+		persisted = target == nil || target.GetDeletionTimestamp() != nil ||
+			SpecHash(specOf(target)) == op.Spec.SpecHash || target.GetGeneration() > op.Spec.Generation
+	case v1alpha1.VerbDeprovision, v1alpha1.VerbUnbind:
+		persisted = target == nil || target.GetDeletionTimestamp() != nil
+	}
+	if !persisted {
+		log.FromContext(ctx).V(1).Info("operation not persisted yet", "operation", op.Name, "specHash", op.Spec.SpecHash,
+			"generation", op.Spec.Generation, "targetFound", target != nil)
+		// The API server persists an allowed change a moment after the
+		// webhook answered; look again soon, until the grace period ends.
+		since := r.now().Sub(completed(op))
+		if since < r.Grace {
+			return ctrl.Result{RequeueAfter: min(r.Grace-since, 100*time.Millisecond)}, nil
+		}
+		return ctrl.Result{Requeue: true}, r.Journal.SetPhase(ctx, op, nil, Answer{Phase: v1alpha1.PhaseOrphaned,
+			Description: fmt.Sprintf("the broker carried out the %s but the API server did not persist it (rejected after lockstep allowed it, or lost); undoing it", op.Spec.Verb)})
+	}
+	r.lastOperation(ctx, op, target)
+	if err := r.Journal.SetPhase(ctx, op, nil, Answer{Phase: v1alpha1.PhaseCommitted}); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{}, r.finish(ctx, op)
+}
+
+// compensate undoes an operation whose object never persisted, so that the
+// broker again holds what the API server holds.
+func (r *Operations) compensate(ctx context.Context, op *v1alpha1.BrokerOperation) (ctrl.Result, error) {
+	c, err := r.brokerClient(ctx, op)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	target, err := r.target(ctx, op)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	meta := broker.RequestMeta{RequestID: string(op.UID)}
+	var what string
+	switch op.Spec.Verb {
+	case v1alpha1.VerbProvision:
+		what = "deprovisioned the orphaned instance"
+		err = r.await(ctx, c, op, func() (*broker.DeleteResponse, error) {
+			return c.Deprovision(ctx, meta, broker.DeprovisionRequest{InstanceID: op.Spec.Target.ExternalID, ServiceID: op.Spec.ServiceID, PlanID: op.Spec.PlanID})
+		})
+	case v1alpha1.VerbBind:
+		what = "unbound the orphaned binding and removed its Secret"
+		err = r.await(ctx, c, op, func() (*broker.DeleteResponse, error) {
+			return c.Unbind(ctx, meta, broker.UnbindRequest{InstanceID: op.Spec.Target.InstanceID, BindingID: op.Spec.Target.ExternalID, ServiceID: op.Spec.ServiceID, PlanID: op.Spec.PlanID})
+		})
+		if err == nil {
+			err = credentials.DeleteByUID(ctx, r.Client, op.Namespace, op.Spec.Target.UID)
+		}
+	case v1alpha1.VerbUpdate:
+		what = "re-applied the persisted spec at the broker"
+		err = r.reapply(ctx, c, op, target)
+	case v1alpha1.VerbDeprovision, v1alpha1.VerbUnbind:
+		what = "finished the delete the broker had already carried out"
+		if target != nil && target.GetDeletionTimestamp() == nil {
+			err = r.deleteTarget(ctx, op, target)
+		}
+	}
+	if err != nil {
+		r.inSync(ctx, target, metav1.ConditionFalse, "CompensationFailed", fmt.Sprintf("operation %s: %v", op.Name, err))
+		return ctrl.Result{}, fmt.Errorf("compensating %s/%s: %w", op.Namespace, op.Name, err)
+	}
+	log.FromContext(ctx).Info("compensated an orphaned broker operation", "operation", op.Name, "what", what)
+	if err := r.Journal.SetPhase(ctx, op, target, Answer{Phase: v1alpha1.PhaseCompensated, Description: op.Status.Description + "; " + what}); err != nil {
+		return ctrl.Result{}, err
+	}
+	r.inSync(ctx, target, metav1.ConditionTrue, "Compensated", fmt.Sprintf("operation %s: %s", op.Name, what))
+	return ctrl.Result{}, r.finish(ctx, op)
+}
+
+// await runs a deprovision or unbind and, when the broker answers 202,
+// polls it to the end within ctx.
+func (r *Operations) await(ctx context.Context, c *broker.Client, op *v1alpha1.BrokerOperation, call func() (*broker.DeleteResponse, error)) error {
+	resp, err := call()
+	if err != nil || !resp.Async {
+		return err
+	}
+	opts := broker.PollOptions{MinInterval: r.Poll, MaxInterval: r.Poll * 4, Deleting: true}
+	var last *broker.LastOperation
+	if op.Spec.Verb == v1alpha1.VerbBind {
+		last, err = c.PollBinding(ctx, broker.RequestMeta{}, broker.BindingLastOperationRequest{InstanceID: op.Spec.Target.InstanceID,
+			BindingID: op.Spec.Target.ExternalID, ServiceID: op.Spec.ServiceID, PlanID: op.Spec.PlanID, Operation: resp.Operation}, opts)
+	} else {
+		last, err = c.PollInstance(ctx, broker.RequestMeta{}, broker.InstanceLastOperationRequest{InstanceID: op.Spec.Target.ExternalID,
+			ServiceID: op.Spec.ServiceID, PlanID: op.Spec.PlanID, Operation: resp.Operation}, opts)
+	}
+	if err != nil {
+		return err
+	}
+	if last.State != broker.StateSucceeded {
+		return fmt.Errorf("the broker failed: %s", last.Description)
+	}
+	return nil
+}
+
+// reapply sends the persisted spec of an instance back to the broker after
+// an update that the API server did not persist.
+func (r *Operations) reapply(ctx context.Context, c *broker.Client, op *v1alpha1.BrokerOperation, target client.Object) error {
+	si, ok := target.(*v1alpha1.ServiceInstance)
+	if !ok || si.DeletionTimestamp != nil {
+		return nil // gone or going: nothing to re-apply
+	}
+	entry, err := r.Catalogs.Wait(ctx, si.Spec.BrokerName)
+	if err != nil {
+		return err
+	}
+	plan, err := entry.Find(si.Spec.ServiceName, si.Spec.PlanName)
+	if err != nil {
+		return err
+	}
+	params, err := plan.Schemas.UpdateParameters(si.Spec.Parameters)
+	if err != nil {
+		return err
+	}
+	resp, err := c.Update(ctx, broker.RequestMeta{RequestID: string(op.UID)}, broker.UpdateRequest{
+		InstanceID: si.Spec.ExternalID, ServiceID: plan.Service.ID, PlanID: plan.Plan.ID, Parameters: params,
+		PreviousValues: &broker.PreviousValues{ServiceID: op.Spec.ServiceID, PlanID: op.Spec.PlanID},
+	})
+	if err != nil || !resp.Async {
+		return err
+	}
+	last, err := c.PollInstance(ctx, broker.RequestMeta{}, broker.InstanceLastOperationRequest{InstanceID: si.Spec.ExternalID,
+		ServiceID: plan.Service.ID, PlanID: plan.Plan.ID, Operation: resp.Operation}, broker.PollOptions{MinInterval: r.Poll, MaxInterval: r.Poll * 4})
+	if err != nil {
+		return err
+	}
+	if last.State != broker.StateSucceeded {
+		return fmt.Errorf("the broker failed to re-apply the persisted spec: %s", last.Description)
+	}
+	return nil
+}
+
+// finish releases the object's lock and prunes old records.
+func (r *Operations) finish(ctx context.Context, op *v1alpha1.BrokerOperation) error {
+	if err := r.Leases.Release(ctx, r.key(op), op.Name); err != nil {
+		return err
+	}
+	return r.prune(ctx, op)
+}
+
+// prune deletes the oldest final records of the object beyond Keep.
+func (r *Operations) prune(ctx context.Context, op *v1alpha1.BrokerOperation) error {
+	if r.Keep <= 0 || op.Spec.Target.UID == "" {
+		return nil
+	}
+	var ops v1alpha1.BrokerOperationList
+	if err := r.Client.List(ctx, &ops, client.InNamespace(op.Namespace), client.MatchingLabels{LabelTargetUID: string(op.Spec.Target.UID)}); err != nil {
+		return err
+	}
+	if len(ops.Items) <= r.Keep {
+		return nil
+	}
+	sort.Slice(ops.Items, func(i, j int) bool {
+		a, b := ops.Items[i].CreationTimestamp, ops.Items[j].CreationTimestamp
+		if a.Equal(&b) {
+			return ops.Items[i].Name < ops.Items[j].Name
+		}
+		return a.Before(&b)
+	})
+	for _, old := range ops.Items[:len(ops.Items)-r.Keep] {
+		if !final(old.Status.Phase) {
+			continue
+		}
+		if err := r.Client.Delete(ctx, &old); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("pruning %s/%s: %w", old.Namespace, old.Name, err)
+		}
+	}
+	return nil
+}
+
+// lastOperation writes the operation into the target's status. For an
+// instance a committed provision or update also sets Ready, InSync, the
+// dashboard URL and the observed generation.
+func (r *Operations) lastOperation(ctx context.Context, op *v1alpha1.BrokerOperation, target client.Object) {
+	if target == nil {
+		var err error
+		if target, err = r.target(ctx, op); err != nil || target == nil {
+			return
+		}
+	}
+	state := v1alpha1.StateSucceeded
+	if op.Status.Phase == v1alpha1.PhaseFailed {
+		state = v1alpha1.StateFailed
+	}
+	last := &v1alpha1.LastOperation{
+		Verb: op.Spec.Verb, State: state, Description: op.Status.Description, OperationName: op.Name,
+		User: op.Spec.Requester.Username, StartTime: op.Status.StartTime, EndTime: op.Status.CompletionTime,
+	}
+	base := target.DeepCopyObject().(client.Object)
+	switch t := target.(type) {
+	case *v1alpha1.ServiceInstance:
+		t.Status.LastOperation = last
+		if state == v1alpha1.StateSucceeded && (op.Spec.Verb == v1alpha1.VerbProvision || op.Spec.Verb == v1alpha1.VerbUpdate) {
+			reason := "Provisioned"
+			if op.Spec.Verb == v1alpha1.VerbUpdate {
+				reason = "Updated"
+			}
+			meta.SetStatusCondition(&t.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue,
+				Reason: reason, Message: fmt.Sprintf("broker %q holds the instance as specified", op.Spec.BrokerName), ObservedGeneration: op.Spec.Generation})
+			meta.SetStatusCondition(&t.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionInSync, Status: metav1.ConditionTrue,
+				Reason: "Committed", Message: "what the broker holds equals this object", ObservedGeneration: op.Spec.Generation})
+			if op.Status.DashboardURL != "" {
+				t.Status.DashboardURL = op.Status.DashboardURL
+			}
+			t.Status.ObservedGeneration = max(t.Status.ObservedGeneration, op.Spec.Generation)
+		}
+	case *v1alpha1.ServiceBinding:
+		t.Status.LastOperation = last
+	}
+	if err := r.Client.Status().Patch(ctx, target, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
+		log.FromContext(ctx).Info("could not write the status of the operation's target", "operation", op.Name, "error", err.Error())
+	}
+}
+
+// inSync sets the InSync condition of a target, if there is one.
+func (r *Operations) inSync(ctx context.Context, target client.Object, status metav1.ConditionStatus, reason, msg string) {
+	var conds *[]metav1.Condition
+	switch t := target.(type) {
+	case *v1alpha1.ServiceInstance:
+		conds = &t.Status.Conditions
+	case *v1alpha1.ServiceBinding:
+		conds = &t.Status.Conditions
+	default:
+		return
+	}
+	base := target.DeepCopyObject().(client.Object)
+	meta.SetStatusCondition(conds, metav1.Condition{Type: v1alpha1.ConditionInSync, Status: status, Reason: reason, Message: msg})
+	if err := r.Client.Status().Patch(ctx, target, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
+		log.FromContext(ctx).Info("could not write InSync", "error", err.Error())
+	}
+}
+
+// target returns the operation's object when the API server holds it with
+// the operation's uid; nil when it does not.
+func (r *Operations) target(ctx context.Context, op *v1alpha1.BrokerOperation) (client.Object, error) {
+	var obj client.Object = &v1alpha1.ServiceInstance{}
+	if op.Spec.Target.Kind == "ServiceBinding" {
+		obj = &v1alpha1.ServiceBinding{}
+	}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: op.Namespace, Name: op.Spec.Target.Name}, obj)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if op.Spec.Target.UID != "" && obj.GetUID() != op.Spec.Target.UID {
+		return nil, nil
+	}
+	return obj, nil
+}
+
+// deleteTarget deletes the operation's object once the broker confirmed its
+// deprovision or unbind. The DELETE goes through admission again, so the
+// operation lets go of the object's lock first; the broker then answers 410
+// Gone, which allows it.
+func (r *Operations) deleteTarget(ctx context.Context, op *v1alpha1.BrokerOperation, target client.Object) error {
+	if err := r.Leases.Release(ctx, r.key(op), op.Name); err != nil {
+		return err
+	}
+	uid := target.GetUID()
+	err := r.Client.Delete(ctx, target, &client.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting %s %s/%s after the broker confirmed the %s: %w", op.Spec.Target.Kind, op.Namespace, op.Spec.Target.Name, op.Spec.Verb, err)
+	}
+	return nil
+}
+
+func (r *Operations) brokerClient(ctx context.Context, op *v1alpha1.BrokerOperation) (*broker.Client, error) {
+	entry, err := r.Catalogs.Wait(ctx, op.Spec.BrokerName)
+	if err != nil {
+		return nil, fmt.Errorf("operation %s/%s: %w", op.Namespace, op.Name, err)
+	}
+	return entry.Client, nil
+}
+
+// poll asks the broker once for the operation's last_operation.
+func (r *Operations) poll(ctx context.Context, c *broker.Client, op *v1alpha1.BrokerOperation) (*broker.LastOperation, error) {
+	if op.Spec.Target.Kind == "ServiceBinding" {
+		return c.BindingLastOperation(ctx, broker.RequestMeta{}, broker.BindingLastOperationRequest{
+			InstanceID: op.Spec.Target.InstanceID, BindingID: op.Spec.Target.ExternalID,
+			ServiceID: op.Spec.ServiceID, PlanID: op.Spec.PlanID, Operation: op.Status.OperationKey})
+	}
+	return c.InstanceLastOperation(ctx, broker.RequestMeta{}, broker.InstanceLastOperationRequest{
+		InstanceID: op.Spec.Target.ExternalID, ServiceID: op.Spec.ServiceID, PlanID: op.Spec.PlanID, Operation: op.Status.OperationKey})
+}
+
+func (r *Operations) pollAfter(last *broker.LastOperation) time.Duration {
+	if last.RetryAfter > r.Poll {
+		return last.RetryAfter
+	}
+	return r.Poll
+}
+
+func (r *Operations) key(op *v1alpha1.BrokerOperation) Key {
+	return Key{Kind: op.Spec.Target.Kind, Namespace: op.Namespace, Name: op.Spec.Target.Name}
+}
+
+func (r *Operations) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+func specOf(obj client.Object) any {
+	switch t := obj.(type) {
+	case *v1alpha1.ServiceInstance:
+		return t.Spec
+	case *v1alpha1.ServiceBinding:
+		return t.Spec
+	}
+	return nil
+}
+
+func completed(op *v1alpha1.BrokerOperation) time.Time {
+	if op.Status.CompletionTime != nil {
+		return op.Status.CompletionTime.Time
+	}
+	return op.CreationTimestamp.Time
+}
+
+func final(p v1alpha1.OperationPhase) bool {
+	return p == v1alpha1.PhaseCommitted || p == v1alpha1.PhaseCompensated || p == v1alpha1.PhaseFailed
+}
