@@ -34,6 +34,9 @@ type Broker struct {
 	opSeq      int
 	calls      []*Call
 	inFlight   int           // requests being handled
+	// perInstance and maxPerInstance count concurrent state changes.
+	perInstance    map[string]int
+	maxPerInstance map[string]int
 	changed    chan struct{} // closed and replaced whenever calls or inFlight change
 }
 
@@ -90,6 +93,9 @@ func Start(opts ...Option) (*Broker, error) {
 		done:    make(chan struct{}),
 		changed: make(chan struct{}),
 		catalog: DefaultCatalog(),
+
+		perInstance:    map[string]int{},
+		maxPerInstance: map[string]int{},
 	}
 	if s.catalog != nil {
 		c, err := cloneCatalog(*s.catalog)

@@ -181,5 +181,6 @@ func (b *Broker) ResetCalls() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.calls = nil
+	b.maxPerInstance = map[string]int{}
 	b.notifyLocked()
 }

@@ -53,6 +53,7 @@ func (b *Broker) serve(op Op, w http.ResponseWriter, r *http.Request) {
 	q := &request{op: op, r: r, body: body, instanceID: r.PathValue("instance_id"), bindingID: r.PathValue("binding_id")}
 	call := b.record(op, r, body, q.instanceID, q.bindingID)
 	defer b.handled()
+	defer b.enter(op, q.instanceID)()
 
 	b.mu.Lock()
 	latency := b.latency

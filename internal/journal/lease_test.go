@@ -1,0 +1,96 @@
+package journal
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+)
+
+func newLeases(t *testing.T, now *time.Time) *Leases {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	require.NoError(t, coordinationv1.AddToScheme(scheme))
+	c := fake.NewClientBuilder().WithScheme(scheme).Build()
+	return &Leases{Client: c, Duration: time.Minute, Now: func() time.Time { return *now }}
+}
+
+func TestLeasesOneHolderPerObject(t *testing.T) {
+	now := time.Unix(1000, 0)
+	l := newLeases(t, &now)
+	ctx := context.Background()
+	key := Key{Kind: "ServiceInstance", Namespace: "team", Name: "db"}
+	a := &Operation{Record: "db-update-a", Verb: v1alpha1.VerbUpdate, User: "alice", Started: now}
+	b := &Operation{Record: "db-update-b", Verb: v1alpha1.VerbUpdate, User: "bob", Started: now}
+
+	_, ok, err := l.Acquire(ctx, key, a)
+	require.NoError(t, err)
+	require.True(t, ok)
+	holder, ok, err := l.Acquire(ctx, key, b)
+	require.NoError(t, err)
+	assert.False(t, ok)
+	assert.Equal(t, "db-update-a", holder.Record)
+	assert.Equal(t, "alice", holder.User)
+	assert.Equal(t, v1alpha1.VerbUpdate, holder.Verb)
+
+	_, ok, _ = l.Acquire(ctx, Key{Kind: "ServiceBinding", Namespace: "team", Name: "db"}, b)
+	assert.True(t, ok, "a binding named like the instance has its own lock")
+
+	require.NoError(t, l.Release(ctx, key, "db-update-b"), "not the holder: no effect")
+	_, ok, _ = l.Acquire(ctx, key, b)
+	assert.False(t, ok)
+	require.NoError(t, l.Release(ctx, key, "db-update-a"))
+	_, ok, _ = l.Acquire(ctx, key, b)
+	assert.True(t, ok)
+}
+
+func TestLeaseOfADeadHolderExpires(t *testing.T) {
+	now := time.Unix(1000, 0)
+	l := newLeases(t, &now)
+	ctx := context.Background()
+	key := Key{Kind: "ServiceInstance", Namespace: "team", Name: "db"}
+	_, ok, _ := l.Acquire(ctx, key, &Operation{Record: "dead", Started: now})
+	require.True(t, ok)
+
+	now = now.Add(59 * time.Second)
+	_, ok, _ = l.Acquire(ctx, key, &Operation{Record: "next", Started: now})
+	assert.False(t, ok, "still held")
+	require.NoError(t, l.Renew(ctx, key, "dead"))
+	now = now.Add(59 * time.Second)
+	_, ok, _ = l.Acquire(ctx, key, &Operation{Record: "next", Started: now})
+	assert.False(t, ok, "renewal extends the lock")
+
+	now = now.Add(2 * time.Second)
+	holder, err := l.Holder(ctx, key)
+	require.NoError(t, err)
+	assert.Nil(t, holder, "expired")
+	_, ok, _ = l.Acquire(ctx, key, &Operation{Record: "next", Started: now})
+	assert.True(t, ok, "nothing stays locked forever")
+	holder, _ = l.Holder(ctx, key)
+	assert.Equal(t, "next", holder.Record)
+}
+
+func TestLeaseAcquireWaitsForACommit(t *testing.T) {
+	now := time.Now()
+	l := newLeases(t, &now)
+	l.Now = nil
+	l.Wait = 2 * time.Second
+	ctx := context.Background()
+	key := Key{Kind: "ServiceInstance", Namespace: "team", Name: "db"}
+	_, ok, _ := l.Acquire(ctx, key, &Operation{Record: "first", Started: now})
+	require.True(t, ok)
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		_ = l.Release(context.Background(), key, "first")
+	}()
+	_, ok, err := l.Acquire(ctx, key, &Operation{Record: "second", Started: now})
+	require.NoError(t, err)
+	assert.True(t, ok, "the lock was freed while the second change waited")
+}

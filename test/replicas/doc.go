@@ -1,0 +1,6 @@
+// Package replicas tests lockstep as separate processes, the way it runs
+// in a cluster: the real webhook binary, one or more replicas behind a
+// round-robin front, against a real kube-apiserver and etcd (envtest). It
+// shows what the in-process e2e tests cannot: a replica killed in the
+// middle of an operation, and concurrent changes through two replicas.
+package replicas
