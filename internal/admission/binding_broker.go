@@ -66,7 +66,7 @@ func (s *bindingBroker) bind(ctx context.Context, a *Attributes[Binding], meta b
 		Parameters: raw(b.Spec.Parameters),
 	})
 	if err != nil {
-		ans.HTTPStatus = brokerStatus(err)
+		ans.HTTPStatus, ans.Mitigate = brokerStatus(err), broker.NeedsOrphanMitigation(err)
 		return nil, false, ch.refusal(err)
 	}
 	ans.HTTPStatus = resp.HTTPStatus

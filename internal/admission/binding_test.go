@@ -128,7 +128,7 @@ func TestBindingValidator(t *testing.T) {
 				got[c.Op]++
 			}
 			assert.Equal(t, tt.wantCalls, got)
-			h.assertJournal(t, len(got) > 0, tt.wantCode == 0)
+			h.assertJournal(t, len(got) > 0, tt.wantCode == 0, "")
 
 			var s corev1.Secret
 			err = h.client.Get(context.Background(), client.ObjectKey{Namespace: "team", Name: "creds"}, &s)

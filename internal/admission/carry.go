@@ -60,7 +60,9 @@ func carryOut(ctx context.Context, leases *journal.Leases, j *journal.Journal, r
 	finish(ctx, j, rec, target, ans, inProgress, err, log)
 	if err != nil && !inProgress {
 		recent.put(same, err)
-		releaseLock(leases, key, op.Record, log)
+		if !ans.Mitigate {
+			releaseLock(leases, key, op.Record, log) // an orphan keeps it until mitigated
+		}
 	}
 	return warnings, err
 }

@@ -81,7 +81,7 @@ func (s *instanceBroker) call(ctx context.Context, a *Attributes[Instance], meta
 			Parameters: raw(si.Spec.Parameters),
 		})
 		if err != nil {
-			ans.HTTPStatus = brokerStatus(err)
+			ans.HTTPStatus, ans.Mitigate = brokerStatus(err), broker.NeedsOrphanMitigation(err)
 			return nil, false, ch.refusal(err)
 		}
 		ans.HTTPStatus, ans.DashboardURL = resp.HTTPStatus, resp.DashboardURL

@@ -20,6 +20,17 @@ func finish(ctx context.Context, j *journal.Journal, rec *v1alpha1.BrokerOperati
 	switch {
 	case inProgress:
 		ans.Phase = v1alpha1.PhaseInProgress
+	case err != nil && ans.Mitigate:
+		// The broker may hold what it was asked to create: the operations
+		// reconciler deprovisions or unbinds it (OSB orphan mitigation).
+		ans.Phase = v1alpha1.PhaseOrphaned
+		var status apierrors.APIStatus
+		if errors.As(err, &status) {
+			ans.Description = status.Status().Message
+		} else {
+			ans.Description = err.Error()
+		}
+		ans.Description += "; orphan mitigation: lockstep removes whatever the broker may have created"
 	case err != nil:
 		ans.Phase = v1alpha1.PhaseFailed
 		var status apierrors.APIStatus

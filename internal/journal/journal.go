@@ -64,6 +64,10 @@ type Answer struct {
 	OperationKey string
 	// DashboardURL is what a provision or update answered.
 	DashboardURL string
+	// Mitigate says that a failed provision or bind may still have left
+	// something at the broker (5xx, timeout, malformed answer): the OSB
+	// spec's orphan mitigation is due.
+	Mitigate bool
 }
 
 // Begin writes the record of an operation before the broker is called.

@@ -191,3 +191,20 @@ func TestBypassedAdmissionIsStillDeprovisioned(t *testing.T) {
 	_, held := b.Instance(ns + "-db")
 	assert.False(t, held)
 }
+
+func TestOrphanMitigationAfterABrokerTimeout(t *testing.T) {
+	b := freshBroker(t)
+	ns := namespace(t)
+	// The broker creates the instance at once but answers after lockstep
+	// gave up (the per-request timeout is 3s): the classic orphan.
+	b.ScriptInstance(brokertest.OpProvision, ns+"-db", brokertest.Respond{Delay: 10 * time.Second})
+	r := kubectl(t, instanceWith(ns, "db", "small", ns+"-db", ""), "apply", "-f", "-")
+	require.NotEqual(t, 0, r.ExitCode)
+	assert.Contains(t, r.Stderr, "did not answer in time")
+	assert.False(t, instanceExists(t, ns, "db"))
+
+	op := operationPhase(t, ns, "db", v1alpha1.VerbProvision, v1alpha1.PhaseCompensated)
+	assert.Contains(t, op.Status.Description, "orphan mitigation")
+	require.Eventually(t, func() bool { _, held := b.Instance(ns + "-db"); return !held }, 20*time.Second, 100*time.Millisecond,
+		"the broker's orphan is deprovisioned")
+}

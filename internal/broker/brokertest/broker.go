@@ -33,11 +33,11 @@ type Broker struct {
 	latestOp   map[bindingKey]*operation // by target; bindingID "" for an instance
 	opSeq      int
 	calls      []*Call
-	inFlight   int           // requests being handled
+	inFlight   int // requests being handled
 	// perInstance and maxPerInstance count concurrent state changes.
 	perInstance    map[string]int
 	maxPerInstance map[string]int
-	changed    chan struct{} // closed and replaced whenever calls or inFlight change
+	changed        chan struct{} // closed and replaced whenever calls or inFlight change
 }
 
 // Option configures a Broker.
