@@ -1,0 +1,148 @@
+package journal
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/broker"
+	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
+	"github.com/lockstep-dev/lockstep/internal/catalog"
+)
+
+type opsHarness struct {
+	r      *Operations
+	client client.Client
+	broker *brokertest.Broker
+	now    time.Time
+}
+
+func newOpsHarness(t *testing.T, objects ...client.Object) *opsHarness {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	require.NoError(t, v1alpha1.AddToScheme(scheme))
+	require.NoError(t, coordinationv1.AddToScheme(scheme))
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objects...).
+		WithStatusSubresource(&v1alpha1.BrokerOperation{}, &v1alpha1.ServiceInstance{}).Build()
+	b := brokertest.New(t)
+	bc, err := broker.New(b.Config())
+	require.NoError(t, err)
+	cat := brokertest.DefaultCatalog()
+	cache := catalog.NewCache(time.Hour)
+	cache.Store(catalog.NewEntry("acme", bc, &cat, nil, time.Now()))
+	h := &opsHarness{client: c, broker: b, now: time.Now()}
+	clock := func() time.Time { return h.now }
+	h.r = &Operations{
+		Client: c, Catalogs: cache, Journal: &Journal{Client: c, Now: clock},
+		Leases: &Leases{Client: c, Duration: time.Minute, Now: clock},
+		Poll:   time.Millisecond, Grace: 5 * time.Second, PendingTimeout: 30 * time.Second, Keep: 2, Timeout: 5 * time.Second, Now: clock,
+	}
+	return h
+}
+
+func (h *opsHarness) reconcile(t *testing.T, name string) ctrl.Result {
+	t.Helper()
+	res, err := h.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "team", Name: name}})
+	require.NoError(t, err)
+	return res
+}
+
+func (h *opsHarness) phase(t *testing.T, name string) v1alpha1.OperationPhase {
+	t.Helper()
+	var op v1alpha1.BrokerOperation
+	require.NoError(t, h.client.Get(context.Background(), client.ObjectKey{Namespace: "team", Name: name}, &op))
+	return op.Status.Phase
+}
+
+func opRecord(name string, verb v1alpha1.Verb, phase v1alpha1.OperationPhase, spec v1alpha1.ServiceInstanceSpec, created time.Time) *v1alpha1.BrokerOperation {
+	done := metav1.NewTime(created)
+	return &v1alpha1.BrokerOperation{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team", CreationTimestamp: metav1.NewTime(created),
+			Labels: map[string]string{LabelTargetUID: "uid-1"}},
+		Spec: v1alpha1.BrokerOperationSpec{
+			Target:     v1alpha1.OperationTarget{Kind: "ServiceInstance", Name: "db", UID: "uid-1", ExternalID: "ext-1"},
+			BrokerName: "acme", ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanSmallID,
+			Verb: verb, Requester: v1alpha1.Requester{Username: "alice"}, SpecHash: SpecHash(spec), Generation: 1,
+		},
+		Status: v1alpha1.BrokerOperationStatus{Phase: phase, StartTime: &done, CompletionTime: &done},
+	}
+}
+
+func TestOperationsCommitWritesStatusAndReleasesTheLock(t *testing.T) {
+	spec := v1alpha1.ServiceInstanceSpec{BrokerName: "acme", ServiceName: "db", PlanName: "small", ExternalID: "ext-1"}
+	si := &v1alpha1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "team", UID: "uid-1", Generation: 1}, Spec: spec}
+	h := newOpsHarness(t, si, opRecord("op", v1alpha1.VerbProvision, v1alpha1.PhaseSucceeded, spec, time.Now()))
+	key := Key{Kind: "ServiceInstance", Namespace: "team", Name: "db"}
+	_, ok, err := h.r.Leases.Acquire(context.Background(), key, &Operation{Record: "op", Started: h.now})
+	require.NoError(t, err)
+	require.True(t, ok)
+
+	h.reconcile(t, "op")
+	assert.Equal(t, v1alpha1.PhaseCommitted, h.phase(t, "op"))
+	require.NoError(t, h.client.Get(context.Background(), client.ObjectKeyFromObject(si), si))
+	assert.True(t, meta.IsStatusConditionTrue(si.Status.Conditions, v1alpha1.ConditionReady))
+	assert.True(t, meta.IsStatusConditionTrue(si.Status.Conditions, v1alpha1.ConditionInSync))
+	require.NotNil(t, si.Status.LastOperation)
+	assert.Equal(t, "op", si.Status.LastOperation.OperationName)
+	assert.Equal(t, int64(1), si.Status.ObservedGeneration)
+	holder, err := h.r.Leases.Holder(context.Background(), key)
+	require.NoError(t, err)
+	assert.Nil(t, holder, "the lock is released")
+}
+
+func TestOperationsOrphanedProvisionIsDeprovisioned(t *testing.T) {
+	spec := v1alpha1.ServiceInstanceSpec{ServiceName: "db", PlanName: "small", ExternalID: "ext-1"}
+	h := newOpsHarness(t, opRecord("op", v1alpha1.VerbProvision, v1alpha1.PhaseSucceeded, spec, time.Now()))
+	h.broker.PutInstance(brokertest.Instance{ID: "ext-1", ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanSmallID})
+
+	res := h.reconcile(t, "op")
+	assert.Equal(t, v1alpha1.PhaseSucceeded, h.phase(t, "op"), "within the grace period the object may still persist")
+	assert.Positive(t, res.RequeueAfter)
+
+	h.now = h.now.Add(6 * time.Second)
+	h.reconcile(t, "op")
+	assert.Equal(t, v1alpha1.PhaseOrphaned, h.phase(t, "op"))
+	h.reconcile(t, "op")
+	assert.Equal(t, v1alpha1.PhaseCompensated, h.phase(t, "op"))
+	_, held := h.broker.Instance("ext-1")
+	assert.False(t, held, "the orphan is deprovisioned")
+}
+
+func TestOperationsPruneKeepsTheLastRecords(t *testing.T) {
+	spec := v1alpha1.ServiceInstanceSpec{ServiceName: "db", PlanName: "small", ExternalID: "ext-1"}
+	start := time.Now().Add(-time.Hour)
+	var objects []client.Object
+	for i := 0; i < 4; i++ {
+		objects = append(objects, opRecord(fmt.Sprintf("op-%d", i), v1alpha1.VerbUpdate, v1alpha1.PhaseCommitted, spec, start.Add(time.Duration(i)*time.Minute)))
+	}
+	h := newOpsHarness(t, objects...)
+	h.reconcile(t, "op-3")
+	var ops v1alpha1.BrokerOperationList
+	require.NoError(t, h.client.List(context.Background(), &ops))
+	var names []string
+	for _, op := range ops.Items {
+		names = append(names, op.Name)
+	}
+	assert.ElementsMatch(t, []string{"op-2", "op-3"}, names)
+}
+
+func TestOperationsPendingTooLongIsSettled(t *testing.T) {
+	spec := v1alpha1.ServiceInstanceSpec{ServiceName: "db", PlanName: "small", ExternalID: "ext-1"}
+	op := opRecord("op", v1alpha1.VerbProvision, v1alpha1.PhasePending, spec, time.Now().Add(-time.Minute))
+	h := newOpsHarness(t, op)
+	h.reconcile(t, "op")
+	assert.Equal(t, v1alpha1.PhaseOrphaned, h.phase(t, "op"), "a provision whose answer was never recorded is mitigated")
+}
