@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/lockstep-dev/lockstep/internal/jsonnum"
 )
 
 // Policy is the compiled field policy of one struct type: which fields are
@@ -114,7 +116,7 @@ func matchRule(w *walker, s string, atRoot bool) (Kind, bool) {
 		if !ok {
 			return 0, false
 		}
-		digits, rest := leadingDigits(rest)
+		digits, rest := jsonnum.LeadingDigits(rest)
 		if digits == "" || !strings.HasPrefix(rest, "]") {
 			return 0, false
 		}

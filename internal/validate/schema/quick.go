@@ -8,6 +8,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/lockstep-dev/lockstep/internal/jsonnum"
 )
 
 // Bounds of the quick check: how often it may follow "$ref", "allOf" and
@@ -152,7 +154,7 @@ func isWhole(n json.Number) bool {
 	if !strings.ContainsAny(string(n), ".eE") {
 		return true
 	}
-	c, ok := canonicalNumber(string(n))
+	c, ok := jsonnum.Canonical(string(n))
 	if !ok {
 		return false
 	}
