@@ -2,7 +2,6 @@ package journal
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -94,28 +93,12 @@ func (r *BindingFinalizer) unbind(ctx context.Context, b *v1alpha1.ServiceBindin
 	if err != nil {
 		return false, fmt.Errorf("unbinding %s/%s: %w", b.Namespace, b.Name, err)
 	}
-	req := broker.UnbindRequest{InstanceID: si.Spec.ExternalID, BindingID: b.Spec.ExternalID, ServiceID: plan.Service.ID, PlanID: plan.Plan.ID}
-	resp, err := entry.Client.Unbind(ctx, broker.RequestMeta{}, req)
+	done, err := removeAtBroker(ctx, entry.Client, brokerTarget{binding: true, instanceID: si.Spec.ExternalID,
+		bindingID: b.Spec.ExternalID, serviceID: plan.Service.ID, planID: plan.Plan.ID}, r.Poll)
 	if err != nil {
 		return false, fmt.Errorf("unbinding %s/%s at broker %q: %w", b.Namespace, b.Name, entry.Broker, err)
 	}
-	if !resp.Async {
-		return true, nil
-	}
-	opts := r.Poll
-	opts.Deleting = true
-	last, err := entry.Client.PollBinding(ctx, broker.RequestMeta{}, broker.BindingLastOperationRequest{
-		InstanceID: req.InstanceID, BindingID: req.BindingID, ServiceID: req.ServiceID, PlanID: req.PlanID, Operation: resp.Operation,
-	}, opts)
-	switch {
-	case errors.Is(err, broker.ErrStillInProgress):
-		return false, nil
-	case err != nil:
-		return false, err
-	case last.State != broker.StateSucceeded:
-		return false, fmt.Errorf("broker %q failed to unbind %s/%s: %s", entry.Broker, b.Namespace, b.Name, last.Description)
-	}
-	return true, nil
+	return done, nil
 }
 
 // writeStatus sets the Ready condition: True once the credentials are in

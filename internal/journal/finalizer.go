@@ -2,7 +2,6 @@ package journal
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -76,27 +75,12 @@ func (r *InstanceFinalizer) deprovision(ctx context.Context, si *v1alpha1.Servic
 	if err != nil {
 		return false, fmt.Errorf("deprovisioning instance %s/%s: %w", si.Namespace, si.Name, err)
 	}
-	req := broker.DeprovisionRequest{InstanceID: si.Spec.ExternalID, ServiceID: plan.Service.ID, PlanID: plan.Plan.ID}
-	resp, err := entry.Client.Deprovision(ctx, broker.RequestMeta{}, req)
+	done, err := removeAtBroker(ctx, entry.Client, brokerTarget{instanceID: si.Spec.ExternalID, serviceID: plan.Service.ID, planID: plan.Plan.ID}, r.Poll)
 	if err != nil {
 		return false, fmt.Errorf("deprovisioning instance %s/%s at broker %q: %w", si.Namespace, si.Name, entry.Broker, err)
 	}
-	if !resp.Async {
+	if done {
 		log.FromContext(ctx).Info("deprovisioned an instance whose delete bypassed admission", "instance", si.Name)
-		return true, nil
 	}
-	opts := r.Poll
-	opts.Deleting = true
-	last, err := entry.Client.PollInstance(ctx, broker.RequestMeta{}, broker.InstanceLastOperationRequest{
-		InstanceID: req.InstanceID, ServiceID: req.ServiceID, PlanID: req.PlanID, Operation: resp.Operation,
-	}, opts)
-	switch {
-	case errors.Is(err, broker.ErrStillInProgress):
-		return false, nil
-	case err != nil:
-		return false, err
-	case last.State != broker.StateSucceeded:
-		return false, fmt.Errorf("broker %q failed to deprovision instance %s/%s: %s", entry.Broker, si.Namespace, si.Name, last.Description)
-	}
-	return true, nil
+	return done, nil
 }

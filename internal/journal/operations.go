@@ -202,19 +202,15 @@ func (r *Operations) compensate(ctx context.Context, op *v1alpha1.BrokerOperatio
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	meta := broker.RequestMeta{RequestID: string(op.UID)}
 	var what string
 	switch op.Spec.Verb {
 	case v1alpha1.VerbProvision:
 		what = "deprovisioned the orphaned instance"
-		err = r.await(ctx, c, op, func() (*broker.DeleteResponse, error) {
-			return c.Deprovision(ctx, meta, broker.DeprovisionRequest{InstanceID: op.Spec.Target.ExternalID, ServiceID: op.Spec.ServiceID, PlanID: op.Spec.PlanID})
-		})
+		err = r.remove(ctx, c, op, brokerTarget{instanceID: op.Spec.Target.ExternalID, serviceID: op.Spec.ServiceID, planID: op.Spec.PlanID})
 	case v1alpha1.VerbBind:
 		what = "unbound the orphaned binding and removed its Secret"
-		err = r.await(ctx, c, op, func() (*broker.DeleteResponse, error) {
-			return c.Unbind(ctx, meta, broker.UnbindRequest{InstanceID: op.Spec.Target.InstanceID, BindingID: op.Spec.Target.ExternalID, ServiceID: op.Spec.ServiceID, PlanID: op.Spec.PlanID})
-		})
+		err = r.remove(ctx, c, op, brokerTarget{binding: true, instanceID: op.Spec.Target.InstanceID, bindingID: op.Spec.Target.ExternalID,
+			serviceID: op.Spec.ServiceID, planID: op.Spec.PlanID})
 		if err == nil {
 			err = credentials.DeleteByUID(ctx, r.Client, op.Namespace, op.Spec.Target.UID)
 		}
@@ -239,29 +235,15 @@ func (r *Operations) compensate(ctx context.Context, op *v1alpha1.BrokerOperatio
 	return ctrl.Result{}, r.finish(ctx, op)
 }
 
-// await runs a deprovision or unbind and, when the broker answers 202,
-// polls it to the end within ctx.
-func (r *Operations) await(ctx context.Context, c *broker.Client, op *v1alpha1.BrokerOperation, call func() (*broker.DeleteResponse, error)) error {
-	resp, err := call()
-	if err != nil || !resp.Async {
-		return err
+// remove deprovisions or unbinds what an orphaned operation left at the
+// broker; still in progress is an error, so that the compensation is
+// tried again.
+func (r *Operations) remove(ctx context.Context, c *broker.Client, op *v1alpha1.BrokerOperation, t brokerTarget) error {
+	done, err := removeAtBroker(ctx, c, t, broker.PollOptions{MinInterval: r.Poll, MaxInterval: r.Poll * 4})
+	if err == nil && !done {
+		err = fmt.Errorf("the broker is still removing what operation %s left; trying again", op.Name)
 	}
-	opts := broker.PollOptions{MinInterval: r.Poll, MaxInterval: r.Poll * 4, Deleting: true}
-	var last *broker.LastOperation
-	if op.Spec.Verb == v1alpha1.VerbBind {
-		last, err = c.PollBinding(ctx, broker.RequestMeta{}, broker.BindingLastOperationRequest{InstanceID: op.Spec.Target.InstanceID,
-			BindingID: op.Spec.Target.ExternalID, ServiceID: op.Spec.ServiceID, PlanID: op.Spec.PlanID, Operation: resp.Operation}, opts)
-	} else {
-		last, err = c.PollInstance(ctx, broker.RequestMeta{}, broker.InstanceLastOperationRequest{InstanceID: op.Spec.Target.ExternalID,
-			ServiceID: op.Spec.ServiceID, PlanID: op.Spec.PlanID, Operation: resp.Operation}, opts)
-	}
-	if err != nil {
-		return err
-	}
-	if last.State != broker.StateSucceeded {
-		return fmt.Errorf("the broker failed: %s", last.Description)
-	}
-	return nil
+	return err
 }
 
 // reapply sends the persisted spec of an instance back to the broker after
