@@ -186,6 +186,13 @@ func TestInstanceValidator(t *testing.T) {
 			wantCalls: map[brokertest.Op]int{},
 		},
 		{
+			name: "catalog not loaded within the budget", op: admissionv1.Create,
+			new:      instance("small", "", func(si *v1alpha1.ServiceInstance) { si.Spec.BrokerName = "slow" }),
+			objects:  []runtime.Object{&v1alpha1.ServiceBroker{ObjectMeta: metav1.ObjectMeta{Name: "slow"}, Spec: v1alpha1.ServiceBrokerSpec{URL: "http://127.0.0.1:1"}}},
+			wantCode: http.StatusServiceUnavailable, wantMsg: []string{`the catalog of broker "slow" is not loaded yet`, "nothing was changed: retry"},
+			wantCalls: map[brokertest.Op]int{},
+		},
+		{
 			name: "async provision completes", op: admissionv1.Create, new: instance("small", ""),
 			script: func(b *brokertest.Broker) {
 				b.Script(brokertest.OpProvision, brokertest.Respond{Async: &brokertest.Async{InProgressPolls: 2}})
