@@ -1,10 +1,16 @@
-// Package journal keeps track of lockstep's broker operations: the
-// per-object lock that lets at most one operation per object reach the
-// broker, the record of deletes the broker confirmed, and the finalizer
-// reconciler that finishes deletes (and carries out deletes that bypassed
-// admission).
+// Package journal keeps track of lockstep's broker operations, so that what
+// the broker holds equals what the API server holds:
 //
-// Today the lock and the record live in this process's memory; the
-// cross-replica lock and the BrokerOperation journal build on the same
-// types (see DESIGN.md, "After admission: commit or compensate").
+//   - journal.go: the BrokerOperation records, written before every broker
+//     call (write-ahead) and updated with the broker's answer;
+//   - lease.go: the lock across webhook replicas, one coordination.k8s.io
+//     Lease per object, which expires when its holder dies;
+//   - operations.go: the reconciler that follows operations still running,
+//     commits those whose object the API server persisted, and compensates
+//     those whose object never persisted (see DESIGN.md, "After admission:
+//     commit or compensate");
+//   - finalizer.go, binding_finalizer.go: the lockstep.dev/broker
+//     finalizers, which finish deletes and carry out deletes that bypassed
+//     admission; the binding reconciler also adopts the binding's Secret and
+//     writes its Ready condition.
 package journal
