@@ -10,7 +10,7 @@ TEST_FLAGS ?= -race -count=1 -timeout 45m
 
 .PHONY: help
 help: ## list the targets
-	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
 
 .PHONY: build
 build: ## build the binaries into bin/
@@ -41,17 +41,37 @@ test: vet ## run every test: unit and end-to-end (real kube-apiserver, etcd, kub
 
 .PHONY: unit
 unit: ## run the unit tests only (no control plane)
-	$(GO) test $(TEST_FLAGS) $$($(GO) list ./... | grep -v /test/e2e)
+	$(GO) test $(TEST_FLAGS) -skip '^TestMakeRun$$' $$($(GO) list ./... | grep -v -e /test/e2e -e /test/deploy -e /test/replicas)
 
 .PHONY: e2e
-e2e: ## run the end-to-end tests only
+e2e: ## run the end-to-end tests only (test/e2e with the README walkthrough, test/deploy, make run's own test)
 	@assets=$$(bash $(TESTBIN)); \
-	KUBEBUILDER_ASSETS=$$assets $(GO) test $(TEST_FLAGS) -v ./test/e2e/...
+	KUBEBUILDER_ASSETS=$$assets $(GO) test $(TEST_FLAGS) -v ./test/e2e/... ./test/deploy/... && \
+	KUBEBUILDER_ASSETS=$$assets $(GO) test $(TEST_FLAGS) -v -run '^TestMakeRun$$' ./hack/devenv
 
 .PHONY: fuzz
 fuzz: ## fuzz the field-policy engine for a minute
 	$(GO) test ./internal/validate -run '^$$' -fuzz FuzzValidateUpdate -fuzztime 60s
 
 .PHONY: run
-run: ## run lockstep locally (control plane, webhook, embedded broker)
+run: ## run lockstep locally: etcd, kube-apiserver, webhook, embedded broker (state in .state/; Ctrl-C stops all)
 	@bash hack/run.sh
+
+.PHONY: run-reset
+run-reset: ## forget make run's state (etcd data, broker store, kubeconfig, logs in .state/)
+	rm -rf .state
+
+# The image `make image` builds and deploy/base names (set it in an overlay).
+IMAGE ?= ghcr.io/lockstep-dev/lockstep:latest
+
+.PHONY: image
+image: ## build the container image (IMAGE=registry/lockstep:tag; needs docker; see Dockerfile)
+	docker build -t $(IMAGE) .
+
+.PHONY: manifests
+manifests: ## print the deployment with cert-manager (kubectl kustomize deploy/cert-manager)
+	@"$$(bash $(TESTBIN))/kubectl" kustomize deploy/cert-manager
+
+.PHONY: bench
+bench: ## run the benchmark suite (not part of make test) and write a results file under bench/
+	@bash hack/bench.sh

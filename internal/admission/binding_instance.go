@@ -13,6 +13,7 @@ import (
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
 	"github.com/lockstep-dev/lockstep/internal/journal"
+	"github.com/lockstep-dev/lockstep/internal/metrics"
 )
 
 // bindingInstance checks what a bind needs: the instance exists in the
@@ -64,6 +65,7 @@ func (c *bindingInstance) Check(ctx context.Context, a *Attributes[Binding]) (fi
 		return nil, nil, unavailable("could not read the lock of instance %q: %v; nothing was changed: retry", si.Name, err)
 	}
 	if holder != nil {
+		metrics.LockContention("ServiceInstance")
 		return nil, nil, conflict("instance %q has a broker operation in flight (%s); bind when it has finished", si.Name, holder)
 	}
 	if !plan.Bindable() {

@@ -11,6 +11,7 @@ import (
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/broker"
 	"github.com/lockstep-dev/lockstep/internal/journal"
+	"github.com/lockstep-dev/lockstep/internal/metrics"
 )
 
 // brokerCall makes an admission's broker call; it fills in the broker's
@@ -45,6 +46,7 @@ func carryOut(ctx context.Context, leases *journal.Leases, j *journal.Journal, r
 		return nil, unavailable("could not take the lock of %s %q: %v; nothing was changed: retry", in.Kind, target.GetName(), err)
 	}
 	if !ok {
+		metrics.LockContention(in.Kind)
 		return nil, conflict("another change of %s %q is in flight at the broker: %s; nothing was changed: retry when it has finished",
 			kindWord(in.Kind), target.GetName(), holder)
 	}
@@ -57,7 +59,11 @@ func carryOut(ctx context.Context, leases *journal.Leases, j *journal.Journal, r
 	warnings, inProgress, err := call(broker.RequestMeta{Identity: identity(in.User), RequestID: in.ID}, ans)
 	log.Info("broker operation", "verb", in.Verb, "kind", in.Kind, "object", client.ObjectKeyFromObject(target).String(),
 		"operation", rec.Name, "user", op.User, "allowed", err == nil, "inProgress", inProgress)
-	finish(ctx, j, rec, target, ans, inProgress, err, log)
+	// The request's context may have reached its deadline while polling:
+	// the answer is recorded with a context of its own.
+	recordCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	finish(recordCtx, j, rec, target, ans, inProgress, err, log)
 	if err != nil && !inProgress {
 		recent.put(same, err)
 		if !ans.Mitigate {

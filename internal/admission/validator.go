@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/lockstep-dev/lockstep/internal/metrics"
 )
 
 // Validator is the validating chain for one kind. It implements
@@ -51,8 +53,9 @@ func (v *Validator[T]) ValidateDelete(ctx context.Context, obj T) (admission.War
 
 // admit runs the chain: pass-through classes first, then every static check
 // (all failures reported together as one 422), then, unless dry-run, the
-// broker steps in order.
-func (v *Validator[T]) admit(ctx context.Context, a *Attributes[T]) (admission.Warnings, error) {
+// broker steps in order. Every decision is counted (metrics).
+func (v *Validator[T]) admit(ctx context.Context, a *Attributes[T]) (_ admission.Warnings, err error) {
+	defer func() { v.count(a, err) }()
 	if passThrough(a, v.SameSpec) {
 		return nil, nil
 	}
@@ -91,4 +94,19 @@ func (v *Validator[T]) admit(ctx context.Context, a *Attributes[T]) (admission.W
 		}
 	}
 	return warnings, nil
+}
+
+// count records the decision on a: denied with the rejection's reason, or
+// allowed as unchanged, dry run, or carried out at the broker.
+func (v *Validator[T]) count(a *Attributes[T], err error) {
+	result, reason := metrics.Allowed, metrics.ReasonBroker
+	switch {
+	case err != nil:
+		result, reason = metrics.Denied, metrics.ReasonOf(err)
+	case passThrough(a, v.SameSpec):
+		reason = metrics.ReasonUnchanged
+	case a.DryRun:
+		reason = metrics.ReasonDryRun
+	}
+	metrics.AdmissionDecision(v.Kind.Kind, string(a.Operation), result, reason)
 }

@@ -29,6 +29,7 @@ type Client struct {
 	timeout   time.Duration
 	maxBytes  int64
 	userAgent string
+	observe   func(Op, int, time.Duration)
 	transport *http.Transport
 	http      *http.Client
 	now       func() time.Time
@@ -46,6 +47,7 @@ func New(cfg Config) (*Client, error) {
 		timeout:   cfg.Timeout,
 		maxBytes:  cfg.MaxResponseBytes,
 		userAgent: cfg.UserAgent,
+		observe:   cfg.Observe,
 		now:       time.Now,
 	}
 	if c.timeout == 0 {
@@ -140,7 +142,15 @@ func (c *Client) do(ctx context.Context, meta RequestMeta, cl call) (*answer, er
 		req.Header.Set("Content-Type", "application/json")
 	}
 
+	start := time.Now()
 	resp, err := c.http.Do(req)
+	if c.observe != nil {
+		status := 0 // no answer
+		if err == nil {
+			status = resp.StatusCode
+		}
+		defer func() { c.observe(cl.op, status, time.Since(start)) }()
+	}
 	if err != nil {
 		return nil, c.transportError(ctx, callCtx, cl, err, sent.Load())
 	}

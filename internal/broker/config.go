@@ -39,6 +39,10 @@ type Config struct {
 	// UserAgent is sent as the User-Agent header. Empty means
 	// "lockstep-osb-client".
 	UserAgent string
+	// Observe, when set, is called after every request with its Op, the
+	// HTTP status of the answer (0 when none came) and how long it took
+	// (lockstep's metrics; this package knows nothing of them).
+	Observe func(op Op, status int, elapsed time.Duration)
 }
 
 // String describes the config without any credential.

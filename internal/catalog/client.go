@@ -10,13 +10,14 @@ import (
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/broker"
+	"github.com/lockstep-dev/lockstep/internal/metrics"
 )
 
 // BrokerConfig builds the OSB client configuration of a ServiceBroker,
 // reading its credentials from the Secret it references. Error messages
 // name the Secret and the missing key, never a value.
 func BrokerConfig(ctx context.Context, secrets client.Reader, sb *v1alpha1.ServiceBroker, timeout time.Duration) (broker.Config, error) {
-	cfg := broker.Config{URL: sb.Spec.URL, CABundle: sb.Spec.CABundle, Timeout: timeout, UserAgent: "lockstep"}
+	cfg := broker.Config{URL: sb.Spec.URL, CABundle: sb.Spec.CABundle, Timeout: timeout, UserAgent: "lockstep", Observe: observe}
 	ref := sb.Spec.AuthSecretRef
 	if ref == nil {
 		return cfg, nil
@@ -58,4 +59,9 @@ func authType(ref *v1alpha1.SecretReference) v1alpha1.AuthType {
 		return v1alpha1.AuthBasic
 	}
 	return ref.Type
+}
+
+// observe counts every request to a broker in lockstep's metrics.
+func observe(op broker.Op, status int, elapsed time.Duration) {
+	metrics.BrokerCall(string(op), status, elapsed)
 }

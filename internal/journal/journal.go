@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/metrics"
 )
 
 // Labels on every BrokerOperation, to find an object's operations.
@@ -104,6 +105,7 @@ func (j *Journal) Begin(ctx context.Context, in Intent) (*v1alpha1.BrokerOperati
 	if err := j.Client.Status().Update(ctx, op); err != nil {
 		return nil, fmt.Errorf("writing the operation record %s/%s: %w", op.Namespace, op.Name, err)
 	}
+	metrics.OperationPhase(string(v1alpha1.PhasePending))
 	return op, nil
 }
 
@@ -117,6 +119,7 @@ func (j *Journal) Record(ctx context.Context, op *v1alpha1.BrokerOperation, targ
 // reports it as an event on target when target is not nil.
 func (j *Journal) SetPhase(ctx context.Context, op *v1alpha1.BrokerOperation, target client.Object, a Answer) error {
 	patch := client.MergeFrom(op.DeepCopy())
+	from := op.Status.Phase
 	op.Status.Phase = a.Phase
 	if a.HTTPStatus != 0 {
 		op.Status.HTTPStatus = int32(a.HTTPStatus)
@@ -147,6 +150,9 @@ func (j *Journal) SetPhase(ctx context.Context, op *v1alpha1.BrokerOperation, ta
 	}
 	if err := j.Client.Status().Patch(ctx, op, patch); err != nil {
 		return fmt.Errorf("recording the broker's answer in %s/%s: %w", op.Namespace, op.Name, err)
+	}
+	if from != a.Phase {
+		metrics.OperationPhase(string(a.Phase))
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
@@ -26,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/yaml"
 
 	"github.com/lockstep-dev/lockstep/internal/app"
 	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
@@ -42,7 +44,6 @@ var env struct {
 	testEnv    *envtest.Environment
 	admin      client.Client
 	rendered   map[string][]*unstructured.Unstructured // by variant
-	manifests  map[string]string                       // rendered YAML, by variant
 	// lockstep runs as its service account, with the deployed RBAC.
 	serviceAccount string // system:serviceaccount:<ns>:<name>
 	logs           *syncWriter
@@ -67,9 +68,9 @@ func runMain(m *testing.M) int {
 		return fail("%v", err)
 	}
 	env.kubectl = filepath.Join(assets, "kubectl")
-	env.rendered, env.manifests = map[string][]*unstructured.Unstructured{}, map[string]string{}
+	env.rendered = map[string][]*unstructured.Unstructured{}
 	for _, v := range variants {
-		if env.manifests[v], env.rendered[v], err = render(v); err != nil {
+		if env.rendered[v], err = render(v); err != nil {
 			return fail("%v", err)
 		}
 	}
@@ -124,30 +125,39 @@ func runMain(m *testing.M) int {
 }
 
 // render runs `kubectl kustomize deploy/<variant>` and decodes the result.
-func render(variant string) (string, []*unstructured.Unstructured, error) {
+func render(variant string) ([]*unstructured.Unstructured, error) {
 	out, _, err := run(env.kubectl, "", "kustomize", filepath.Join(env.root, "deploy", variant))
 	if err != nil {
-		return "", nil, fmt.Errorf("kubectl kustomize deploy/%s: %w", variant, err)
+		return nil, fmt.Errorf("kubectl kustomize deploy/%s: %w", variant, err)
 	}
-	objs, err := decode(out)
-	return out, objs, err
+	return decode(out)
 }
 
-// decode reads a stream of YAML documents.
-func decode(yaml string) ([]*unstructured.Unstructured, error) {
-	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(yaml), 4096)
+// decode reads a stream of YAML documents (numbers as int64, as the API
+// machinery reads them).
+func decode(manifests string) ([]*unstructured.Unstructured, error) {
+	r := utilyaml.NewYAMLReader(bufio.NewReader(strings.NewReader(manifests)))
 	var objs []*unstructured.Unstructured
 	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				return objs, nil
-			}
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return objs, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading rendered manifests: %w", err)
+		}
+		raw, err := yaml.YAMLToJSON(doc)
+		if err != nil {
 			return nil, fmt.Errorf("decoding rendered manifests: %w", err)
 		}
-		if len(u.Object) > 0 {
-			objs = append(objs, u)
+		if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
+			continue
 		}
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(raw); err != nil {
+			return nil, fmt.Errorf("decoding rendered manifests: %w", err)
+		}
+		objs = append(objs, u)
 	}
 }
 

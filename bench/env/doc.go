@@ -1,0 +1,28 @@
+// Package env starts the control plane lockstep's benchmarks run against,
+// on loopback only:
+//
+//   - a real kube-apiserver and etcd (controller-runtime envtest) with
+//     lockstep's CRDs and webhook configurations from deploy/, plus two
+//     copies of the ServiceInstance CRD for the end-to-end baselines: one
+//     without webhooks (group plain.bench.lockstep.dev) and one whose
+//     create-only fields are CEL transition rules, self == oldSelf (group
+//     cel.bench.lockstep.dev);
+//   - lockstep itself, the real cmd/webhook binary built from the working
+//     tree and run as a separate process with LOCKSTEP_* settings, exactly
+//     as it is deployed (so that whatever internal/app wires, the journal
+//     and the lock included, is what is measured), with its memory readable
+//     from /proc and its metrics scraped over HTTP;
+//   - the allow-all baseline webhook server (bench/cmd/allow-all), a
+//     separate process with the same TLS setup and certificates, and two
+//     reference servers of the same command that decode the objects first
+//     (modes typed and spec-first), each in its own process.
+//
+// The serviceinstances webhooks are installed with a namespace selector
+// that skips namespaces labelled SkipAdmissionLabel=true: benchmarks that
+// send AdmissionReviews to lockstep themselves persist their objects there
+// without a second trip through admission. The status guard applies
+// everywhere.
+//
+// It needs Linux (/proc) and the kube-apiserver, etcd and kubectl binaries
+// that hack/testbin.sh provides.
+package env

@@ -1,0 +1,366 @@
+package env
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/lockstep-dev/lockstep/internal/app"
+)
+
+// Options configure Start.
+type Options struct {
+	// Root is the repository root (deploy/, cmd/webhook).
+	Root string
+	// Assets is the directory with kube-apiserver, etcd and kubectl.
+	Assets string
+	// Progress receives one line per step; nil discards them.
+	Progress io.Writer
+	// Keep leaves the working directory (logs, binaries) in place.
+	Keep bool
+	// BuildFlags are extra go build flags for the binaries (the harness
+	// test passes -race when it runs under it, to reuse its build cache).
+	BuildFlags []string
+}
+
+// Env is a running benchmark environment. Stop it when done.
+type Env struct {
+	// Config reaches the API server as an administrator, without
+	// client-side rate limiting.
+	Config *rest.Config
+	// Client is a client with lockstep's scheme.
+	Client client.Client
+	// Username is the benchmark's own user; lockstep lets it write status.
+	Username string
+	// CA verifies the serving certificates of both webhook servers.
+	CA []byte
+	// Dir holds binaries, kubeconfigs and the processes' logs.
+	Dir string
+	// Lockstep is the running lockstep process.
+	Lockstep *Process
+	// Baselines are the allow-all webhook servers, by mode (see
+	// BaselineModes).
+	Baselines map[string]*Process
+
+	opts               Options
+	bins               Binaries
+	test               *envtest.Environment
+	lockstepKubeconfig string
+	certDir            string
+	webhookPort        int
+	healthPort         int
+	metricsPort        int
+	baselinePorts      map[string]int
+}
+
+// The modes of bench/cmd/allow-all the environment runs, each in its own
+// process: Allow is the admission benchmark's baseline; Typed and
+// SpecFirst are references that decode the objects first (see the
+// command's documentation).
+const (
+	Allow     = "allow"
+	Typed     = "typed"
+	SpecFirst = "spec-first"
+)
+
+// BaselineModes are the allow-all modes started, in order.
+var BaselineModes = []string{Allow, Typed, SpecFirst}
+
+// Start builds the binaries, starts the control plane and both webhook
+// servers, and waits until they serve.
+func Start(ctx context.Context, opts Options) (_ *Env, err error) {
+	dir, err := os.MkdirTemp("", "lockstep-bench-")
+	if err != nil {
+		return nil, fmt.Errorf("creating a working directory: %w", err)
+	}
+	e := &Env{Dir: dir, opts: opts, Baselines: map[string]*Process{}, baselinePorts: map[string]int{}}
+	defer func() {
+		if err != nil {
+			_ = e.Stop()
+		}
+	}()
+
+	t0 := time.Now()
+	if e.bins, err = Build(ctx, opts.Root, filepath.Join(dir, "bin"), opts.BuildFlags); err != nil {
+		return nil, err
+	}
+	e.Logf("built cmd/webhook and bench/cmd/allow-all in %s", time.Since(t0).Round(time.Millisecond))
+
+	crds, err := baselineCRDs(opts.Root)
+	if err != nil {
+		return nil, err
+	}
+	mutating, validating, err := webhookConfigs(opts.Root)
+	if err != nil {
+		return nil, err
+	}
+	e.test = &envtest.Environment{
+		BinaryAssetsDirectory: opts.Assets,
+		CRDDirectoryPaths:     []string{filepath.Join(opts.Root, "deploy", "crds")},
+		CRDs:                  crds,
+		ErrorIfCRDPathMissing: true,
+		WebhookInstallOptions: envtest.WebhookInstallOptions{
+			MutatingWebhooks: mutating, ValidatingWebhooks: validating, LocalServingHost: "127.0.0.1",
+		},
+	}
+	t0 = time.Now()
+	cfg, err := e.test.Start()
+	if err != nil {
+		return nil, fmt.Errorf("starting kube-apiserver and etcd from %s: %w", opts.Assets, err)
+	}
+	e.Logf("kube-apiserver and etcd up in %s", time.Since(t0).Round(time.Millisecond))
+	cfg.QPS, cfg.Burst = -1, 0 // no client-side rate limit: measure the servers
+	e.Config = cfg
+	if e.Client, err = client.New(cfg, client.Options{Scheme: app.Scheme()}); err != nil {
+		return nil, fmt.Errorf("creating a client: %w", err)
+	}
+	if e.Username, err = whoAmI(ctx, cfg); err != nil {
+		return nil, err
+	}
+
+	user, err := e.test.AddUser(envtest.User{Name: "lockstep", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("adding lockstep's user: %w", err)
+	}
+	kubeconfig, err := user.KubeConfig()
+	if err != nil {
+		return nil, fmt.Errorf("writing lockstep's kubeconfig: %w", err)
+	}
+	e.lockstepKubeconfig = filepath.Join(dir, "lockstep.kubeconfig")
+	if err := os.WriteFile(e.lockstepKubeconfig, kubeconfig, 0o600); err != nil {
+		return nil, fmt.Errorf("writing lockstep's kubeconfig: %w", err)
+	}
+
+	wh := e.test.WebhookInstallOptions
+	e.CA, e.certDir, e.webhookPort = wh.LocalServingCAData, wh.LocalServingCertDir, wh.LocalServingPort
+	for _, p := range []*int{&e.healthPort, &e.metricsPort} {
+		if *p, err = freePort(); err != nil {
+			return nil, err
+		}
+	}
+	if err := e.StartLockstep(ctx); err != nil {
+		return nil, err
+	}
+	for _, mode := range BaselineModes {
+		if err := e.startBaseline(ctx, mode); err != nil {
+			return nil, err
+		}
+	}
+	return e, nil
+}
+
+// Stop ends both webhook servers and the control plane, and removes the
+// working directory unless Options.Keep.
+func (e *Env) Stop() error {
+	var errs []string
+	procs := []*Process{e.Lockstep}
+	for _, mode := range BaselineModes {
+		procs = append(procs, e.Baselines[mode])
+	}
+	for _, p := range procs {
+		if p != nil {
+			if err := p.Stop(20 * time.Second); err != nil {
+				errs = append(errs, err.Error())
+			}
+		}
+	}
+	if e.test != nil {
+		if err := e.test.Stop(); err != nil {
+			errs = append(errs, fmt.Sprintf("stopping kube-apiserver and etcd: %v", err))
+		}
+	}
+	if !e.opts.Keep {
+		_ = os.RemoveAll(e.Dir)
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("stopping the benchmark environment: %s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// Logf reports progress.
+func (e *Env) Logf(format string, args ...any) {
+	if e.opts.Progress != nil {
+		fmt.Fprintf(e.opts.Progress, "%s bench: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+	}
+}
+
+// LockstepURL is the URL of one of lockstep's webhook paths.
+func (e *Env) LockstepURL(path string) string {
+	return "https://127.0.0.1:" + strconv.Itoa(e.webhookPort) + path
+}
+
+// BaselineURL is the URL of a path on the allow-all server of a mode.
+func (e *Env) BaselineURL(mode, path string) string {
+	return "https://127.0.0.1:" + strconv.Itoa(e.baselinePorts[mode]) + path
+}
+
+// MetricsURL is where lockstep serves its Prometheus metrics.
+func (e *Env) MetricsURL() string {
+	return "http://127.0.0.1:" + strconv.Itoa(e.metricsPort) + "/metrics"
+}
+
+// lockstepEnv is lockstep's configuration: the deployed defaults, except
+// addresses on loopback, envtest's serving certificates, and the
+// benchmark's user allowed to write status (to seed objects as lockstep
+// would have left them).
+func (e *Env) lockstepEnv() []string {
+	return []string{
+		"KUBECONFIG=" + e.lockstepKubeconfig,
+		"LOCKSTEP_WEBHOOK_HOST=127.0.0.1",
+		"LOCKSTEP_WEBHOOK_PORT=" + strconv.Itoa(e.webhookPort),
+		"LOCKSTEP_CERT_DIR=" + e.certDir,
+		"LOCKSTEP_METRICS_ADDR=127.0.0.1:" + strconv.Itoa(e.metricsPort),
+		"LOCKSTEP_HEALTH_ADDR=127.0.0.1:" + strconv.Itoa(e.healthPort),
+		"LOCKSTEP_STATUS_WRITERS=" + e.Username,
+	}
+}
+
+// StartLockstep starts lockstep's webhook binary and waits until it is
+// ready (its /readyz, then a verified TLS handshake).
+func (e *Env) StartLockstep(ctx context.Context) error {
+	p, err := StartProcess("lockstep", e.bins.Webhook, nil, cleanEnviron(e.lockstepEnv()), filepath.Join(e.Dir, "lockstep.log"))
+	if err != nil {
+		return err
+	}
+	e.Lockstep = p
+	ready := "http://127.0.0.1:" + strconv.Itoa(e.healthPort) + "/readyz"
+	if err := waitReady(ctx, p, 60*time.Second, func(ctx context.Context) error {
+		if err := httpOK(ctx, ready); err != nil {
+			return err
+		}
+		return e.handshake(e.webhookPort)
+	}); err != nil {
+		return err
+	}
+	e.Logf("lockstep (pid %d) ready in %s", p.PID(), time.Since(p.Started).Round(time.Millisecond))
+	return nil
+}
+
+// StopLockstep stops the lockstep process.
+func (e *Env) StopLockstep() error {
+	if e.Lockstep == nil {
+		return nil
+	}
+	err := e.Lockstep.Stop(30 * time.Second)
+	e.Lockstep = nil
+	return err
+}
+
+// startBaseline starts the allow-all server of a mode and waits until it
+// completes a TLS handshake.
+func (e *Env) startBaseline(ctx context.Context, mode string) error {
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	args := []string{"-mode", mode, "-host", "127.0.0.1", "-port", strconv.Itoa(port), "-cert-dir", e.certDir}
+	p, err := StartProcess("allow-all -mode "+mode, e.bins.AllowAll, args, cleanEnviron(nil), filepath.Join(e.Dir, "allow-all-"+mode+".log"))
+	if err != nil {
+		return err
+	}
+	e.Baselines[mode], e.baselinePorts[mode] = p, port
+	return waitReady(ctx, p, 30*time.Second, func(context.Context) error { return e.handshake(port) })
+}
+
+// handshake completes a TLS handshake with a webhook server, verifying its
+// certificate against the CA.
+func (e *Env) handshake(port int) error {
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(e.CA)
+	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", "127.0.0.1:"+strconv.Itoa(port),
+		&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12})
+	if err != nil {
+		return err
+	}
+	return conn.Close()
+}
+
+// waitReady polls ready every 100ms until it succeeds, the process exits,
+// or timeout passes.
+func waitReady(ctx context.Context, p *Process, timeout time.Duration, ready func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var last error
+	for {
+		if done, err := p.Exited(); done {
+			return fmt.Errorf("%s exited before it was ready (%v); its last output:\n%s", p.Name, err, p.LogTail(30))
+		}
+		if last = ready(ctx); last == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s was not ready within %s (last check: %v); its last output:\n%s", p.Name, timeout, last, p.LogTail(30))
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func httpOK(ctx context.Context, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: HTTP %d", url, resp.StatusCode)
+	}
+	return nil
+}
+
+// cleanEnviron is this process's environment without LOCKSTEP_* settings
+// and KUBECONFIG, plus extra: a child sees only what the benchmark sets.
+func cleanEnviron(extra []string) []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "LOCKSTEP_") || strings.HasPrefix(kv, "KUBECONFIG=") {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return append(out, extra...)
+}
+
+// freePort asks the kernel for a free loopback port.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("finding a free port: %w", err)
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// whoAmI asks the API server who the benchmark's client is.
+func whoAmI(ctx context.Context, cfg *rest.Config) (string, error) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return "", fmt.Errorf("creating a clientset: %w", err)
+	}
+	review, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("asking the API server who the benchmark is: %w", err)
+	}
+	return review.Status.UserInfo.Username, nil
+}

@@ -1,0 +1,178 @@
+package env
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+)
+
+// SkipAdmissionLabel on a namespace with the value "true" makes the API
+// server skip lockstep's serviceinstances webhooks there (the status guard
+// still applies).
+const SkipAdmissionLabel = "bench.lockstep.dev/skip-admission"
+
+// The end-to-end baselines: copies of the ServiceInstance CRD in groups
+// lockstep's webhooks do not match.
+var (
+	// PlainInstance is the ServiceInstance CRD without any webhook.
+	PlainInstance = schema.GroupVersionKind{Group: "plain.bench.lockstep.dev", Version: "v1alpha1", Kind: "ServiceInstance"}
+	// CELInstance is the ServiceInstance CRD whose create-only fields
+	// (brokerName, serviceName, externalID) are CEL transition rules,
+	// self == oldSelf, instead of a webhook.
+	CELInstance = schema.GroupVersionKind{Group: "cel.bench.lockstep.dev", Version: "v1alpha1", Kind: "ServiceInstance"}
+	// LockstepInstance is lockstep's own ServiceInstance.
+	LockstepInstance = v1alpha1.GroupVersion.WithKind("ServiceInstance")
+)
+
+// createOnlyFields are the spec fields api/v1alpha1 tags createonly.
+var createOnlyFields = []string{"brokerName", "serviceName", "externalID"}
+
+// CELMessage is what the API server answers when a CEL rule refuses a
+// change.
+const CELMessage = "create-only field: it cannot be changed after creation"
+
+// baselineCRDs reads lockstep's ServiceInstance CRD from root/deploy/crds
+// and returns its plain and CEL copies.
+func baselineCRDs(root string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	path := filepath.Join(root, "deploy", "crds", "lockstep.dev_serviceinstances.yaml")
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading the ServiceInstance CRD: %w", err)
+	}
+	var orig apiextensionsv1.CustomResourceDefinition
+	if err := yaml.Unmarshal(raw, &orig); err != nil {
+		return nil, fmt.Errorf("decoding %s: %w", path, err)
+	}
+	plain, err := copyCRD(&orig, PlainInstance.Group, false)
+	if err != nil {
+		return nil, err
+	}
+	cel, err := copyCRD(&orig, CELInstance.Group, true)
+	if err != nil {
+		return nil, err
+	}
+	return []*apiextensionsv1.CustomResourceDefinition{plain, cel}, nil
+}
+
+// copyCRD moves a CRD to another group; withCEL adds self == oldSelf rules
+// to the create-only spec fields.
+func copyCRD(orig *apiextensionsv1.CustomResourceDefinition, group string, withCEL bool) (*apiextensionsv1.CustomResourceDefinition, error) {
+	crd := orig.DeepCopy()
+	crd.ObjectMeta = metav1.ObjectMeta{Name: crd.Spec.Names.Plural + "." + group}
+	crd.Spec.Group = group
+	crd.Spec.Names.ShortNames, crd.Spec.Names.Categories = nil, nil
+	if !withCEL {
+		return crd, nil
+	}
+	for i := range crd.Spec.Versions {
+		v := &crd.Spec.Versions[i]
+		if v.Schema == nil || v.Schema.OpenAPIV3Schema == nil {
+			return nil, fmt.Errorf("CRD %s version %s has no schema", orig.Name, v.Name)
+		}
+		spec, ok := v.Schema.OpenAPIV3Schema.Properties["spec"]
+		if !ok {
+			return nil, fmt.Errorf("CRD %s version %s has no spec in its schema", orig.Name, v.Name)
+		}
+		for _, name := range createOnlyFields {
+			prop, ok := spec.Properties[name]
+			if !ok {
+				return nil, fmt.Errorf("CRD %s version %s has no spec.%s", orig.Name, v.Name, name)
+			}
+			prop.XValidations = append(prop.XValidations, apiextensionsv1.ValidationRule{Rule: "self == oldSelf", Message: CELMessage})
+			spec.Properties[name] = prop
+		}
+		v.Schema.OpenAPIV3Schema.Properties["spec"] = spec
+	}
+	return crd, nil
+}
+
+// webhookConfigs reads root/deploy/webhook/manifests.yaml and adds the
+// SkipAdmissionLabel namespace selector to the serviceinstances webhooks.
+func webhookConfigs(root string) ([]*admissionregistrationv1.MutatingWebhookConfiguration, []*admissionregistrationv1.ValidatingWebhookConfiguration, error) {
+	path := filepath.Join(root, "deploy", "webhook", "manifests.yaml")
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading the webhook configurations: %w", err)
+	}
+	var (
+		mutating   []*admissionregistrationv1.MutatingWebhookConfiguration
+		validating []*admissionregistrationv1.ValidatingWebhookConfiguration
+	)
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(raw)))
+	for {
+		doc, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("reading %s: %w", path, err)
+		}
+		var meta metav1.TypeMeta
+		if err := yaml.Unmarshal(doc, &meta); err != nil {
+			return nil, nil, fmt.Errorf("decoding %s: %w", path, err)
+		}
+		switch meta.Kind {
+		case "MutatingWebhookConfiguration":
+			var c admissionregistrationv1.MutatingWebhookConfiguration
+			if err := yaml.Unmarshal(doc, &c); err != nil {
+				return nil, nil, fmt.Errorf("decoding %s: %w", path, err)
+			}
+			for i := range c.Webhooks {
+				c.Webhooks[i].NamespaceSelector = skipSelector(c.Webhooks[i].NamespaceSelector, c.Webhooks[i].Rules)
+			}
+			mutating = append(mutating, &c)
+		case "ValidatingWebhookConfiguration":
+			var c admissionregistrationv1.ValidatingWebhookConfiguration
+			if err := yaml.Unmarshal(doc, &c); err != nil {
+				return nil, nil, fmt.Errorf("decoding %s: %w", path, err)
+			}
+			for i := range c.Webhooks {
+				c.Webhooks[i].NamespaceSelector = skipSelector(c.Webhooks[i].NamespaceSelector, c.Webhooks[i].Rules)
+			}
+			validating = append(validating, &c)
+		case "":
+			continue // an empty document
+		default:
+			return nil, nil, fmt.Errorf("%s: unexpected kind %q", path, meta.Kind)
+		}
+	}
+	if len(mutating) == 0 || len(validating) == 0 {
+		return nil, nil, fmt.Errorf("%s: expected mutating and validating webhook configurations", path)
+	}
+	return mutating, validating, nil
+}
+
+// skipSelector adds `SkipAdmissionLabel notin (true)` to the selector of a
+// webhook whose rules name serviceinstances.
+func skipSelector(sel *metav1.LabelSelector, rules []admissionregistrationv1.RuleWithOperations) *metav1.LabelSelector {
+	matches := false
+	for _, r := range rules {
+		if slices.Contains(r.Resources, "serviceinstances") {
+			matches = true
+		}
+	}
+	if !matches {
+		return sel
+	}
+	if sel == nil {
+		sel = &metav1.LabelSelector{}
+	}
+	sel.MatchExpressions = append(sel.MatchExpressions, metav1.LabelSelectorRequirement{
+		Key: SkipAdmissionLabel, Operator: metav1.LabelSelectorOpNotIn, Values: []string{"true"},
+	})
+	return sel
+}

@@ -1,0 +1,82 @@
+package env
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	root, err := filepath.Abs("../..")
+	require.NoError(t, err)
+	return root
+}
+
+func TestBaselineCRDs(t *testing.T) {
+	crds, err := baselineCRDs(repoRoot(t))
+	require.NoError(t, err)
+	require.Len(t, crds, 2)
+	tests := []struct {
+		group   string
+		withCEL bool
+	}{
+		{PlainInstance.Group, false},
+		{CELInstance.Group, true},
+	}
+	for i, tt := range tests {
+		t.Run(tt.group, func(t *testing.T) {
+			crd := crds[i]
+			assert.Equal(t, "serviceinstances."+tt.group, crd.Name)
+			assert.Equal(t, tt.group, crd.Spec.Group)
+			assert.Equal(t, "ServiceInstance", crd.Spec.Names.Kind)
+			assert.Empty(t, crd.Spec.Names.ShortNames, "short names stay lockstep's")
+			require.NotEmpty(t, crd.Spec.Versions)
+			spec := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
+			for name, prop := range spec.Properties {
+				rules := prop.XValidations
+				if tt.withCEL && (name == "brokerName" || name == "serviceName" || name == "externalID") {
+					require.Len(t, rules, 1, name)
+					assert.Equal(t, "self == oldSelf", rules[0].Rule)
+					assert.Equal(t, CELMessage, rules[0].Message)
+					continue
+				}
+				assert.Empty(t, rules, "spec.%s has no rule", name)
+			}
+		})
+	}
+}
+
+func TestWebhookConfigsSkipLabelledNamespacesForInstancesOnly(t *testing.T) {
+	mutating, validating, err := webhookConfigs(repoRoot(t))
+	require.NoError(t, err)
+	skip := metav1.LabelSelectorRequirement{Key: SkipAdmissionLabel, Operator: metav1.LabelSelectorOpNotIn, Values: []string{"true"}}
+	seen := map[string]bool{}
+	check := func(name string, sel *metav1.LabelSelector) {
+		seen[name] = true
+		if name == "serviceinstances.mutate.lockstep.dev" || name == "serviceinstances.validate.lockstep.dev" {
+			require.NotNil(t, sel, name)
+			assert.Contains(t, sel.MatchExpressions, skip, name)
+			return
+		}
+		if sel != nil {
+			assert.NotContains(t, sel.MatchExpressions, skip, "%s keeps applying everywhere", name)
+		}
+	}
+	for _, c := range mutating {
+		for _, w := range c.Webhooks {
+			check(w.Name, w.NamespaceSelector)
+		}
+	}
+	for _, c := range validating {
+		for _, w := range c.Webhooks {
+			check(w.Name, w.NamespaceSelector)
+		}
+	}
+	for _, name := range []string{"serviceinstances.mutate.lockstep.dev", "serviceinstances.validate.lockstep.dev", "status.validate.lockstep.dev"} {
+		assert.True(t, seen[name], "webhook %s is in deploy/webhook", name)
+	}
+}

@@ -1,0 +1,8 @@
+//go:build !linux
+
+package env
+
+import "syscall"
+
+// dieWithParent is Linux-only; elsewhere Stop is the only way children end.
+func dieWithParent() *syscall.SysProcAttr { return nil }

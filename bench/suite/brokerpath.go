@@ -1,0 +1,304 @@
+package suite
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/google/uuid"
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/bench/loadgen"
+	"github.com/lockstep-dev/lockstep/bench/report"
+	"github.com/lockstep-dev/lockstep/internal/admission"
+	"github.com/lockstep-dev/lockstep/internal/broker"
+	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
+)
+
+// brokerVerb is one step of an instance's life, through lockstep and
+// directly.
+type brokerVerb struct {
+	name string
+	// review is the AdmissionReview for object i (its persisted state).
+	review func(si *v1alpha1.ServiceInstance) ([]byte, error)
+	// persist is what the API server does once lockstep allowed it.
+	persist func(ctx context.Context, c client.Client, si *v1alpha1.ServiceInstance) error
+	// direct makes the same call straight to the broker.
+	direct func(ctx context.Context, c *broker.Client, id string) error
+}
+
+// BrokerPath measures provision, update and deprovision through lockstep's
+// validating webhook (request class, static checks, the lock, the journal
+// and the broker call) against the same calls made directly to the same
+// test broker, at fixed broker latencies.
+func (s *Suite) BrokerPath(ctx context.Context) (report.Section, error) {
+	n, w := s.Sizes.BrokerPath, max(s.Sizes.Warmup/10, 1)
+	sec := report.Section{Title: "3. Broker path: lockstep vs direct broker calls", Text: []string{
+		fmt.Sprintf("%d instances per arm and broker latency are provisioned, then updated (parameters), then deprovisioned, one request "+
+			"at a time, the two arms alternating request by request. lockstep: an AdmissionReview over TLS to the validating webhook of the "+
+			"running `cmd/webhook`, which takes the object's lock, writes the BrokerOperation (write-ahead), calls the broker and records its "+
+			"answer, all against the real kube-apiserver. Direct: the same OSB call made with lockstep's own OSB client "+
+			"(`internal/broker`) to the same test broker, which answers after a fixed latency.", n),
+		"The benchmark plays the API server's part around each review, untimed: the object exists (with its uid) before the provision " +
+			"review, and each allowed update and delete is then persisted. Between steps it waits until lockstep's reconciler committed every " +
+			"operation and released every lock, so that each request measures one uncontended operation.",
+	}}
+	b, err := s.acmeBroker(ctx)
+	if err != nil {
+		return sec, err
+	}
+	defer b.SetLatency(0)
+	const ns = "bench-broker"
+	if err := s.Env.Namespace(ctx, ns, true); err != nil {
+		return sec, err
+	}
+	defer s.cleanOperations(ns)
+	direct, err := broker.New(b.Config())
+	if err != nil {
+		return sec, fmt.Errorf("creating the direct OSB client: %w", err)
+	}
+	defer direct.Close()
+	rc, err := loadgen.NewReviewClient(s.Env.CA, 35*time.Second)
+	if err != nil {
+		return sec, err
+	}
+	defer rc.Close()
+	url := s.Env.LockstepURL(admission.ValidateInstancePath)
+
+	costs := report.Table{
+		Caption: "**Where lockstep's time goes**, per operation, from the metrics of lockstep (controller-runtime's webhook histograms: " +
+			"handler time without TLS and HTTP; client-go's request counter) and of kube-apiserver (its server time per request, and how " +
+			"long it waited for lockstep's status guard); admission and the reconciler's commit together:",
+		Header: []string{"broker latency", "call", "validating handler, mean", "lockstep CPU per operation", "lockstep's requests to kube-apiserver",
+			"kube-apiserver's writes of lockstep's resources (server time, mean)", "status-guard calls (kube-apiserver's wait, mean)"},
+	}
+	var evidence brokerEvidence
+	for _, latency := range s.Sizes.BrokerLatencies {
+		b.SetLatency(latency)
+		table := report.Table{
+			Caption: fmt.Sprintf("**broker latency %s**", latency),
+			Header: []string{"call", "lockstep p50", "lockstep p99", "direct p50", "direct p99", "lockstep's own time (p50 difference)",
+				"p50 ratio", "p99 ratio", "unexpected answers"},
+		}
+		objects, err := s.brokerPathObjects(ctx, ns, latency, w+n)
+		if err != nil {
+			return sec, err
+		}
+		for _, v := range brokerVerbs() {
+			s.Logf("broker path: %s at broker latency %s", v.name, latency)
+			bodies, err := reviews(len(objects), func(i int) ([]byte, error) { return v.review(objects[i]) })
+			if err != nil {
+				return sec, err
+			}
+			arms := []loadgen.Arm{
+				{Name: "lockstep", Work: loadgen.Work{
+					Do: rc.Reviews(url, func(i int) []byte { return bodies[i] }, loadgen.Expect{Allowed: true}),
+					After: func(ctx context.Context, i int) error {
+						return v.persist(ctx, s.Env.Client, objects[i])
+					},
+				}},
+				{Name: "direct", Work: loadgen.Work{Do: func(ctx context.Context, i int) error {
+					return v.direct(ctx, direct, fmt.Sprintf("direct-%d-%d", latency.Milliseconds(), i))
+				}}},
+			}
+			before := s.scrape(ctx)
+			cpu0, err := s.Env.Lockstep.CPU()
+			if err != nil {
+				return sec, err
+			}
+			res, err := loadgen.Alternate(ctx, arms, loadgen.Plan{
+				Load: loadgen.Load{Concurrency: 1, Requests: n, MaxDuration: s.Sizes.StepTimeout}, Rounds: n, Warmup: w,
+			})
+			if err != nil {
+				return sec, fmt.Errorf("broker path, %s: %w", v.name, err)
+			}
+			if err := s.verify("broker path, "+v.name, res...); err != nil {
+				return sec, err
+			}
+			if err := s.Env.Settle(ctx, ns, s.Sizes.StepTimeout); err != nil {
+				return sec, err
+			}
+			if objects, err = s.reload(ctx, objects); err != nil {
+				return sec, err
+			}
+			cpu1, err := s.Env.Lockstep.CPU()
+			if err != nil {
+				return sec, err
+			}
+			if after := s.scrape(ctx); before != nil && after != nil {
+				c, ops := costBetween(before, after), w+n
+				cpu := (cpu1 - cpu0) / time.Duration(ops)
+				evidence.add(c, cpu)
+				costs.Rows = append(costs.Rows, []string{latency.String(), v.name, dur(c.validate.mean()), dur(cpu), c.api.perOperation(ops),
+					c.writesPerOperation(ops), fmt.Sprintf("%.1f × %s (lockstep's handler: %s)", c.guardCalls.count/float64(ops), dur(c.guardCalls.mean()), dur(c.guard.mean()))})
+			}
+			l, d := loadgen.Summarize(res[0]), loadgen.Summarize(res[1])
+			own := l.P50 - d.P50
+			evidence.own = append(evidence.own, own)
+			table.Rows = append(table.Rows, []string{v.name, dur(l.P50), dur(l.P99), dur(d.P50), dur(d.P99), dur(own),
+				ratio(l.P50, d.P50), ratio(l.P99, d.P99), problems(res...)})
+			what := fmt.Sprintf("%s at %s broker latency", v.name, latency)
+			sec.Targets = append(sec.Targets, report.Check(what+": lockstep's own time", "<= 5 ms p50 over the direct call",
+				dur(own), own <= 5*time.Millisecond && clean(res...)))
+			if latency >= 50*time.Millisecond {
+				r := loadgen.Ratio(l.P50, d.P50)
+				sec.Targets = append(sec.Targets, report.Check(what+": ratio", "<= 1.1 (p50)", loadgen.FormatRatio(r), !math.IsNaN(r) && r <= 1.1))
+			}
+		}
+		sec.Tables = append(sec.Tables, table)
+	}
+	sec.Tables = append(sec.Tables, costs)
+	sec.Notes = append(sec.Notes,
+		"lockstep's own time is the difference of the medians: what an admission adds to the broker call it makes (TLS hop, decoding, "+
+			"checks, lock and journal writes to kube-apiserver, the answer).")
+	if note := evidence.note(); note != "" {
+		sec.Notes = append(sec.Notes, note)
+	}
+	return sec, nil
+}
+
+// brokerEvidence gathers, over the steps of the broker-path benchmark,
+// the figures that say where lockstep's own time goes.
+type brokerEvidence struct {
+	own, cpu, writes, guard []time.Duration
+}
+
+func (e *brokerEvidence) add(c cost, cpu time.Duration) {
+	e.cpu = append(e.cpu, cpu)
+	for _, h := range c.writes {
+		e.writes = append(e.writes, h.mean())
+	}
+	if c.guardCalls.count > 0 {
+		e.guard = append(e.guard, c.guardCalls.mean())
+	}
+}
+
+// note reads the evidence: how much of lockstep's own time is CPU, and
+// what one kube-apiserver write costs on this machine.
+func (e *brokerEvidence) note() string {
+	if len(e.own) == 0 || len(e.cpu) == 0 || len(e.writes) == 0 {
+		return ""
+	}
+	lo, hi := minMax(e.own)
+	_, cpu := minMax(e.cpu)
+	wlo, whi := minMax(e.writes)
+	note := fmt.Sprintf("Reading the figures: lockstep's own time was %s to %s per call, while lockstep's whole CPU per operation "+
+		"(admission and commit together) was at most %s: the rest is waiting, for kube-apiserver. On this machine one write of "+
+		"lockstep's resources took %s to %s of kube-apiserver's time (mean per kind of write)", dur(lo), dur(hi), dur(cpu), dur(wlo), dur(whi))
+	if len(e.guard) > 0 {
+		glo, ghi := minMax(e.guard)
+		note += fmt.Sprintf(", a status write %s to %s more waiting for lockstep's own status guard", dur(glo), dur(ghi))
+	}
+	return note + "; an admission that waits for several writes in a row cannot add less than their sum to the broker call."
+}
+
+func minMax(ds []time.Duration) (time.Duration, time.Duration) {
+	lo, hi := ds[0], ds[0]
+	for _, d := range ds[1:] {
+		lo, hi = min(lo, d), max(hi, d)
+	}
+	return lo, hi
+}
+
+// brokerPathObjects creates count ServiceInstances as the API server holds
+// them when the validating webhook sees their CREATE: defaulted, with the
+// finalizer and a uid, no status yet.
+func (s *Suite) brokerPathObjects(ctx context.Context, ns string, latency time.Duration, count int) ([]*v1alpha1.ServiceInstance, error) {
+	out := make([]*v1alpha1.ServiceInstance, count)
+	for i := range out {
+		si := &v1alpha1.ServiceInstance{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("bp-%dms-%d", latency.Milliseconds(), i),
+				Labels: map[string]string{"app.kubernetes.io/name": "orders"}, Finalizers: []string{v1alpha1.Finalizer}},
+			Spec: v1alpha1.ServiceInstanceSpec{BrokerName: acme, ServiceName: brokertest.ServiceDB, PlanName: brokertest.PlanSmall,
+				ExternalID: uuid.NewString(), Parameters: &runtime.RawExtension{Raw: []byte(`{"storageGB":10}`)}},
+		}
+		if err := s.Env.Client.Create(ctx, si); err != nil {
+			return nil, fmt.Errorf("creating instance %s: %w", si.Name, err)
+		}
+		si.TypeMeta = metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "ServiceInstance"}
+		out[i] = si
+	}
+	return out, nil
+}
+
+// reload reads the objects back as the API server now holds them (status
+// and resourceVersion written by lockstep's reconciler).
+func (s *Suite) reload(ctx context.Context, objects []*v1alpha1.ServiceInstance) ([]*v1alpha1.ServiceInstance, error) {
+	for i, si := range objects {
+		fresh := &v1alpha1.ServiceInstance{}
+		if err := s.Env.Client.Get(ctx, client.ObjectKeyFromObject(si), fresh); err != nil {
+			if client.IgnoreNotFound(err) == nil {
+				continue // deleted: the last step is done
+			}
+			return nil, fmt.Errorf("reading instance %s: %w", si.Name, err)
+		}
+		fresh.TypeMeta = si.TypeMeta
+		objects[i] = fresh
+	}
+	return objects, nil
+}
+
+func brokerVerbs() []brokerVerb {
+	meta := func() broker.RequestMeta {
+		return broker.RequestMeta{
+			Identity:  broker.Identity{Username: requester.Username, UID: requester.UID, Groups: requester.Groups},
+			RequestID: uuid.NewString(),
+		}
+	}
+	return []brokerVerb{
+		{
+			name:    "provision",
+			review:  func(si *v1alpha1.ServiceInstance) ([]byte, error) { return review(admissionv1.Create, nil, si, false) },
+			persist: func(context.Context, client.Client, *v1alpha1.ServiceInstance) error { return nil },
+			direct: func(ctx context.Context, c *broker.Client, id string) error {
+				_, err := c.Provision(ctx, meta(), broker.ProvisionRequest{
+					InstanceID: id, ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanSmallID,
+					Context:    broker.Context{Platform: broker.Platform, Namespace: "bench-broker", InstanceName: id},
+					Parameters: []byte(`{"storageGB":10}`),
+				})
+				return err
+			},
+		},
+		{
+			name: "update (parameters)",
+			review: func(si *v1alpha1.ServiceInstance) ([]byte, error) {
+				return review(admissionv1.Update, si, updated(si), false)
+			},
+			persist: func(ctx context.Context, c client.Client, si *v1alpha1.ServiceInstance) error {
+				return c.Patch(ctx, si.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(`{"spec":{"parameters":{"storageGB":20}}}`)))
+			},
+			direct: func(ctx context.Context, c *broker.Client, id string) error {
+				_, err := c.Update(ctx, meta(), broker.UpdateRequest{
+					InstanceID: id, ServiceID: brokertest.ServiceDBID, Parameters: []byte(`{"storageGB":20}`),
+					PreviousValues: &broker.PreviousValues{ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanSmallID},
+				})
+				return err
+			},
+		},
+		{
+			name:   "deprovision",
+			review: func(si *v1alpha1.ServiceInstance) ([]byte, error) { return review(admissionv1.Delete, si, nil, false) },
+			persist: func(ctx context.Context, c client.Client, si *v1alpha1.ServiceInstance) error {
+				return client.IgnoreNotFound(c.Delete(ctx, si.DeepCopy()))
+			},
+			direct: func(ctx context.Context, c *broker.Client, id string) error {
+				_, err := c.Deprovision(ctx, meta(), broker.DeprovisionRequest{InstanceID: id, ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanSmallID})
+				return err
+			},
+		},
+	}
+}
+
+// updated is si with new parameters, as an update would leave it.
+func updated(si *v1alpha1.ServiceInstance) *v1alpha1.ServiceInstance {
+	to := si.DeepCopy()
+	to.Spec.Parameters = &runtime.RawExtension{Raw: []byte(`{"storageGB":20}`)}
+	to.Generation++
+	return to
+}

@@ -1,0 +1,34 @@
+package suite
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lockstep-dev/lockstep/internal/validate/schema"
+)
+
+func TestGeneratedCatalog(t *testing.T) {
+	for _, plans := range []int{1, 2, 10, 11, 1000} {
+		c := generatedCatalog(plans)
+		count := 0
+		ids := map[string]bool{}
+		for _, s := range c.Services {
+			for _, p := range s.Plans {
+				count++
+				assert.False(t, ids[p.ID], "plan id %s twice", p.ID)
+				ids[p.ID] = true
+			}
+		}
+		assert.Equal(t, plans, count, "%d plans", plans)
+		last := c.Services[len(c.Services)-1]
+		assert.Equal(t, targetService, last.Name)
+		assert.Equal(t, targetPlan, last.Plans[len(last.Plans)-1].Name)
+		sp, err := c.FindPlan(targetService, targetPlan)
+		require.NoError(t, err)
+		compiled, err := schema.Compile(sp.CreateSchema(), sp.UpdateSchema(), sp.BindSchema())
+		require.NoError(t, err)
+		assert.Equal(t, []string{"region"}, compiled.CreateOnly())
+	}
+}

@@ -1,0 +1,27 @@
+// Package suite is lockstep's benchmark suite (issue 8). Each benchmark
+// measures lockstep and its baseline in the same run, alternating, and
+// returns a report.Section with p50/p99 latency, throughput and their
+// ratio, and the issue's targets with what was measured:
+//
+//   - Admission: real AdmissionReviews over TLS to lockstep's webhook
+//     server at fixed concurrency levels, against an allow-all
+//     controller-runtime webhook server with the same TLS setup;
+//   - EndToEnd: updates and rejected create-only changes through the real
+//     kube-apiserver with lockstep's webhooks, against the same CRD without
+//     webhooks and with the create-only rule as a CEL transition rule;
+//   - BrokerPath: provision, update and deprovision through lockstep's
+//     validating webhook (lock, journal, broker call) against the same
+//     calls made directly to the same test broker, at fixed broker
+//     latencies;
+//   - Scale: lockstep's memory and resync time with many instances, and
+//     admission latency with a small and a large catalog;
+//   - Embedded: the embedded broker's provisions and binds per second on
+//     its bbolt store, empty and full, and spec reconciliation of many
+//     specs;
+//   - Micro: the Go benchmarks of the policy engine and the
+//     parameter-schema checks, with allocation counts.
+//
+// Sizes says how big each benchmark is: Full for `make bench`, Tiny for the
+// test that proves the harness works. Every load loop is bounded in count
+// and time, and targets loopback only.
+package suite

@@ -1,0 +1,202 @@
+package suite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/lockstep-dev/lockstep/bench/env"
+	"github.com/lockstep-dev/lockstep/bench/loadgen"
+	"github.com/lockstep-dev/lockstep/bench/report"
+	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
+)
+
+// e2eArm is one way of holding ServiceInstances in the API server.
+type e2eArm struct {
+	name string
+	gvk  schema.GroupVersionKind
+	// rejectsCreateOnly is true when a change of a create-only field is
+	// refused (by lockstep's webhook, or by the CEL rule).
+	rejectsCreateOnly bool
+}
+
+var e2eArms = []e2eArm{
+	{name: "lockstep webhooks", gvk: env.LockstepInstance, rejectsCreateOnly: true},
+	{name: "same CRD, no webhooks", gvk: env.PlainInstance},
+	{name: "same CRD, CEL rule", gvk: env.CELInstance, rejectsCreateOnly: true},
+}
+
+// e2eChange is one kind of request of the end-to-end benchmark.
+type e2eChange struct {
+	name string
+	// do makes the change to object i of arm a.
+	do func(ctx context.Context, c client.Client, a e2eArm, i int) error
+	// settle waits for lockstep's reconciler afterwards (it holds locks).
+	settle bool
+}
+
+// EndToEnd measures changes through the real kube-apiserver: with
+// lockstep's webhooks installed, against the same CRD without webhooks and
+// with the create-only rule written as a CEL transition rule.
+func (s *Suite) EndToEnd(ctx context.Context) (report.Section, error) {
+	n := s.Sizes.EndToEnd
+	sec := report.Section{Title: "2. End to end through kube-apiserver", Text: []string{
+		fmt.Sprintf("%d objects per arm, then %d of each change, sent one at a time through the real kube-apiserver with client-go "+
+			"(no client-side rate limit), the three arms alternating request by request in rotating order. Arms: lockstep's "+
+			"ServiceInstance with its mutating and validating webhooks (and its status guard) installed; a copy of the same CRD in another "+
+			"group that no webhook matches; and a copy whose create-only fields (brokerName, serviceName, externalID) carry the CEL "+
+			"transition rule `self == oldSelf` instead of a webhook. Every arm sends the same unstructured objects and merge patches.", n, n),
+		"With lockstep, a create is a provision and a spec update an update at the (instant) test broker, each through the lock and the " +
+			"journal; the plain and CEL arms only write the object. Before the spec updates the benchmark waits until lockstep has " +
+			"committed every provision and released every lock.",
+	}}
+	if _, err := s.acmeBroker(ctx); err != nil {
+		return sec, err
+	}
+	const ns = "bench-e2e"
+	if err := s.Env.Namespace(ctx, ns, false); err != nil {
+		return sec, err
+	}
+	c := s.Env.Client
+	defer s.cleanE2E(ns, n)
+
+	if err := s.warmE2E(ctx, ns); err != nil {
+		return sec, err
+	}
+	changes := []e2eChange{
+		{name: "create (lockstep: provision)", settle: true, do: func(ctx context.Context, c client.Client, a e2eArm, i int) error {
+			return c.Create(ctx, e2eObject(a.gvk, ns, e2eName(i)))
+		}},
+		{name: "metadata-only update (label)", do: func(ctx context.Context, c client.Client, a e2eArm, i int) error {
+			return patch(ctx, c, a.gvk, ns, e2eName(i), fmt.Sprintf(`{"metadata":{"labels":{"bench":"%d"}}}`, i))
+		}},
+		{name: "spec update (lockstep: broker update)", settle: true, do: func(ctx context.Context, c client.Client, a e2eArm, i int) error {
+			return patch(ctx, c, a.gvk, ns, e2eName(i), fmt.Sprintf(`{"spec":{"parameters":{"storageGB":%d}}}`, 20+i%100))
+		}},
+		{name: "create-only change (lockstep and CEL: rejected)", do: func(ctx context.Context, c client.Client, a e2eArm, i int) error {
+			err := patch(ctx, c, a.gvk, ns, e2eName(i), fmt.Sprintf(`{"spec":{"externalID":"%s"}}`, uuid.NewString()))
+			switch {
+			case a.rejectsCreateOnly && err == nil:
+				return errors.New("the create-only change was persisted, expected a rejection")
+			case a.rejectsCreateOnly && !apierrors.IsInvalid(err):
+				return fmt.Errorf("expected a 422 Invalid rejection, got: %w", err)
+			case a.rejectsCreateOnly:
+				return nil
+			}
+			return err
+		}},
+	}
+	for _, ch := range changes {
+		arms := make([]loadgen.Arm, len(e2eArms))
+		for k, a := range e2eArms {
+			arms[k] = loadgen.Arm{Name: a.name, Work: loadgen.Work{Do: func(ctx context.Context, i int) error { return ch.do(ctx, c, a, i) }}}
+		}
+		s.Logf("e2e: %s", ch.name)
+		res, err := loadgen.Alternate(ctx, arms, loadgen.Plan{
+			Load: loadgen.Load{Concurrency: 1, Requests: n, MaxDuration: s.Sizes.StepTimeout}, Rounds: n,
+		})
+		if err != nil {
+			return sec, fmt.Errorf("e2e, %s: %w", ch.name, err)
+		}
+		if err := s.verify("e2e, "+ch.name, res...); err != nil {
+			return sec, err
+		}
+		sec.Tables = append(sec.Tables, e2eTable(ch.name, res))
+		if ch.settle {
+			if err := s.Env.Settle(ctx, ns, s.Sizes.StepTimeout); err != nil {
+				return sec, err
+			}
+		}
+	}
+	sec.Notes = append(sec.Notes,
+		"Ratios are against the same request on the arm named, in the same run.",
+		"The create-only change is persisted by the no-webhook arm (nothing refuses it): that row is the cost of an unvalidated write.",
+		"lockstep's figures include its mutating webhook, its validating webhook and, for creates and spec updates, the lock, the "+
+			"BrokerOperation writes (each status write passing lockstep's status guard) and the broker call.")
+	return sec, nil
+}
+
+func e2eTable(change string, res []loadgen.Result) report.Table {
+	t := report.Table{Caption: "**" + change + "**", Header: []string{"arm", "p50", "p99", "throughput",
+		"p50 vs no webhooks", "p99 vs no webhooks", "p50 vs CEL", "p99 vs CEL", "unexpected answers"}}
+	plain, cel := loadgen.Summarize(res[1]), loadgen.Summarize(res[2])
+	for k, a := range e2eArms {
+		m := loadgen.Summarize(res[k])
+		t.Rows = append(t.Rows, []string{a.name, dur(m.P50), dur(m.P99), rate(m.Throughput),
+			ratio(m.P50, plain.P50), ratio(m.P99, plain.P99), ratio(m.P50, cel.P50), ratio(m.P99, cel.P99), problems(res[k])})
+	}
+	return t
+}
+
+func e2eName(i int) string { return fmt.Sprintf("e2e-%d", i) }
+
+// e2eObject is the object every arm creates.
+func e2eObject(gvk schema.GroupVersionKind, ns, name string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"metadata": map[string]any{"labels": map[string]any{"app.kubernetes.io/name": "orders"}},
+		"spec": map[string]any{
+			"brokerName": acme, "serviceName": brokertest.ServiceDB, "planName": brokertest.PlanSmall,
+			"externalID": uuid.NewString(), "parameters": map[string]any{"storageGB": int64(10)},
+		},
+	}}
+	u.SetGroupVersionKind(gvk)
+	u.SetNamespace(ns)
+	u.SetName(name)
+	return u
+}
+
+func patch(ctx context.Context, c client.Client, gvk schema.GroupVersionKind, ns, name, merge string) error {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	u.SetNamespace(ns)
+	u.SetName(name)
+	return c.Patch(ctx, u, client.RawPatch(types.MergePatchType, []byte(merge)))
+}
+
+// warmE2E sends one unmeasured create and patch per arm: discovery,
+// connections and the API server's caches are then warm for every arm.
+func (s *Suite) warmE2E(ctx context.Context, ns string) error {
+	for _, a := range e2eArms {
+		if err := s.Env.Client.Create(ctx, e2eObject(a.gvk, ns, "e2e-warmup")); err != nil {
+			return fmt.Errorf("e2e warmup, %s: %w", a.name, err)
+		}
+		if err := patch(ctx, s.Env.Client, a.gvk, ns, "e2e-warmup", `{"metadata":{"labels":{"bench":"warm"}}}`); err != nil {
+			return fmt.Errorf("e2e warmup, %s: %w", a.name, err)
+		}
+	}
+	return s.Env.Settle(ctx, ns, s.Sizes.StepTimeout)
+}
+
+// cleanE2E deletes what the benchmark created (lockstep's objects through
+// lockstep: deprovisions), so that later benchmarks do not carry them.
+func (s *Suite) cleanE2E(ns string, n int) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.Sizes.StepTimeout)
+	defer cancel()
+	for _, a := range e2eArms {
+		for i := -1; i < n; i++ {
+			name := e2eName(i)
+			if i < 0 {
+				name = "e2e-warmup"
+			}
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(a.gvk)
+			u.SetNamespace(ns)
+			u.SetName(name)
+			if err := s.Env.Client.Delete(ctx, u); err != nil && !apierrors.IsNotFound(err) {
+				s.Logf("e2e cleanup: deleting %s %s: %v", a.name, name, err)
+			}
+		}
+	}
+	if err := s.Env.Settle(ctx, ns, time.Minute); err != nil {
+		s.Logf("e2e cleanup: %v", err)
+	}
+	s.cleanOperations(ns)
+}

@@ -1,0 +1,6 @@
+//go:build !race
+
+package suite
+
+// raceFlags: not under the race detector, nothing to add.
+var raceFlags []string

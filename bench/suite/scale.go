@@ -1,0 +1,271 @@
+package suite
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/bench/env"
+	"github.com/lockstep-dev/lockstep/bench/loadgen"
+	"github.com/lockstep-dev/lockstep/bench/report"
+	"github.com/lockstep-dev/lockstep/internal/admission"
+	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
+)
+
+// instanceController is the name of lockstep's reconciler of
+// ServiceInstances, as its metrics label it.
+const instanceController = "serviceinstance-finalizer"
+
+// memoryTarget is the most RSS lockstep may use with the scale benchmark's
+// instances.
+const memoryTarget = 256 << 20
+
+// Scale measures admission latency with a small and a large catalog, then
+// lockstep's memory and resync time with many instances in the API server.
+func (s *Suite) Scale(ctx context.Context) (report.Section, error) {
+	sec := report.Section{Title: "4. Scale"}
+	if err := s.catalogSize(ctx, &sec); err != nil {
+		return sec, err
+	}
+	if err := s.manyInstances(ctx, &sec); err != nil {
+		return sec, err
+	}
+	return sec, nil
+}
+
+// catalogSize compares admission latency with two catalog sizes.
+func (s *Suite) catalogSize(ctx context.Context, sec *report.Section) error {
+	small, large := s.Sizes.CatalogPlans[0], s.Sizes.CatalogPlans[1]
+	n := s.Sizes.CatalogRequests
+	sec.Text = append(sec.Text, fmt.Sprintf("**Catalog size.** Two test brokers serve generated catalogs of %d and %d plans, every plan "+
+		"with the typical create and update parameter schemas (enum, pattern, array, nested object, a create-only region), registered as "+
+		"ServiceBrokers. Requests name the last plan of the last service. Two kinds of request that use the catalog without calling the broker: "+
+		"a dry-run CREATE with typical parameters (every static check, the parameters validated against the plan's create schema) and a "+
+		"create-only violation (422). %d requests per arm and kind, one at a time, the two catalogs alternating in rotating rounds.", small, large, n))
+
+	var brokers []*brokertest.Broker
+	defer func() {
+		for _, b := range brokers {
+			b.Close()
+		}
+		// The large catalog stays out of the memory measurement below.
+		for _, plans := range s.Sizes.CatalogPlans {
+			sb := &v1alpha1.ServiceBroker{ObjectMeta: metav1.ObjectMeta{Name: catalogBroker(plans)}}
+			if err := s.Env.Client.Delete(context.Background(), sb); client.IgnoreNotFound(err) != nil {
+				s.Logf("scale: deleting ServiceBroker %s: %v", sb.Name, err)
+			}
+		}
+	}()
+	loads := report.Table{Caption: "Catalog load (fetch, schema compilation, ServiceBroker Ready):", Header: []string{"plans", "time to Ready"}}
+	for _, plans := range s.Sizes.CatalogPlans {
+		b, err := brokertest.Start(brokertest.WithCatalog(generatedCatalog(plans)))
+		if err != nil {
+			return fmt.Errorf("starting a test broker with %d plans: %w", plans, err)
+		}
+		brokers = append(brokers, b)
+		took, err := s.Env.RegisterBroker(ctx, catalogBroker(plans), b.URL(), s.Sizes.StepTimeout)
+		if err != nil {
+			return err
+		}
+		loads.Rows = append(loads.Rows, []string{fmt.Sprint(plans), dur(took)})
+	}
+
+	rc, err := loadgen.NewReviewClient(s.Env.CA, 35*time.Second)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	url := s.Env.LockstepURL(admission.ValidateInstancePath)
+	kinds := []struct {
+		name string
+		body func(brokerName string) ([]byte, error)
+		want loadgen.Expect
+	}{
+		{name: "dry-run create", want: loadgen.Expect{Allowed: true}, body: func(brokerName string) ([]byte, error) {
+			si := instance("bench-catalog", "orders-db", brokerName, targetService, targetPlan, typicalParameters)
+			si.Status, si.ResourceVersion = v1alpha1.ServiceInstanceStatus{}, ""
+			return review(admissionv1.Create, nil, si, true)
+		}},
+		{name: "create-only violation", want: loadgen.Expect{Code: http.StatusUnprocessableEntity}, body: func(brokerName string) ([]byte, error) {
+			old := instance("bench-catalog", "orders-db", brokerName, targetService, targetPlan, typicalParameters)
+			changed := old.DeepCopy()
+			changed.Spec.ExternalID = "4f9c0a6e-0000-4000-8000-000000000001"
+			return review(admissionv1.Update, old, changed, false)
+		}},
+	}
+	table := report.Table{Header: []string{"request", fmt.Sprintf("%d plans p50", small), fmt.Sprintf("%d plans p99", small),
+		fmt.Sprintf("%d plans p50", large), fmt.Sprintf("%d plans p99", large), "p50 ratio (large/small)", "p99 ratio", "broker calls", "unexpected answers"}}
+	for _, k := range kinds {
+		arms := make([]loadgen.Arm, 2)
+		for i, plans := range s.Sizes.CatalogPlans {
+			body, err := k.body(catalogBroker(plans))
+			if err != nil {
+				return err
+			}
+			arms[i] = loadgen.Arm{Name: fmt.Sprintf("%d plans", plans), Work: loadgen.Work{Do: rc.Reviews(url, func(int) []byte { return body }, k.want)}}
+		}
+		s.Logf("scale: catalog sizes, %s", k.name)
+		before := callsOf(brokers)
+		res, err := loadgen.Alternate(ctx, arms, loadgen.Plan{
+			Load: loadgen.Load{Concurrency: 1, Requests: n, MaxDuration: s.Sizes.StepTimeout}, Rounds: s.Sizes.Rounds, Warmup: s.Sizes.Warmup,
+		})
+		if err != nil {
+			return fmt.Errorf("catalog size, %s: %w", k.name, err)
+		}
+		if err := s.verify("catalog size, "+k.name, res...); err != nil {
+			return err
+		}
+		calls := callsOf(brokers) - before
+		a, b := loadgen.Summarize(res[0]), loadgen.Summarize(res[1])
+		table.Rows = append(table.Rows, []string{k.name, dur(a.P50), dur(a.P99), dur(b.P50), dur(b.P99),
+			ratio(b.P50, a.P50), ratio(b.P99, a.P99), fmt.Sprint(calls), problems(res...)})
+		r := loadgen.Ratio(b.P50, a.P50)
+		sec.Targets = append(sec.Targets, report.Check(fmt.Sprintf("%s: %d vs %d plans", k.name, large, small),
+			"no measurable effect (p50 ratio <= 1.10)", fmt.Sprintf("%s p50, %s p99", loadgen.FormatRatio(r), ratio(b.P99, a.P99)),
+			r <= 1.10 && calls == 0 && clean(res...)))
+	}
+	sec.Tables = append(sec.Tables, loads, table)
+	return nil
+}
+
+func catalogBroker(plans int) string { return fmt.Sprintf("catalog-%d", plans) }
+
+// callsOf counts the catalog fetches aside: every request the brokers got.
+func callsOf(brokers []*brokertest.Broker) int {
+	n := 0
+	for _, b := range brokers {
+		n += b.Count(brokertest.OpProvision, brokertest.OpUpdate, brokertest.OpDeprovision, brokertest.OpBind, brokertest.OpUnbind)
+	}
+	return n
+}
+
+// manyInstances stores many instances and measures lockstep's memory and
+// the time its reconciler takes to go through all of them after a
+// restart.
+func (s *Suite) manyInstances(ctx context.Context, sec *report.Section) error {
+	n := s.Sizes.ScaleInstances
+	sec.Text = append(sec.Text, fmt.Sprintf("**%d instances.** lockstep is restarted (a fresh process), then %d ServiceInstances are "+
+		"stored as lockstep leaves them after a provision (finalizer, status with conditions and last operation; written directly, "+
+		"in a namespace its instance webhooks skip). lockstep's memory is read from /proc (VmRSS; VmHWM is the peak). Then lockstep is "+
+		"restarted and timed: until it serves (readyz, TLS), and until its instance reconciler has reconciled every instance and its "+
+		"queue is empty (controller-runtime's `controller_runtime_reconcile_total` and `workqueue_depth` metrics).", n, n))
+	if err := s.Env.StopLockstep(); err != nil {
+		return err
+	}
+	if err := s.Env.StartLockstep(ctx); err != nil {
+		return err
+	}
+	if err := s.waitReconciled(ctx, 0); err != nil {
+		return err
+	}
+	idle, err := s.Env.Lockstep.Memory()
+	if err != nil {
+		return err
+	}
+
+	const ns = "bench-scale"
+	if err := s.Env.Namespace(ctx, ns, true); err != nil {
+		return err
+	}
+	s.Logf("scale: storing %d instances", n)
+	c := s.Env.Client
+	stored, err := loadgen.Run(ctx, loadgen.Load{Concurrency: 16, Requests: n, MaxDuration: s.Sizes.StepTimeout}, 0, loadgen.Work{
+		Do: func(ctx context.Context, i int) error {
+			si := instance(ns, fmt.Sprintf("si-%05d", i), acme, brokertest.ServiceDB, brokertest.PlanSmall, `{"storageGB":10}`)
+			status := si.Status
+			si.UID, si.ResourceVersion, si.CreationTimestamp, si.ManagedFields, si.Generation = "", "", metav1.Time{}, nil, 0
+			if err := c.Create(ctx, si); err != nil {
+				return err
+			}
+			si.Status = status
+			return c.Status().Update(ctx, si)
+		},
+	})
+	if err != nil {
+		return err
+	}
+	if stored.Errors > 0 || stored.TimedOut {
+		return fmt.Errorf("storing %d instances: %s", n, problems(stored))
+	}
+	if err := s.waitReconciled(ctx, n); err != nil {
+		return err
+	}
+	running, err := s.Env.Lockstep.Memory()
+	if err != nil {
+		return err
+	}
+
+	s.Logf("scale: restarting lockstep with %d instances", n)
+	if err := s.Env.StopLockstep(); err != nil {
+		return err
+	}
+	start := time.Now()
+	if err := s.Env.StartLockstep(ctx); err != nil {
+		return err
+	}
+	ready := time.Since(start)
+	if err := s.waitReconciled(ctx, n); err != nil {
+		return err
+	}
+	resync := time.Since(start)
+	restarted, err := s.Env.Lockstep.Memory()
+	if err != nil {
+		return err
+	}
+
+	sec.Tables = append(sec.Tables, report.Table{
+		Caption: fmt.Sprintf("**%d instances** (stored at %s with 16 writers, each a create and a status update)", n, rate(stored.Throughput())),
+		Header:  []string{"lockstep process", "RSS", "peak RSS"},
+		Rows: [][]string{
+			{"fresh, no instances", mib(idle.RSS), mib(idle.Peak)},
+			{fmt.Sprintf("after watching %d instances being stored", n), mib(running.RSS), mib(running.Peak)},
+			{fmt.Sprintf("restarted with %d instances, after its resync", n), mib(restarted.RSS), mib(restarted.Peak)},
+		},
+	}, report.Table{
+		Header: []string{"restart with instances", "time"},
+		Rows: [][]string{
+			{"until it serves admission (readyz and TLS)", dur(ready)},
+			{fmt.Sprintf("until every instance was reconciled and the queue is empty (resync of %d)", n), dur(resync)},
+		},
+	})
+	worst := max(running.RSS, restarted.RSS, restarted.Peak)
+	sec.Targets = append(sec.Targets, report.Check(fmt.Sprintf("memory with %d instances", n), "< 256 MiB RSS",
+		fmt.Sprintf("%s RSS after resync, %s peak", mib(restarted.RSS), mib(max(running.Peak, restarted.Peak))), worst < memoryTarget))
+	return nil
+}
+
+// waitReconciled waits until lockstep's instance reconciler has
+// reconciled at least n objects since lockstep started and its queue is
+// empty.
+func (s *Suite) waitReconciled(ctx context.Context, n int) error {
+	var total, depth float64
+	found := false
+	err := env.Poll(ctx, s.Sizes.StepTimeout, 50*time.Millisecond, func(ctx context.Context) (bool, error) {
+		m, err := env.ScrapeMetrics(ctx, s.Env.MetricsURL())
+		if err != nil {
+			return false, nil // not serving metrics yet
+		}
+		found = false
+		for _, sample := range m {
+			if sample.Name == "controller_runtime_reconcile_total" && sample.Labels["controller"] == instanceController {
+				found = true
+			}
+		}
+		total = m.Sum("controller_runtime_reconcile_total", map[string]string{"controller": instanceController})
+		depth = m.Sum("workqueue_depth", map[string]string{"name": instanceController})
+		return found && total >= float64(n) && depth == 0, nil
+	})
+	if err != nil {
+		if !found {
+			return fmt.Errorf("lockstep's metrics have no reconciler named %q (has it been renamed? see internal/journal): %w", instanceController, err)
+		}
+		return fmt.Errorf("lockstep reconciled %.0f of %d instances (queue depth %.0f): %w", total, n, depth, err)
+	}
+	return nil
+}

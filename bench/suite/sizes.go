@@ -1,0 +1,77 @@
+package suite
+
+import "time"
+
+// Sizes set how much work each benchmark does.
+type Sizes struct {
+	// Concurrency levels of the admission benchmark.
+	Concurrency []int
+	// AdmissionRequests per arm, scenario and level for the paths without
+	// a broker call; AdmissionBrokerRequests for the spec update.
+	AdmissionRequests, AdmissionBrokerRequests int
+	// Rounds are the alternations of each comparison; Warmup the
+	// unmeasured requests per arm first.
+	Rounds, Warmup int
+	// EndToEnd is the number of objects (and of each kind of change) per
+	// arm of the end-to-end benchmark.
+	EndToEnd int
+	// BrokerPath is the number of instances provisioned, updated and
+	// deprovisioned per arm and broker latency.
+	BrokerPath int
+	// BrokerLatencies are the test broker's fixed latencies.
+	BrokerLatencies []time.Duration
+	// ScaleInstances are the instances stored for the scale benchmark.
+	ScaleInstances int
+	// CatalogPlans are the catalog sizes compared (small, large).
+	CatalogPlans [2]int
+	// CatalogRequests per arm and kind of request.
+	CatalogRequests int
+	// EmbeddedOps are the provisions and binds measured per arm;
+	// EmbeddedStored the instances stored first; EmbeddedSpecs the specs
+	// reconciled.
+	EmbeddedOps, EmbeddedStored, EmbeddedSpecs int
+	// Benchtime and BenchCount are go test's -benchtime and -count for the
+	// Go benchmarks.
+	Benchtime  string
+	BenchCount int
+	// StepTimeout bounds each load loop and each wait.
+	StepTimeout time.Duration
+}
+
+// Full are the sizes of `make bench`, chosen to finish in about a quarter
+// of an hour on 2 cores.
+func Full() Sizes {
+	return Sizes{
+		Concurrency:       []int{1, 8, 64},
+		AdmissionRequests: 3000, AdmissionBrokerRequests: 600,
+		Rounds: 6, Warmup: 100,
+		EndToEnd:        200,
+		BrokerPath:      100,
+		BrokerLatencies: []time.Duration{0, 50 * time.Millisecond},
+		ScaleInstances:  10000,
+		CatalogPlans:    [2]int{10, 1000},
+		CatalogRequests: 3000,
+		EmbeddedOps:     2000, EmbeddedStored: 10000, EmbeddedSpecs: 10000,
+		Benchtime: "1s", BenchCount: 3,
+		StepTimeout: 5 * time.Minute,
+	}
+}
+
+// Tiny are the sizes of the harness test: every benchmark kind once, as
+// small as it can be while still doing each step.
+func Tiny() Sizes {
+	return Sizes{
+		Concurrency:       []int{1, 8},
+		AdmissionRequests: 20, AdmissionBrokerRequests: 10,
+		Rounds: 2, Warmup: 2,
+		EndToEnd:        4,
+		BrokerPath:      3,
+		BrokerLatencies: []time.Duration{0, 10 * time.Millisecond},
+		ScaleInstances:  10,
+		CatalogPlans:    [2]int{2, 20},
+		CatalogRequests: 20,
+		EmbeddedOps:     10, EmbeddedStored: 10, EmbeddedSpecs: 10,
+		Benchtime: "1x", BenchCount: 1,
+		StepTimeout: time.Minute,
+	}
+}

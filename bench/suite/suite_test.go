@@ -1,0 +1,84 @@
+package suite
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lockstep-dev/lockstep/bench/env"
+	"github.com/lockstep-dev/lockstep/bench/report"
+)
+
+// testWriter sends progress lines to the test log.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// TestSuiteTiny runs every benchmark once at tiny sizes, strictly (any
+// unexpected answer fails), to prove that the harness works. It asserts
+// what was measured, never how fast: the figures of a tiny run mean
+// nothing. The benchmarks that need kube-apiserver are skipped when
+// KUBEBUILDER_ASSETS is unset.
+func TestSuiteTiny(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the harness test starts a control plane and builds binaries")
+	}
+	root, err := filepath.Abs("../..")
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+
+	s := &Suite{Root: root, Sizes: Tiny(), Progress: testWriter{t}, GoFlags: raceFlags, Strict: true}
+	defer s.Close()
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if assets != "" {
+		e, err := env.Start(ctx, env.Options{Root: root, Assets: assets, Progress: testWriter{t}, BuildFlags: raceFlags})
+		require.NoError(t, err)
+		defer func() { assert.NoError(t, e.Stop()) }()
+		s.Env = e
+	}
+
+	rep := report.Report{Title: "tiny", Started: time.Now(), Machine: report.DetectMachine(ctx, root, assets)}
+	for _, b := range Benchmarks() {
+		t.Run(b.Name, func(t *testing.T) {
+			if b.NeedsEnv && s.Env == nil {
+				t.Skipf("KUBEBUILDER_ASSETS is unset: benchmark %s needs kube-apiserver and etcd (`make test` sets it; "+
+					"or export KUBEBUILDER_ASSETS=$(bash hack/testbin.sh))", b.Name)
+			}
+			sections, errs := s.Run(ctx, []Benchmark{b})
+			require.Empty(t, errs)
+			require.Len(t, sections, 1)
+			sec := sections[0]
+			assert.NotEmpty(t, sec.Title)
+			assert.NotEmpty(t, sec.Text, "a section says what it measured")
+			rows := 0
+			for _, table := range sec.Tables {
+				rows += len(table.Rows)
+				for _, row := range table.Rows {
+					assert.Len(t, row, len(table.Header), "table %q", table.Caption)
+					for _, cell := range row {
+						assert.NotContains(t, cell, "unexpected", "table %q", table.Caption)
+					}
+				}
+			}
+			assert.Positive(t, rows, "the benchmark measured something")
+			for _, target := range sec.Targets {
+				assert.NotEqual(t, report.NotMeasured, target.Status, "%s: %s", target.What, target.Got)
+			}
+			rep.Sections = append(rep.Sections, sec)
+		})
+	}
+	md := string(rep.Markdown())
+	for _, sec := range rep.Sections {
+		assert.Contains(t, md, "## "+sec.Title)
+	}
+}

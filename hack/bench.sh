@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# bench.sh runs lockstep's benchmark suite (issue 8) and writes the results
+# to bench/RESULTS.md: admission overhead, end to end through
+# kube-apiserver, the broker path, scale, the embedded broker, and the Go
+# micro-benchmarks. About a quarter of an hour on 2 cores; not part of
+# `make test`.
+#
+#   bash hack/bench.sh                       # everything, bench/RESULTS.md
+#   bash hack/bench.sh -only admission -out /tmp/admission.md
+#
+# Extra arguments go to bench/cmd/lockstep-bench (-h lists them). The
+# control plane binaries come from hack/testbin.sh (built once, cached).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+KUBEBUILDER_ASSETS=$(bash hack/testbin.sh)
+export KUBEBUILDER_ASSETS
+echo "bench: control plane binaries in $KUBEBUILDER_ASSETS" >&2
+
+bin=$(mktemp -d)
+trap 'rm -rf "$bin"' EXIT
+go build -o "$bin/lockstep-bench" ./bench/cmd/lockstep-bench
+"$bin/lockstep-bench" -out bench/RESULTS.md -timeout 40m "$@"

@@ -1,0 +1,223 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestMakeRun runs the devenv binary as `make run` does, three times on one
+// state directory, and uses it with the real kubectl: state survives a
+// restart and a crash, a second run says that one is running, a crash's
+// leftovers are stopped by the next run, and SIGINT leaves nothing behind.
+func TestMakeRun(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	require.NoError(t, err)
+	assets := testBinaries(t, root)
+	bin := filepath.Join(t.TempDir(), "lockstep-dev")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Stderr = os.Stderr
+	require.NoError(t, build.Run(), "building devenv")
+	state := t.TempDir()
+	kubectl := func(args ...string) (string, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, filepath.Join(assets, "kubectl"), append([]string{"--kubeconfig", filepath.Join(state, "kubeconfig")}, args...)...)
+		cmd.Dir = root
+		out, err := cmd.CombinedOutput()
+		t.Logf("$ kubectl %s\n%s", strings.Join(args, " "), out)
+		return string(out), err
+	}
+
+	// 1. A fresh start: the instructions, and lockstep at work.
+	first := startDevenv(t, bin, root, state, assets)
+	out := first.output()
+	assert.Contains(t, out, "export KUBECONFIG="+filepath.Join(state, "kubeconfig"))
+	assert.Contains(t, out, "export PATH="+assets+":$PATH")
+	assert.Contains(t, out, "kubectl apply -f examples/instance.yaml")
+	got, err := kubectl("apply", "-f", "examples/instance.yaml")
+	require.NoError(t, err)
+	assert.Equal(t, "serviceinstance.lockstep.dev/db created\n", got)
+
+	// 2. A second run on the same state says so, and changes nothing.
+	second := exec.Command(bin, "-root", root, "-state", state, "-assets", assets)
+	msg, err := second.CombinedOutput()
+	var exit *exec.ExitError
+	require.True(t, errors.As(err, &exit), "a second run must fail: %v\n%s", err, msg)
+	assert.Equal(t, 3, exit.ExitCode())
+	assert.Contains(t, string(msg), "lockstep is already running here")
+	assert.Contains(t, string(msg), "pid "+strconv.Itoa(first.cmd.Process.Pid))
+
+	// 3. Ctrl-C: everything stops, nothing is left listening.
+	first.interrupt(t)
+	assert.Contains(t, first.output(), "make run: stopped")
+	assertNothingLeft(t, state)
+
+	// 4. A restart keeps the cluster's objects and the broker's store: the
+	// broker still knows the instance, so an update goes through.
+	restarted := startDevenv(t, bin, root, state, assets)
+	got, err = kubectl("get", "serviceinstance", "db", "-o", "jsonpath={.spec.parameters.size}")
+	require.NoError(t, err)
+	assert.Equal(t, "2", got)
+	got, err = kubectl("patch", "serviceinstance", "db", "--type=merge", "-p", `{"spec":{"parameters":{"size":3}}}`)
+	require.NoError(t, err, "the broker must still know the instance after a restart")
+	assert.Equal(t, "serviceinstance.lockstep.dev/db patched\n", got)
+
+	// 5. A crash (SIGKILL) leaves etcd and kube-apiserver running; the next
+	// run stops them, and the state is still there.
+	require.NoError(t, restarted.cmd.Process.Kill())
+	_ = restarted.wait(30 * time.Second)
+	left, err := findLeftovers(state)
+	require.NoError(t, err)
+	require.NotEmpty(t, left, "a killed devenv cannot stop its children")
+	third := startDevenv(t, bin, root, state, assets)
+	assert.Contains(t, third.output(), "left running by an earlier make run")
+	got, err = kubectl("get", "serviceinstance", "db", "-o", "jsonpath={.spec.parameters.size}")
+	require.NoError(t, err)
+	assert.Equal(t, "3", got)
+	third.interrupt(t)
+	assertNothingLeft(t, state)
+}
+
+// devenv is a running devenv process.
+type devenv struct {
+	cmd  *exec.Cmd
+	out  *syncBuffer
+	done chan error
+}
+
+func startDevenv(t *testing.T, bin, root, state, assets string) *devenv {
+	t.Helper()
+	d := &devenv{out: &syncBuffer{}, done: make(chan error, 1)}
+	d.cmd = exec.Command(bin, "-root", root, "-state", state, "-assets", assets)
+	d.cmd.Stdout, d.cmd.Stderr = d.out, d.out
+	require.NoError(t, d.cmd.Start())
+	go func() { d.done <- d.cmd.Wait() }()
+	t.Cleanup(func() { d.kill(t, state) })
+	deadline := time.After(90 * time.Second)
+	for !strings.Contains(d.output(), "lockstep is running.") {
+		select {
+		case err := <-d.done:
+			d.done <- err
+			t.Fatalf("devenv stopped while starting: %v\n%s", err, d.output())
+		case <-deadline:
+			t.Fatalf("devenv did not get ready within 90s:\n%s", d.output())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return d
+}
+
+func (d *devenv) output() string { return d.out.String() }
+
+// wait waits for the process to end and returns how it ended.
+func (d *devenv) wait(timeout time.Duration) error {
+	select {
+	case err := <-d.done:
+		d.done <- err
+		return err
+	case <-time.After(timeout):
+		return errors.New("still running")
+	}
+}
+
+// running reports whether the process has not ended yet.
+func (d *devenv) running() bool {
+	select {
+	case err := <-d.done:
+		d.done <- err
+		return false
+	default:
+		return true
+	}
+}
+
+// interrupt is Ctrl-C: SIGINT, then a clean exit within a minute.
+func (d *devenv) interrupt(t *testing.T) {
+	t.Helper()
+	require.NoError(t, d.cmd.Process.Signal(syscall.SIGINT))
+	require.NoError(t, d.wait(time.Minute), "devenv must exit cleanly after SIGINT:\n%s", d.output())
+}
+
+// kill makes sure nothing of this devenv outlives the test, whatever failed.
+func (d *devenv) kill(t *testing.T, state string) {
+	if d.running() {
+		_ = d.cmd.Process.Signal(syscall.SIGINT)
+		if d.wait(time.Minute) != nil {
+			_ = d.cmd.Process.Kill()
+		}
+	}
+	left, _ := findLeftovers(state)
+	for _, l := range left {
+		if err := stopProcess(l.pid, 10*time.Second); err != nil {
+			t.Errorf("stopping leftover %s (pid %d): %v", l.name, l.pid, err)
+		}
+	}
+}
+
+// assertNothingLeft checks that no process of the state directory runs and
+// that none of its ports is listened on.
+func assertNothingLeft(t *testing.T, state string) {
+	t.Helper()
+	left, err := findLeftovers(state)
+	require.NoError(t, err)
+	assert.Empty(t, left, "processes left running")
+	raw, err := os.ReadFile(filepath.Join(state, "ports.json"))
+	require.NoError(t, err)
+	var p Ports
+	require.NoError(t, json.Unmarshal(raw, &p))
+	for _, port := range allPorts(p) {
+		conn, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), time.Second)
+		if err == nil {
+			_ = conn.Close()
+		}
+		assert.Error(t, err, "port %d is still listened on", port)
+	}
+}
+
+// testBinaries returns the directory with kube-apiserver, etcd and kubectl:
+// KUBEBUILDER_ASSETS when set (make test sets it), else what
+// hack/testbin.sh provides (cached after the first build).
+func testBinaries(t *testing.T, root string) string {
+	t.Helper()
+	if dir := os.Getenv("KUBEBUILDER_ASSETS"); dir != "" {
+		return dir
+	}
+	cmd := exec.Command("bash", filepath.Join(root, "hack", "testbin.sh"))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "hack/testbin.sh could not provide the control plane")
+	return strings.TrimSpace(string(out))
+}
+
+// syncBuffer collects a process's output, safe for concurrent use.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.String()
+}

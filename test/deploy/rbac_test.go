@@ -1,0 +1,156 @@
+package deploy
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
+	"github.com/lockstep-dev/lockstep/internal/journal"
+)
+
+// TestLeastPrivilegeRBAC drives a whole instance and binding lifecycle
+// through lockstep running as its service account with exactly the RBAC of
+// deploy/ (see TestMain): catalog sync, provision, two updates (the second
+// prunes an old BrokerOperation), bind with credentials in an adopted
+// Secret, unbind, deprovision, events, locks. Any rule missing from the
+// ClusterRole stops one of these steps, or shows up as "forbidden" in
+// lockstep's log, and fails the test.
+func TestLeastPrivilegeRBAC(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	c := env.admin
+	defer func() {
+		if t.Failed() {
+			t.Logf("lockstep's log:\n%s", env.logs)
+		}
+	}()
+
+	sb := &v1alpha1.ServiceBroker{ObjectMeta: metav1.ObjectMeta{Name: "rbac"}, Spec: v1alpha1.ServiceBrokerSpec{URL: env.broker.URL()}}
+	require.NoError(t, c.Create(ctx, sb))
+	eventually(t, "the catalog is synced into the ServiceBroker's status", func() bool {
+		return c.Get(ctx, client.ObjectKeyFromObject(sb), sb) == nil && meta.IsStatusConditionTrue(sb.Status.Conditions, v1alpha1.ConditionReady)
+	})
+
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "rbac-test"}}
+	require.NoError(t, c.Create(ctx, ns))
+	si := &v1alpha1.ServiceInstance{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "db"},
+		Spec: v1alpha1.ServiceInstanceSpec{
+			BrokerName: sb.Name, ServiceName: brokertest.ServiceDB, PlanName: brokertest.PlanSmall,
+			Parameters: params(t, map[string]any{"storageGB": 1, "region": "eu"}),
+		},
+	}
+	require.NoError(t, c.Create(ctx, si), "provision")
+	waitCommitted(ctx, t, si, v1alpha1.VerbProvision)
+	assert.Len(t, env.broker.Instances(), 1)
+
+	for _, size := range []int{2, 3} {
+		require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(si), si))
+		si.Spec.Parameters = params(t, map[string]any{"storageGB": size, "region": "eu"})
+		require.NoError(t, c.Update(ctx, si), "update to storageGB %d", size)
+		waitCommitted(ctx, t, si, v1alpha1.VerbUpdate)
+	}
+	eventually(t, "old BrokerOperations of the instance are pruned to 2", func() bool {
+		return len(operationsOf(ctx, t, si)) == 2
+	})
+
+	sbd := &v1alpha1.ServiceBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "db-creds"},
+		Spec:       v1alpha1.ServiceBindingSpec{InstanceName: si.Name, Parameters: params(t, map[string]any{"role": "reader"})},
+	}
+	require.NoError(t, c.Create(ctx, sbd), "bind")
+	waitCommitted(ctx, t, sbd, v1alpha1.VerbBind)
+	eventually(t, "the credentials Secret is adopted by the binding", func() bool {
+		s, err := secretOf(ctx, ns.Name, sbd.Name)
+		ref := metav1.GetControllerOf(s)
+		return err == nil && len(s.Data) > 0 && ref != nil && ref.UID == sbd.UID
+	})
+
+	require.NoError(t, c.Delete(ctx, sbd), "unbind")
+	eventuallyGone(ctx, t, sbd)
+	eventually(t, "the credentials Secret is deleted", func() bool {
+		_, err := secretOf(ctx, ns.Name, sbd.Name)
+		return apierrors.IsNotFound(err)
+	})
+	require.NoError(t, c.Delete(ctx, si), "deprovision")
+	eventuallyGone(ctx, t, si)
+	assert.Empty(t, env.broker.Instances(), "the broker holds what the API server holds")
+	assert.Empty(t, env.broker.Bindings())
+
+	var events corev1.EventList
+	require.NoError(t, c.List(ctx, &events, client.InNamespace(ns.Name)))
+	reasons := map[string]bool{}
+	for _, e := range events.Items {
+		reasons[e.Reason] = true
+	}
+	assert.NotEmpty(t, reasons, "lockstep reports broker outcomes as events")
+	eventually(t, "every lock is released", func() bool {
+		var leases coordinationv1.LeaseList
+		return c.List(ctx, &leases, client.InNamespace(ns.Name)) == nil && len(leases.Items) == 0
+	})
+	assert.NotContains(t, env.logs.String(), "forbidden", "lockstep was refused something by RBAC")
+}
+
+// params encodes instance or binding parameters.
+func params(t *testing.T, p map[string]any) *runtime.RawExtension {
+	t.Helper()
+	raw, err := json.Marshal(p)
+	require.NoError(t, err)
+	return &runtime.RawExtension{Raw: raw}
+}
+
+// eventually polls cond for up to 30 seconds.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	require.Eventually(t, cond, 30*time.Second, 50*time.Millisecond, what)
+}
+
+// operationsOf lists the BrokerOperations of obj.
+func operationsOf(ctx context.Context, t *testing.T, obj client.Object) []v1alpha1.BrokerOperation {
+	t.Helper()
+	var ops v1alpha1.BrokerOperationList
+	require.NoError(t, env.admin.List(ctx, &ops, client.InNamespace(obj.GetNamespace()),
+		client.MatchingLabels{journal.LabelTargetUID: string(obj.GetUID())}))
+	return ops.Items
+}
+
+// waitCommitted waits until obj's newest operation with verb is Committed:
+// lockstep wrote the record, called the broker, recorded the answer and,
+// after the API server persisted the change, wrote the object's status.
+func waitCommitted(ctx context.Context, t *testing.T, obj client.Object, verb v1alpha1.Verb) {
+	t.Helper()
+	eventually(t, string(verb)+" of "+obj.GetName()+" is committed", func() bool {
+		if err := env.admin.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			return false
+		}
+		var newest *v1alpha1.BrokerOperation
+		for _, op := range operationsOf(ctx, t, obj) {
+			if op.Spec.Verb == verb && (newest == nil || op.Spec.Generation > newest.Spec.Generation) {
+				newest = &op
+			}
+		}
+		return newest != nil && newest.Spec.Generation == obj.GetGeneration() && newest.Status.Phase == v1alpha1.PhaseCommitted
+	})
+}
+
+// eventuallyGone waits until obj no longer exists: the broker confirmed the
+// delete and lockstep removed its finalizer.
+func eventuallyGone(ctx context.Context, t *testing.T, obj client.Object) {
+	t.Helper()
+	eventually(t, obj.GetName()+" is deleted", func() bool {
+		return apierrors.IsNotFound(env.admin.Get(ctx, client.ObjectKeyFromObject(obj), obj))
+	})
+}

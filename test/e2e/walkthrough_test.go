@@ -1,0 +1,190 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// TestReadmeWalkthrough runs the README's walkthrough (section
+// "## Walkthrough") as written: every `$ ` command of its console blocks,
+// in order, in a shell at the repository root, with the real kubectl, as
+// user "dev" (the user `make run`'s kubeconfig has), against lockstep with
+// its embedded broker serving examples/bundles, as `make run` runs it. What
+// each command prints must be what the README shows, up to names and times:
+// the test namespace reads as "default", and ids, ages and ports are
+// compared as placeholders. Read-only commands (kubectl get and wait) are
+// repeated for a few seconds until they match, as a person would wait for
+// status to catch up; commands that change something run once.
+func TestReadmeWalkthrough(t *testing.T) {
+	steps := readmeWalkthrough(t)
+	require.GreaterOrEqual(t, len(steps), 10, "the README's walkthrough has its commands in ```console blocks, each line starting with \"$ \"")
+	ns := namespace(t)
+	kubeconfig := walkthroughKubeconfig(t, ns)
+	root, err := filepath.Abs("../..")
+	require.NoError(t, err)
+
+	for i, s := range steps {
+		want := normalize(s.output, ns)
+		got := shell(t, root, kubeconfig, s.command)
+		if readOnly(s.command) {
+			deadline := time.Now().Add(15 * time.Second)
+			for normalize(got, ns) != want && time.Now().Before(deadline) {
+				time.Sleep(200 * time.Millisecond)
+				got = shell(t, root, kubeconfig, s.command)
+			}
+		}
+		if !assert.Equal(t, want, normalize(got, ns), "step %d: $ %s\nREADME shows:\n%s\nkubectl printed:\n%s", i+1, s.command, s.output, got) {
+			t.FailNow() // later steps build on this one
+		}
+	}
+}
+
+// step is one command of the walkthrough and what the README shows it print.
+type step struct {
+	command, output string
+}
+
+// readmeWalkthrough reads the commands and outputs of the README's
+// "## Walkthrough" section.
+func readmeWalkthrough(t *testing.T) []step {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	require.NoError(t, err)
+	var (
+		steps             []step
+		inSection, inCode bool
+		cur               *step
+	)
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case !inCode && strings.HasPrefix(line, "## "):
+			inSection = strings.TrimSpace(line) == "## Walkthrough"
+		case !inSection:
+		case !inCode && strings.HasPrefix(line, "```console"):
+			inCode = true
+		case inCode && strings.HasPrefix(line, "```"):
+			inCode, cur = false, nil
+		case inCode && strings.HasPrefix(line, "$ "):
+			steps = append(steps, step{command: strings.TrimPrefix(line, "$ ")})
+			cur = &steps[len(steps)-1]
+		case inCode && cur != nil:
+			cur.output += line + "\n"
+		}
+	}
+	require.NoError(t, sc.Err())
+	require.NotEmpty(t, steps, "README.md has no \"## Walkthrough\" section with ```console blocks")
+	return steps
+}
+
+// walkthroughKubeconfig writes a kubeconfig for user "dev", a cluster
+// admin like `make run`'s, whose context's namespace is ns.
+func walkthroughKubeconfig(t *testing.T, ns string) string {
+	t.Helper()
+	user, err := cluster.env.AddUser(envtest.User{Name: "dev", Groups: []string{"system:masters"}}, nil)
+	require.NoError(t, err)
+	cfg := user.Config()
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["lockstep"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos["dev"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
+	kc.Contexts["lockstep"] = &clientcmdapi.Context{Cluster: "lockstep", AuthInfo: "dev", Namespace: ns}
+	kc.CurrentContext = "lockstep"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, clientcmd.WriteToFile(*kc, path))
+	return path
+}
+
+// shell runs a command line as a person types it: bash, at the repository
+// root, with kubectl on the PATH and KUBECONFIG set; it returns what the
+// terminal shows (stdout and stderr).
+func shell(t *testing.T, root, kubeconfig, command string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "-c", command)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(),
+		"KUBECONFIG="+kubeconfig,
+		"PATH="+filepath.Dir(cluster.kubectl)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	out, err := cmd.CombinedOutput()
+	if _, exited := err.(*exec.ExitError); err != nil && !exited {
+		t.Fatalf("running %q: %v", command, err)
+	}
+	t.Logf("$ %s\n%s", command, out)
+	return string(out)
+}
+
+// readOnly reports whether a command only reads: kubectl get or wait.
+func readOnly(command string) bool {
+	return strings.HasPrefix(command, "kubectl get ") || strings.HasPrefix(command, "kubectl wait ")
+}
+
+var (
+	uuidPattern = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
+	// The operation id suffix of a BrokerOperation's name.
+	operationPattern = regexp.MustCompile(`-(provision|update|deprovision|bind|unbind)-[0-9a-f]{8}\b`)
+	portPattern      = regexp.MustCompile(`127\.0\.0\.1:[0-9]+`)
+	// An age as kubectl prints it: 5s, 3m, 2m30s, 4h, 10d...
+	agePattern = regexp.MustCompile(`(^|\s)[0-9]+[smhd]([0-9]+[smh])?(\s|$)`)
+	spaces     = regexp.MustCompile(`\s+`)
+)
+
+// normalize makes an output comparable across runs: the namespace reads as
+// "default"; ids, operation suffixes, ports and ages become placeholders;
+// all white space (table alignment, line wrapping) is one space.
+func normalize(out, ns string) string {
+	out = strings.ReplaceAll(out, ns, "default")
+	out = uuidPattern.ReplaceAllString(out, "<uuid>")
+	out = operationPattern.ReplaceAllString(out, "-$1-<id>")
+	out = portPattern.ReplaceAllString(out, "127.0.0.1:<port>")
+	out = spaces.ReplaceAllString(out, " ")
+	// Twice: adjacent ages share the space between them.
+	for range 2 {
+		out = agePattern.ReplaceAllString(out, "$1<age>$3")
+	}
+	return strings.TrimSpace(out)
+}
+
+func TestNormalize(t *testing.T) {
+	tests := []struct {
+		name, readme, printed string
+	}{
+		{"table realigned, ages and suffixes differ",
+			"NAME                     KIND             AGE\ndb-provision-a58b268f    ServiceInstance  6s\n",
+			"NAME                  KIND             AGE\ndb-provision-0c1d2e3f ServiceInstance  2m10s\n"},
+		{"namespace", `serviceinstance.lockstep.dev "db" deleted from default namespace`, `serviceinstance.lockstep.dev "db" deleted from e2e-1234abcd namespace`},
+		{"ids and ports", "username=e0f14b6b-70db-4c2c-a04f-af96d5f3c4ff at http://127.0.0.1:45391",
+			"username=11111111-2222-3333-4444-555555555555 at http://127.0.0.1:8099"},
+		{"wrapped error", "Error from server (ServiceUnavailable): admission webhook\n  denied the request", "Error from server (ServiceUnavailable): admission webhook denied the request"},
+		{"adjacent ages", "embedded True 43s 43s", "embedded True 1m2s 5s"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, normalize(tt.readme, "e2e-1234abcd"), normalize(tt.printed, "e2e-1234abcd"))
+		})
+	}
+	// What must not be normalized away.
+	for _, pair := range [][2]string{
+		{"PHASE Committed", "PHASE Failed"},
+		{"HTTP 201", "HTTP 500"},
+		{`{"fail":"deprovision"}`, `{"fail":"update"}`},
+		{"size 3s", "size 3"},
+	} {
+		assert.NotEqual(t, normalize(pair[0], "x"), normalize(pair[1], "x"), "%q vs %q", pair[0], pair[1])
+	}
+}
