@@ -188,9 +188,10 @@ func (e *brokerEvidence) note() string {
 	lo, hi := minMax(e.own)
 	_, cpu := minMax(e.cpu)
 	wlo, whi := minMax(e.writes)
-	note := fmt.Sprintf("Reading the figures: lockstep's own time was %s to %s per call, while lockstep's whole CPU per operation "+
-		"(admission and commit together) was at most %s: the rest is waiting, for kube-apiserver. On this machine one write of "+
-		"lockstep's resources took %s to %s of kube-apiserver's time (mean per kind of write)", dur(lo), dur(hi), dur(cpu), dur(wlo), dur(whi))
+	note := fmt.Sprintf("Reading the figures: lockstep's own time was %s to %s per call. Even counting everything its process did per "+
+		"operation (the admission, the status-guard calls its writes caused, the commit after the answer, the watch events), its CPU was at "+
+		"most %s: the admission mostly waits, for kube-apiserver. On this machine one write of lockstep's resources took %s to %s of "+
+		"kube-apiserver's time (mean per kind of write)", dur(lo), dur(hi), dur(cpu), dur(wlo), dur(whi))
 	if len(e.guard) > 0 {
 		glo, ghi := minMax(e.guard)
 		note += fmt.Sprintf(", a status write %s to %s more waiting for lockstep's own status guard", dur(glo), dur(ghi))
