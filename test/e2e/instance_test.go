@@ -303,6 +303,11 @@ func refreshCatalog(t *testing.T) {
 	var sb v1alpha1.ServiceBroker
 	require.NoError(t, cluster.client.Get(context.Background(), client.ObjectKey{Name: brokerName}, &sb))
 	before := sb.Status.LastCatalogSync
+	if before != nil {
+		// The sync time is stored to the second: start the refresh in a
+		// later second than the last sync, or it cannot be told apart.
+		time.Sleep(time.Until(before.Add(time.Second)))
+	}
 	r := kubectl(t, "", "annotate", "servicebroker", brokerName, "--overwrite", fmt.Sprintf("e2e.lockstep.dev/refresh=%d", time.Now().UnixNano()))
 	require.Equal(t, 0, r.ExitCode, r.Output())
 	require.Eventually(t, func() bool {
