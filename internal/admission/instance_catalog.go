@@ -88,9 +88,19 @@ func (c *instanceCatalog) Check(ctx context.Context, a *Attributes[Instance]) (f
 // resolveBroker finds a ServiceBroker and waits, within ctx, for its
 // catalog. A missing broker is a field error; a catalog not loaded in time
 // is a 503 telling the user to retry.
+//
+// A loaded catalog answers at once: the cache holds an entry only while its
+// ServiceBroker exists (the catalog reconciler forgets deleted ones). The
+// ServiceBroker itself is read only without an entry, to tell a missing
+// broker from one still loading; reading it on every request would copy
+// its status, with the whole catalog summary, out of the informer cache,
+// and make admission slower the larger the catalog.
 func resolveBroker(ctx context.Context, reader client.Reader, cache *catalog.Cache, name string, path *field.Path) (*catalog.Entry, field.ErrorList, error) {
 	if name == "" {
 		return nil, field.ErrorList{field.Required(path, "name the ServiceBroker (kubectl get servicebrokers); it is defaulted only when exactly one exists")}, nil
+	}
+	if entry, ok := cache.Get(name); ok {
+		return entry, nil, nil
 	}
 	var sb v1alpha1.ServiceBroker
 	if err := reader.Get(ctx, client.ObjectKey{Name: name}, &sb); err != nil {

@@ -4,6 +4,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 )
 
 // The paths lockstep serves its webhooks on; deploy/webhook uses the same.
@@ -26,9 +28,19 @@ type Handlers struct {
 
 // Register adds the handlers to a webhook server at their paths.
 func Register(srv webhook.Server, scheme *runtime.Scheme, h Handlers) {
-	srv.Register(MutateInstancePath, admission.WithDefaulter[Instance](scheme, h.InstanceDefaulter))
-	srv.Register(ValidateInstancePath, admission.WithValidator[Instance](scheme, h.InstanceValidator))
-	srv.Register(MutateBindingPath, admission.WithDefaulter[Binding](scheme, h.BindingDefaulter))
-	srv.Register(ValidateBindingPath, admission.WithValidator[Binding](scheme, h.BindingValidator))
-	srv.Register(ValidateStatusPath, &admission.Webhook{Handler: h.StatusGuard})
+	srv.Register(MutateInstancePath, withLogger(admission.WithDefaulter[Instance](scheme, h.InstanceDefaulter)))
+	srv.Register(ValidateInstancePath, withLogger(&admission.Webhook{Handler: &validatingHandler[Instance]{
+		validator: h.InstanceValidator, new: func() Instance { return &v1alpha1.ServiceInstance{} },
+	}}))
+	srv.Register(MutateBindingPath, withLogger(admission.WithDefaulter[Binding](scheme, h.BindingDefaulter)))
+	srv.Register(ValidateBindingPath, withLogger(&admission.Webhook{Handler: &validatingHandler[Binding]{
+		validator: h.BindingValidator, new: func() Binding { return &v1alpha1.ServiceBinding{} },
+	}}))
+	srv.Register(ValidateStatusPath, withLogger(&admission.Webhook{Handler: h.StatusGuard}))
+}
+
+// withLogger gives a webhook lockstep's cheap per-request logger.
+func withLogger(wh *admission.Webhook) *admission.Webhook {
+	wh.LogConstructor = requestLogger
+	return wh
 }

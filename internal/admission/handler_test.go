@@ -1,0 +1,80 @@
+package admission
+
+import (
+	"context"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	admissionv1 "k8s.io/api/admission/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+)
+
+func TestValidatingHandler(t *testing.T) {
+	const (
+		spec          = `{"serviceName":"db","planName":"small"}`
+		specReordered = `{"planName":"small","serviceName":"db"}`
+		specChanged   = `{"serviceName":"db","planName":"large"}`
+		specRefused   = `{"serviceName":"db","planName":"refuse"}`
+	)
+	object := func(spec string) runtime.RawExtension {
+		return runtime.RawExtension{Raw: []byte(`{"apiVersion":"lockstep.dev/v1alpha1","kind":"ServiceInstance","metadata":{"name":"db","namespace":"ns","labels":{"a":"b"}},"spec":` + spec + `}`)}
+	}
+	deleting := runtime.RawExtension{Raw: []byte(`{"metadata":{"name":"db","deletionTimestamp":"2026-01-01T00:00:00Z"},"spec":` + spec + `}`)}
+	tests := []struct {
+		name      string
+		op        admissionv1.Operation
+		old, new  runtime.RawExtension
+		allowed   bool
+		code      int32
+		message   string
+		checksRun int
+	}{
+		{name: "metadata-only update: allowed undecoded", op: admissionv1.Update, old: object(spec), new: object(spec), allowed: true},
+		{name: "update of an object being deleted: allowed undecoded", op: admissionv1.Update, old: deleting, new: object(specChanged), allowed: true},
+		{name: "same spec spelled differently: typed path finds it unchanged", op: admissionv1.Update, old: object(spec), new: object(specReordered), allowed: true},
+		{name: "spec update: checked", op: admissionv1.Update, old: object(spec), new: object(specChanged), allowed: true, checksRun: 1},
+		{name: "refused update keeps the check's status", op: admissionv1.Update, old: object(spec), new: object(specRefused), code: http.StatusUnprocessableEntity, message: `spec.planName: Invalid value: "refuse"`, checksRun: 1},
+		{name: "create: checked", op: admissionv1.Create, new: object(spec), allowed: true, checksRun: 1},
+		{name: "refused create", op: admissionv1.Create, new: object(specRefused), code: http.StatusUnprocessableEntity, message: "refused for the test", checksRun: 1},
+		{name: "delete: delete checks run on the old object", op: admissionv1.Delete, old: object(spec), allowed: true, checksRun: 1},
+		{name: "malformed new object", op: admissionv1.Update, old: object(spec), new: runtime.RawExtension{Raw: []byte(`{"spec":`)}, code: http.StatusBadRequest, message: "decoding the object in the admission request"},
+		{name: "malformed typed field", op: admissionv1.Create, new: runtime.RawExtension{Raw: []byte(`{"spec":{"planName":7}}`)}, code: http.StatusBadRequest, message: "decoding the object"},
+		{name: "missing old object", op: admissionv1.Update, new: object(spec), code: http.StatusBadRequest, message: "carries no persisted object"},
+		{name: "unknown operation", op: "PATCH", new: object(spec), code: http.StatusBadRequest, message: `unknown operation "PATCH"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			runs := 0
+			check := CheckFunc[Instance]{CheckName: "test", Fn: func(_ context.Context, a *Attributes[Instance]) (field.ErrorList, admission.Warnings, error) {
+				runs++
+				if a.Object().Spec.PlanName == "refuse" {
+					return field.ErrorList{field.Invalid(field.NewPath("spec", "planName"), "refuse", "refused for the test")}, nil, nil
+				}
+				return nil, nil, nil
+			}}
+			h := &validatingHandler[Instance]{
+				validator: &Validator[Instance]{
+					Kind:         instanceKind,
+					SameSpec:     func(old, new Instance) bool { return old.Spec.PlanName == new.Spec.PlanName && old.Spec.ServiceName == new.Spec.ServiceName },
+					Checks:       []Check[Instance]{check},
+					DeleteChecks: []Check[Instance]{check},
+				},
+				new: func() Instance { return &v1alpha1.ServiceInstance{} },
+			}
+			resp := h.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+				Operation: tt.op, Object: tt.new, OldObject: tt.old,
+			}})
+			assert.Equal(t, tt.allowed, resp.Allowed, "allowed (result %+v)", resp.Result)
+			assert.Equal(t, tt.checksRun, runs, "checks run")
+			if !tt.allowed {
+				assert.Equal(t, tt.code, resp.Result.Code)
+				assert.Contains(t, resp.Result.Message, tt.message)
+			}
+		})
+	}
+}
