@@ -11,7 +11,9 @@ type OperationPhase string
 
 // The phases of a BrokerOperation.
 const (
-	// PhasePending: written, the broker not yet called (write-ahead).
+	// PhasePending: written, the broker not yet called or its answer not
+	// yet recorded (write-ahead). A record has no phase until then; the
+	// operations reconciler treats the empty phase as Pending.
 	PhasePending OperationPhase = "Pending"
 	// PhaseInProgress: the broker accepted and is still working.
 	PhaseInProgress OperationPhase = "InProgress"
@@ -83,7 +85,8 @@ type BrokerOperationSpec struct {
 
 // BrokerOperationStatus is the broker's answer and the operation's phase.
 type BrokerOperationStatus struct {
-	// Phase of the operation.
+	// Phase of the operation. Empty means Pending: the record is written
+	// without a status before the broker is called.
 	// +optional
 	Phase OperationPhase `json:"phase,omitempty" lockstep:"readonly"`
 	// OperationKey is the OSB operation key of an asynchronous operation.
@@ -98,7 +101,8 @@ type BrokerOperationStatus struct {
 	// DashboardURL is the dashboard a provision or update answered.
 	// +optional
 	DashboardURL string `json:"dashboardURL,omitempty" lockstep:"readonly"`
-	// StartTime is when the broker was called.
+	// StartTime is when the broker was called (the record's creation),
+	// written with the broker's answer.
 	// +optional
 	StartTime *metav1.Time `json:"startTime,omitempty" lockstep:"readonly"`
 	// CompletionTime is when the operation reached a final phase.

@@ -67,7 +67,7 @@ func NewBindingValidator(d Deps, hooks *validate.Hooks[Binding]) *Validator[Bind
 			&bindingInstance{reader: d.Reader, cache: d.Catalogs, leases: d.Leases},
 		},
 		Steps: []Step[Binding]{
-			&bindingBroker{leases: d.Leases, journal: d.Journal, recent: newRefusals(d.RefusalMemory), writer: d.Writer, opts: d.Broker},
+			&bindingBroker{carry: newCarrier(d), writer: d.Writer, opts: d.Broker},
 		},
 		Budget: d.Budget,
 	}

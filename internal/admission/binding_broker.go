@@ -21,11 +21,9 @@ import (
 // bindingBroker carries a binding's create and delete out at the broker:
 // bind (then the credentials go into the binding's Secret) and unbind.
 type bindingBroker struct {
-	leases  *journal.Leases
-	journal *journal.Journal
-	recent  *refusals
-	writer  client.Client
-	opts    BrokerOptions
+	carry  *carrier
+	writer client.Client
+	opts   BrokerOptions
 }
 
 func (s *bindingBroker) Name() string { return "broker" }
@@ -40,7 +38,7 @@ func (s *bindingBroker) Admit(ctx context.Context, a *Attributes[Binding]) (admi
 		verb = v1alpha1.VerbUnbind
 	}
 	t := a.Target
-	return carryOut(ctx, s.leases, s.journal, s.recent, s.opts.Log, journal.Intent{
+	return s.carry.carryOut(ctx, journal.Intent{
 		ID: uuid.NewString(), Target: b, Kind: "ServiceBinding", ExternalID: b.Spec.ExternalID, Broker: t.Entry.Broker,
 		Verb: verb, User: a.User, Spec: b.Spec, ServiceID: t.Plan.Service.ID, PlanID: t.Plan.Plan.ID, InstanceID: t.Instance.Spec.ExternalID,
 	}, func(meta broker.RequestMeta, ans *journal.Answer) (admission.Warnings, bool, error) {

@@ -37,6 +37,7 @@ func binding(params string, mutate ...func(*v1alpha1.ServiceBinding)) Binding {
 }
 
 func (h *harness) admitBinding(op admissionv1.Operation, old, new Binding, dryRun bool) (admission.Warnings, error) {
+	defer h.answers.Wait()
 	ctx := admission.NewContextWithRequest(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
 		Operation: op, DryRun: &dryRun, UserInfo: authenticationv1.UserInfo{Username: "alice"},
 	}})

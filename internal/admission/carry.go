@@ -19,29 +19,52 @@ import (
 // the budget.
 type brokerCall func(meta broker.RequestMeta, ans *journal.Answer) (admission.Warnings, bool, error)
 
+// carrier carries changes out at the broker for one kind: lock, journal,
+// call, answer.
+type carrier struct {
+	leases  *journal.Leases
+	journal *journal.Journal
+	recent  *refusals
+	answers *Answers
+	log     logr.Logger
+}
+
+func newCarrier(d Deps) *carrier {
+	return &carrier{leases: d.Leases, journal: d.Journal, recent: newRefusals(d.RefusalMemory), answers: d.Answers, log: d.Broker.Log}
+}
+
 // carryOut is the broker phase common to every kind: take the object's
 // lock, write the operation record (write-ahead), call the broker, record
 // its answer. A refusal releases the lock at once; a success or an
 // operation still running keeps it for the operations reconciler, which
 // commits or follows the operation and then releases it.
-func carryOut(ctx context.Context, leases *journal.Leases, j *journal.Journal, recent *refusals, log logr.Logger, in journal.Intent, call brokerCall) (admission.Warnings, error) {
+//
+// The reply waits for two writes: the lock and the record. A success is
+// recorded after the reply (Answers); a refusal, an operation still
+// running and an orphan are recorded before it, because what happens next
+// depends on them being written.
+func (c *carrier) carryOut(ctx context.Context, in journal.Intent, call brokerCall) (admission.Warnings, error) {
 	target := in.Target
-	same := refusalKey{uid: target.GetUID(), verb: in.Verb, specHash: journal.SpecHash(in.Spec)}
-	if err := recent.get(same); err != nil {
+	same := changeKey{uid: target.GetUID(), verb: in.Verb, specHash: journal.SpecHash(in.Spec)}
+	if err := c.recent.get(same); err != nil {
 		return nil, err
 	}
 	key := lockKey(in.Kind, target)
 	op := &journal.Operation{ID: in.ID, Verb: in.Verb, User: in.User.Username, Started: time.Now(),
 		Record: journal.OperationName(target.GetName(), in.Verb, in.ID)}
-	// The API server retries a request that conflicted in etcd, and asks
-	// the webhooks again: when the broker already carried out this very
-	// change, allow it at once; the operations reconciler commits it.
-	if holder, err := leases.Holder(ctx, key); err == nil && identicalDone(ctx, j, target, in, holder) {
-		log.Info("identical change already carried out at the broker; allowed without a broker call",
-			"object", client.ObjectKeyFromObject(target).String(), "operation", holder.Record)
-		return nil, nil
+	holder, ok, err := c.leases.TryAcquire(ctx, key, op)
+	if err == nil && !ok {
+		// The API server retries a request that conflicted in etcd, and
+		// asks the webhooks again: when the broker already carried out
+		// this very change, allow it at once; the operations reconciler
+		// commits it. Otherwise wait a moment for the holder to finish.
+		if c.identicalDone(ctx, target, same, holder) {
+			c.log.Info("identical change already carried out at the broker; allowed without a broker call",
+				"object", client.ObjectKeyFromObject(target).String(), "operation", holder.Record)
+			return nil, nil
+		}
+		holder, ok, err = c.leases.Acquire(ctx, key, op)
 	}
-	holder, ok, err := leases.Acquire(ctx, key, op)
 	if err != nil {
 		return nil, unavailable("could not take the lock of %s %q: %v; nothing was changed: retry", in.Kind, target.GetName(), err)
 	}
@@ -50,27 +73,36 @@ func carryOut(ctx context.Context, leases *journal.Leases, j *journal.Journal, r
 		return nil, conflict("another change of %s %q is in flight at the broker: %s; nothing was changed: retry when it has finished",
 			kindWord(in.Kind), target.GetName(), holder)
 	}
-	rec, err := j.Begin(ctx, in)
+	rec, err := c.journal.Begin(ctx, in)
 	if err != nil {
-		releaseLock(leases, key, op.Record, log)
+		releaseLock(c.leases, key, op.Record, c.log)
 		return nil, unavailable("could not record the operation before calling the broker: %v; nothing was changed: retry", err)
 	}
 	ans := &journal.Answer{}
 	warnings, inProgress, err := call(broker.RequestMeta{Identity: identity(in.User), RequestID: in.ID}, ans)
-	log.Info("broker operation", "verb", in.Verb, "kind", in.Kind, "object", client.ObjectKeyFromObject(target).String(),
+	c.log.Info("broker operation", "verb", in.Verb, "kind", in.Kind, "object", client.ObjectKeyFromObject(target).String(),
 		"operation", rec.Name, "user", op.User, "allowed", err == nil, "inProgress", inProgress)
-	// The request's context may have reached its deadline while polling:
-	// the answer is recorded with a context of its own.
-	recordCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	finish(recordCtx, j, rec, target, ans, inProgress, err, log)
+	if err == nil && !inProgress {
+		c.answers.write(rec.Name, same, func() { c.record(ctx, rec, target, ans, false, nil) })
+		return warnings, nil
+	}
+	c.record(ctx, rec, target, ans, inProgress, err)
 	if err != nil && !inProgress {
-		recent.put(same, err)
+		c.recent.put(same, err)
 		if !ans.Mitigate {
-			releaseLock(leases, key, op.Record, log) // an orphan keeps it until mitigated
+			releaseLock(c.leases, key, op.Record, c.log) // an orphan keeps it until mitigated
 		}
 	}
 	return warnings, err
+}
+
+// record writes the broker's answer with a context of its own: the
+// request's may have reached its deadline while polling, or ended with the
+// reply.
+func (c *carrier) record(ctx context.Context, rec *v1alpha1.BrokerOperation, target client.Object, ans *journal.Answer, inProgress bool, err error) {
+	recordCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	finish(recordCtx, c.journal, rec, target, ans, inProgress, err, c.log)
 }
 
 // releaseLock frees a lock with a context of its own: the request's may
@@ -92,15 +124,19 @@ func kindWord(kind string) string {
 
 // identicalDone reports whether the lock is held by an operation that the
 // broker already carried out for exactly this change: same object, same
-// verb, same spec.
-func identicalDone(ctx context.Context, j *journal.Journal, target client.Object, in journal.Intent, holder *journal.Operation) bool {
-	if holder == nil || holder.Verb != in.Verb || holder.Record == "" {
+// verb, same spec. This replica knows its own successes whose answer is
+// still being written; others are read from the journal.
+func (c *carrier) identicalDone(ctx context.Context, target client.Object, change changeKey, holder *journal.Operation) bool {
+	if holder == nil || holder.Verb != change.verb || holder.Record == "" {
 		return false
+	}
+	if c.answers.carriedOut(holder.Record, change) {
+		return true
 	}
 	var rec v1alpha1.BrokerOperation
-	if err := j.Client.Get(ctx, client.ObjectKey{Namespace: target.GetNamespace(), Name: holder.Record}, &rec); err != nil {
+	if err := c.journal.Client.Get(ctx, client.ObjectKey{Namespace: target.GetNamespace(), Name: holder.Record}, &rec); err != nil {
 		return false
 	}
-	return rec.Spec.Target.UID == target.GetUID() && rec.Spec.SpecHash == journal.SpecHash(in.Spec) &&
+	return rec.Spec.Target.UID == change.uid && rec.Spec.SpecHash == change.specHash &&
 		(rec.Status.Phase == v1alpha1.PhaseSucceeded || rec.Status.Phase == v1alpha1.PhaseCommitted)
 }

@@ -59,8 +59,10 @@ func TestValidatingHandler(t *testing.T) {
 			}}
 			h := &validatingHandler[Instance]{
 				validator: &Validator[Instance]{
-					Kind:         instanceKind,
-					SameSpec:     func(old, new Instance) bool { return old.Spec.PlanName == new.Spec.PlanName && old.Spec.ServiceName == new.Spec.ServiceName },
+					Kind: instanceKind,
+					SameSpec: func(old, new Instance) bool {
+						return old.Spec.PlanName == new.Spec.PlanName && old.Spec.ServiceName == new.Spec.ServiceName
+					},
 					Checks:       []Check[Instance]{check},
 					DeleteChecks: []Check[Instance]{check},
 				},

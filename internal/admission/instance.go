@@ -44,6 +44,9 @@ type Deps struct {
 	RefusalMemory time.Duration
 	// Budget bounds one validating request, broker calls included.
 	Budget time.Duration
+	// Answers writes the answers of allowed operations after the reply;
+	// nil writes them before it.
+	Answers *Answers
 	// Broker tunes the broker phase.
 	Broker BrokerOptions
 }
@@ -101,7 +104,7 @@ func NewInstanceValidator(d Deps, hooks *validate.Hooks[Instance]) *Validator[In
 			cat,
 		},
 		Steps: []Step[Instance]{
-			&instanceBroker{leases: d.Leases, journal: d.Journal, recent: newRefusals(d.RefusalMemory), opts: d.Broker},
+			&instanceBroker{carry: newCarrier(d), opts: d.Broker},
 		},
 		Budget: d.Budget,
 	}

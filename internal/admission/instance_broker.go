@@ -37,10 +37,8 @@ type BrokerOptions struct {
 // released at once when the broker refuses; otherwise the operations
 // reconciler releases it once the change is committed.
 type instanceBroker struct {
-	leases  *journal.Leases
-	journal *journal.Journal
-	recent  *refusals
-	opts    BrokerOptions
+	carry *carrier
+	opts  BrokerOptions
 }
 
 func (s *instanceBroker) Name() string { return "broker" }
@@ -51,7 +49,7 @@ func (s *instanceBroker) Admit(ctx context.Context, a *Attributes[Instance]) (ad
 		return nil, nil // already being deleted: the broker confirmed before
 	}
 	t := a.Target
-	return carryOut(ctx, s.leases, s.journal, s.recent, s.opts.Log, journal.Intent{
+	return s.carry.carryOut(ctx, journal.Intent{
 		ID: uuid.NewString(), Target: si, Kind: "ServiceInstance", ExternalID: si.Spec.ExternalID, Broker: t.Entry.Broker,
 		Verb: instanceVerb(a.Operation), User: a.User, Spec: si.Spec, ServiceID: t.Plan.Service.ID, PlanID: t.Plan.Plan.ID,
 	}, func(meta broker.RequestMeta, ans *journal.Answer) (admission.Warnings, bool, error) {

@@ -36,6 +36,7 @@ type harness struct {
 	validator *Validator[Instance]
 	bindings  *Validator[Binding]
 	leases    *journal.Leases
+	answers   *Answers
 }
 
 func newHarness(t *testing.T, objects ...runtime.Object) *harness {
@@ -55,9 +56,10 @@ func newHarness(t *testing.T, objects ...runtime.Object) *harness {
 	cache := catalog.NewCache(time.Hour)
 	cache.Store(catalog.NewEntry("acme", c, &cat, nil, time.Now()))
 
-	h := &harness{broker: b, client: reader, leases: &journal.Leases{Client: reader, Duration: time.Minute, Wait: 50 * time.Millisecond}}
+	h := &harness{broker: b, client: reader, leases: &journal.Leases{Client: reader, Duration: time.Minute, Wait: 50 * time.Millisecond}, answers: NewAnswers()}
 	deps := Deps{
 		Reader: reader, Writer: reader, Secrets: reader, Catalogs: cache, Journal: &journal.Journal{Client: reader}, Leases: h.leases, Budget: 2 * time.Second,
+		Answers: h.answers,
 		Broker: BrokerOptions{
 			Poll: broker.PollOptions{MinInterval: time.Millisecond, MaxInterval: 5 * time.Millisecond},
 			Log:  logr.Discard(),
@@ -68,8 +70,10 @@ func newHarness(t *testing.T, objects ...runtime.Object) *harness {
 	return h
 }
 
-// admit runs the chain as controller-runtime would for one request.
+// admit runs the chain as controller-runtime would for one request, and
+// waits for the answers written after the reply.
 func (h *harness) admit(op admissionv1.Operation, old, new Instance, dryRun bool) (admission.Warnings, error) {
+	defer h.answers.Wait()
 	ctx := admission.NewContextWithRequest(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
 		Operation: op, DryRun: &dryRun,
 		UserInfo: authenticationv1.UserInfo{Username: "alice", Groups: []string{"devs"}},

@@ -17,11 +17,11 @@ import (
 type refusals struct {
 	mu     sync.Mutex
 	window time.Duration
-	seen   map[refusalKey]refusal
+	seen   map[changeKey]refusal
 	now    func() time.Time
 }
 
-type refusalKey struct {
+type changeKey struct {
 	uid      types.UID
 	verb     v1alpha1.Verb
 	specHash string
@@ -36,11 +36,11 @@ type refusal struct {
 const maxRefusals = 1024
 
 func newRefusals(window time.Duration) *refusals {
-	return &refusals{window: window, seen: map[refusalKey]refusal{}, now: time.Now}
+	return &refusals{window: window, seen: map[changeKey]refusal{}, now: time.Now}
 }
 
 // get returns the refusal of the same change within the window.
-func (r *refusals) get(k refusalKey) error {
+func (r *refusals) get(k changeKey) error {
 	if k.uid == "" {
 		return nil
 	}
@@ -53,7 +53,7 @@ func (r *refusals) get(k refusalKey) error {
 }
 
 // put remembers a refusal.
-func (r *refusals) put(k refusalKey, err error) {
+func (r *refusals) put(k changeKey, err error) {
 	if k.uid == "" {
 		return
 	}
@@ -67,7 +67,7 @@ func (r *refusals) put(k refusalKey, err error) {
 			}
 		}
 		if len(r.seen) >= maxRefusals {
-			r.seen = map[refusalKey]refusal{}
+			r.seen = map[changeKey]refusal{}
 		}
 	}
 	r.seen[k] = refusal{err: err, at: now}

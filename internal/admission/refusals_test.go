@@ -12,15 +12,15 @@ func TestRefusalsRepeatWithinTheWindowOnly(t *testing.T) {
 	now := time.Unix(100, 0)
 	r := newRefusals(time.Second)
 	r.now = func() time.Time { return now }
-	k := refusalKey{uid: "u", verb: "update", specHash: "h"}
+	k := changeKey{uid: "u", verb: "update", specHash: "h"}
 	refused := errors.New("no")
 
 	assert.NoError(t, r.get(k))
 	r.put(k, refused)
 	assert.Same(t, refused, r.get(k))
-	assert.NoError(t, r.get(refusalKey{uid: "u", verb: "update", specHash: "other"}), "a different change is asked anew")
+	assert.NoError(t, r.get(changeKey{uid: "u", verb: "update", specHash: "other"}), "a different change is asked anew")
 	now = now.Add(time.Second)
 	assert.NoError(t, r.get(k), "after the window the broker is asked again")
-	r.put(refusalKey{verb: "provision"}, refused)
-	assert.NoError(t, r.get(refusalKey{verb: "provision"}), "objects without a uid are never remembered")
+	r.put(changeKey{verb: "provision"}, refused)
+	assert.NoError(t, r.get(changeKey{verb: "provision"}), "objects without a uid are never remembered")
 }

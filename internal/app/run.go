@@ -125,8 +125,12 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 	deps := admission.Deps{
 		Reader: mgr.GetClient(), Writer: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Catalogs: catalogs,
 		Journal: records, Leases: leases, Budget: c.AdmissionBudget, RefusalMemory: c.RefusalMemory,
-		Broker: admission.BrokerOptions{Poll: poll, ClusterID: c.ClusterID, Log: ctrl.Log.WithName("broker")},
+		Broker:  admission.BrokerOptions{Poll: poll, ClusterID: c.ClusterID, Log: ctrl.Log.WithName("broker")},
+		Answers: admission.NewAnswers(),
 	}
+	// Answers of allowed operations are written after the reply: on
+	// shutdown, finish writing them (each write is bounded).
+	defer deps.Answers.Wait()
 	if c.EmbeddedBroker {
 		settings, err := LoadEmbeddedSettings()
 		if err != nil {

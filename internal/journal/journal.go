@@ -72,8 +72,11 @@ type Answer struct {
 }
 
 // Begin writes the record of an operation before the broker is called.
+// It is one write, the only one an allowed admission waits for besides the
+// lock: the record has no status yet, and no phase means Pending (the API
+// server drops the status of a create, so writing Pending would cost a
+// second round trip). The record's creationTimestamp is its start.
 func (j *Journal) Begin(ctx context.Context, in Intent) (*v1alpha1.BrokerOperation, error) {
-	now := metav1.NewTime(j.now())
 	op := &v1alpha1.BrokerOperation{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: in.Target.GetNamespace(),
@@ -98,12 +101,12 @@ func (j *Journal) Begin(ctx context.Context, in Intent) (*v1alpha1.BrokerOperati
 			Generation: in.Target.GetGeneration(),
 		},
 	}
+	started := metav1.NewTime(j.now())
 	if err := j.Client.Create(ctx, op); err != nil {
 		return nil, fmt.Errorf("writing the operation record %s/%s: %w", op.Namespace, op.Name, err)
 	}
-	op.Status = v1alpha1.BrokerOperationStatus{Phase: v1alpha1.PhasePending, StartTime: &now}
-	if err := j.Client.Status().Update(ctx, op); err != nil {
-		return nil, fmt.Errorf("writing the operation record %s/%s: %w", op.Namespace, op.Name, err)
+	if op.CreationTimestamp.IsZero() { // a server that does not set it
+		op.CreationTimestamp = started
 	}
 	metrics.OperationPhase(string(v1alpha1.PhasePending))
 	return op, nil
@@ -121,6 +124,10 @@ func (j *Journal) SetPhase(ctx context.Context, op *v1alpha1.BrokerOperation, ta
 	patch := client.MergeFrom(op.DeepCopy())
 	from := op.Status.Phase
 	op.Status.Phase = a.Phase
+	if op.Status.StartTime == nil && !op.CreationTimestamp.IsZero() {
+		start := op.CreationTimestamp
+		op.Status.StartTime = &start
+	}
 	if a.HTTPStatus != 0 {
 		op.Status.HTTPStatus = int32(a.HTTPStatus)
 	}

@@ -40,7 +40,7 @@ func TestJournalBeginThenRecord(t *testing.T) {
 
 	var got v1alpha1.BrokerOperation
 	require.NoError(t, c.Get(context.Background(), client.ObjectKeyFromObject(op), &got))
-	assert.Equal(t, v1alpha1.PhasePending, got.Status.Phase, "written before the broker is called")
+	assert.Empty(t, got.Status.Phase, "written before the broker is called, in one write: no phase is Pending")
 	assert.Equal(t, "alice", got.Spec.Requester.Username)
 	assert.Equal(t, int64(2), got.Spec.Generation)
 	assert.Equal(t, SpecHash(si.Spec), got.Spec.SpecHash)
@@ -52,6 +52,7 @@ func TestJournalBeginThenRecord(t *testing.T) {
 	assert.Equal(t, int32(422), got.Status.HTTPStatus)
 	assert.Equal(t, "no capacity", got.Status.Description)
 	require.NotNil(t, got.Status.CompletionTime)
+	require.NotNil(t, got.Status.StartTime, "the start, the record's creation, is written with the answer")
 
 	event := <-events.Events
 	assert.True(t, strings.HasPrefix(event, "Warning UpdateFailed update at broker \"acme\" asked by \"alice\": failed"), event)

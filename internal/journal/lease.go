@@ -213,3 +213,10 @@ func (l *Leases) AwaitFree(ctx context.Context, key Key) (*Operation, error) {
 		}
 	}
 }
+
+// TryAcquire takes the lock of key for op if it is free or expired,
+// without waiting. When another live operation holds it, it returns that
+// operation (nil when the lock changed hands meanwhile) and false.
+func (l *Leases) TryAcquire(ctx context.Context, key Key, op *Operation) (*Operation, bool, error) {
+	return l.try(ctx, key, op)
+}

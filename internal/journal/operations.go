@@ -30,9 +30,12 @@ import (
 //   - Orphaned: compensated (deprovision, unbind, re-apply the persisted
 //     spec, or finish the delete) → Compensated;
 //   - Pending for longer than an admission can last: the webhook stopped
-//     before the broker's answer was recorded; treated as orphaned where
-//     the OSB spec asks for orphan mitigation (provision, bind), failed
-//     with an unknown outcome otherwise.
+//     before the broker's answer was recorded. When the API server holds
+//     the change as recorded, it was allowed, so the broker carried it out:
+//     Succeeded (answers of allowed operations are written after the
+//     reply). Otherwise treated as orphaned where the OSB spec asks for
+//     orphan mitigation (provision, bind), failed with an unknown outcome
+//     otherwise.
 //
 // After a restart every non-final operation is picked up again, because
 // the records are in the API server.
@@ -96,12 +99,36 @@ func (r *Operations) pending(ctx context.Context, op *v1alpha1.BrokerOperation) 
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if persistedAsRecorded(op, target) {
+		// An allowed answer is written after the reply to the API server,
+		// and lockstep stopped before writing it. The API server persists
+		// only what every webhook allowed, and lockstep allows only what
+		// the broker carried out: the object as the record describes it
+		// is the broker's success.
+		return ctrl.Result{Requeue: true}, r.Journal.SetPhase(ctx, op, nil, Answer{Phase: v1alpha1.PhaseSucceeded,
+			Description: "lockstep stopped before recording the broker's answer; the API server persisted the change, which lockstep allows only after the broker carried it out"})
+	}
 	if (op.Spec.Verb == v1alpha1.VerbProvision || op.Spec.Verb == v1alpha1.VerbBind) && target == nil {
 		return ctrl.Result{Requeue: true}, r.Journal.SetPhase(ctx, op, nil, Answer{Phase: v1alpha1.PhaseOrphaned,
 			Description: "lockstep stopped before the broker's answer was recorded and the object never persisted; undoing whatever the broker did"})
 	}
 	return ctrl.Result{}, r.Journal.SetPhase(ctx, op, target, Answer{Phase: v1alpha1.PhaseFailed,
 		Description: "lockstep stopped before the broker's answer was recorded; the outcome is unknown"})
+}
+
+// persistedAsRecorded reports whether the API server holds what op was
+// allowed to change: the object it created (same uid), the spec it applied
+// at the generation it was allowed at, or the delete it carried out.
+func persistedAsRecorded(op *v1alpha1.BrokerOperation, target client.Object) bool {
+	switch op.Spec.Verb {
+	case v1alpha1.VerbProvision, v1alpha1.VerbBind:
+		return target != nil && op.Spec.Target.UID != ""
+	case v1alpha1.VerbUpdate:
+		return target != nil && target.GetGeneration() == op.Spec.Generation && SpecHash(specOf(target)) == op.Spec.SpecHash
+	case v1alpha1.VerbDeprovision, v1alpha1.VerbUnbind:
+		return target == nil || target.GetDeletionTimestamp() != nil
+	}
+	return false
 }
 
 // follow polls an operation that was still running when admission answered.

@@ -141,8 +141,49 @@ func TestOperationsPruneKeepsTheLastRecords(t *testing.T) {
 
 func TestOperationsPendingTooLongIsSettled(t *testing.T) {
 	spec := v1alpha1.ServiceInstanceSpec{ServiceName: "db", PlanName: "small", ExternalID: "ext-1"}
-	op := opRecord("op", v1alpha1.VerbProvision, v1alpha1.PhasePending, spec, time.Now().Add(-time.Minute))
-	h := newOpsHarness(t, op)
-	h.reconcile(t, "op")
-	assert.Equal(t, v1alpha1.PhaseOrphaned, h.phase(t, "op"), "a provision whose answer was never recorded is mitigated")
+	other := v1alpha1.ServiceInstanceSpec{ServiceName: "db", PlanName: "large", ExternalID: "ext-1"}
+	instance := func(spec v1alpha1.ServiceInstanceSpec, generation int64, deleting bool) *v1alpha1.ServiceInstance {
+		si := &v1alpha1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "team", UID: "uid-1", Generation: generation}, Spec: spec}
+		if deleting {
+			si.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+			si.Finalizers = []string{"test.lockstep.dev/hold"}
+		}
+		return si
+	}
+	tests := []struct {
+		name   string
+		verb   v1alpha1.Verb
+		phase  v1alpha1.OperationPhase // as written: "" is how Begin leaves it
+		target *v1alpha1.ServiceInstance
+		want   v1alpha1.OperationPhase
+		why    string
+	}{
+		{"provision never persisted", v1alpha1.VerbProvision, v1alpha1.PhasePending, nil, v1alpha1.PhaseOrphaned,
+			"a provision whose answer was never recorded is mitigated"},
+		{"provision persisted, no phase", v1alpha1.VerbProvision, "", instance(spec, 1, false), v1alpha1.PhaseSucceeded,
+			"the object exists with the recorded uid: the broker carried it out"},
+		{"update persisted as recorded", v1alpha1.VerbUpdate, "", instance(spec, 1, false), v1alpha1.PhaseSucceeded,
+			"the recorded spec at the recorded generation: allowed, so carried out"},
+		{"update not persisted", v1alpha1.VerbUpdate, "", instance(other, 1, false), v1alpha1.PhaseFailed,
+			"another spec: the outcome is unknown"},
+		{"same spec at a later generation", v1alpha1.VerbUpdate, "", instance(spec, 3, false), v1alpha1.PhaseFailed,
+			"the spec came back by a later change: this one's outcome is unknown"},
+		{"deprovision carried out", v1alpha1.VerbDeprovision, "", instance(spec, 1, true), v1alpha1.PhaseSucceeded,
+			"the object is being deleted: the delete was allowed"},
+		{"deprovision not carried out", v1alpha1.VerbDeprovision, "", instance(spec, 1, false), v1alpha1.PhaseFailed,
+			"the object is not being deleted: the outcome is unknown"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			op := opRecord("op", tt.verb, tt.phase, spec, time.Now().Add(-time.Minute))
+			op.Status.CompletionTime = nil
+			objects := []client.Object{op}
+			if tt.target != nil {
+				objects = append(objects, tt.target)
+			}
+			h := newOpsHarness(t, objects...)
+			h.reconcile(t, "op")
+			assert.Equal(t, tt.want, h.phase(t, "op"), tt.why)
+		})
+	}
 }

@@ -1,0 +1,78 @@
+package admission
+
+import (
+	"context"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	admissionv1 "k8s.io/api/admission/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
+	"github.com/lockstep-dev/lockstep/internal/journal"
+)
+
+func TestAnswersRemembersAChangeUntilItsAnswerIsWritten(t *testing.T) {
+	a := NewAnswers()
+	change := changeKey{uid: "uid-1", verb: v1alpha1.VerbProvision, specHash: "abc"}
+	release := make(chan struct{})
+	a.write("db-provision-1", change, func() { <-release })
+
+	assert.True(t, a.carriedOut("db-provision-1", change))
+	assert.False(t, a.carriedOut("db-provision-1", changeKey{uid: "uid-1", verb: v1alpha1.VerbProvision, specHash: "other"}), "another spec")
+	assert.False(t, a.carriedOut("db-provision-2", change), "another operation")
+
+	close(release)
+	a.Wait()
+	assert.False(t, a.carriedOut("db-provision-1", change), "forgotten once written: the journal says it from then on")
+
+	var none *Answers
+	ran := false
+	none.write("db-provision-3", change, func() { ran = true })
+	assert.True(t, ran, "without Answers the answer is written before the reply")
+	assert.False(t, none.carriedOut("db-provision-3", change))
+}
+
+// The API server asks the webhooks again when it retries a request whose
+// write conflicted in etcd. The broker already carried the change out, and
+// the lock is still held until the operations reconciler commits it.
+func TestIdenticalRetryIsAllowedWithoutASecondBrokerCall(t *testing.T) {
+	h := newHarness(t)
+	si := instance("small", `{"region":"eu"}`)
+	_, err := h.admit(admissionv1.Create, nil, si, false)
+	require.NoError(t, err)
+
+	t.Run("answer written: read from the journal", func(t *testing.T) {
+		_, err := h.admit(admissionv1.Create, nil, si, false)
+		require.NoError(t, err)
+		assert.Equal(t, 1, h.broker.Count(brokertest.OpProvision))
+	})
+
+	t.Run("answer still being written: known to this replica", func(t *testing.T) {
+		holder, err := h.leases.Holder(context.Background(), journal.Key{Kind: "ServiceInstance", Namespace: "team", Name: "db"})
+		require.NoError(t, err)
+		require.NotNil(t, holder, "a success keeps the lock for the commit")
+		c := h.validator.Steps[0].(*instanceBroker).carry
+		change := changeKey{uid: si.GetUID(), verb: v1alpha1.VerbProvision, specHash: journal.SpecHash(si.Spec)}
+		unwritten := &journal.Operation{Verb: v1alpha1.VerbProvision, Record: "db-provision-unwritten"}
+		assert.False(t, c.identicalDone(context.Background(), si, change, unwritten), "no such record in the journal")
+
+		release := make(chan struct{})
+		c.answers.write(unwritten.Record, change, func() { <-release })
+		defer func() { close(release); c.answers.Wait() }()
+		assert.True(t, c.identicalDone(context.Background(), si, change, unwritten))
+	})
+
+	t.Run("another change waits for the lock, then is refused", func(t *testing.T) {
+		_, err := h.admit(admissionv1.Create, nil, instance("large", `{"region":"eu"}`), false)
+		require.Error(t, err)
+		var status apierrors.APIStatus
+		require.ErrorAs(t, err, &status)
+		assert.Equal(t, int32(http.StatusConflict), status.Status().Code)
+		assert.Contains(t, err.Error(), "another change of instance \"db\" is in flight at the broker")
+		assert.Equal(t, 1, h.broker.Count(brokertest.OpProvision))
+	})
+}
