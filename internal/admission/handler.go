@@ -34,34 +34,36 @@ import (
 // Objects are decoded straight into the Go type with sigs.k8s.io/json, as
 // the API machinery's JSON serializer does underneath, without its extra
 // pass to find apiVersion and kind (the webhook configuration already
-// routes one kind to each path).
+// routes one kind to each path), and only in the parts the chain reads:
+// metadata without managedFields, and spec. The status is left out: on the
+// main resource the API server keeps the persisted status (the status
+// subresource is the only way to change it, and the status guard watches
+// that), so old and new would carry the same one.
 type validatingHandler[T client.Object] struct {
 	validator *Validator[T]
 	// new returns an empty object of the kind to decode into.
 	new func() T
+	// parts returns where obj keeps its metadata and its spec.
+	parts func(obj T) (*metav1.ObjectMeta, any)
 }
 
-// specAndDeletion is all of an object the pass-through decision reads.
-type specAndDeletion struct {
-	Metadata struct {
-		DeletionTimestamp *metav1.Time `json:"deletionTimestamp"`
-	} `json:"metadata"`
-	Spec json.RawMessage `json:"spec"`
+// leanMeta is an object's metadata without its managedFields, which no
+// check reads and which are often the largest part of the object. The
+// outer field wins over the embedded one of the same JSON name.
+type leanMeta struct {
+	*metav1.ObjectMeta
+	ManagedFields json.RawMessage `json:"managedFields"`
+}
+
+// objectParts are the parts of an object the validating chain reads.
+type objectParts struct {
+	metav1.TypeMeta `json:",inline"`
+	Metadata        leanMeta        `json:"metadata"`
+	Spec            json.RawMessage `json:"spec"`
 }
 
 // Handle implements admission.Handler.
 func (h *validatingHandler[T]) Handle(ctx context.Context, req admission.Request) admission.Response {
-	if req.Operation == admissionv1.Update {
-		unchanged, err := unchangedUpdate(req)
-		if err != nil {
-			return admission.Errored(http.StatusBadRequest, err)
-		}
-		if unchanged {
-			metrics.AdmissionDecision(h.validator.Kind.Kind, string(req.Operation), metrics.Allowed, metrics.ReasonUnchanged)
-			return admission.Allowed("")
-		}
-	}
-
 	ctx = admission.NewContextWithRequest(ctx, req)
 	var (
 		warnings admission.Warnings
@@ -69,24 +71,36 @@ func (h *validatingHandler[T]) Handle(ctx context.Context, req admission.Request
 	)
 	switch req.Operation {
 	case admissionv1.Create:
-		obj, derr := h.decode(req.Object.Raw)
+		obj, derr := h.decode(req.Object.Raw, "object")
 		if derr != nil {
 			return admission.Errored(http.StatusBadRequest, derr)
 		}
 		warnings, err = h.validator.ValidateCreate(ctx, obj)
 	case admissionv1.Update:
-		obj, derr := h.decode(req.Object.Raw)
+		old, oldSpec, derr := h.decodeParts(req.OldObject.Raw, "persisted object")
 		if derr != nil {
 			return admission.Errored(http.StatusBadRequest, derr)
 		}
-		old, derr := h.decode(req.OldObject.Raw)
+		if old.GetDeletionTimestamp() != nil {
+			return h.unchanged(req)
+		}
+		obj, spec, derr := h.decodeParts(req.Object.Raw, "object")
 		if derr != nil {
+			return admission.Errored(http.StatusBadRequest, derr)
+		}
+		if len(oldSpec) > 0 && bytes.Equal(oldSpec, spec) {
+			return h.unchanged(req)
+		}
+		if derr := h.decodeSpec(old, oldSpec, "persisted object"); derr != nil {
+			return admission.Errored(http.StatusBadRequest, derr)
+		}
+		if derr := h.decodeSpec(obj, spec, "object"); derr != nil {
 			return admission.Errored(http.StatusBadRequest, derr)
 		}
 		warnings, err = h.validator.ValidateUpdate(ctx, old, obj)
 	case admissionv1.Delete:
 		// The object being deleted is the old object.
-		old, derr := h.decode(req.OldObject.Raw)
+		old, derr := h.decode(req.OldObject.Raw, "persisted object")
 		if derr != nil {
 			return admission.Errored(http.StatusBadRequest, derr)
 		}
@@ -108,27 +122,45 @@ func (h *validatingHandler[T]) Handle(ctx context.Context, req admission.Request
 	return admission.Allowed("").WithWarnings(warnings...)
 }
 
-// unchangedUpdate reports whether an UPDATE passes through on its raw
-// objects alone: the persisted object is being deleted, or the spec bytes
-// are equal. See passThrough for why nothing else is looked at then.
-func unchangedUpdate(req admission.Request) (bool, error) {
-	var old, cur specAndDeletion
-	if err := unmarshal(req.OldObject.Raw, &old, "persisted object"); err != nil {
-		return false, err
-	}
-	if old.Metadata.DeletionTimestamp != nil {
-		return true, nil
-	}
-	if err := unmarshal(req.Object.Raw, &cur, "object"); err != nil {
-		return false, err
-	}
-	return len(old.Spec) > 0 && bytes.Equal(old.Spec, cur.Spec), nil
+// unchanged allows an UPDATE that passes through on its raw objects alone:
+// the persisted object is being deleted, or the spec bytes are equal. See
+// passThrough for why nothing else is looked at then.
+func (h *validatingHandler[T]) unchanged(req admission.Request) admission.Response {
+	metrics.AdmissionDecision(h.validator.Kind.Kind, string(req.Operation), metrics.Allowed, metrics.ReasonUnchanged)
+	return admission.Allowed("")
 }
 
-// decode reads one object of the request into a new T.
-func (h *validatingHandler[T]) decode(raw []byte) (T, error) {
+// decode reads the parts of one object of the request the chain reads
+// into a new T.
+func (h *validatingHandler[T]) decode(raw []byte, what string) (T, error) {
+	obj, spec, err := h.decodeParts(raw, what)
+	if err != nil {
+		return obj, err
+	}
+	return obj, h.decodeSpec(obj, spec, what)
+}
+
+// decodeParts reads an object's kind and metadata into a new T, and returns
+// its spec undecoded: one pass over the object, which is all an unchanged
+// update needs.
+func (h *validatingHandler[T]) decodeParts(raw []byte, what string) (T, json.RawMessage, error) {
 	obj := h.new()
-	return obj, unmarshal(raw, obj, "object")
+	meta, _ := h.parts(obj)
+	parts := objectParts{Metadata: leanMeta{ObjectMeta: meta}}
+	if err := unmarshal(raw, &parts, what); err != nil {
+		return obj, nil, err
+	}
+	obj.GetObjectKind().SetGroupVersionKind(parts.GroupVersionKind())
+	return obj, parts.Spec, nil
+}
+
+// decodeSpec reads a spec decodeParts returned into obj.
+func (h *validatingHandler[T]) decodeSpec(obj T, spec json.RawMessage, what string) error {
+	if len(spec) == 0 {
+		return nil
+	}
+	_, into := h.parts(obj)
+	return unmarshal(spec, into, what+"'s spec")
 }
 
 // unmarshal decodes JSON as the API machinery's serializer does

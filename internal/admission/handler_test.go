@@ -6,7 +6,9 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -66,7 +68,8 @@ func TestValidatingHandler(t *testing.T) {
 					Checks:       []Check[Instance]{check},
 					DeleteChecks: []Check[Instance]{check},
 				},
-				new: func() Instance { return &v1alpha1.ServiceInstance{} },
+				new:   func() Instance { return &v1alpha1.ServiceInstance{} },
+				parts: func(si Instance) (*metav1.ObjectMeta, any) { return &si.ObjectMeta, &si.Spec },
 			}
 			resp := h.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
 				Operation: tt.op, Object: tt.new, OldObject: tt.old,
@@ -79,4 +82,31 @@ func TestValidatingHandler(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestValidatingHandlerDecodesMetadataAndSpec(t *testing.T) {
+	h := &validatingHandler[Instance]{
+		new:   func() Instance { return &v1alpha1.ServiceInstance{} },
+		parts: func(si Instance) (*metav1.ObjectMeta, any) { return &si.ObjectMeta, &si.Spec },
+	}
+	si, err := h.decode([]byte(`{"apiVersion":"lockstep.dev/v1alpha1","kind":"ServiceInstance",
+		"metadata":{"name":"db","namespace":"team","uid":"uid-1","generation":3,"labels":{"a":"b"},
+			"finalizers":["lockstep.dev/broker"],"deletionTimestamp":"2026-01-01T00:00:00Z",
+			"managedFields":[{"manager":"kubectl","operation":"Apply","fieldsV1":{"f:spec":{}}}]},
+		"spec":{"serviceName":"db","planName":"small","externalID":"ext-1","parameters":{"storageGB":10}},
+		"status":{"observedGeneration":2}}`), "object")
+	require.NoError(t, err)
+	assert.Equal(t, "ServiceInstance", si.Kind)
+	assert.Equal(t, "lockstep.dev/v1alpha1", si.APIVersion)
+	assert.Equal(t, "db", si.Name)
+	assert.Equal(t, "team", si.Namespace)
+	assert.Equal(t, "uid-1", string(si.UID))
+	assert.Equal(t, int64(3), si.Generation)
+	assert.Equal(t, map[string]string{"a": "b"}, si.Labels)
+	assert.Equal(t, []string{"lockstep.dev/broker"}, si.Finalizers)
+	assert.NotNil(t, si.DeletionTimestamp)
+	assert.Equal(t, v1alpha1.ServiceInstanceSpec{ServiceName: "db", PlanName: "small", ExternalID: "ext-1",
+		Parameters: &runtime.RawExtension{Raw: []byte(`{"storageGB":10}`)}}, si.Spec)
+	assert.Empty(t, si.ManagedFields, "no check reads them")
+	assert.Zero(t, si.Status, "the main resource cannot change the status")
 }

@@ -39,7 +39,7 @@ type harness struct {
 	answers   *Answers
 }
 
-func newHarness(t *testing.T, objects ...runtime.Object) *harness {
+func newHarness(t testing.TB, objects ...runtime.Object) *harness {
 	t.Helper()
 	b := brokertest.New(t)
 	scheme := runtime.NewScheme()

@@ -1,6 +1,7 @@
 package admission
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -31,10 +32,12 @@ func Register(srv webhook.Server, scheme *runtime.Scheme, h Handlers) {
 	srv.Register(MutateInstancePath, withLogger(admission.WithDefaulter[Instance](scheme, h.InstanceDefaulter)))
 	srv.Register(ValidateInstancePath, withLogger(&admission.Webhook{Handler: &validatingHandler[Instance]{
 		validator: h.InstanceValidator, new: func() Instance { return &v1alpha1.ServiceInstance{} },
+		parts: func(si Instance) (*metav1.ObjectMeta, any) { return &si.ObjectMeta, &si.Spec },
 	}}))
 	srv.Register(MutateBindingPath, withLogger(admission.WithDefaulter[Binding](scheme, h.BindingDefaulter)))
 	srv.Register(ValidateBindingPath, withLogger(&admission.Webhook{Handler: &validatingHandler[Binding]{
 		validator: h.BindingValidator, new: func() Binding { return &v1alpha1.ServiceBinding{} },
+		parts: func(b Binding) (*metav1.ObjectMeta, any) { return &b.ObjectMeta, &b.Spec },
 	}}))
 	srv.Register(ValidateStatusPath, withLogger(&admission.Webhook{Handler: h.StatusGuard}))
 }

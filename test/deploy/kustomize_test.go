@@ -180,6 +180,29 @@ func TestWebhooksSkipSystemNamespaces(t *testing.T) {
 	}
 }
 
+// TestStatusGuardSkipsOnlyLockstepsOwnWrites: the status webhook is not
+// called for lockstep's own status writes (a round trip saved per write),
+// and its match condition names exactly the service account the Deployment
+// runs as, so that nobody else's writes skip the guard.
+func TestStatusGuardSkipsOnlyLockstepsOwnWrites(t *testing.T) {
+	for _, variant := range variants {
+		t.Run(variant, func(t *testing.T) {
+			d := find(t, variant, "Deployment", "lockstep")
+			self := fmt.Sprintf("system:serviceaccount:%s:%s", d.GetNamespace(), lookup(t, d.Object, "spec.template.spec.serviceAccountName"))
+			hooks, _ := field(t, find(t, variant, "ValidatingWebhookConfiguration", "lockstep-validating"), "webhooks").([]any)
+			for _, h := range hooks {
+				conditions, _ := h.(map[string]any)["matchConditions"].([]any)
+				if lookup(t, h, "name") != "status.validate.lockstep.dev" {
+					assert.Empty(t, conditions, "only the status guard skips anyone")
+					continue
+				}
+				require.Len(t, conditions, 1)
+				assert.Equal(t, fmt.Sprintf("request.userInfo.username != %q", self), lookup(t, conditions[0], "expression"))
+			}
+		})
+	}
+}
+
 // TestCertManagerIssuesTheServingCertificateAndInjectsItsCA: the overlay's
 // Certificate fills the Secret the Deployment mounts, covers the Service's
 // DNS name, and both webhook configurations get its CA.
