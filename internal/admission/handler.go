@@ -84,12 +84,18 @@ func (h *validatingHandler[T]) Handle(ctx context.Context, req admission.Request
 		if old.GetDeletionTimestamp() != nil {
 			return h.unchanged(req)
 		}
+		var changed struct {
+			Spec json.RawMessage `json:"spec"`
+		}
+		if derr := unmarshal(req.Object.Raw, &changed, "object"); derr != nil {
+			return admission.Errored(http.StatusBadRequest, derr)
+		}
+		if len(oldSpec) > 0 && bytes.Equal(oldSpec, changed.Spec) {
+			return h.unchanged(req)
+		}
 		obj, spec, derr := h.decodeParts(req.Object.Raw, "object")
 		if derr != nil {
 			return admission.Errored(http.StatusBadRequest, derr)
-		}
-		if len(oldSpec) > 0 && bytes.Equal(oldSpec, spec) {
-			return h.unchanged(req)
 		}
 		if derr := h.decodeSpec(old, oldSpec, "persisted object"); derr != nil {
 			return admission.Errored(http.StatusBadRequest, derr)
