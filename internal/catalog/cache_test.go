@@ -110,6 +110,28 @@ func TestEntryFind(t *testing.T) {
 	assert.False(t, e.HasService("nope"))
 }
 
+// Find answers from an index: the same plan a scan of the catalog finds,
+// the first service of a name winning, whatever the catalog's size.
+func TestEntryFindAgreesWithTheCatalog(t *testing.T) {
+	cat := broker.Catalog{Services: []broker.Service{
+		{ID: "s1", Name: "db", Plans: []broker.Plan{{ID: "p1", Name: "small"}, {ID: "p2", Name: "large"}}},
+		{ID: "s2", Name: "cache", Plans: []broker.Plan{{ID: "p3", Name: "small"}}},
+		{ID: "s3", Name: "db", Plans: []broker.Plan{{ID: "p4", Name: "huge"}}}, // a second "db": never found
+	}}
+	e := NewEntry("acme", nil, &cat, nil, time.Now())
+	for _, tt := range []struct{ service, plan string }{{"db", "small"}, {"db", "large"}, {"cache", "small"}, {"db", "huge"}, {"cache", "large"}} {
+		want, wantErr := cat.FindPlan(tt.service, tt.plan)
+		got, err := e.Find(tt.service, tt.plan)
+		if wantErr != nil {
+			assert.EqualError(t, err, wantErr.Error(), "%s/%s", tt.service, tt.plan)
+			continue
+		}
+		require.NoError(t, err)
+		assert.Same(t, want.Plan, got.ServicePlan.Plan, "%s/%s", tt.service, tt.plan)
+		assert.Same(t, want.Service, got.ServicePlan.Service, "%s/%s", tt.service, tt.plan)
+	}
+}
+
 func TestEntryRecordsUnusableSchemas(t *testing.T) {
 	cat := brokertest.DefaultCatalog()
 	cat.Services[0].Plans[0].Schemas.ServiceInstance.Create.Parameters = []byte(`{"type": 12}`)
