@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
@@ -344,6 +345,9 @@ func TestBrokerFailuresAreClearAndPersistNothing(t *testing.T) {
 		down, err := brokertest.Start()
 		require.NoError(t, err)
 		require.NoError(t, registerBroker("down", down.URL()))
+		t.Cleanup(func() {
+			_ = cluster.client.Delete(context.Background(), &v1alpha1.ServiceBroker{ObjectMeta: metav1.ObjectMeta{Name: "down"}})
+		})
 		down.Close() // connection refused from now on
 		ns := namespace(t)
 		r := kubectl(t, fmt.Sprintf(`apiVersion: lockstep.dev/v1alpha1
