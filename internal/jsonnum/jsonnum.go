@@ -1,7 +1,8 @@
 // Package jsonnum compares JSON numbers by value, however they are
 // written (1, 1.0, 10e-1 and 0.1e1 are the same number), exactly and
-// without limits on their size. internal/validate and its schema checks
-// both compare raw JSON by meaning with it.
+// without limits on their size, and decoded JSON values by meaning
+// (ValuesEqual). internal/validate and its schema checks both compare
+// JSON with it.
 package jsonnum
 
 import (

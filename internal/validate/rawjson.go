@@ -100,7 +100,7 @@ func jsonBytesEqual(a, b []byte) bool {
 	if errA != nil || errB != nil {
 		return bytes.Equal(a, b)
 	}
-	return jsonValuesEqual(va, vb)
+	return jsonnum.ValuesEqual(va, vb)
 }
 
 var errTrailingData = errors.New("data after the JSON value")
@@ -117,45 +117,4 @@ func decodeJSON(b []byte) (any, error) {
 		return nil, errTrailingData
 	}
 	return v, nil
-}
-
-// jsonValuesEqual compares values decoded by decodeJSON.
-func jsonValuesEqual(a, b any) bool {
-	switch x := a.(type) {
-	case nil:
-		return b == nil
-	case bool:
-		y, ok := b.(bool)
-		return ok && x == y
-	case string:
-		y, ok := b.(string)
-		return ok && x == y
-	case json.Number:
-		y, ok := b.(json.Number)
-		return ok && jsonnum.Equal(string(x), string(y))
-	case []any:
-		y, ok := b.([]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for i := range x {
-			if !jsonValuesEqual(x[i], y[i]) {
-				return false
-			}
-		}
-		return true
-	case map[string]any:
-		y, ok := b.(map[string]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for k, xv := range x {
-			yv, ok := y[k]
-			if !ok || !jsonValuesEqual(xv, yv) {
-				return false
-			}
-		}
-		return true
-	}
-	return false
 }

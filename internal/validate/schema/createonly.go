@@ -7,6 +7,8 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/lockstep-dev/lockstep/internal/jsonnum"
 )
 
 // maxDeriveDepth bounds how deep create-only parameters are derived, and
@@ -214,7 +216,7 @@ func (s *PlanSchemas) checkCreateOnly(old, new object, base *field.Path) field.E
 		case wasSet && !isSet:
 			errs = append(errs, field.Forbidden(fp, fmt.Sprintf(createOnlyRule+
 				": it cannot be removed after creation (was %s); delete and recreate the instance to remove it", compactJSON(ov))))
-		case wasSet && !jsonEqual(ov, nv):
+		case wasSet && !jsonnum.ValuesEqual(ov, nv):
 			errs = append(errs, field.Invalid(fp, shownValue(nv), fmt.Sprintf(createOnlyRule+
 				": it cannot be changed after creation (was %s); delete and recreate the instance to change it", compactJSON(ov))))
 		}

@@ -44,7 +44,7 @@ func quickValid(s *jsonschema.Schema, v any, hops int) bool {
 	if s.Types != nil && !s.Types.IsEmpty() && !typeAllowed(*s.Types, v) {
 		return false
 	}
-	if s.Const != nil && !jsonEqual(v, *s.Const) {
+	if s.Const != nil && !jsonnum.ValuesEqual(v, *s.Const) {
 		return false
 	}
 	if s.Enum != nil && !inEnum(v, s.Enum.Values) {
@@ -164,7 +164,7 @@ func isWhole(n json.Number) bool {
 
 func inEnum(v any, values []any) bool {
 	for _, e := range values {
-		if jsonEqual(v, e) {
+		if jsonnum.ValuesEqual(v, e) {
 			return true
 		}
 	}
@@ -259,7 +259,7 @@ func quickArray(s *jsonschema.Schema, arr []any, hops int) bool {
 		}
 		for i := range arr {
 			for j := i + 1; j < len(arr); j++ {
-				if jsonEqual(arr[i], arr[j]) {
+				if jsonnum.ValuesEqual(arr[i], arr[j]) {
 					return false
 				}
 			}

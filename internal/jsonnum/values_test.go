@@ -1,12 +1,15 @@
-package schema
+package jsonnum
 
 import (
+	"bytes"
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
-func TestJSONEqual(t *testing.T) {
+func TestValuesEqual(t *testing.T) {
 	tests := []struct {
 		a, b string
 		want bool
@@ -34,12 +37,18 @@ func TestJSONEqual(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.a+" vs "+tt.b, func(t *testing.T) {
-			a, _, err := decodeJSON([]byte(tt.a))
-			assert.NoError(t, err)
-			b, _, err := decodeJSON([]byte(tt.b))
-			assert.NoError(t, err)
-			assert.Equal(t, tt.want, jsonEqual(a, b))
-			assert.Equal(t, tt.want, jsonEqual(b, a), "symmetric")
+			a, b := decode(t, tt.a), decode(t, tt.b)
+			assert.Equal(t, tt.want, ValuesEqual(a, b))
+			assert.Equal(t, tt.want, ValuesEqual(b, a), "symmetric")
 		})
 	}
+}
+
+func decode(t *testing.T, s string) any {
+	t.Helper()
+	d := json.NewDecoder(bytes.NewReader([]byte(s)))
+	d.UseNumber()
+	var v any
+	require.NoError(t, d.Decode(&v))
+	return v
 }
