@@ -132,7 +132,7 @@ func (h *validatingHandler[T]) Handle(ctx context.Context, req admission.Request
 // the persisted object is being deleted, or the spec bytes are equal. See
 // passThrough for why nothing else is looked at then.
 func (h *validatingHandler[T]) unchanged(req admission.Request) admission.Response {
-	metrics.AdmissionDecision(h.validator.Kind.Kind, string(req.Operation), metrics.Allowed, metrics.ReasonUnchanged)
+	h.validator.count(req.Operation, metrics.ReasonUnchanged, nil)
 	return admission.Allowed("")
 }
 

@@ -2,6 +2,7 @@ package admission
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"testing"
 
@@ -11,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
@@ -35,15 +37,16 @@ func TestValidatingHandler(t *testing.T) {
 		code      int32
 		message   string
 		checksRun int
+		reason    string // counted in lockstep_admission_decisions_total; "" for none
 	}{
-		{name: "metadata-only update: allowed undecoded", op: admissionv1.Update, old: object(spec), new: object(spec), allowed: true},
-		{name: "update of an object being deleted: allowed undecoded", op: admissionv1.Update, old: deleting, new: object(specChanged), allowed: true},
-		{name: "same spec spelled differently: typed path finds it unchanged", op: admissionv1.Update, old: object(spec), new: object(specReordered), allowed: true},
-		{name: "spec update: checked", op: admissionv1.Update, old: object(spec), new: object(specChanged), allowed: true, checksRun: 1},
-		{name: "refused update keeps the check's status", op: admissionv1.Update, old: object(spec), new: object(specRefused), code: http.StatusUnprocessableEntity, message: `spec.planName: Invalid value: "refuse"`, checksRun: 1},
-		{name: "create: checked", op: admissionv1.Create, new: object(spec), allowed: true, checksRun: 1},
-		{name: "refused create", op: admissionv1.Create, new: object(specRefused), code: http.StatusUnprocessableEntity, message: "refused for the test", checksRun: 1},
-		{name: "delete: delete checks run on the old object", op: admissionv1.Delete, old: object(spec), allowed: true, checksRun: 1},
+		{name: "metadata-only update: allowed undecoded", op: admissionv1.Update, old: object(spec), new: object(spec), allowed: true, reason: "Unchanged"},
+		{name: "update of an object being deleted: allowed undecoded", op: admissionv1.Update, old: deleting, new: object(specChanged), allowed: true, reason: "Unchanged"},
+		{name: "same spec spelled differently: typed path finds it unchanged", op: admissionv1.Update, old: object(spec), new: object(specReordered), allowed: true, reason: "Unchanged"},
+		{name: "spec update: checked", op: admissionv1.Update, old: object(spec), new: object(specChanged), allowed: true, checksRun: 1, reason: "Broker"},
+		{name: "refused update keeps the check's status", op: admissionv1.Update, old: object(spec), new: object(specRefused), code: http.StatusUnprocessableEntity, message: `spec.planName: Invalid value: "refuse"`, checksRun: 1, reason: "Invalid"},
+		{name: "create: checked", op: admissionv1.Create, new: object(spec), allowed: true, checksRun: 1, reason: "Broker"},
+		{name: "refused create", op: admissionv1.Create, new: object(specRefused), code: http.StatusUnprocessableEntity, message: "refused for the test", checksRun: 1, reason: "Invalid"},
+		{name: "delete: delete checks run on the old object", op: admissionv1.Delete, old: object(spec), allowed: true, checksRun: 1, reason: "Broker"},
 		{name: "malformed new object", op: admissionv1.Update, old: object(spec), new: runtime.RawExtension{Raw: []byte(`{"spec":`)}, code: http.StatusBadRequest, message: "decoding the object in the admission request"},
 		{name: "malformed typed field", op: admissionv1.Create, new: runtime.RawExtension{Raw: []byte(`{"spec":{"planName":7}}`)}, code: http.StatusBadRequest, message: "decoding the object"},
 		{name: "missing old object", op: admissionv1.Update, new: object(spec), code: http.StatusBadRequest, message: "carries no persisted object"},
@@ -71,9 +74,25 @@ func TestValidatingHandler(t *testing.T) {
 				new:   func() Instance { return &v1alpha1.ServiceInstance{} },
 				parts: func(si Instance) (*metav1.ObjectMeta, any) { return &si.ObjectMeta, &si.Spec },
 			}
+			before := decisions(t)
 			resp := h.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
 				Operation: tt.op, Object: tt.new, OldObject: tt.old,
 			}})
+			counted := map[string]float64{}
+			for labels, n := range decisions(t) {
+				if n != before[labels] {
+					counted[labels] = n - before[labels]
+				}
+			}
+			if tt.reason == "" {
+				assert.Empty(t, counted, "a request that was not judged is not counted")
+			} else {
+				result := "allowed"
+				if !tt.allowed {
+					result = "denied"
+				}
+				assert.Equal(t, map[string]float64{fmt.Sprintf("ServiceInstance/%s/%s/%s", tt.op, result, tt.reason): 1}, counted)
+			}
 			assert.Equal(t, tt.allowed, resp.Allowed, "allowed (result %+v)", resp.Result)
 			assert.Equal(t, tt.checksRun, runs, "checks run")
 			if !tt.allowed {
@@ -109,4 +128,26 @@ func TestValidatingHandlerDecodesMetadataAndSpec(t *testing.T) {
 		Parameters: &runtime.RawExtension{Raw: []byte(`{"storageGB":10}`)}}, si.Spec)
 	assert.Empty(t, si.ManagedFields, "no check reads them")
 	assert.Zero(t, si.Status, "the main resource cannot change the status")
+}
+
+// decisions reads lockstep_admission_decisions_total by
+// "kind/operation/result/reason".
+func decisions(t *testing.T) map[string]float64 {
+	t.Helper()
+	families, err := ctrlmetrics.Registry.Gather()
+	require.NoError(t, err)
+	out := map[string]float64{}
+	for _, f := range families {
+		if f.GetName() != "lockstep_admission_decisions_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			l := map[string]string{}
+			for _, p := range m.GetLabel() {
+				l[p.GetName()] = p.GetValue()
+			}
+			out[l["kind"]+"/"+l["operation"]+"/"+l["result"]+"/"+l["reason"]] = m.GetCounter().GetValue()
+		}
+	}
+	return out
 }

@@ -55,8 +55,10 @@ func (v *Validator[T]) ValidateDelete(ctx context.Context, obj T) (admission.War
 // (all failures reported together as one 422), then, unless dry-run, the
 // broker steps in order. Every decision is counted (metrics).
 func (v *Validator[T]) admit(ctx context.Context, a *Attributes[T]) (_ admission.Warnings, err error) {
-	defer func() { v.count(a, err) }()
+	reason := metrics.ReasonBroker
+	defer func() { v.count(a.Operation, reason, err) }()
 	if passThrough(a, v.SameSpec) {
+		reason = metrics.ReasonUnchanged
 		return nil, nil
 	}
 	if v.Budget > 0 {
@@ -84,6 +86,7 @@ func (v *Validator[T]) admit(ctx context.Context, a *Attributes[T]) (_ admission
 		return warnings, apierrors.NewInvalid(v.Kind, a.Object().GetName(), errs)
 	}
 	if a.DryRun {
+		reason = metrics.ReasonDryRun
 		return warnings, nil
 	}
 	for _, s := range v.Steps {
@@ -96,17 +99,12 @@ func (v *Validator[T]) admit(ctx context.Context, a *Attributes[T]) (_ admission
 	return warnings, nil
 }
 
-// count records the decision on a: denied with the rejection's reason, or
-// allowed as unchanged, dry run, or carried out at the broker.
-func (v *Validator[T]) count(a *Attributes[T], err error) {
-	result, reason := metrics.Allowed, metrics.ReasonBroker
-	switch {
-	case err != nil:
+// count records a decision: denied with the rejection's reason, or
+// allowed for reason (unchanged, dry run, or carried out at the broker).
+func (v *Validator[T]) count(op admissionv1.Operation, reason string, err error) {
+	result := metrics.Allowed
+	if err != nil {
 		result, reason = metrics.Denied, metrics.ReasonOf(err)
-	case passThrough(a, v.SameSpec):
-		reason = metrics.ReasonUnchanged
-	case a.DryRun:
-		reason = metrics.ReasonDryRun
 	}
-	metrics.AdmissionDecision(v.Kind.Kind, string(a.Operation), result, reason)
+	metrics.AdmissionDecision(v.Kind.Kind, string(op), result, reason)
 }
