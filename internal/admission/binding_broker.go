@@ -40,7 +40,7 @@ func (s *bindingBroker) Admit(ctx context.Context, a *Attributes[Binding]) (admi
 	t := a.Target
 	return s.carry.carryOut(ctx, journal.Intent{
 		ID: uuid.NewString(), Target: b, Kind: "ServiceBinding", ExternalID: b.Spec.ExternalID, Broker: t.Entry.Broker,
-		Verb: verb, User: a.User, Spec: b.Spec, ServiceID: t.Plan.Service.ID, PlanID: t.Plan.Plan.ID, InstanceID: t.Instance.Spec.ExternalID,
+		Verb: verb, User: a.User, SpecHash: journal.SpecHash(b.Spec), ServiceID: t.Plan.Service.ID, PlanID: t.Plan.Plan.ID, InstanceID: t.Instance.Spec.ExternalID,
 	}, func(meta broker.RequestMeta, ans *journal.Answer) (admission.Warnings, bool, error) {
 		if a.Operation == admissionv1.Create {
 			return s.bind(ctx, a, meta, ans)

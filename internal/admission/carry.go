@@ -45,7 +45,7 @@ func newCarrier(d Deps) *carrier {
 // depends on them being written.
 func (c *carrier) carryOut(ctx context.Context, in journal.Intent, call brokerCall) (admission.Warnings, error) {
 	target := in.Target
-	same := changeKey{uid: target.GetUID(), verb: in.Verb, specHash: journal.SpecHash(in.Spec)}
+	same := changeKey{uid: target.GetUID(), verb: in.Verb, specHash: in.SpecHash}
 	if err := c.recent.get(same); err != nil {
 		return nil, err
 	}

@@ -51,7 +51,7 @@ func (s *instanceBroker) Admit(ctx context.Context, a *Attributes[Instance]) (ad
 	t := a.Target
 	return s.carry.carryOut(ctx, journal.Intent{
 		ID: uuid.NewString(), Target: si, Kind: "ServiceInstance", ExternalID: si.Spec.ExternalID, Broker: t.Entry.Broker,
-		Verb: instanceVerb(a.Operation), User: a.User, Spec: si.Spec, ServiceID: t.Plan.Service.ID, PlanID: t.Plan.Plan.ID,
+		Verb: instanceVerb(a.Operation), User: a.User, SpecHash: journal.SpecHash(si.Spec), ServiceID: t.Plan.Service.ID, PlanID: t.Plan.Plan.ID,
 	}, func(meta broker.RequestMeta, ans *journal.Answer) (admission.Warnings, bool, error) {
 		return s.call(ctx, a, meta, ans)
 	})

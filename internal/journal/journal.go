@@ -50,8 +50,9 @@ type Intent struct {
 	Broker     string
 	Verb       v1alpha1.Verb
 	User       authenticationv1.UserInfo
-	// Spec is the target's spec the operation applies (hashed, never stored).
-	Spec any
+	// SpecHash is the SpecHash of the target's spec the operation applies
+	// (the spec itself is never stored).
+	SpecHash string
 	// ServiceID and PlanID are the OSB ids used; InstanceID is a binding's
 	// instance.
 	ServiceID, PlanID, InstanceID string
@@ -97,7 +98,7 @@ func (j *Journal) Begin(ctx context.Context, in Intent) (*v1alpha1.BrokerOperati
 			PlanID:     in.PlanID,
 			Verb:       in.Verb,
 			Requester:  v1alpha1.Requester{Username: in.User.Username, UID: in.User.UID, Groups: in.User.Groups},
-			SpecHash:   SpecHash(in.Spec),
+			SpecHash:   in.SpecHash,
 			Generation: in.Target.GetGeneration(),
 		},
 	}

@@ -32,7 +32,7 @@ func TestJournalBeginThenRecord(t *testing.T) {
 	}
 	op, err := j.Begin(context.Background(), Intent{
 		ID: "0b6c5e2a-1111-2222-3333-444455556666", Target: si, Kind: "ServiceInstance", ExternalID: "ext-1",
-		Broker: "acme", Verb: v1alpha1.VerbUpdate, Spec: si.Spec,
+		Broker: "acme", Verb: v1alpha1.VerbUpdate, SpecHash: SpecHash(si.Spec),
 		User: authenticationv1.UserInfo{Username: "alice", UID: "u1", Groups: []string{"devs"}, Extra: map[string]authenticationv1.ExtraValue{"token": {"secret"}}},
 	})
 	require.NoError(t, err)
