@@ -3,17 +3,20 @@
 //
 // Each kind has a mutating handler (a controller-runtime Defaulter: default
 // values and the lockstep.dev/broker finalizer) and a validating handler (a
-// controller-runtime Validator) built as an explicit chain of small steps,
-// in the order DESIGN.md gives:
+// Validator, served by handler.go, which decides unchanged updates from the
+// raw objects before decoding them) built as an explicit chain of small
+// steps, in the order DESIGN.md gives:
 //
-//  1. classify the request (request.go): metadata-only updates and updates
-//     of objects being deleted are allowed at once, with no checks at all,
-//     so that nothing ever blocks finalizer removal;
+//  1. classify the request (request.go, handler.go): metadata-only updates
+//     and updates of objects being deleted are allowed at once, with no
+//     checks at all, so that nothing ever blocks finalizer removal;
 //  2. static checks (no I/O beyond in-memory caches), all failures reported
 //     together through apierrors.NewInvalid so that kubectl shows the field
 //     paths;
 //  3. dry-run stops here: the broker is never called for a dry run;
-//  4. broker steps, which carry the change out at the broker.
+//  4. broker steps, which carry the change out at the broker (carry.go:
+//     lock, write-ahead record, call; a success's answer is written just
+//     after the reply, answers.go).
 //
 // The checks themselves live in internal/validate and know nothing of
 // webhooks; this package decodes, calls and answers.
