@@ -75,4 +75,5 @@ func TestIdenticalRetryIsAllowedWithoutASecondBrokerCall(t *testing.T) {
 		assert.Contains(t, err.Error(), "another change of instance \"db\" is in flight at the broker")
 		assert.Equal(t, 1, h.broker.Count(brokertest.OpProvision))
 	})
+	assert.Len(t, h.records(t), 1, "the retries' records, written with the lock they did not get, are deleted")
 }

@@ -34,15 +34,21 @@ func newCarrier(d Deps) *carrier {
 }
 
 // carryOut is the broker phase common to every kind: take the object's
-// lock, write the operation record (write-ahead), call the broker, record
-// its answer. A refusal releases the lock at once; a success or an
+// lock and write the operation record (write-ahead), call the broker,
+// record its answer. A refusal releases the lock at once; a success or an
 // operation still running keeps it for the operations reconciler, which
 // commits or follows the operation and then releases it.
 //
-// The reply waits for two writes: the lock and the record. A success is
-// recorded after the reply (Answers); a refusal, an operation still
-// running and an orphan are recorded before it, because what happens next
-// depends on them being written.
+// The lock and the record are written at the same time, so the reply waits
+// for one round trip to the API server before the broker call, not two. A
+// record whose operation then does not get the lock is deleted; should that
+// fail, the operations reconciler deletes it: a Pending record the lock
+// does not name never reached the broker (journal.Leases keeps a Pending
+// record's lock until it is settled, so the lock cannot have moved on).
+//
+// A success is recorded after the reply (Answers); a refusal, an operation
+// still running and an orphan are recorded before it, because what happens
+// next depends on them being written.
 func (c *carrier) carryOut(ctx context.Context, in journal.Intent, call brokerCall) (admission.Warnings, error) {
 	target := in.Target
 	same := changeKey{uid: target.GetUID(), verb: in.Verb, specHash: in.SpecHash}
@@ -52,30 +58,29 @@ func (c *carrier) carryOut(ctx context.Context, in journal.Intent, call brokerCa
 	key := lockKey(in.Kind, target)
 	op := &journal.Operation{ID: in.ID, Verb: in.Verb, User: in.User.Username, Started: time.Now(),
 		Record: journal.OperationName(target.GetName(), in.Verb, in.ID)}
-	holder, ok, err := c.leases.TryAcquire(ctx, key, op)
-	if err == nil && !ok {
-		// The API server retries a request that conflicted in etcd, and
-		// asks the webhooks again: when the broker already carried out
-		// this very change, allow it at once; the operations reconciler
-		// commits it. Otherwise wait a moment for the holder to finish.
-		if c.identicalDone(ctx, target, same, holder) {
-			c.log.Info("identical change already carried out at the broker; allowed without a broker call",
-				"object", client.ObjectKeyFromObject(target).String(), "operation", holder.Record)
-			return nil, nil
+	begun := c.begin(ctx, in)
+	l := c.lock(ctx, key, op, target, same)
+	rec, err := begun()
+	if !l.ok || err != nil {
+		if l.ok {
+			releaseLock(c.leases, key, op.Record, c.log) // the record could not be written
 		}
-		holder, ok, err = c.leases.Acquire(ctx, key, op)
+		if rec != nil {
+			c.discard(rec)
+		}
 	}
-	if err != nil {
-		return nil, unavailable("could not take the lock of %s %q: %v; nothing was changed: retry", in.Kind, target.GetName(), err)
-	}
-	if !ok {
+	switch {
+	case l.identical:
+		c.log.Info("identical change already carried out at the broker; allowed without a broker call",
+			"object", client.ObjectKeyFromObject(target).String(), "operation", l.holder.Record)
+		return nil, nil
+	case l.err != nil:
+		return nil, unavailable("could not take the lock of %s %q: %v; nothing was changed: retry", in.Kind, target.GetName(), l.err)
+	case !l.ok:
 		metrics.LockContention(in.Kind)
 		return nil, conflict("another change of %s %q is in flight at the broker: %s; nothing was changed: retry when it has finished",
-			kindWord(in.Kind), target.GetName(), holder)
-	}
-	rec, err := c.journal.Begin(ctx, in)
-	if err != nil {
-		releaseLock(c.leases, key, op.Record, c.log)
+			kindWord(in.Kind), target.GetName(), l.holder)
+	case err != nil:
 		return nil, unavailable("could not record the operation before calling the broker: %v; nothing was changed: retry", err)
 	}
 	ans := &journal.Answer{}
@@ -86,23 +91,80 @@ func (c *carrier) carryOut(ctx context.Context, in journal.Intent, call brokerCa
 		c.answers.write(rec.Name, same, func() { c.record(ctx, rec, target, ans, false, nil) })
 		return warnings, nil
 	}
-	c.record(ctx, rec, target, ans, inProgress, err)
+	recorded := c.record(ctx, rec, target, ans, inProgress, err)
 	if err != nil && !inProgress {
 		c.recent.put(same, err)
-		if !ans.Mitigate {
-			releaseLock(c.leases, key, op.Record, c.log) // an orphan keeps it until mitigated
+		// An orphan keeps the lock until mitigated. So does a refusal
+		// whose record is still Pending: the lock tells the operations
+		// reconciler that this operation reached the broker.
+		if !ans.Mitigate && recorded {
+			releaseLock(c.leases, key, op.Record, c.log)
 		}
 	}
 	return warnings, err
 }
 
+// begin writes the operation's record in the background; the function it
+// returns waits for the write.
+func (c *carrier) begin(ctx context.Context, in journal.Intent) func() (*v1alpha1.BrokerOperation, error) {
+	type begun struct {
+		rec *v1alpha1.BrokerOperation
+		err error
+	}
+	done := make(chan begun, 1)
+	go func() {
+		rec, err := c.journal.Begin(ctx, in)
+		done <- begun{rec, err}
+	}()
+	return func() (*v1alpha1.BrokerOperation, error) {
+		b := <-done
+		return b.rec, b.err
+	}
+}
+
+// locked is how taking an object's lock ended.
+type locked struct {
+	ok     bool
+	holder *journal.Operation // the live holder when !ok
+	// identical: the holder already carried out this very change.
+	identical bool
+	err       error
+}
+
+// lock takes the object's lock for op. The API server retries a request
+// that conflicted in etcd, and asks the webhooks again: when the broker
+// already carried out this very change, the retry is allowed at once
+// (identical) and the operations reconciler commits it. Otherwise a held
+// lock is waited for a moment, until its holder finishes.
+func (c *carrier) lock(ctx context.Context, key journal.Key, op *journal.Operation, target client.Object, same changeKey) locked {
+	holder, ok, err := c.leases.TryAcquire(ctx, key, op)
+	if err == nil && !ok {
+		if c.identicalDone(ctx, target, same, holder) {
+			return locked{holder: holder, identical: true}
+		}
+		holder, ok, err = c.leases.Acquire(ctx, key, op)
+	}
+	return locked{ok: ok && err == nil, holder: holder, err: err}
+}
+
+// discard deletes the record of an operation that did not take the lock,
+// with a context of its own: the request's may have ended.
+func (c *carrier) discard(rec *v1alpha1.BrokerOperation) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := c.journal.Discard(ctx, rec); err != nil {
+		c.log.Info("could not delete an unused operation record; the operations reconciler deletes it", "operation", rec.Name, "error", err.Error())
+	}
+}
+
 // record writes the broker's answer with a context of its own: the
 // request's may have reached its deadline while polling, or ended with the
 // reply.
-func (c *carrier) record(ctx context.Context, rec *v1alpha1.BrokerOperation, target client.Object, ans *journal.Answer, inProgress bool, err error) {
+// It reports whether the answer was written.
+func (c *carrier) record(ctx context.Context, rec *v1alpha1.BrokerOperation, target client.Object, ans *journal.Answer, inProgress bool, err error) bool {
 	recordCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	finish(recordCtx, c.journal, rec, target, ans, inProgress, err, c.log)
+	return finish(recordCtx, c.journal, rec, target, ans, inProgress, err, c.log)
 }
 
 // releaseLock frees a lock with a context of its own: the request's may

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
@@ -41,6 +42,13 @@ type harness struct {
 
 func newHarness(t testing.TB, objects ...runtime.Object) *harness {
 	t.Helper()
+	return newInterceptedHarness(t, interceptor.Funcs{}, objects...)
+}
+
+// newInterceptedHarness is newHarness whose API server calls go through
+// funcs first, to make them fail.
+func newInterceptedHarness(t testing.TB, funcs interceptor.Funcs, objects ...runtime.Object) *harness {
+	t.Helper()
 	b := brokertest.New(t)
 	scheme := runtime.NewScheme()
 	require.NoError(t, v1alpha1.AddToScheme(scheme))
@@ -48,7 +56,7 @@ func newHarness(t testing.TB, objects ...runtime.Object) *harness {
 	require.NoError(t, corev1.AddToScheme(scheme))
 	require.NoError(t, coordinationv1.AddToScheme(scheme))
 	reader := fake.NewClientBuilder().WithScheme(scheme).WithRuntimeObjects(objects...).
-		WithStatusSubresource(&v1alpha1.BrokerOperation{}).Build()
+		WithStatusSubresource(&v1alpha1.BrokerOperation{}).WithInterceptorFuncs(funcs).Build()
 
 	c, err := broker.New(b.Config())
 	require.NoError(t, err)
@@ -343,6 +351,7 @@ func TestInstanceLockRejectsAConcurrentChange(t *testing.T) {
 	assert.True(t, apierrors.IsConflict(err))
 	assert.Contains(t, err.Error(), `another change of instance "db" is in flight at the broker: provision by "alice"`)
 	assert.Zero(t, h.broker.Count(brokertest.OpUpdate), "the second change never reached the broker")
+	assert.Len(t, h.records(t), 1, "the second change's record, written with the lock it did not get, is deleted")
 }
 
 func TestInstanceDeleteStillRunningIsRejectedAndLeftToTheReconciler(t *testing.T) {

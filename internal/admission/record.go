@@ -14,9 +14,10 @@ import (
 )
 
 // finish records the outcome of the admission's broker call: succeeded,
-// failed (with the message the user got), or still in progress.
+// failed (with the message the user got), or still in progress. It reports
+// whether the answer was written.
 func finish(ctx context.Context, j *journal.Journal, rec *v1alpha1.BrokerOperation, target client.Object,
-	ans *journal.Answer, inProgress bool, err error, log logr.Logger) {
+	ans *journal.Answer, inProgress bool, err error, log logr.Logger) bool {
 	switch {
 	case inProgress:
 		ans.Phase = v1alpha1.PhaseInProgress
@@ -42,16 +43,19 @@ func finish(ctx context.Context, j *journal.Journal, rec *v1alpha1.BrokerOperati
 	default:
 		ans.Phase = v1alpha1.PhaseSucceeded
 	}
-	record(ctx, j, rec, target, *ans, log)
+	return record(ctx, j, rec, target, *ans, log)
 }
 
 // record writes an answer into the journal. A failure to write is logged:
 // the broker already acted, and the user's answer must reflect that; the
-// operations reconciler settles a record left Pending.
-func record(ctx context.Context, j *journal.Journal, rec *v1alpha1.BrokerOperation, target client.Object, ans journal.Answer, log logr.Logger) {
+// operations reconciler settles a record left Pending. It reports whether
+// the answer was written.
+func record(ctx context.Context, j *journal.Journal, rec *v1alpha1.BrokerOperation, target client.Object, ans journal.Answer, log logr.Logger) bool {
 	if err := j.Record(ctx, rec, target, ans); err != nil {
 		log.Info("could not record a broker answer", "operation", rec.Name, "error", err.Error())
+		return false
 	}
+	return true
 }
 
 // brokerStatus is the HTTP status of a broker's refusal; 0 when the broker

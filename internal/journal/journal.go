@@ -11,6 +11,7 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
@@ -111,6 +112,17 @@ func (j *Journal) Begin(ctx context.Context, in Intent) (*v1alpha1.BrokerOperati
 	}
 	metrics.OperationPhase(string(v1alpha1.PhasePending))
 	return op, nil
+}
+
+// Discard deletes the record of an operation that never reached the
+// broker: it was written together with the lock, and the lock went to
+// another operation (or could not be taken).
+func (j *Journal) Discard(ctx context.Context, op *v1alpha1.BrokerOperation) error {
+	err := j.Client.Delete(ctx, op, client.Preconditions{UID: &op.UID})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting the unused operation record %s/%s: %w", op.Namespace, op.Name, err)
+	}
+	return nil
 }
 
 // Record writes the broker's answer into the operation's record and

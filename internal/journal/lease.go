@@ -48,7 +48,8 @@ func (k Key) leaseName() string {
 // in flight per object, coordinated through the API server with one
 // coordination.k8s.io Lease per object, created if absent. A lock whose
 // holder stopped renewing it expires after Duration, so nothing stays
-// locked forever.
+// locked forever; only a holder whose record is still Pending keeps it
+// until the operations reconciler settled that record (see live).
 type Leases struct {
 	Client client.Client
 	// Duration is how long a lock lasts without renewal.
@@ -96,7 +97,11 @@ func (l *Leases) try(ctx context.Context, key Key, op *Operation) (*Operation, b
 		}
 		return nil, false, fmt.Errorf("reading the lock of %s: %w", key, err)
 	}
-	if !l.expired(&current) {
+	live, err := l.live(ctx, &current)
+	if err != nil {
+		return nil, false, fmt.Errorf("reading the holder of the lock of %s: %w", key, err)
+	}
+	if live {
 		return holderOf(&current), false, nil
 	}
 	// The holder stopped renewing: take the lock over, unless another
@@ -146,10 +151,52 @@ func (l *Leases) Holder(ctx context.Context, key Key) (*Operation, error) {
 	if err := l.Client.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: key.leaseName()}, &lease); err != nil {
 		return nil, client.IgnoreNotFound(err)
 	}
-	if l.expired(&lease) {
-		return nil, nil
+	live, err := l.live(ctx, &lease)
+	if err != nil || !live {
+		return nil, err
 	}
 	return holderOf(&lease), nil
+}
+
+// HeldBy returns the name of the record the lock of key names, expired or
+// not; "" when there is no lock.
+func (l *Leases) HeldBy(ctx context.Context, key Key) (string, error) {
+	var lease coordinationv1.Lease
+	if err := l.Client.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: key.leaseName()}, &lease); err != nil {
+		return "", client.IgnoreNotFound(err)
+	}
+	return ptr.Deref(lease.Spec.HolderIdentity, ""), nil
+}
+
+// live reports whether a lock still holds: it was renewed within its
+// duration, or its holder's record is still Pending.
+//
+// A Pending holder keeps its lock past the duration because the record and
+// the lock are written at the same time (see the carrier in
+// internal/admission): the operations reconciler tells a Pending record
+// that took the lock (the broker may have acted) from one that lost it
+// (the broker was never called) by the lock naming it. That holds only if
+// nobody takes over the lock of a Pending record; the reconciler settles
+// every Pending record, and the lock is released then.
+func (l *Leases) live(ctx context.Context, lease *coordinationv1.Lease) (bool, error) {
+	if !l.expired(lease) {
+		return true, nil
+	}
+	record := ptr.Deref(lease.Spec.HolderIdentity, "")
+	if record == "" {
+		return false, nil
+	}
+	var op v1alpha1.BrokerOperation
+	if err := l.Client.Get(ctx, client.ObjectKey{Namespace: lease.Namespace, Name: record}, &op); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	return IsPending(&op), nil
+}
+
+// IsPending reports whether a record was written before its broker call
+// and has no answer yet (no phase is how Begin leaves it).
+func IsPending(op *v1alpha1.BrokerOperation) bool {
+	return op.Status.Phase == "" || op.Status.Phase == v1alpha1.PhasePending
 }
 
 func (l *Leases) fill(lease *coordinationv1.Lease, op *Operation) {

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -18,6 +19,7 @@ func newLeases(t *testing.T, now *time.Time) *Leases {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	require.NoError(t, coordinationv1.AddToScheme(scheme))
+	require.NoError(t, v1alpha1.AddToScheme(scheme))
 	c := fake.NewClientBuilder().WithScheme(scheme).Build()
 	return &Leases{Client: c, Duration: time.Minute, Now: func() time.Time { return *now }}
 }
@@ -93,4 +95,56 @@ func TestLeaseAcquireWaitsForACommit(t *testing.T) {
 	_, ok, err := l.Acquire(ctx, key, &Operation{Record: "second", Started: now})
 	require.NoError(t, err)
 	assert.True(t, ok, "the lock was freed while the second change waited")
+}
+
+// The carrier writes an operation's record and its lock at the same time;
+// the operations reconciler tells a Pending record that took the lock from
+// one that lost it by the lock naming it. So the lock of a Pending record
+// never expires into another operation's hands.
+func TestLeaseOfAPendingRecordDoesNotExpire(t *testing.T) {
+	ctx := context.Background()
+	key := Key{Kind: "ServiceInstance", Namespace: "team", Name: "db"}
+	record := func(phase v1alpha1.OperationPhase) *v1alpha1.BrokerOperation {
+		return &v1alpha1.BrokerOperation{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "first"}, Status: v1alpha1.BrokerOperationStatus{Phase: phase}}
+	}
+	tests := []struct {
+		name   string
+		holder *v1alpha1.BrokerOperation // nil: no record
+		held   bool
+	}{
+		{"record written, no phase yet", record(""), true},
+		{"record Pending", record(v1alpha1.PhasePending), true},
+		{"record InProgress, not renewed", record(v1alpha1.PhaseInProgress), false},
+		{"record Failed", record(v1alpha1.PhaseFailed), false},
+		{"no record (it was never written)", nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			now := time.Unix(1000, 0)
+			l := newLeases(t, &now)
+			if tt.holder != nil {
+				require.NoError(t, l.Client.Create(ctx, tt.holder))
+			}
+			_, ok, err := l.Acquire(ctx, key, &Operation{Record: "first", Started: now})
+			require.NoError(t, err)
+			require.True(t, ok)
+
+			now = now.Add(10 * time.Minute)
+			holder, err := l.Holder(ctx, key)
+			require.NoError(t, err)
+			_, ok, err = l.Acquire(ctx, key, &Operation{Record: "second", Started: now})
+			require.NoError(t, err)
+			assert.Equal(t, !tt.held, ok, "taken over")
+			heldBy, err := l.HeldBy(ctx, key)
+			require.NoError(t, err)
+			if tt.held {
+				require.NotNil(t, holder)
+				assert.Equal(t, "first", holder.Record)
+				assert.Equal(t, "first", heldBy)
+			} else {
+				assert.Nil(t, holder, "expired")
+				assert.Equal(t, "second", heldBy)
+			}
+		})
+	}
 }

@@ -29,13 +29,16 @@ import (
 //     object never persisted → Orphaned;
 //   - Orphaned: compensated (deprovision, unbind, re-apply the persisted
 //     spec, or finish the delete) → Compensated;
-//   - Pending for longer than an admission can last: the webhook stopped
-//     before the broker's answer was recorded. When the API server holds
-//     the change as recorded, it was allowed, so the broker carried it out:
-//     Succeeded (answers of allowed operations are written after the
-//     reply). Otherwise treated as orphaned where the OSB spec asks for
-//     orphan mitigation (provision, bind), failed with an unknown outcome
-//     otherwise.
+//   - Pending for longer than an admission can last, and not holding the
+//     object's lock: the lock went to another operation, so the broker was
+//     never called → deleted;
+//   - Pending for longer than an admission can last, holding the lock:
+//     the webhook stopped before the broker's answer was recorded. When
+//     the API server holds the change as recorded, it was allowed, so the
+//     broker carried it out: Succeeded (answers of allowed operations are
+//     written after the reply). Otherwise treated as orphaned where the
+//     OSB spec asks for orphan mitigation (provision, bind), failed with
+//     an unknown outcome otherwise.
 //
 // After a restart every non-final operation is picked up again, because
 // the records are in the API server.
@@ -94,6 +97,20 @@ func (r *Operations) pending(ctx context.Context, op *v1alpha1.BrokerOperation) 
 	age := r.now().Sub(op.CreationTimestamp.Time)
 	if age < r.PendingTimeout {
 		return ctrl.Result{RequeueAfter: r.PendingTimeout - age}, nil
+	}
+	held, err := r.Leases.HeldBy(ctx, r.key(op))
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if held != op.Name {
+		// The record was written together with the lock, and the lock went
+		// to another operation: the broker was never called. (A lock never
+		// passes from a Pending record to another; see Leases.live.) No
+		// orphan mitigation: the instance or binding with this external id
+		// may be the other operation's.
+		log.FromContext(ctx).Info("deleting an operation record that never took the lock; the broker was not called",
+			"operation", op.Name, "lockHeldBy", held)
+		return ctrl.Result{}, r.Journal.Discard(ctx, op)
 	}
 	target, err := r.target(ctx, op)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -150,28 +151,36 @@ func TestOperationsPendingTooLongIsSettled(t *testing.T) {
 		}
 		return si
 	}
+	const deleted v1alpha1.OperationPhase = "(deleted)"
 	tests := []struct {
 		name   string
 		verb   v1alpha1.Verb
 		phase  v1alpha1.OperationPhase // as written: "" is how Begin leaves it
+		lock   string                  // the record the object's lock names; "" no lock
 		target *v1alpha1.ServiceInstance
 		want   v1alpha1.OperationPhase
 		why    string
 	}{
-		{"provision never persisted", v1alpha1.VerbProvision, v1alpha1.PhasePending, nil, v1alpha1.PhaseOrphaned,
+		{"provision never persisted", v1alpha1.VerbProvision, v1alpha1.PhasePending, "op", nil, v1alpha1.PhaseOrphaned,
 			"a provision whose answer was never recorded is mitigated"},
-		{"provision persisted, no phase", v1alpha1.VerbProvision, "", instance(spec, 1, false), v1alpha1.PhaseSucceeded,
+		{"provision persisted, no phase", v1alpha1.VerbProvision, "", "op", instance(spec, 1, false), v1alpha1.PhaseSucceeded,
 			"the object exists with the recorded uid: the broker carried it out"},
-		{"update persisted as recorded", v1alpha1.VerbUpdate, "", instance(spec, 1, false), v1alpha1.PhaseSucceeded,
+		{"update persisted as recorded", v1alpha1.VerbUpdate, "", "op", instance(spec, 1, false), v1alpha1.PhaseSucceeded,
 			"the recorded spec at the recorded generation: allowed, so carried out"},
-		{"update not persisted", v1alpha1.VerbUpdate, "", instance(other, 1, false), v1alpha1.PhaseFailed,
+		{"update not persisted", v1alpha1.VerbUpdate, "", "op", instance(other, 1, false), v1alpha1.PhaseFailed,
 			"another spec: the outcome is unknown"},
-		{"same spec at a later generation", v1alpha1.VerbUpdate, "", instance(spec, 3, false), v1alpha1.PhaseFailed,
+		{"same spec at a later generation", v1alpha1.VerbUpdate, "", "op", instance(spec, 3, false), v1alpha1.PhaseFailed,
 			"the spec came back by a later change: this one's outcome is unknown"},
-		{"deprovision carried out", v1alpha1.VerbDeprovision, "", instance(spec, 1, true), v1alpha1.PhaseSucceeded,
+		{"deprovision carried out", v1alpha1.VerbDeprovision, "", "op", instance(spec, 1, true), v1alpha1.PhaseSucceeded,
 			"the object is being deleted: the delete was allowed"},
-		{"deprovision not carried out", v1alpha1.VerbDeprovision, "", instance(spec, 1, false), v1alpha1.PhaseFailed,
+		{"deprovision not carried out", v1alpha1.VerbDeprovision, "", "op", instance(spec, 1, false), v1alpha1.PhaseFailed,
 			"the object is not being deleted: the outcome is unknown"},
+		{"provision that lost the lock", v1alpha1.VerbProvision, "", "winner", nil, deleted,
+			"the lock went to another operation: the broker was never called, nothing to mitigate"},
+		{"provision that lost the lock, winner persisted", v1alpha1.VerbProvision, "", "winner", instance(spec, 1, false), deleted,
+			"the object the winner created is not this record's doing"},
+		{"update without a lock", v1alpha1.VerbUpdate, "", "", instance(other, 1, false), deleted,
+			"no lock names the record: it never reached the broker"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -182,8 +191,27 @@ func TestOperationsPendingTooLongIsSettled(t *testing.T) {
 				objects = append(objects, tt.target)
 			}
 			h := newOpsHarness(t, objects...)
+			h.broker.PutInstance(brokertest.Instance{ID: "ext-1", ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanSmallID})
+			key := Key{Kind: "ServiceInstance", Namespace: "team", Name: "db"}
+			if tt.lock != "" {
+				_, ok, err := h.r.Leases.Acquire(context.Background(), key, &Operation{Record: tt.lock, Started: h.now})
+				require.NoError(t, err)
+				require.True(t, ok)
+			}
 			h.reconcile(t, "op")
-			assert.Equal(t, tt.want, h.phase(t, "op"), tt.why)
+			if tt.want != deleted {
+				assert.Equal(t, tt.want, h.phase(t, "op"), tt.why)
+				return
+			}
+			err := h.client.Get(context.Background(), client.ObjectKey{Namespace: "team", Name: "op"}, &v1alpha1.BrokerOperation{})
+			assert.True(t, apierrors.IsNotFound(err), tt.why)
+			assert.Zero(t, h.reconcile(t, "op"), "nothing left to reconcile")
+			assert.Empty(t, h.broker.Calls(), "the broker is not called for a record that never took the lock")
+			_, held := h.broker.Instance("ext-1")
+			assert.True(t, held, "whatever the broker holds under the external id stays")
+			held2, err := h.r.Leases.HeldBy(context.Background(), key)
+			require.NoError(t, err)
+			assert.Equal(t, tt.lock, held2, "another operation's lock is left alone")
 		})
 	}
 }
