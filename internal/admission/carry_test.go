@@ -205,4 +205,3 @@ func TestCarrierRefusalWhoseAnswerIsLostKeepsTheLock(t *testing.T) {
 	assert.Equal(t, v1alpha1.PhaseFailed, records[0].Status.Phase, "settled: the outcome is unknown to lockstep")
 	assert.Empty(t, h.lockHeldBy(t), "and the lock released")
 }
-

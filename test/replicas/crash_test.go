@@ -62,10 +62,13 @@ func TestCrashMidOperation(t *testing.T) {
 		require.NoError(t, env.client.Get(context.Background(), client.ObjectKeyFromObject(si), si))
 		return meta.IsStatusConditionTrue(si.Status.Conditions, v1alpha1.ConditionReady)
 	}, 60*time.Second, 100*time.Millisecond, "the new process picks the operation up; status becomes Ready")
-	require.NoError(t, env.client.Get(context.Background(), client.ObjectKeyFromObject(&op), &op))
-	assert.Equal(t, v1alpha1.PhaseCommitted, op.Status.Phase)
-	err := env.client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "lockstep-instance-db"}, &coordinationv1.Lease{})
-	assert.True(t, apierrors.IsNotFound(err), "the lock is released")
+	// The commit writes the status first, then the record's phase, then
+	// releases the lock.
+	require.Eventually(t, func() bool {
+		require.NoError(t, env.client.Get(context.Background(), client.ObjectKeyFromObject(&op), &op))
+		err := env.client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "lockstep-instance-db"}, &coordinationv1.Lease{})
+		return op.Status.Phase == v1alpha1.PhaseCommitted && apierrors.IsNotFound(err)
+	}, 10*time.Second, 50*time.Millisecond, "the operation is committed and the lock released")
 	held, ok := env.broker.Instance(ns + "-db")
 	require.True(t, ok)
 	assert.Equal(t, brokertest.PlanSmallID, held.PlanID)
