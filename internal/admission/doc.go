@@ -15,8 +15,8 @@
 //     paths;
 //  3. dry-run stops here: the broker is never called for a dry run;
 //  4. broker steps, which carry the change out at the broker (carry.go:
-//     lock, write-ahead record, call; a success's answer is written just
-//     after the reply, answers.go).
+//     lock and write-ahead record, written at the same time, then the
+//     call; a success's answer is written just after the reply, answers.go).
 //
 // The checks themselves live in internal/validate and know nothing of
 // webhooks; this package decodes, calls and answers.

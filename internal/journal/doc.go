@@ -4,7 +4,9 @@
 //   - journal.go: the BrokerOperation records, written before every broker
 //     call (write-ahead) and updated with the broker's answer;
 //   - lease.go: the lock across webhook replicas, one coordination.k8s.io
-//     Lease per object, which expires when its holder dies;
+//     Lease per object, which expires when its holder dies (but not while
+//     the holder's record is Pending: the lock naming a Pending record is
+//     what tells that it reached the broker);
 //   - operations.go: the reconciler that follows operations still running,
 //     commits those whose object the API server persisted, and compensates
 //     those whose object never persisted (see DESIGN.md, "After admission:
