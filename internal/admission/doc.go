@@ -3,9 +3,11 @@
 //
 // Each kind has a mutating handler (a controller-runtime Defaulter: default
 // values and the lockstep.dev/broker finalizer) and a validating handler (a
-// Validator, served by handler.go, which decides unchanged updates from the
-// raw objects before decoding them) built as an explicit chain of small
-// steps, in the order DESIGN.md gives:
+// Validator) built as an explicit chain of small steps. The validators are
+// served over HTTP by review.go, which reads an AdmissionReview in one pass
+// and cuts its objects into their parts (split.go) as it goes; handler.go
+// then decides unchanged updates from those raw parts before decoding
+// anything. The chain runs in the order DESIGN.md gives:
 //
 //  1. classify the request (request.go, handler.go): metadata-only updates
 //     and updates of objects being deleted are allowed at once, with no

@@ -3,7 +3,6 @@ package admission
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -14,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
-	sigsjson "sigs.k8s.io/json"
 
 	"github.com/lockstep-dev/lockstep/internal/metrics"
 )
@@ -31,14 +29,15 @@ import (
 // change (a number spelled differently, say): they go through the typed
 // path, where Validator.SameSpec decides semantically.
 //
-// Objects are decoded straight into the Go type with sigs.k8s.io/json, as
-// the API machinery's JSON serializer does underneath, without its extra
-// pass to find apiVersion and kind (the webhook configuration already
-// routes one kind to each path), and only in the parts the chain reads:
-// metadata without managedFields, and spec. The status is left out: on the
-// main resource the API server keeps the persisted status (the status
-// subresource is the only way to change it, and the status guard watches
-// that), so old and new would carry the same one.
+// Objects are cut into their parts first (split.go), then decoded straight
+// into the Go type with sigs.k8s.io/json, as the API machinery's JSON
+// serializer does underneath, without its extra pass to find apiVersion
+// and kind (the webhook configuration already routes one kind to each
+// path), and only in the parts the chain reads: metadata without
+// managedFields, and spec. The status is left out: on the main resource the
+// API server keeps the persisted status (the status subresource is the only
+// way to change it, and the status guard watches that), so old and new
+// would carry the same one.
 type validatingHandler[T client.Object] struct {
 	validator *Validator[T]
 	// new returns an empty object of the kind to decode into.
@@ -47,23 +46,24 @@ type validatingHandler[T client.Object] struct {
 	parts func(obj T) (*metav1.ObjectMeta, any)
 }
 
-// leanMeta is an object's metadata without its managedFields, which no
-// check reads and which are often the largest part of the object. The
-// outer field wins over the embedded one of the same JSON name.
-type leanMeta struct {
-	*metav1.ObjectMeta
-	ManagedFields json.RawMessage `json:"managedFields"`
-}
-
-// objectParts are the parts of an object the validating chain reads.
-type objectParts struct {
-	metav1.TypeMeta `json:",inline"`
-	Metadata        leanMeta        `json:"metadata"`
-	Spec            json.RawMessage `json:"spec"`
-}
-
-// Handle implements admission.Handler.
+// Handle implements admission.Handler: it cuts the request's objects into
+// their parts, then judges the request. reviewServer reads the parts
+// straight from the AdmissionReview instead.
 func (h *validatingHandler[T]) Handle(ctx context.Context, req admission.Request) admission.Response {
+	object, err := split(req.Object.Raw, "object")
+	if err != nil {
+		return admission.Errored(http.StatusBadRequest, err)
+	}
+	oldObject, err := split(req.OldObject.Raw, "persisted object")
+	if err != nil {
+		return admission.Errored(http.StatusBadRequest, err)
+	}
+	return h.handle(ctx, req, object, oldObject)
+}
+
+// handle judges a request whose objects are cut into their parts (nil: not
+// in the request).
+func (h *validatingHandler[T]) handle(ctx context.Context, req admission.Request, object, oldObject *splitObject) admission.Response {
 	ctx = admission.NewContextWithRequest(ctx, req)
 	var (
 		warnings admission.Warnings
@@ -71,42 +71,36 @@ func (h *validatingHandler[T]) Handle(ctx context.Context, req admission.Request
 	)
 	switch req.Operation {
 	case admissionv1.Create:
-		obj, derr := h.decode(req.Object.Raw, "object")
+		obj, derr := h.decode(object, "object")
 		if derr != nil {
 			return admission.Errored(http.StatusBadRequest, derr)
 		}
 		warnings, err = h.validator.ValidateCreate(ctx, obj)
 	case admissionv1.Update:
-		old, oldSpec, derr := h.decodeParts(req.OldObject.Raw, "persisted object")
+		old, derr := h.decodeMeta(oldObject, "persisted object")
 		if derr != nil {
 			return admission.Errored(http.StatusBadRequest, derr)
 		}
 		if old.GetDeletionTimestamp() != nil {
 			return h.unchanged(req)
 		}
-		var changed struct {
-			Spec json.RawMessage `json:"spec"`
+		if object == nil {
+			return admission.Errored(http.StatusBadRequest, errors.New("the admission request carries no object"))
 		}
-		if derr := unmarshal(req.Object.Raw, &changed, "object"); derr != nil {
-			return admission.Errored(http.StatusBadRequest, derr)
-		}
-		if len(oldSpec) > 0 && bytes.Equal(oldSpec, changed.Spec) {
+		if len(oldObject.Spec) > 0 && bytes.Equal(oldObject.Spec, object.Spec) {
 			return h.unchanged(req)
 		}
-		obj, spec, derr := h.decodeParts(req.Object.Raw, "object")
+		obj, derr := h.decode(object, "object")
 		if derr != nil {
 			return admission.Errored(http.StatusBadRequest, derr)
 		}
-		if derr := h.decodeSpec(old, oldSpec, "persisted object"); derr != nil {
-			return admission.Errored(http.StatusBadRequest, derr)
-		}
-		if derr := h.decodeSpec(obj, spec, "object"); derr != nil {
+		if derr := h.decodeSpec(old, oldObject, "persisted object"); derr != nil {
 			return admission.Errored(http.StatusBadRequest, derr)
 		}
 		warnings, err = h.validator.ValidateUpdate(ctx, old, obj)
 	case admissionv1.Delete:
 		// The object being deleted is the old object.
-		old, derr := h.decode(req.OldObject.Raw, "persisted object")
+		old, derr := h.decode(oldObject, "persisted object")
 		if derr != nil {
 			return admission.Errored(http.StatusBadRequest, derr)
 		}
@@ -136,49 +130,36 @@ func (h *validatingHandler[T]) unchanged(req admission.Request) admission.Respon
 	return admission.Allowed("")
 }
 
-// decode reads the parts of one object of the request the chain reads
-// into a new T.
-func (h *validatingHandler[T]) decode(raw []byte, what string) (T, error) {
-	obj, spec, err := h.decodeParts(raw, what)
-	if err != nil {
-		return obj, err
-	}
-	return obj, h.decodeSpec(obj, spec, what)
-}
-
-// decodeParts reads an object's kind and metadata into a new T, and returns
-// its spec undecoded: one pass over the object, which is all an unchanged
-// update needs.
-func (h *validatingHandler[T]) decodeParts(raw []byte, what string) (T, json.RawMessage, error) {
+// decodeMeta reads an object's kind and metadata into a new T.
+func (h *validatingHandler[T]) decodeMeta(o *splitObject, what string) (T, error) {
 	obj := h.new()
-	meta, _ := h.parts(obj)
-	parts := objectParts{Metadata: leanMeta{ObjectMeta: meta}}
-	if err := unmarshal(raw, &parts, what); err != nil {
-		return obj, nil, err
+	if o == nil {
+		return obj, fmt.Errorf("the admission request carries no %s", what)
 	}
-	obj.GetObjectKind().SetGroupVersionKind(parts.GroupVersionKind())
-	return obj, parts.Spec, nil
+	obj.GetObjectKind().SetGroupVersionKind(o.GroupVersionKind())
+	if len(o.Metadata) == 0 {
+		return obj, nil
+	}
+	meta, _ := h.parts(obj)
+	return obj, unmarshal(o.Metadata, &leanMeta{ObjectMeta: meta}, what+"'s metadata")
 }
 
-// decodeSpec reads a spec decodeParts returned into obj.
-func (h *validatingHandler[T]) decodeSpec(obj T, spec json.RawMessage, what string) error {
-	if len(spec) == 0 {
+// decodeSpec reads an object's spec into obj.
+func (h *validatingHandler[T]) decodeSpec(obj T, o *splitObject, what string) error {
+	if len(o.Spec) == 0 {
 		return nil
 	}
 	_, into := h.parts(obj)
-	return unmarshal(spec, into, what+"'s spec")
+	return unmarshal(o.Spec, into, what+"'s spec")
 }
 
-// unmarshal decodes JSON as the API machinery's serializer does
-// (case-sensitive field names, integers kept as integers).
-func unmarshal(raw []byte, into any, what string) error {
-	if len(raw) == 0 {
-		return fmt.Errorf("the admission request carries no %s", what)
+// decode reads the parts of one object the chain reads into a new T.
+func (h *validatingHandler[T]) decode(o *splitObject, what string) (T, error) {
+	obj, err := h.decodeMeta(o, what)
+	if err != nil {
+		return obj, err
 	}
-	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(raw, into); err != nil {
-		return fmt.Errorf("decoding the %s in the admission request: %w", what, err)
-	}
-	return nil
+	return obj, h.decodeSpec(obj, o, what)
 }
 
 // requestLogger is the LogConstructor of lockstep's webhooks. It names the

@@ -1,11 +1,15 @@
 package admission
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -69,5 +73,40 @@ func BenchmarkValidatingHandler(b *testing.B) {
 				}
 			}
 		})
+		// The whole HTTP handler, from the AdmissionReview's bytes to the
+		// answer's: lockstep's reviewServer; the same handler behind
+		// controller-runtime's admission.Webhook; and an allow-all
+		// admission.Webhook, the baseline of bench/.
+		body, err := json.Marshal(admissionv1.AdmissionReview{
+			TypeMeta: metav1.TypeMeta{APIVersion: admissionv1.SchemeGroupVersion.String(), Kind: "AdmissionReview"},
+			Request:  &req.AdmissionRequest,
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		servers := []struct {
+			name string
+			h    http.Handler
+		}{
+			{"reviewServer", &reviewServer[Instance]{handler: handler, log: logr.Discard()}},
+			{"controller-runtime Webhook", &admission.Webhook{Handler: handler, LogConstructor: requestLogger}},
+			{"allow-all Webhook", &admission.Webhook{Handler: admission.HandlerFunc(func(context.Context, admission.Request) admission.Response {
+				return admission.Allowed("")
+			}), LogConstructor: requestLogger}},
+		}
+		for _, srv := range servers {
+			b.Run(tt.name+"/http/"+srv.name, func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					r := httptest.NewRequest(http.MethodPost, ValidateInstancePath, bytes.NewReader(body))
+					r.Header.Set("Content-Type", "application/json")
+					w := httptest.NewRecorder()
+					srv.h.ServeHTTP(w, r)
+					if w.Code != http.StatusOK {
+						b.Fatalf("HTTP %d", w.Code)
+					}
+				}
+			})
+		}
 	}
 }

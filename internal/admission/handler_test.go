@@ -108,12 +108,14 @@ func TestValidatingHandlerDecodesMetadataAndSpec(t *testing.T) {
 		new:   func() Instance { return &v1alpha1.ServiceInstance{} },
 		parts: func(si Instance) (*metav1.ObjectMeta, any) { return &si.ObjectMeta, &si.Spec },
 	}
-	si, err := h.decode([]byte(`{"apiVersion":"lockstep.dev/v1alpha1","kind":"ServiceInstance",
+	o, err := split([]byte(`{"apiVersion":"lockstep.dev/v1alpha1","kind":"ServiceInstance",
 		"metadata":{"name":"db","namespace":"team","uid":"uid-1","generation":3,"labels":{"a":"b"},
 			"finalizers":["lockstep.dev/broker"],"deletionTimestamp":"2026-01-01T00:00:00Z",
 			"managedFields":[{"manager":"kubectl","operation":"Apply","fieldsV1":{"f:spec":{}}}]},
 		"spec":{"serviceName":"db","planName":"small","externalID":"ext-1","parameters":{"storageGB":10}},
 		"status":{"observedGeneration":2}}`), "object")
+	require.NoError(t, err)
+	si, err := h.decode(o, "object")
 	require.NoError(t, err)
 	assert.Equal(t, "ServiceInstance", si.Kind)
 	assert.Equal(t, "lockstep.dev/v1alpha1", si.APIVersion)

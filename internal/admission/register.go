@@ -3,6 +3,7 @@ package admission
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -27,18 +28,24 @@ type Handlers struct {
 	StatusGuard       *StatusGuard
 }
 
-// Register adds the handlers to a webhook server at their paths.
+// webhookLog is the logger controller-runtime gives its webhooks.
+var webhookLog = logf.Log.WithName("admission")
+
+// Register adds the handlers to a webhook server at their paths. The
+// validators are served by reviewServer, which reads an AdmissionReview in
+// one pass; the defaulters and the status guard by controller-runtime's
+// admission.Webhook.
 func Register(srv webhook.Server, scheme *runtime.Scheme, h Handlers) {
 	srv.Register(MutateInstancePath, withLogger(admission.WithDefaulter[Instance](scheme, h.InstanceDefaulter)))
-	srv.Register(ValidateInstancePath, withLogger(&admission.Webhook{Handler: &validatingHandler[Instance]{
+	srv.Register(ValidateInstancePath, &reviewServer[Instance]{log: webhookLog, handler: &validatingHandler[Instance]{
 		validator: h.InstanceValidator, new: func() Instance { return &v1alpha1.ServiceInstance{} },
 		parts: func(si Instance) (*metav1.ObjectMeta, any) { return &si.ObjectMeta, &si.Spec },
-	}}))
+	}})
 	srv.Register(MutateBindingPath, withLogger(admission.WithDefaulter[Binding](scheme, h.BindingDefaulter)))
-	srv.Register(ValidateBindingPath, withLogger(&admission.Webhook{Handler: &validatingHandler[Binding]{
+	srv.Register(ValidateBindingPath, &reviewServer[Binding]{log: webhookLog, handler: &validatingHandler[Binding]{
 		validator: h.BindingValidator, new: func() Binding { return &v1alpha1.ServiceBinding{} },
 		parts: func(b Binding) (*metav1.ObjectMeta, any) { return &b.ObjectMeta, &b.Spec },
-	}}))
+	}})
 	srv.Register(ValidateStatusPath, withLogger(&admission.Webhook{Handler: h.StatusGuard}))
 }
 

@@ -1,0 +1,132 @@
+package admission
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/go-logr/logr"
+	admissionv1 "k8s.io/api/admission/v1"
+	admissionv1beta1 "k8s.io/api/admission/v1beta1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+)
+
+// maxReviewSize is the largest AdmissionReview read, as controller-runtime.
+const maxReviewSize = 7 << 20
+
+// reviewServer serves a validatingHandler over HTTP. It does what
+// controller-runtime's admission.Webhook does (read the AdmissionReview,
+// judge its request, write the answer with the request's uid, in the
+// review's own version), but reads the review in one pass that also cuts
+// its objects into the parts the chain reads. admission.Webhook decodes
+// the review twice (once only to learn its apiVersion and kind), copies
+// both objects, and leaves them to be read again by the handler: on the
+// requests that never reach the broker, that is most of the work.
+type reviewServer[T client.Object] struct {
+	handler *validatingHandler[T]
+	log     logr.Logger
+}
+
+// review is an AdmissionReview whose objects are cut into their parts
+// while it is read. The outer fields win over the embedded ones of the
+// same JSON name.
+type review struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Request    *struct {
+		admissionv1.AdmissionRequest
+		Object    *splitObject `json:"object"`
+		OldObject *splitObject `json:"oldObject"`
+	} `json:"request"`
+}
+
+// ServeHTTP implements http.Handler.
+func (s *reviewServer[T]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	version := admissionv1.SchemeGroupVersion
+	body, status, err := readReview(r)
+	if err != nil {
+		s.log.Info("bad admission request", "error", err.Error())
+		s.write(w, version, admission.Errored(status, err))
+		return
+	}
+	var rv review
+	if err := unmarshal(body, &rv, "AdmissionReview"); err != nil {
+		s.log.Info("bad admission request", "error", err.Error())
+		s.write(w, version, admission.Errored(http.StatusBadRequest, err))
+		return
+	}
+	switch gv, _ := schema.ParseGroupVersion(rv.APIVersion); {
+	case rv.Kind != "AdmissionReview" || (gv != admissionv1.SchemeGroupVersion && gv != admissionv1beta1.SchemeGroupVersion):
+		err = fmt.Errorf("the request is a %s %q, not an AdmissionReview of admission.k8s.io/v1 or v1beta1", rv.Kind, rv.APIVersion)
+	case rv.Request == nil:
+		err = errors.New("the AdmissionReview carries no request")
+	default:
+		version = gv
+	}
+	if err != nil {
+		s.log.Info("bad admission request", "error", err.Error())
+		s.write(w, version, admission.Errored(http.StatusBadRequest, err))
+		return
+	}
+	// The chain reads the request's user and dry-run flag; its objects
+	// are passed on already cut into parts.
+	req := admission.Request{AdmissionRequest: rv.Request.AdmissionRequest}
+	s.write(w, version, s.judge(r.Context(), req, rv.Request.Object, rv.Request.OldObject))
+}
+
+// judge runs the handler as admission.Webhook.Handle does: with the
+// request's logger in the context, a panic answered as an internal error,
+// and the answer completed with the request's uid.
+func (s *reviewServer[T]) judge(ctx context.Context, req admission.Request, object, oldObject *splitObject) (resp admission.Response) {
+	log := requestLogger(s.log, &req)
+	defer func() {
+		if p := recover(); p != nil {
+			log.Info("panic while judging an admission request", "panic", fmt.Sprint(p))
+			resp = admission.Errored(http.StatusInternalServerError, fmt.Errorf("panic: %v [recovered]", p))
+			resp.UID = req.UID
+		}
+	}()
+	resp = s.handler.handle(logf.IntoContext(ctx, log), req, object, oldObject)
+	if err := resp.Complete(req); err != nil {
+		resp = admission.Errored(http.StatusInternalServerError, fmt.Errorf("encoding the answer: %w", err))
+		resp.UID = req.UID
+	}
+	return resp
+}
+
+// readReview reads a request's body, which must be JSON and at most
+// maxReviewSize bytes; on failure it also returns the HTTP status to
+// answer with.
+func readReview(r *http.Request) ([]byte, int32, error) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil, http.StatusBadRequest, errors.New("request body is empty")
+	}
+	defer func() { _ = r.Body.Close() }()
+	if ct := r.Header.Get("Content-Type"); ct != "application/json" {
+		return nil, http.StatusBadRequest, fmt.Errorf("contentType=%s, expected application/json", ct)
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxReviewSize+1))
+	if err != nil {
+		return nil, http.StatusBadRequest, fmt.Errorf("reading the request body: %w", err)
+	}
+	if len(body) > maxReviewSize {
+		return nil, http.StatusRequestEntityTooLarge, fmt.Errorf("request entity is too large; limit is %d bytes", maxReviewSize)
+	}
+	return body, 0, nil
+}
+
+// write answers with an AdmissionReview of the given version.
+func (s *reviewServer[T]) write(w http.ResponseWriter, version schema.GroupVersion, resp admission.Response) {
+	out := admissionv1.AdmissionReview{Response: &resp.AdmissionResponse}
+	out.SetGroupVersionKind(version.WithKind("AdmissionReview"))
+	w.Header().Set("Content-Type", "application/json")
+	if err := json.NewEncoder(w).Encode(out); err != nil {
+		s.log.Info("could not write an admission answer", "error", err.Error())
+	}
+}
