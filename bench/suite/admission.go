@@ -42,7 +42,10 @@ func (s *Suite) Admission(ctx context.Context) (report.Section, error) {
 			"`cmd/webhook` binary in its own process, and to the baseline: `bench/cmd/allow-all`, a controller-runtime webhook server with the " +
 			"same TLS setup (same `webhook.NewServer` options and certificates) whose handler allows everything. " +
 			fmt.Sprintf("Per scenario and concurrency level each server gets %d measured requests (%d for the spec update) after a warmup, "+
-				"in %d alternating rounds whose order rotates.", s.Sizes.AdmissionRequests, s.Sizes.AdmissionBrokerRequests, s.Sizes.Rounds),
+				"in alternating rounds whose order rotates: as many rounds as leave every worker at least %d requests a round, between %d "+
+				"and %d, so that a burst of noise from the rest of the machine falls on every server alike (at concurrency 1, %d rounds).",
+				s.Sizes.AdmissionRequests, s.Sizes.AdmissionBrokerRequests, requestsPerWorkerRound, s.Sizes.Rounds, maxAdmissionRounds,
+				admissionRounds(s.Sizes.AdmissionRequests, 1, s.Sizes.Rounds)),
 		"For the requests that do not reach the broker, two reference servers (the same command, each in its own process, not " +
 			"lockstep) show where lockstep's extra time goes: one decodes the old and new ServiceInstance exactly as lockstep's validator is " +
 			"wired to (controller-runtime's `admission.WithValidator`: the universal deserializer) and allows without any check; the other " +
@@ -109,7 +112,7 @@ func (s *Suite) Admission(ctx context.Context) (report.Section, error) {
 			}
 			res, err := loadgen.Alternate(ctx, arms, loadgen.Plan{
 				Load:   loadgen.Load{Concurrency: level, Requests: sc.requests, MaxDuration: s.Sizes.StepTimeout},
-				Rounds: s.Sizes.Rounds, Warmup: s.Sizes.Warmup,
+				Rounds: admissionRounds(sc.requests, level, s.Sizes.Rounds), Warmup: s.Sizes.Warmup,
 			})
 			if err != nil {
 				return sec, fmt.Errorf("admission, %s at concurrency %d: %w", sc.name, level, err)
@@ -266,4 +269,18 @@ func (s *Suite) cleanOperations(ns string) {
 	if err := s.Env.Client.DeleteAllOf(ctx, &v1alpha1.BrokerOperation{}, client.InNamespace(ns)); err != nil {
 		s.Logf("could not delete the BrokerOperations in %s: %v", ns, err)
 	}
+}
+
+// Alternation of the admission benchmark: the finer the rounds, the more
+// evenly bursts of noise fall on lockstep and its baselines; each round
+// still gives every worker enough requests to run at its concurrency.
+const (
+	requestsPerWorkerRound = 10
+	maxAdmissionRounds     = 30
+)
+
+// admissionRounds is how many alternating rounds requests at a concurrency
+// level are split into: at least min, at most maxAdmissionRounds.
+func admissionRounds(requests, concurrency, least int) int {
+	return max(least, min(maxAdmissionRounds, requests/(requestsPerWorkerRound*concurrency)))
 }

@@ -53,8 +53,15 @@ func (s *Suite) Micro(ctx context.Context) (report.Section, error) {
 			sec.Targets = append(sec.Targets, report.Target{What: what, Want: "< 20 µs", Got: name + " not found", Status: report.NotMeasured})
 			continue
 		}
+		// Judged on CPU time per check where the benchmark reports it: on
+		// a shared machine wall time also counts what other processes
+		// took from this one.
 		ns, _ := r.Metric("ns/op")
-		sec.Targets = append(sec.Targets, report.Check(what, "< 20 µs", fmt.Sprintf("%.1f µs/op", ns/1000), ns < 20000))
+		got, judged := fmt.Sprintf("%.1f µs/op", ns/1000), ns
+		if cpu, ok := r.Metric("cpu-ns/op"); ok {
+			got, judged = fmt.Sprintf("%.1f µs of CPU per op (%.1f µs wall)", cpu/1000, ns/1000), cpu
+		}
+		sec.Targets = append(sec.Targets, report.Check(what, "< 20 µs", got, judged < 20000))
 	}
 	if s.Sizes.Benchtime == "1x" {
 		sec.Notes = append(sec.Notes, "-benchtime 1x: one iteration per benchmark, which proves the benchmarks run but measures nothing.")

@@ -82,3 +82,18 @@ func TestSuiteTiny(t *testing.T) {
 		assert.Contains(t, md, "## "+sec.Title)
 	}
 }
+
+func TestAdmissionRounds(t *testing.T) {
+	tests := []struct{ requests, concurrency, least, want int }{
+		{3000, 1, 6, 30}, // capped
+		{3000, 8, 6, 30}, // 37 would leave 10 a worker: capped
+		{3000, 64, 6, 6}, // 4 would be enough per worker, the least wins
+		{600, 8, 6, 7},   // 7 rounds of 85: 10 a worker
+		{10, 1, 2, 2},    // tiny sizes
+	}
+	for _, tt := range tests {
+		if got := admissionRounds(tt.requests, tt.concurrency, tt.least); got != tt.want {
+			t.Errorf("admissionRounds(%d, %d, %d) = %d, want %d", tt.requests, tt.concurrency, tt.least, got, tt.want)
+		}
+	}
+}
