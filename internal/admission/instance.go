@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -90,7 +89,7 @@ func NewInstanceValidator(d Deps, hooks *validate.Hooks[Instance]) *Validator[In
 	cat := &instanceCatalog{reader: d.Reader, cache: d.Catalogs}
 	return &Validator[Instance]{
 		Kind:     instanceKind,
-		SameSpec: func(old, new Instance) bool { return equality.Semantic.DeepEqual(old.Spec, new.Spec) },
+		SameSpec: func(old, new Instance) bool { return sameInstanceSpec(&old.Spec, &new.Spec) },
 		Checks: []Check[Instance]{
 			fieldPolicy[Instance](),
 			CheckFunc[Instance]{CheckName: "spec", Fn: func(_ context.Context, a *Attributes[Instance]) (field.ErrorList, admission.Warnings, error) {
