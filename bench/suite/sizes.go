@@ -43,7 +43,7 @@ type Sizes struct {
 func Full() Sizes {
 	return Sizes{
 		Concurrency:       []int{1, 8, 64},
-		AdmissionRequests: 3000, AdmissionBrokerRequests: 600,
+		AdmissionRequests: 6000, AdmissionBrokerRequests: 600,
 		Rounds: 6, Warmup: 100,
 		EndToEnd:        200,
 		BrokerPath:      100,
