@@ -159,8 +159,7 @@ func (c *carrier) discard(rec *v1alpha1.BrokerOperation) {
 
 // record writes the broker's answer with a context of its own: the
 // request's may have reached its deadline while polling, or ended with the
-// reply.
-// It reports whether the answer was written.
+// reply. It reports whether the answer was written.
 func (c *carrier) record(ctx context.Context, rec *v1alpha1.BrokerOperation, target client.Object, ans *journal.Answer, inProgress bool, err error) bool {
 	recordCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()

@@ -66,7 +66,7 @@ type Leases struct {
 func (l *Leases) Acquire(ctx context.Context, key Key, op *Operation) (*Operation, bool, error) {
 	deadline := l.now().Add(l.Wait)
 	for {
-		holder, ok, err := l.try(ctx, key, op)
+		holder, ok, err := l.TryAcquire(ctx, key, op)
 		if err != nil || ok || !l.now().Before(deadline) {
 			return holder, ok, err
 		}
@@ -80,7 +80,10 @@ func (l *Leases) Acquire(ctx context.Context, key Key, op *Operation) (*Operatio
 	}
 }
 
-func (l *Leases) try(ctx context.Context, key Key, op *Operation) (*Operation, bool, error) {
+// TryAcquire takes the lock of key for op if it is free or expired,
+// without waiting. When another live operation holds it, it returns that
+// operation (nil when the lock changed hands meanwhile) and false.
+func (l *Leases) TryAcquire(ctx context.Context, key Key, op *Operation) (*Operation, bool, error) {
 	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.leaseName()}}
 	l.fill(lease, op)
 	err := l.Client.Create(ctx, lease)
@@ -259,11 +262,4 @@ func (l *Leases) AwaitFree(ctx context.Context, key Key) (*Operation, error) {
 		case <-t.C:
 		}
 	}
-}
-
-// TryAcquire takes the lock of key for op if it is free or expired,
-// without waiting. When another live operation holds it, it returns that
-// operation (nil when the lock changed hands meanwhile) and false.
-func (l *Leases) TryAcquire(ctx context.Context, key Key, op *Operation) (*Operation, bool, error) {
-	return l.try(ctx, key, op)
 }
