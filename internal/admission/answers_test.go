@@ -4,10 +4,12 @@ import (
 	"context"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admission/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
@@ -76,4 +78,35 @@ func TestIdenticalRetryIsAllowedWithoutASecondBrokerCall(t *testing.T) {
 		assert.Equal(t, 1, h.broker.Count(brokertest.OpProvision))
 	})
 	assert.Len(t, h.records(t), 1, "the retries' records, written with the lock they did not get, are deleted")
+}
+
+// The API server's retry may reach another replica while the replica that
+// carried the change out is still writing its answer: the record still
+// reads Pending there. The holder cannot finish (its commit waits for this
+// very retry to be allowed), so the retry looks again while it waits for
+// the lock, and is allowed once the answer is written, without a second
+// broker call.
+func TestIdenticalRetryOnAnotherReplicaWaitsForTheAnswer(t *testing.T) {
+	h := newHarness(t)
+	h.leases.Wait = 5 * time.Second
+	si := instance("small", `{"region":"eu"}`)
+	other := &journal.Journal{Client: h.client}
+	rec, err := other.Begin(context.Background(), journal.Intent{ID: "first", Target: si, Kind: "ServiceInstance", ExternalID: "ext-1",
+		Broker: "acme", Verb: v1alpha1.VerbProvision, User: authenticationv1.UserInfo{Username: "alice"}, SpecHash: journal.SpecHash(si.Spec)})
+	require.NoError(t, err)
+	_, ok, err := h.leases.Acquire(context.Background(), journal.Key{Kind: "ServiceInstance", Namespace: "team", Name: "db"},
+		&journal.Operation{Verb: v1alpha1.VerbProvision, User: "alice", Record: rec.Name, Started: time.Now()})
+	require.NoError(t, err)
+	require.True(t, ok)
+	go func() {
+		time.Sleep(200 * time.Millisecond) // the other replica writes its answer
+		_ = other.Record(context.Background(), rec, si, journal.Answer{Phase: v1alpha1.PhaseSucceeded})
+	}()
+
+	start := time.Now()
+	_, err = h.admit(admissionv1.Create, nil, si, false)
+	require.NoError(t, err, "the retry of a change the broker carried out is allowed")
+	assert.GreaterOrEqual(t, time.Since(start), 200*time.Millisecond, "allowed once the answer was written")
+	assert.Zero(t, h.broker.Count(brokertest.OpProvision), "without a second broker call")
+	assert.Len(t, h.records(t), 1, "the retry's own record is deleted")
 }

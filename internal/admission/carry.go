@@ -131,20 +131,20 @@ type locked struct {
 	err       error
 }
 
-// lock takes the object's lock for op. The API server retries a request
-// that conflicted in etcd, and asks the webhooks again: when the broker
-// already carried out this very change, the retry is allowed at once
-// (identical) and the operations reconciler commits it. Otherwise a held
-// lock is waited for a moment, until its holder finishes.
+// lock takes the object's lock for op, waiting a moment for a holder to
+// finish. The API server retries a request that conflicted in etcd, and
+// asks the webhooks again: when the holder is the broker having carried
+// out this very change, the retry is allowed (identical) and the
+// operations reconciler commits it. That is checked while waiting too: a
+// retry that reaches another replica may find the holder's answer not yet
+// written, and the holder cannot finish before this retry is allowed.
 func (c *carrier) lock(ctx context.Context, key journal.Key, op *journal.Operation, target client.Object, same changeKey) locked {
-	holder, ok, err := c.leases.TryAcquire(ctx, key, op)
-	if err == nil && !ok {
-		if c.identicalDone(ctx, target, same, holder) {
-			return locked{holder: holder, identical: true}
-		}
-		holder, ok, err = c.leases.Acquire(ctx, key, op)
-	}
-	return locked{ok: ok && err == nil, holder: holder, err: err}
+	identical := false
+	holder, ok, err := c.leases.AcquireUnless(ctx, key, op, func(holder *journal.Operation) bool {
+		identical = c.identicalDone(ctx, target, same, holder)
+		return identical
+	})
+	return locked{ok: ok && err == nil, holder: holder, identical: identical && !ok && err == nil, err: err}
 }
 
 // discard deletes the record of an operation that did not take the lock,

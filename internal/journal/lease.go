@@ -64,10 +64,16 @@ type Leases struct {
 // Acquire takes the lock of key for op. When another live operation holds
 // it (after waiting up to Wait), it returns that operation and false.
 func (l *Leases) Acquire(ctx context.Context, key Key, op *Operation) (*Operation, bool, error) {
+	return l.AcquireUnless(ctx, key, op, nil)
+}
+
+// AcquireUnless is Acquire that stops waiting as soon as enough(holder)
+// says the holder makes the lock unnecessary (nil: never).
+func (l *Leases) AcquireUnless(ctx context.Context, key Key, op *Operation, enough func(holder *Operation) bool) (*Operation, bool, error) {
 	deadline := l.now().Add(l.Wait)
 	for {
 		holder, ok, err := l.TryAcquire(ctx, key, op)
-		if err != nil || ok || !l.now().Before(deadline) {
+		if err != nil || ok || (enough != nil && enough(holder)) || !l.now().Before(deadline) {
 			return holder, ok, err
 		}
 		t := time.NewTimer(50 * time.Millisecond)

@@ -148,3 +148,26 @@ func TestLeaseOfAPendingRecordDoesNotExpire(t *testing.T) {
 		})
 	}
 }
+
+func TestLeaseAcquireUnlessStopsWaitingWhenTheHolderIsEnough(t *testing.T) {
+	now := time.Now()
+	l := newLeases(t, &now)
+	l.Now = nil
+	l.Wait = time.Minute
+	ctx := context.Background()
+	key := Key{Kind: "ServiceInstance", Namespace: "team", Name: "db"}
+	_, ok, _ := l.Acquire(ctx, key, &Operation{Record: "first", Started: now})
+	require.True(t, ok)
+
+	asked := 0
+	start := time.Now()
+	holder, ok, err := l.AcquireUnless(ctx, key, &Operation{Record: "second", Started: now}, func(h *Operation) bool {
+		asked++
+		return asked == 3 // enough on the third look
+	})
+	require.NoError(t, err)
+	assert.False(t, ok)
+	assert.Equal(t, "first", holder.Record)
+	assert.Equal(t, 3, asked, "asked on every look while waiting")
+	assert.Less(t, time.Since(start), 10*time.Second, "stopped long before the wait ended")
+}
