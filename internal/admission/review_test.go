@@ -3,10 +3,12 @@ package admission
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
@@ -184,4 +186,50 @@ func TestReviewServerSetsNoHeader(t *testing.T) {
 	require.NotNil(t, w.set, "the answer was written")
 	assert.Empty(t, w.set)
 	assert.Contains(t, w.Body.String(), `"uid":"req-3"`)
+}
+
+// TestReadBody checks that the body is read whole whatever Content-Length
+// says, and that the buffer sized from a right one never grows.
+func TestReadBody(t *testing.T) {
+	body := strings.Repeat("x", 3000)
+	tests := []struct {
+		name   string
+		length int64
+		// wantCap is the buffer's capacity afterwards; 0: not checked.
+		wantCap int
+	}{
+		{name: "right length", length: 3000, wantCap: 3001},
+		{name: "no length", length: -1},
+		{name: "length too small", length: 10},
+		{name: "length too large", length: 5000, wantCap: 5001},
+		{name: "length beyond the limit", length: maxReviewSize * 2, wantCap: maxReviewSize + 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := readBody(iotest.OneByteReader(strings.NewReader(body)), tt.length)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != body {
+				t.Fatalf("read %d bytes, want the %d of the body", len(got), len(body))
+			}
+			if tt.wantCap != 0 && cap(got) != tt.wantCap {
+				t.Errorf("buffer capacity %d, want %d", cap(got), tt.wantCap)
+			}
+		})
+	}
+	t.Run("over the limit", func(t *testing.T) {
+		got, err := readBody(strings.NewReader(strings.Repeat("x", maxReviewSize+10)), maxReviewSize+10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != maxReviewSize+1 {
+			t.Errorf("read %d bytes, want maxReviewSize+1 = %d (enough to tell the body is too large)", len(got), maxReviewSize+1)
+		}
+	})
+	t.Run("read error", func(t *testing.T) {
+		if _, err := readBody(iotest.ErrReader(errors.New("connection reset")), 100); err == nil || err.Error() != "connection reset" {
+			t.Errorf("error %v, want the reader's", err)
+		}
+	})
 }
