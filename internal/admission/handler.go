@@ -29,8 +29,9 @@ import (
 // change (a number spelled differently, say): they go through the typed
 // path, where Validator.SameSpec decides semantically.
 //
-// Objects are cut into their parts first (split.go), then decoded straight
-// into the Go type with sigs.k8s.io/json, as the API machinery's JSON
+// Objects are cut into their parts first (split.go), their metadata
+// decoded as they are cut; the spec is then decoded straight into the Go
+// type with sigs.k8s.io/json, as the API machinery's JSON
 // serializer does underneath, without its extra pass to find apiVersion
 // and kind (the webhook configuration already routes one kind to each
 // path), and only in the parts the chain reads: metadata without
@@ -130,18 +131,17 @@ func (h *validatingHandler[T]) unchanged(req admission.Request) admission.Respon
 	return admission.Allowed("")
 }
 
-// decodeMeta reads an object's kind and metadata into a new T.
+// decodeMeta puts an object's kind and metadata, decoded while the request
+// was read, into a new T.
 func (h *validatingHandler[T]) decodeMeta(o *splitObject, what string) (T, error) {
 	obj := h.new()
 	if o == nil {
 		return obj, fmt.Errorf("the admission request carries no %s", what)
 	}
 	obj.GetObjectKind().SetGroupVersionKind(o.GroupVersionKind())
-	if len(o.Metadata) == 0 {
-		return obj, nil
-	}
 	meta, _ := h.parts(obj)
-	return obj, unmarshal(o.Metadata, &leanMeta{ObjectMeta: meta}, what+"'s metadata")
+	*meta = o.Metadata.ObjectMeta
+	return obj, nil
 }
 
 // decodeSpec reads an object's spec into obj.

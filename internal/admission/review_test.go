@@ -84,7 +84,7 @@ func TestReviewServer(t *testing.T) {
 		{name: "malformed review", body: `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":`, code: http.StatusBadRequest,
 			message: "decoding the AdmissionReview in the admission request"},
 		{name: "malformed metadata", body: reviewOf("v1", "CREATE", "", `{"metadata":{"name":7},"spec":{}}`), code: http.StatusBadRequest,
-			message: "decoding the object's metadata"},
+			message: "request.object.metadata.ObjectMeta.name of type string"},
 		{name: "review without a request", body: `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}`, code: http.StatusBadRequest,
 			message: "the AdmissionReview carries no request"},
 		{name: "not an AdmissionReview", body: `{"apiVersion":"v1","kind":"Pod","request":{}}`, code: http.StatusBadRequest,

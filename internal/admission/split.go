@@ -8,12 +8,19 @@ import (
 )
 
 // splitObject is one object of an admission request cut into the parts the
-// validating chain reads, none of them decoded yet. Reading a request into
-// it passes over each object once; the status is skipped.
+// validating chain reads: its metadata decoded (without managedFields), its
+// spec not yet. Reading a request into it passes over each object once; the
+// status is skipped.
+//
+// The metadata is decoded in the same pass because every request reads the
+// old object's, and every request that gets past the raw spec comparison
+// the new object's. Kept raw, it was passed over four times (validated and
+// skipped while the review is read, validated and decoded again later),
+// managedFields included, which are often most of the object's bytes.
 type splitObject struct {
 	metav1.TypeMeta `json:",inline"`
-	Metadata        rawRef `json:"metadata"`
-	Spec            rawRef `json:"spec"`
+	Metadata        leanMeta `json:"metadata"`
+	Spec            rawRef   `json:"spec"`
 }
 
 // split cuts a raw object into its parts; nil when there is none.
@@ -44,7 +51,7 @@ func (r *rawRef) UnmarshalJSON(b []byte) error {
 // check reads and which are often the largest part of the object. The
 // outer field wins over the embedded one of the same JSON name.
 type leanMeta struct {
-	*metav1.ObjectMeta
+	metav1.ObjectMeta
 	ManagedFields skipped `json:"managedFields"`
 }
 
