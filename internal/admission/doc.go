@@ -13,8 +13,8 @@
 //     and updates of objects being deleted are allowed at once, with no
 //     checks at all, so that nothing ever blocks finalizer removal;
 //  2. static checks (no I/O beyond in-memory caches), all failures reported
-//     together through apierrors.NewInvalid so that kubectl shows the field
-//     paths;
+//     together as one 422, as apierrors.NewInvalid builds it (invalid.go),
+//     so that kubectl shows the field paths;
 //  3. dry-run stops here: the broker is never called for a dry run;
 //  4. broker steps, which carry the change out at the broker (carry.go:
 //     lock and write-ahead record, written at the same time, then the

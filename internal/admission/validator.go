@@ -5,7 +5,6 @@ import (
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -83,7 +82,7 @@ func (v *Validator[T]) admit(ctx context.Context, a *Attributes[T]) (_ admission
 		errs = append(errs, e...)
 	}
 	if len(errs) > 0 {
-		return warnings, apierrors.NewInvalid(v.Kind, a.Object().GetName(), errs)
+		return warnings, invalid(v.Kind, a.Object().GetName(), errs)
 	}
 	if a.DryRun {
 		reason = metrics.ReasonDryRun
