@@ -41,11 +41,11 @@ func (s *Suite) Admission(ctx context.Context) (report.Section, error) {
 			"(HTTP/2, certificate verified, as kube-apiserver does) to lockstep's validating webhook for ServiceInstances, served by the real " +
 			"`cmd/webhook` binary in its own process, and to the baseline: `bench/cmd/allow-all`, a controller-runtime webhook server with the " +
 			"same TLS setup (same `webhook.NewServer` options and certificates) whose handler allows everything. " +
-			fmt.Sprintf("Per scenario and concurrency level each server gets %d measured requests (%d for the spec update) after a warmup, "+
+			fmt.Sprintf("Per scenario and concurrency level each server gets %s measured requests (%d for the spec update) after a warmup, "+
 				"in alternating rounds whose order rotates: as many rounds as leave every worker at least %d requests a round, between %d "+
 				"and %d, so that a burst of noise from the rest of the machine falls on every server alike (at concurrency 1, %d rounds).",
-				s.Sizes.AdmissionRequests, s.Sizes.AdmissionBrokerRequests, requestsPerWorkerRound, s.Sizes.Rounds, maxAdmissionRounds,
-				admissionRounds(s.Sizes.AdmissionRequests, 1, s.Sizes.Rounds)),
+				requestCounts(s.Sizes), s.Sizes.AdmissionBrokerRequests, requestsPerWorkerRound, s.Sizes.Rounds, maxAdmissionRounds,
+				admissionRounds(admissionRequests(s.Sizes, 1), 1, s.Sizes.Rounds)),
 		"For the requests that do not reach the broker, two reference servers (the same command, each in its own process, not " +
 			"lockstep) show what reading the objects costs behind controller-runtime's `admission.Webhook`, which decodes the " +
 			"AdmissionReview twice and copies both objects: one decodes the old and new ServiceInstance as `admission.WithValidator` does " +
@@ -98,6 +98,10 @@ func (s *Suite) Admission(ctx context.Context) (report.Section, error) {
 			cpuRatios = map[string]float64{}
 		)
 		for _, level := range s.Sizes.Concurrency {
+			requests := sc.requests
+			if !sc.brokerCall {
+				requests = admissionRequests(s.Sizes, level)
+			}
 			body := func(i int) []byte { return sc.body(level, i) }
 			arms := []loadgen.Arm{{Name: "lockstep", Work: loadgen.Work{Do: rc.Reviews(s.Env.LockstepURL(path), body, sc.want)}}}
 			procs := []*env.Process{s.Env.Lockstep}
@@ -113,8 +117,8 @@ func (s *Suite) Admission(ctx context.Context) (report.Section, error) {
 				return sec, err
 			}
 			res, err := loadgen.Alternate(ctx, arms, loadgen.Plan{
-				Load:   loadgen.Load{Concurrency: level, Requests: sc.requests, MaxDuration: s.Sizes.StepTimeout},
-				Rounds: admissionRounds(sc.requests, level, s.Sizes.Rounds), Warmup: s.Sizes.Warmup,
+				Load:   loadgen.Load{Concurrency: level, Requests: requests, MaxDuration: s.Sizes.StepTimeout},
+				Rounds: admissionRounds(requests, level, s.Sizes.Rounds), Warmup: s.Sizes.Warmup,
 			})
 			if err != nil {
 				return sec, fmt.Errorf("admission, %s at concurrency %d: %w", sc.name, level, err)
@@ -279,6 +283,39 @@ const (
 	requestsPerWorkerRound = 10
 	maxAdmissionRounds     = 30
 )
+
+// admissionRequests is how many requests each arm gets at a concurrency
+// level on the paths without a broker call: sz.AdmissionRequests, or more
+// where that is needed for sz.AdmissionRounds rounds. At concurrency 64,
+// 6,000 requests made only 9 rounds of 0.2 s each, and one burst of noise
+// from the rest of the machine could cover a whole round of one arm and
+// decide its p99 (lockstep's p50 was 1.44x allow-all's in one run at
+// 1.09x its CPU per request).
+func admissionRequests(sz Sizes, concurrency int) int {
+	return max(sz.AdmissionRequests, sz.AdmissionRounds*requestsPerWorkerRound*concurrency)
+}
+
+// requestCounts describes the requests per arm at each concurrency level
+// for the section's text: "6000" when all levels get the same, else
+// "6000 at concurrency 1, 6000 at 8 and 19200 at 64".
+func requestCounts(sz Sizes) string {
+	var parts []string
+	same := true
+	for i, level := range sz.Concurrency {
+		n := admissionRequests(sz, level)
+		same = same && n == admissionRequests(sz, sz.Concurrency[0])
+		if i == 0 {
+			parts = append(parts, fmt.Sprintf("%d at concurrency %d", n, level))
+		} else {
+			parts = append(parts, fmt.Sprintf("%d at %d", n, level))
+		}
+	}
+	if same || len(parts) == 0 {
+		return fmt.Sprint(sz.AdmissionRequests)
+	}
+	last := len(parts) - 1
+	return strings.Join(parts[:last], ", ") + " and " + parts[last]
+}
 
 // admissionRounds is how many alternating rounds requests at a concurrency
 // level are split into: at least min, at most maxAdmissionRounds.

@@ -9,6 +9,10 @@ type Sizes struct {
 	// AdmissionRequests per arm, scenario and level for the paths without
 	// a broker call; AdmissionBrokerRequests for the spec update.
 	AdmissionRequests, AdmissionBrokerRequests int
+	// AdmissionRounds, when set, grows AdmissionRequests at the higher
+	// concurrency levels until they too split into that many alternating
+	// rounds (each worker still sending requestsPerWorkerRound a round).
+	AdmissionRounds int
 	// Rounds are the alternations of each comparison; Warmup the
 	// unmeasured requests per arm first.
 	Rounds, Warmup int
@@ -43,7 +47,7 @@ type Sizes struct {
 func Full() Sizes {
 	return Sizes{
 		Concurrency:       []int{1, 8, 64},
-		AdmissionRequests: 6000, AdmissionBrokerRequests: 600,
+		AdmissionRequests: 6000, AdmissionBrokerRequests: 600, AdmissionRounds: maxAdmissionRounds,
 		Rounds: 6, Warmup: 100,
 		EndToEnd:        200,
 		BrokerPath:      100,

@@ -97,3 +97,25 @@ func TestAdmissionRounds(t *testing.T) {
 		}
 	}
 }
+
+func TestAdmissionRequests(t *testing.T) {
+	full := Full()
+	for _, tt := range []struct{ concurrency, want int }{{1, 6000}, {8, 6000}, {64, 19200}} {
+		got := admissionRequests(full, tt.concurrency)
+		if got != tt.want {
+			t.Errorf("admissionRequests(Full, %d) = %d, want %d", tt.concurrency, got, tt.want)
+		}
+		if rounds := admissionRounds(got, tt.concurrency, full.Rounds); rounds != maxAdmissionRounds {
+			t.Errorf("at concurrency %d: %d rounds, want %d", tt.concurrency, rounds, maxAdmissionRounds)
+		}
+	}
+	if got := admissionRequests(Tiny(), 8); got != Tiny().AdmissionRequests {
+		t.Errorf("admissionRequests(Tiny, 8) = %d, want Tiny's own %d", got, Tiny().AdmissionRequests)
+	}
+	if got, want := requestCounts(full), "6000 at concurrency 1, 6000 at 8 and 19200 at 64"; got != want {
+		t.Errorf("requestCounts(Full) = %q, want %q", got, want)
+	}
+	if got, want := requestCounts(Tiny()), "20"; got != want {
+		t.Errorf("requestCounts(Tiny) = %q, want %q", got, want)
+	}
+}
