@@ -33,11 +33,11 @@ func (c *instanceCatalog) Check(ctx context.Context, a *Attributes[Instance]) (f
 	spec := field.NewPath("spec")
 	entry, errs, err := resolveBroker(ctx, c.reader, c.cache, si.Spec.BrokerName, spec.Child("brokerName"))
 	if entry == nil || err != nil {
-		return errs, nil, err
+		return c.unresolved(a, errs, err)
 	}
 	plan, errs := findPlan(ctx, c.cache, entry, si.Spec.ServiceName, si.Spec.PlanName, spec)
 	if errs != nil {
-		return errs, nil, nil
+		return c.unresolved(a, errs, nil)
 	}
 	a.Target = &Target{Entry: entry, Plan: plan}
 	params := spec.Child("parameters")
@@ -83,6 +83,24 @@ func (c *instanceCatalog) Check(ctx context.Context, a *Attributes[Instance]) (f
 		return append(errs, plan.Schemas.ValidateUpdate(old.Spec.Parameters, si.Spec.Parameters, params)...), nil, nil
 	}
 	return nil, nil, nil
+}
+
+// unresolved answers a request whose broker or plan could not be found:
+// with their field errors, except on DELETE, where the user changed no
+// field. There it says why the instance cannot be deprovisioned, and what
+// to do.
+func (c *instanceCatalog) unresolved(a *Attributes[Instance], errs field.ErrorList, err error) (field.ErrorList, admission.Warnings, error) {
+	if a.Operation != admissionv1.Delete || err != nil || len(errs) == 0 {
+		return errs, nil, err
+	}
+	si := a.Old
+	if errs[0].Field == "spec.brokerName" {
+		return nil, nil, conflict("instance %q cannot be deleted: no ServiceBroker named %q exists, so it cannot be deprovisioned at its broker; "+
+			"recreate ServiceBroker %q with the URL of the broker that holds the instance, then delete again; the instance stays as it was (no deletion was started)",
+			si.Name, si.Spec.BrokerName, si.Spec.BrokerName)
+	}
+	return nil, nil, conflict("instance %q cannot be deleted: %s, and the deprovision must name the instance's service and plan; "+
+		"the instance stays as it was (no deletion was started)", si.Name, errs[0].Detail)
 }
 
 // resolveBroker finds a ServiceBroker and waits, within ctx, for its

@@ -247,6 +247,20 @@ func TestInstanceValidator(t *testing.T) {
 			wantCalls: map[brokertest.Op]int{},
 		},
 		{
+			name: "delete with its ServiceBroker gone", op: admissionv1.Delete,
+			old:      instance("small", "", func(si *v1alpha1.ServiceInstance) { si.Spec.BrokerName = "gone" }),
+			wantCode: http.StatusConflict,
+			wantMsg: []string{`instance "db" cannot be deleted: no ServiceBroker named "gone" exists, so it cannot be deprovisioned at its broker; ` +
+				`recreate ServiceBroker "gone" with the URL of the broker that holds the instance, then delete again; the instance stays as it was (no deletion was started)`},
+			wantCalls: map[brokertest.Op]int{},
+		},
+		{
+			name: "delete with a plan the catalog does not know", op: admissionv1.Delete, old: instance("nope", ""),
+			wantCode:  http.StatusConflict,
+			wantMsg:   []string{`instance "db" cannot be deleted: broker "acme": `, `"nope"`, "the deprovision must name the instance's service and plan", "no deletion was started"},
+			wantCalls: map[brokertest.Op]int{},
+		},
+		{
 			name: "dry-run delete calls nobody", op: admissionv1.Delete, old: instance("small", ""), dryRun: true,
 			wantCalls: map[brokertest.Op]int{},
 		},

@@ -362,3 +362,40 @@ spec: {brokerName: down, serviceName: db, planName: small}
 		assert.False(t, instanceExists(t, ns, "db"))
 	})
 }
+
+func TestDeleteWithItsServiceBrokerGoneIsRefusedUntilItIsBack(t *testing.T) {
+	moved, err := brokertest.Start()
+	require.NoError(t, err)
+	t.Cleanup(moved.Close)
+	require.NoError(t, registerBroker("moved", moved.URL()))
+	t.Cleanup(func() {
+		_ = cluster.client.Delete(context.Background(), &v1alpha1.ServiceBroker{ObjectMeta: metav1.ObjectMeta{Name: "moved"}})
+	})
+	ns := namespace(t)
+	require.Equal(t, 0, kubectl(t, fmt.Sprintf(`apiVersion: lockstep.dev/v1alpha1
+kind: ServiceInstance
+metadata: {name: db, namespace: %s}
+spec: {brokerName: moved, serviceName: db, planName: small, externalID: %s-db}
+`, ns, ns), "apply", "-f", "-").ExitCode)
+	require.Equal(t, 0, kubectl(t, "", "delete", "servicebroker", "moved", "--timeout=20s").ExitCode)
+
+	// Once lockstep has seen the ServiceBroker go, the instance cannot be
+	// deprovisioned: the delete is refused and says what to do.
+	want := `instance "db" cannot be deleted: no ServiceBroker named "moved" exists, so it cannot be deprovisioned at its broker; ` +
+		`recreate ServiceBroker "moved" with the URL of the broker that holds the instance, then delete again`
+	var r result
+	require.Eventually(t, func() bool {
+		r = kubectl(t, "", "delete", "serviceinstance", "db", "-n", ns, "--wait=false")
+		return r.ExitCode != 0 && strings.Contains(r.Stderr, want)
+	}, 20*time.Second, 200*time.Millisecond, "last answer: %s", r.Stderr)
+	assert.Contains(t, r.Stderr, "no deletion was started")
+	assert.Nil(t, getInstance(t, ns, "db").DeletionTimestamp, "no deletionTimestamp is set")
+	_, held := moved.Instance(ns + "-db")
+	assert.True(t, held, "the broker still holds the instance")
+
+	require.NoError(t, registerBroker("moved", moved.URL()))
+	retried(t, "", "delete", "serviceinstance", "db", "-n", ns, "--timeout=20s")
+	assert.False(t, instanceExists(t, ns, "db"), "the object is gone")
+	_, held = moved.Instance(ns + "-db")
+	assert.False(t, held, "the broker no longer holds it")
+}
