@@ -31,13 +31,26 @@ func (c *instanceCatalog) Name() string { return "catalog" }
 func (c *instanceCatalog) Check(ctx context.Context, a *Attributes[Instance]) (field.ErrorList, admission.Warnings, error) {
 	si := a.Object()
 	spec := field.NewPath("spec")
+	// On DELETE the user changed no field: a missing broker or plan is
+	// not a field error there, but why the instance cannot be
+	// deprovisioned.
+	deleting := a.Operation == admissionv1.Delete
 	entry, errs, err := resolveBroker(ctx, c.reader, c.cache, si.Spec.BrokerName, spec.Child("brokerName"))
 	if entry == nil || err != nil {
-		return c.unresolved(a, errs, err)
+		if deleting && err == nil {
+			return nil, nil, conflict("instance %q cannot be deleted: no ServiceBroker named %q exists, so it cannot be deprovisioned at its broker; "+
+				"recreate ServiceBroker %q with the URL of the broker that holds the instance, then delete again; the instance stays as it was (no deletion was started)",
+				si.Name, si.Spec.BrokerName, si.Spec.BrokerName)
+		}
+		return errs, nil, err
 	}
 	plan, errs := findPlan(ctx, c.cache, entry, si.Spec.ServiceName, si.Spec.PlanName, spec)
 	if errs != nil {
-		return c.unresolved(a, errs, nil)
+		if deleting {
+			return nil, nil, conflict("instance %q cannot be deleted: %s, and the deprovision must name the instance's service and plan; "+
+				"the instance stays as it was (no deletion was started)", si.Name, errs[0].Detail)
+		}
+		return errs, nil, nil
 	}
 	a.Target = &Target{Entry: entry, Plan: plan}
 	params := spec.Child("parameters")
@@ -83,24 +96,6 @@ func (c *instanceCatalog) Check(ctx context.Context, a *Attributes[Instance]) (f
 		return append(errs, plan.Schemas.ValidateUpdate(old.Spec.Parameters, si.Spec.Parameters, params)...), nil, nil
 	}
 	return nil, nil, nil
-}
-
-// unresolved answers a request whose broker or plan could not be found:
-// with their field errors, except on DELETE, where the user changed no
-// field. There it says why the instance cannot be deprovisioned, and what
-// to do.
-func (c *instanceCatalog) unresolved(a *Attributes[Instance], errs field.ErrorList, err error) (field.ErrorList, admission.Warnings, error) {
-	if a.Operation != admissionv1.Delete || err != nil || len(errs) == 0 {
-		return errs, nil, err
-	}
-	si := a.Old
-	if errs[0].Field == "spec.brokerName" {
-		return nil, nil, conflict("instance %q cannot be deleted: no ServiceBroker named %q exists, so it cannot be deprovisioned at its broker; "+
-			"recreate ServiceBroker %q with the URL of the broker that holds the instance, then delete again; the instance stays as it was (no deletion was started)",
-			si.Name, si.Spec.BrokerName, si.Spec.BrokerName)
-	}
-	return nil, nil, conflict("instance %q cannot be deleted: %s, and the deprovision must name the instance's service and plan; "+
-		"the instance stays as it was (no deletion was started)", si.Name, errs[0].Detail)
 }
 
 // resolveBroker finds a ServiceBroker and waits, within ctx, for its
