@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -24,7 +25,8 @@ type admissionScenario struct {
 	name string
 	// brokerCall is true when lockstep is expected to call the broker.
 	brokerCall bool
-	requests   int
+	// requests is how many requests each arm gets at a concurrency level.
+	requests func(level int) int
 	// body returns request i's AdmissionReview at a concurrency level.
 	body func(level, i int) []byte
 	// want is lockstep's expected answer (the baseline allows all).
@@ -98,10 +100,7 @@ func (s *Suite) Admission(ctx context.Context) (report.Section, error) {
 			cpuRatios = map[string]float64{}
 		)
 		for _, level := range s.Sizes.Concurrency {
-			requests := sc.requests
-			if !sc.brokerCall {
-				requests = admissionRequests(s.Sizes, level)
-			}
+			requests := sc.requests(level)
 			body := func(i int) []byte { return sc.body(level, i) }
 			arms := []loadgen.Arm{{Name: "lockstep", Work: loadgen.Work{Do: rc.Reviews(s.Env.LockstepURL(path), body, sc.want)}}}
 			procs := []*env.Process{s.Env.Lockstep}
@@ -257,11 +256,12 @@ func admissionScenarios(ns string, sz Sizes, b *brokertest.Broker) ([]admissionS
 		updates[level] = bodies
 	}
 	fixed := func(body []byte) func(int, int) []byte { return func(int, int) []byte { return body } }
+	nonBroker := func(level int) int { return admissionRequests(sz, level) }
 	return []admissionScenario{
-		{name: "metadata-only update", requests: sz.AdmissionRequests, body: fixed(metadataOnly), want: loadgen.Expect{Allowed: true}},
-		{name: "create-only violation (rejected)", requests: sz.AdmissionRequests, body: fixed(createOnly),
+		{name: "metadata-only update", requests: nonBroker, body: fixed(metadataOnly), want: loadgen.Expect{Allowed: true}},
+		{name: "create-only violation (rejected)", requests: nonBroker, body: fixed(createOnly),
 			want: loadgen.Expect{Allowed: false, Code: http.StatusUnprocessableEntity}},
-		{name: "spec update, instant broker", brokerCall: true, requests: sz.AdmissionBrokerRequests,
+		{name: "spec update, instant broker", brokerCall: true, requests: func(int) int { return sz.AdmissionBrokerRequests },
 			body: func(level, i int) []byte { return updates[level][i%len(updates[level])] }, want: loadgen.Expect{Allowed: true}},
 	}, nil
 }
@@ -299,20 +299,21 @@ func admissionRequests(sz Sizes, concurrency int) int {
 // for the section's text: "6000" when all levels get the same, else
 // "6000 at concurrency 1, 6000 at 8 and 19200 at 64".
 func requestCounts(sz Sizes) string {
-	var parts []string
-	same := true
-	for i, level := range sz.Concurrency {
-		n := admissionRequests(sz, level)
-		same = same && n == admissionRequests(sz, sz.Concurrency[0])
-		if i == 0 {
-			parts = append(parts, fmt.Sprintf("%d at concurrency %d", n, level))
-		} else {
-			parts = append(parts, fmt.Sprintf("%d at %d", n, level))
-		}
-	}
-	if same || len(parts) == 0 {
+	if len(sz.Concurrency) == 0 {
 		return fmt.Sprint(sz.AdmissionRequests)
 	}
+	counts := make([]int, len(sz.Concurrency))
+	for i, level := range sz.Concurrency {
+		counts[i] = admissionRequests(sz, level)
+	}
+	if slices.Min(counts) == slices.Max(counts) {
+		return fmt.Sprint(counts[0])
+	}
+	parts := make([]string, len(counts))
+	for i, n := range counts {
+		parts[i] = fmt.Sprintf("%d at %d", n, sz.Concurrency[i])
+	}
+	parts[0] = fmt.Sprintf("%d at concurrency %d", counts[0], sz.Concurrency[0])
 	last := len(parts) - 1
 	return strings.Join(parts[:last], ", ") + " and " + parts[last]
 }

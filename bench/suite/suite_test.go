@@ -119,3 +119,13 @@ func TestAdmissionRequests(t *testing.T) {
 		t.Errorf("requestCounts(Tiny) = %q, want %q", got, want)
 	}
 }
+
+// TestRequestCountsNamesWhatIsSent checks the text when every level gets
+// the same count, raised above AdmissionRequests.
+func TestRequestCountsNamesWhatIsSent(t *testing.T) {
+	sz := Full()
+	sz.Concurrency = []int{64}
+	if got, want := requestCounts(sz), "19200"; got != want {
+		t.Errorf("requestCounts(only 64) = %q, want %q", got, want)
+	}
+}
