@@ -35,8 +35,14 @@ type OperationTarget struct {
 	// Kind is ServiceInstance or ServiceBinding.
 	// +kubebuilder:validation:Enum=ServiceInstance;ServiceBinding
 	Kind string `json:"kind"`
-	// Name of the object, in the operation's namespace.
+	// Name of the object.
 	Name string `json:"name"`
+	// Namespace of the object. A record lives next to its object, except
+	// the record of a delete in a namespace that is being deleted (which
+	// accepts no new objects): that one lives in lockstep's own namespace.
+	// Empty means the record's own namespace.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
 	// UID of the object.
 	// +optional
 	UID types.UID `json:"uid,omitempty"`

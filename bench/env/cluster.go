@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/journal"
 )
 
 // Namespace creates a namespace (if absent); skipAdmission labels it so
@@ -68,10 +69,15 @@ func (e *Env) Settle(ctx context.Context, ns string, timeout time.Duration) erro
 			}
 		}
 		var ls coordinationv1.LeaseList
-		if err := e.Client.List(ctx, &ls, client.InNamespace(ns)); err != nil {
+		if err := e.Client.List(ctx, &ls, client.InNamespace(LockstepNamespace)); err != nil {
 			return false, err
 		}
-		leases = len(ls.Items)
+		leases = 0
+		for _, l := range ls.Items {
+			if l.Annotations[journal.AnnotationNamespace] == ns {
+				leases++
+			}
+		}
 		return pending == 0 && leases == 0, nil
 	})
 	if err != nil {
@@ -100,3 +106,7 @@ func Poll(ctx context.Context, timeout, interval time.Duration, cond func(contex
 		}
 	}
 }
+
+// LockstepNamespace is lockstep's own namespace in the bench (the
+// default of LOCKSTEP_NAMESPACE), where its locks live.
+const LockstepNamespace = "lockstep-system"

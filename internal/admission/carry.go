@@ -194,8 +194,8 @@ func (c *carrier) identicalDone(ctx context.Context, target client.Object, chang
 	if c.answers.carriedOut(holder.Record, change) {
 		return true
 	}
-	var rec v1alpha1.BrokerOperation
-	if err := c.journal.Client.Get(ctx, client.ObjectKey{Namespace: target.GetNamespace(), Name: holder.Record}, &rec); err != nil {
+	rec, err := c.journal.Find(ctx, target.GetNamespace(), holder.Record)
+	if err != nil || rec == nil {
 		return false
 	}
 	return rec.Spec.Target.UID == change.uid && rec.Spec.SpecHash == change.specHash &&

@@ -51,6 +51,11 @@ type Config struct {
 	// CatalogRefreshInterval is the least time between two catalog
 	// refreshes triggered by a request naming an unknown service or plan.
 	CatalogRefreshInterval time.Duration `split_words:"true" default:"10s"`
+	// Namespace is lockstep's own namespace: the per-object locks live
+	// there, and so do the operation records of deletes in a namespace
+	// that is being deleted. The Deployment sets it to the pod's
+	// namespace.
+	Namespace string `default:"lockstep-system"`
 	// ClusterID is sent to brokers in the OSB context (clusterid).
 	ClusterID string `envconfig:"CLUSTER_ID" default:""`
 	// StatusWriters are usernames allowed to write the status of lockstep
@@ -97,6 +102,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("LOCKSTEP_POLL_INTERVAL=%s, LOCKSTEP_POLL_MAX_INTERVAL=%s: both must be more than 0, the maximum at least the first", c.PollInterval, c.PollMaxInterval)
 	case c.LockDuration <= c.AdmissionBudget:
 		return fmt.Errorf("LOCKSTEP_LOCK_DURATION=%s: must be longer than LOCKSTEP_ADMISSION_BUDGET=%s, or a lock could expire under a running admission", c.LockDuration, c.AdmissionBudget)
+	case c.Namespace == "":
+		return fmt.Errorf("LOCKSTEP_NAMESPACE is empty: it must name lockstep's own namespace (where its locks live)")
 	case c.LogLevel != "debug" && c.LogLevel != "info" && c.LogLevel != "error":
 		return fmt.Errorf("LOCKSTEP_LOG_LEVEL=%q: must be debug, info or error", c.LogLevel)
 	case c.LogFormat != "json" && c.LogFormat != "console":

@@ -10,6 +10,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -103,17 +104,19 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 	}
 	poll := broker.PollOptions{MinInterval: c.PollInterval, MaxInterval: c.PollMaxInterval}
 	if err := (&journal.InstanceFinalizer{
-		Client: mgr.GetClient(), Catalogs: catalogs, Poll: poll, Timeout: c.AdmissionBudget,
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespace: c.Namespace,
+		Catalogs: catalogs, Poll: poll, Timeout: c.AdmissionBudget,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the finalizer reconciler: %w", err)
 	}
 	if err := (&journal.BindingFinalizer{
-		Client: mgr.GetClient(), Catalogs: catalogs, Poll: poll, Timeout: c.AdmissionBudget,
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespace: c.Namespace,
+		Catalogs: catalogs, Poll: poll, Timeout: c.AdmissionBudget,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the binding reconciler: %w", err)
 	}
-	leases := &journal.Leases{Client: mgr.GetClient(), Duration: c.LockDuration, Wait: c.LockWait}
-	records := &journal.Journal{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("lockstep")}
+	leases := &journal.Leases{Client: mgr.GetClient(), Namespace: c.Namespace, Duration: c.LockDuration, Wait: c.LockWait}
+	records := &journal.Journal{Client: mgr.GetClient(), Namespace: c.Namespace, Recorder: mgr.GetEventRecorderFor("lockstep")}
 	if err := (&journal.Operations{
 		Client: mgr.GetClient(), Catalogs: catalogs, Leases: leases, Journal: records,
 		Poll: c.PollInterval, Grace: c.CommitGrace, PendingTimeout: c.AdmissionBudget + c.CommitGrace,
@@ -144,6 +147,9 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 		}
 	}
 
+	if err := ensureNamespace(ctx, restConfig, c.Namespace); err != nil {
+		return err
+	}
 	writers, err := statusWriters(ctx, restConfig, c.StatusWriters)
 	if err != nil {
 		return err
@@ -166,6 +172,22 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 	ctrl.Log.WithName("lockstep").Info("starting", "webhookPort", c.WebhookPort, "certDir", c.CertDir)
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running the manager: %w", err)
+	}
+	return nil
+}
+
+// ensureNamespace creates lockstep's namespace where it is missing and
+// lockstep may create it (a local control plane, where lockstep runs as an
+// administrator). In a deployment the namespace comes with lockstep and
+// lockstep has no right to create namespaces: a refusal is not an error.
+func ensureNamespace(ctx context.Context, restConfig *rest.Config, name string) error {
+	cs, err := kubernetes.NewForConfig(restConfig)
+	if err != nil {
+		return fmt.Errorf("creating a clientset: %w", err)
+	}
+	_, err = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) && !apierrors.IsForbidden(err) {
+		return fmt.Errorf("creating lockstep's namespace %q (LOCKSTEP_NAMESPACE): %w", name, err)
 	}
 	return nil
 }

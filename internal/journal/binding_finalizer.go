@@ -28,10 +28,16 @@ import (
 // broker no longer holds the binding (confirmed during admission, or unbound
 // here when the delete bypassed admission).
 type BindingFinalizer struct {
-	Client   client.Client
-	Catalogs *catalog.Cache
-	Poll     broker.PollOptions
-	Timeout  time.Duration
+	Client client.Client
+	// APIReader reads the journal past the cache before the finalizer
+	// concludes that a delete bypassed admission.
+	APIReader client.Reader
+	// Namespace is lockstep's namespace (records of deletes in a namespace
+	// being deleted live there).
+	Namespace string
+	Catalogs  *catalog.Cache
+	Poll      broker.PollOptions
+	Timeout   time.Duration
 }
 
 // SetupWithManager registers the reconciler.
@@ -56,7 +62,14 @@ func (r *BindingFinalizer) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if !controllerutil.ContainsFinalizer(&b, v1alpha1.Finalizer) {
 		return ctrl.Result{}, nil
 	}
-	if !Confirmed(ctx, r.Client, b.Namespace, b.UID, v1alpha1.VerbUnbind) {
+	recorded, err := deleteRecorded(ctx, r.Client, r.APIReader, r.Namespace, b.Namespace, b.UID, v1alpha1.VerbUnbind)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	switch recorded {
+	case DeleteUnderWay:
+		return ctrl.Result{RequeueAfter: underWayRecheck}, nil
+	case DeleteNotRecorded:
 		done, err := r.unbind(ctx, &b)
 		if err != nil {
 			return ctrl.Result{}, err
@@ -110,8 +123,13 @@ func (r *BindingFinalizer) writeStatus(ctx context.Context, b *v1alpha1.ServiceB
 	}
 	cond := metav1.Condition{Type: v1alpha1.ConditionReady, ObservedGeneration: b.Generation,
 		Status: metav1.ConditionFalse, Reason: "CredentialsPending", Message: "waiting for the broker to finish the bind"}
-	if stored {
+	switch {
+	case stored:
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, "CredentialsStored", fmt.Sprintf("credentials are in Secret %q", b.Spec.SecretName)
+	case bound(b):
+		cond.Reason, cond.Message = "CredentialsMissing", fmt.Sprintf(
+			"the bind finished, but Secret %q with its credentials is gone (deleted?); the broker gives credentials only once: delete this binding and create it again for new ones",
+			b.Spec.SecretName)
 	}
 	patch := client.MergeFrom(b.DeepCopy())
 	if !meta.SetStatusCondition(&b.Status.Conditions, cond) && b.Status.ObservedGeneration == b.Generation {
@@ -122,6 +140,13 @@ func (r *BindingFinalizer) writeStatus(ctx context.Context, b *v1alpha1.ServiceB
 		return fmt.Errorf("writing the status of binding %s/%s: %w", b.Namespace, b.Name, err)
 	}
 	return nil
+}
+
+// bound reports whether the binding's bind finished at the broker (its
+// credentials were written then).
+func bound(b *v1alpha1.ServiceBinding) bool {
+	last := b.Status.LastOperation
+	return last != nil && last.Verb == v1alpha1.VerbBind && last.State == v1alpha1.StateSucceeded
 }
 
 // bindingOfSecret maps a Secret lockstep wrote to its binding.

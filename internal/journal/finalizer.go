@@ -6,6 +6,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -18,13 +19,20 @@ import (
 
 // InstanceFinalizer removes the lockstep.dev/broker finalizer from a
 // ServiceInstance being deleted once the broker no longer holds the
-// instance. When the journal records that the broker confirmed the deprovision
-// (the usual case) it
-// removes the finalizer at once; otherwise the delete bypassed admission
-// (webhook down or not installed) and it deprovisions first.
+// instance. When the journal records that the broker confirmed the
+// deprovision (the usual case) it removes the finalizer at once; while the
+// journal's record has no final answer yet it waits for it; only when
+// there is no record at all did the delete bypass admission (webhook down
+// or not installed), and it deprovisions first.
 type InstanceFinalizer struct {
-	Client   client.Client
-	Catalogs *catalog.Cache
+	Client client.Client
+	// APIReader reads the journal past the cache before the finalizer
+	// concludes that a delete bypassed admission.
+	APIReader client.Reader
+	// Namespace is lockstep's namespace (records of deletes in a namespace
+	// being deleted live there).
+	Namespace string
+	Catalogs  *catalog.Cache
 	// Poll tunes polling of an asynchronous deprovision.
 	Poll broker.PollOptions
 	// Timeout bounds one deprovision attempt.
@@ -45,7 +53,14 @@ func (r *InstanceFinalizer) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if si.DeletionTimestamp == nil || !controllerutil.ContainsFinalizer(&si, v1alpha1.Finalizer) {
 		return ctrl.Result{}, nil
 	}
-	if !Confirmed(ctx, r.Client, si.Namespace, si.UID, v1alpha1.VerbDeprovision) {
+	recorded, err := deleteRecorded(ctx, r.Client, r.APIReader, r.Namespace, si.Namespace, si.UID, v1alpha1.VerbDeprovision)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	switch recorded {
+	case DeleteUnderWay:
+		return ctrl.Result{RequeueAfter: underWayRecheck}, nil
+	case DeleteNotRecorded:
 		done, err := r.deprovision(ctx, &si)
 		if err != nil {
 			return ctrl.Result{}, err
@@ -80,7 +95,23 @@ func (r *InstanceFinalizer) deprovision(ctx context.Context, si *v1alpha1.Servic
 		return false, fmt.Errorf("deprovisioning instance %s/%s at broker %q: %w", si.Namespace, si.Name, entry.Broker, err)
 	}
 	if done {
-		log.FromContext(ctx).Info("deprovisioned an instance whose delete bypassed admission", "instance", si.Name)
+		log.FromContext(ctx).Info("deprovisioned an instance whose delete bypassed admission (the journal holds no deprovision of it)", "instance", si.Name)
 	}
 	return done, nil
+}
+
+// underWayRecheck is how soon a finalizer looks again at a delete whose
+// record has no final answer yet.
+const underWayRecheck = time.Second
+
+// deleteRecorded is DeleteRecorded read from the cache, and read again past
+// it before concluding that nothing was recorded: a record written a moment
+// ago may not have reached the cache yet, and a finalizer that missed it
+// would delete at the broker a second time.
+func deleteRecorded(ctx context.Context, cached, direct client.Reader, home, namespace string, uid types.UID, verb v1alpha1.Verb) (DeleteRecord, error) {
+	recorded, err := DeleteRecorded(ctx, cached, home, namespace, uid, verb)
+	if err != nil || recorded != DeleteNotRecorded || direct == nil {
+		return recorded, err
+	}
+	return DeleteRecorded(ctx, direct, home, namespace, uid, verb)
 }

@@ -33,6 +33,9 @@ const (
 // only who asked, what, the spec hash, the broker's status and description.
 type Journal struct {
 	Client client.Client
+	// Namespace is lockstep's own namespace, where the records of deletes
+	// in a namespace being deleted go (see where.go).
+	Namespace string
 	// Recorder, when set, also reports every outcome as an event on the
 	// target object (kubectl describe shows them).
 	Recorder record.EventRecorder
@@ -91,8 +94,8 @@ func (j *Journal) Begin(ctx context.Context, in Intent) (*v1alpha1.BrokerOperati
 		},
 		Spec: v1alpha1.BrokerOperationSpec{
 			Target: v1alpha1.OperationTarget{
-				Kind: in.Kind, Name: in.Target.GetName(), UID: in.Target.GetUID(), ExternalID: in.ExternalID,
-				InstanceID: in.InstanceID,
+				Kind: in.Kind, Name: in.Target.GetName(), Namespace: in.Target.GetNamespace(), UID: in.Target.GetUID(),
+				ExternalID: in.ExternalID, InstanceID: in.InstanceID,
 			},
 			BrokerName: in.Broker,
 			ServiceID:  in.ServiceID,
@@ -104,7 +107,15 @@ func (j *Journal) Begin(ctx context.Context, in Intent) (*v1alpha1.BrokerOperati
 		},
 	}
 	started := metav1.NewTime(j.now())
-	if err := j.Client.Create(ctx, op); err != nil {
+	err := j.Client.Create(ctx, op)
+	if err != nil && terminating(err) && j.Namespace != "" && j.Namespace != op.Namespace {
+		// The object's namespace is being deleted and takes no new
+		// objects; its deletes are recorded in lockstep's namespace.
+		op.Namespace = j.Namespace
+		op.ResourceVersion = ""
+		err = j.Client.Create(ctx, op)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("writing the operation record %s/%s: %w", op.Namespace, op.Name, err)
 	}
 	if op.CreationTimestamp.IsZero() { // a server that does not set it
@@ -112,6 +123,12 @@ func (j *Journal) Begin(ctx context.Context, in Intent) (*v1alpha1.BrokerOperati
 	}
 	metrics.OperationPhase(string(v1alpha1.PhasePending))
 	return op, nil
+}
+
+// Find reads the record called name of an object in namespace, wherever
+// it lives; nil when there is none.
+func (j *Journal) Find(ctx context.Context, namespace, name string) (*v1alpha1.BrokerOperation, error) {
+	return findRecord(ctx, j.Client, j.Namespace, namespace, name)
 }
 
 // Discard deletes the record of an operation that never reached the
@@ -229,18 +246,39 @@ func (j *Journal) now() time.Time {
 	return time.Now()
 }
 
-// Confirmed reports whether the journal records that the broker confirmed
-// the delete (deprovision or unbind) of the object with uid, so that a
-// finalizer need not ask the broker again.
-func Confirmed(ctx context.Context, reader client.Reader, namespace string, uid types.UID, verb v1alpha1.Verb) bool {
-	var ops v1alpha1.BrokerOperationList
-	if err := reader.List(ctx, &ops, client.InNamespace(namespace), client.MatchingLabels{LabelTargetUID: string(uid)}); err != nil {
-		return false
+// DeleteRecord is what the journal knows of the delete (deprovision or
+// unbind) of an object.
+type DeleteRecord int
+
+const (
+	// DeleteNotRecorded: no record; the delete bypassed admission.
+	DeleteNotRecorded DeleteRecord = iota
+	// DeleteUnderWay: a record without the broker's final answer yet
+	// (its answer is being written, or the operation is being followed).
+	DeleteUnderWay
+	// DeleteConfirmed: the broker confirmed the delete.
+	DeleteConfirmed
+)
+
+// DeleteRecorded says what the journal records of the delete of the object
+// with uid in namespace, so that a finalizer never repeats a delete that
+// admission carried out. home is lockstep's namespace.
+func DeleteRecorded(ctx context.Context, reader client.Reader, home, namespace string, uid types.UID, verb v1alpha1.Verb) (DeleteRecord, error) {
+	ops, err := recordsOf(ctx, reader, home, namespace, string(uid))
+	if err != nil {
+		return DeleteNotRecorded, fmt.Errorf("reading the operation records of %s: %w", uid, err)
 	}
-	for _, op := range ops.Items {
-		if op.Spec.Verb == verb && (op.Status.Phase == v1alpha1.PhaseSucceeded || op.Status.Phase == v1alpha1.PhaseCommitted) {
-			return true
+	found := DeleteNotRecorded
+	for _, op := range ops {
+		if op.Spec.Verb != verb {
+			continue
+		}
+		switch op.Status.Phase {
+		case v1alpha1.PhaseSucceeded, v1alpha1.PhaseCommitted, v1alpha1.PhaseOrphaned, v1alpha1.PhaseCompensated:
+			return DeleteConfirmed, nil
+		case "", v1alpha1.PhasePending, v1alpha1.PhaseInProgress:
+			found = DeleteUnderWay
 		}
 	}
-	return false
+	return found, nil
 }

@@ -2,6 +2,8 @@ package journal
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"strings"
 	"time"
@@ -15,10 +17,15 @@ import (
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 )
 
-// Annotations on a lock's Lease describing the operation that holds it.
+// Annotations on a lock's Lease describing the operation that holds it and
+// the object it locks.
 const (
 	annotationVerb = "lockstep.dev/verb"
 	annotationUser = "lockstep.dev/user"
+	// AnnotationNamespace names the namespace of the object a lock locks
+	// (locks all live in lockstep's namespace).
+	AnnotationNamespace = "lockstep.dev/namespace"
+	annotationName      = "lockstep.dev/name"
 )
 
 // Key names the object a lock protects.
@@ -31,17 +38,21 @@ type Key struct {
 // String is "Kind namespace/name".
 func (k Key) String() string { return k.Kind + " " + k.Namespace + "/" + k.Name }
 
-// leaseName is the deterministic name of the key's Lease.
-func (k Key) leaseName() string {
+// LeaseName is the deterministic name of the key's Lease: kind, namespace
+// and name (all locks share lockstep's namespace), or, when that would be
+// longer than an object name may be, a shortened name with a hash of the
+// whole.
+func (k Key) LeaseName() string {
 	prefix := "lockstep-instance-"
 	if k.Kind == "ServiceBinding" {
 		prefix = "lockstep-binding-"
 	}
-	name := prefix + k.Name
-	if len(name) > 253 {
-		name = name[:253]
+	name := prefix + k.Namespace + "." + k.Name
+	if len(name) <= 253 {
+		return name
 	}
-	return strings.TrimRight(name, "-.")
+	sum := sha256.Sum256([]byte(k.Namespace + "/" + k.Name))
+	return strings.TrimRight(name[:253-17], "-.") + "-" + hex.EncodeToString(sum[:8])
 }
 
 // Leases is the lock across webhook replicas: at most one broker operation
@@ -52,6 +63,10 @@ func (k Key) leaseName() string {
 // until the operations reconciler settled that record (see live).
 type Leases struct {
 	Client client.Client
+	// Namespace is where the Leases live: lockstep's own namespace, never
+	// the object's, which may be being deleted and then takes no new
+	// objects. Empty means the object's namespace.
+	Namespace string
 	// Duration is how long a lock lasts without renewal.
 	Duration time.Duration
 	// Wait is how long Acquire waits for a lock held by another operation
@@ -90,8 +105,8 @@ func (l *Leases) AcquireUnless(ctx context.Context, key Key, op *Operation, enou
 // without waiting. When another live operation holds it, it returns that
 // operation (nil when the lock changed hands meanwhile) and false.
 func (l *Leases) TryAcquire(ctx context.Context, key Key, op *Operation) (*Operation, bool, error) {
-	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.leaseName()}}
-	l.fill(lease, op)
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: l.namespace(key), Name: key.LeaseName()}}
+	l.fill(lease, key, op)
 	err := l.Client.Create(ctx, lease)
 	if err == nil {
 		return nil, true, nil
@@ -115,7 +130,7 @@ func (l *Leases) TryAcquire(ctx context.Context, key Key, op *Operation) (*Opera
 	}
 	// The holder stopped renewing: take the lock over, unless another
 	// replica does so first (the update then conflicts).
-	l.fill(&current, op)
+	l.fill(&current, key, op)
 	if err := l.Client.Update(ctx, &current); err != nil {
 		if apierrors.IsConflict(err) {
 			return nil, false, nil
@@ -128,7 +143,7 @@ func (l *Leases) TryAcquire(ctx context.Context, key Key, op *Operation) (*Opera
 // Renew extends the hold of the operation named record on the lock of key.
 func (l *Leases) Renew(ctx context.Context, key Key, record string) error {
 	var lease coordinationv1.Lease
-	if err := l.Client.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: key.leaseName()}, &lease); err != nil {
+	if err := l.Client.Get(ctx, l.objectKey(key), &lease); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	if ptr.Deref(lease.Spec.HolderIdentity, "") != record {
@@ -141,7 +156,7 @@ func (l *Leases) Renew(ctx context.Context, key Key, record string) error {
 // Release frees the lock of key if the operation named record holds it.
 func (l *Leases) Release(ctx context.Context, key Key, record string) error {
 	var lease coordinationv1.Lease
-	if err := l.Client.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: key.leaseName()}, &lease); err != nil {
+	if err := l.Client.Get(ctx, l.objectKey(key), &lease); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	if ptr.Deref(lease.Spec.HolderIdentity, "") != record {
@@ -157,7 +172,7 @@ func (l *Leases) Release(ctx context.Context, key Key, record string) error {
 // Holder returns the live operation holding the lock of key, or nil.
 func (l *Leases) Holder(ctx context.Context, key Key) (*Operation, error) {
 	var lease coordinationv1.Lease
-	if err := l.Client.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: key.leaseName()}, &lease); err != nil {
+	if err := l.Client.Get(ctx, l.objectKey(key), &lease); err != nil {
 		return nil, client.IgnoreNotFound(err)
 	}
 	live, err := l.live(ctx, &lease)
@@ -171,7 +186,7 @@ func (l *Leases) Holder(ctx context.Context, key Key) (*Operation, error) {
 // not; "" when there is no lock.
 func (l *Leases) HeldBy(ctx context.Context, key Key) (string, error) {
 	var lease coordinationv1.Lease
-	if err := l.Client.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: key.leaseName()}, &lease); err != nil {
+	if err := l.Client.Get(ctx, l.objectKey(key), &lease); err != nil {
 		return "", client.IgnoreNotFound(err)
 	}
 	return ptr.Deref(lease.Spec.HolderIdentity, ""), nil
@@ -195,11 +210,15 @@ func (l *Leases) live(ctx context.Context, lease *coordinationv1.Lease) (bool, e
 	if record == "" {
 		return false, nil
 	}
-	var op v1alpha1.BrokerOperation
-	if err := l.Client.Get(ctx, client.ObjectKey{Namespace: lease.Namespace, Name: record}, &op); err != nil {
-		return false, client.IgnoreNotFound(err)
+	namespace := lease.Annotations[AnnotationNamespace]
+	if namespace == "" {
+		namespace = lease.Namespace
 	}
-	return IsPending(&op), nil
+	op, err := findRecord(ctx, l.Client, l.Namespace, namespace, record)
+	if err != nil || op == nil {
+		return false, err
+	}
+	return IsPending(op), nil
 }
 
 // IsPending reports whether a record was written before its broker call
@@ -208,7 +227,7 @@ func IsPending(op *v1alpha1.BrokerOperation) bool {
 	return op.Status.Phase == "" || op.Status.Phase == v1alpha1.PhasePending
 }
 
-func (l *Leases) fill(lease *coordinationv1.Lease, op *Operation) {
+func (l *Leases) fill(lease *coordinationv1.Lease, key Key, op *Operation) {
 	now := metav1.MicroTime{Time: l.now()}
 	start := metav1.MicroTime{Time: op.Started}
 	lease.Spec = coordinationv1.LeaseSpec{
@@ -222,6 +241,20 @@ func (l *Leases) fill(lease *coordinationv1.Lease, op *Operation) {
 	}
 	lease.Annotations[annotationVerb] = string(op.Verb)
 	lease.Annotations[annotationUser] = op.User
+	lease.Annotations[AnnotationNamespace] = key.Namespace
+	lease.Annotations[annotationName] = key.Name
+}
+
+// namespace is where the lock of key lives.
+func (l *Leases) namespace(key Key) string {
+	if l.Namespace != "" {
+		return l.Namespace
+	}
+	return key.Namespace
+}
+
+func (l *Leases) objectKey(key Key) client.ObjectKey {
+	return client.ObjectKey{Namespace: l.namespace(key), Name: key.LeaseName()}
 }
 
 func (l *Leases) expired(lease *coordinationv1.Lease) bool {

@@ -156,13 +156,19 @@ func (r *Operations) follow(ctx context.Context, op *v1alpha1.BrokerOperation) (
 	}
 	last, err := r.poll(ctx, c, op)
 	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("following %s/%s: %w", op.Namespace, op.Name, err)
+		return r.unknown(ctx, op, err)
 	}
 	deleting := op.Spec.Verb == v1alpha1.VerbDeprovision || op.Spec.Verb == v1alpha1.VerbUnbind
 	switch {
 	case last.Gone && deleting, last.State == broker.StateSucceeded:
 	case last.State == broker.StateFailed, last.Gone:
 		target, _ := r.target(ctx, op)
+		if target != nil && op.Spec.Verb != v1alpha1.VerbProvision && op.Spec.Verb != v1alpha1.VerbBind {
+			// The broker kept what it held before, which is what the API
+			// server holds.
+			r.inSync(ctx, target, metav1.ConditionTrue, "BrokerRefused",
+				fmt.Sprintf("operation %s: the broker answered that the %s failed (%s); it holds the object as persisted", op.Name, op.Spec.Verb, last.Description))
+		}
 		return ctrl.Result{}, r.Journal.SetPhase(ctx, op, target, Answer{Phase: v1alpha1.PhaseFailed, HTTPStatus: last.HTTPStatus, Description: last.Description})
 	default:
 		if err := r.Leases.Renew(ctx, r.key(op), op.Name); err != nil {
@@ -198,6 +204,31 @@ func (r *Operations) follow(ctx context.Context, op *v1alpha1.BrokerOperation) (
 		}
 	}
 	return ctrl.Result{Requeue: true}, r.Journal.SetPhase(ctx, op, target, Answer{Phase: v1alpha1.PhaseSucceeded, HTTPStatus: last.HTTPStatus, Description: last.Description})
+}
+
+// unknown handles a poll that got no answer (connection refused or reset,
+// timeout, 5xx, malformed answer): the outcome is unknown, not failed. The
+// operation keeps its lock and stays InProgress, the object's InSync
+// condition says so, and the broker is asked again later, less often the
+// longer the operation lasts.
+func (r *Operations) unknown(ctx context.Context, op *v1alpha1.BrokerOperation, err error) (ctrl.Result, error) {
+	log.FromContext(ctx).Info("could not learn how a broker operation ended; asking again later", "operation", op.Name, "error", err.Error())
+	if err := r.Leases.Renew(ctx, r.key(op), op.Name); err != nil {
+		return ctrl.Result{}, err
+	}
+	if target, terr := r.target(ctx, op); terr == nil && target != nil {
+		r.inSync(ctx, target, metav1.ConditionUnknown, "OutcomeUnknown",
+			fmt.Sprintf("operation %s: the broker accepted the %s, and lockstep could not learn how it ended (%v); it keeps asking", op.Name, op.Spec.Verb, err))
+	}
+	return ctrl.Result{RequeueAfter: r.backoff(op)}, nil
+}
+
+// backoff is the wait before asking the broker again about an operation
+// whose outcome is unknown: a tenth of the operation's age, at least Poll
+// and at most two minutes.
+func (r *Operations) backoff(op *v1alpha1.BrokerOperation) time.Duration {
+	age := r.now().Sub(op.CreationTimestamp.Time)
+	return min(max(age/10, r.Poll), 2*time.Minute)
 }
 
 // commit checks that the API server holds what the broker confirmed.
@@ -256,7 +287,7 @@ func (r *Operations) compensate(ctx context.Context, op *v1alpha1.BrokerOperatio
 		err = r.remove(ctx, c, op, brokerTarget{binding: true, instanceID: op.Spec.Target.InstanceID, bindingID: op.Spec.Target.ExternalID,
 			serviceID: op.Spec.ServiceID, planID: op.Spec.PlanID})
 		if err == nil {
-			err = credentials.DeleteByUID(ctx, r.Client, op.Namespace, op.Spec.Target.UID)
+			err = credentials.DeleteByUID(ctx, r.Client, TargetNamespace(op), op.Spec.Target.UID)
 		}
 	case v1alpha1.VerbUpdate:
 		what = "re-applied the persisted spec at the broker"
@@ -403,6 +434,10 @@ func (r *Operations) lastOperation(ctx context.Context, op *v1alpha1.BrokerOpera
 		}
 	case *v1alpha1.ServiceBinding:
 		t.Status.LastOperation = last
+		if state == v1alpha1.StateSucceeded && op.Spec.Verb == v1alpha1.VerbBind {
+			meta.SetStatusCondition(&t.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionInSync, Status: metav1.ConditionTrue,
+				Reason: "Committed", Message: fmt.Sprintf("broker %q holds the binding", op.Spec.BrokerName), ObservedGeneration: op.Spec.Generation})
+		}
 	}
 	if err := r.Client.Status().Patch(ctx, target, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
 		log.FromContext(ctx).Info("could not write the status of the operation's target", "operation", op.Name, "error", err.Error())
@@ -421,7 +456,9 @@ func (r *Operations) inSync(ctx context.Context, target client.Object, status me
 		return
 	}
 	base := target.DeepCopyObject().(client.Object)
-	meta.SetStatusCondition(conds, metav1.Condition{Type: v1alpha1.ConditionInSync, Status: status, Reason: reason, Message: msg})
+	if !meta.SetStatusCondition(conds, metav1.Condition{Type: v1alpha1.ConditionInSync, Status: status, Reason: reason, Message: msg}) {
+		return // nothing changed: no write
+	}
 	if err := r.Client.Status().Patch(ctx, target, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
 		log.FromContext(ctx).Info("could not write InSync", "error", err.Error())
 	}
@@ -434,7 +471,7 @@ func (r *Operations) target(ctx context.Context, op *v1alpha1.BrokerOperation) (
 	if op.Spec.Target.Kind == "ServiceBinding" {
 		obj = &v1alpha1.ServiceBinding{}
 	}
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: op.Namespace, Name: op.Spec.Target.Name}, obj)
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: TargetNamespace(op), Name: op.Spec.Target.Name}, obj)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
@@ -458,7 +495,7 @@ func (r *Operations) deleteTarget(ctx context.Context, op *v1alpha1.BrokerOperat
 	uid := target.GetUID()
 	err := r.Client.Delete(ctx, target, &client.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("deleting %s %s/%s after the broker confirmed the %s: %w", op.Spec.Target.Kind, op.Namespace, op.Spec.Target.Name, op.Spec.Verb, err)
+		return fmt.Errorf("deleting %s %s/%s after the broker confirmed the %s: %w", op.Spec.Target.Kind, TargetNamespace(op), op.Spec.Target.Name, op.Spec.Verb, err)
 	}
 	return nil
 }
@@ -490,7 +527,7 @@ func (r *Operations) pollAfter(last *broker.LastOperation) time.Duration {
 }
 
 func (r *Operations) key(op *v1alpha1.BrokerOperation) Key {
-	return Key{Kind: op.Spec.Target.Kind, Namespace: op.Namespace, Name: op.Spec.Target.Name}
+	return Key{Kind: op.Spec.Target.Kind, Namespace: TargetNamespace(op), Name: op.Spec.Target.Name}
 }
 
 func (r *Operations) now() time.Time {

@@ -213,6 +213,7 @@ func startLockstep(ctx context.Context, restConfig *rest.Config) (<-chan struct{
 		WebhookHost:            opts.LocalServingHost,
 		WebhookPort:            opts.LocalServingPort,
 		CertDir:                opts.LocalServingCertDir,
+		Namespace:              "lockstep-system",
 		MetricsAddr:            "0",
 		HealthAddr:             "0",
 		AdmissionBudget:        5 * time.Second,

@@ -191,6 +191,7 @@ func startWebhook(ctx context.Context) (<-chan struct{}, error) {
 		WebhookHost:            opts.LocalServingHost,
 		WebhookPort:            opts.LocalServingPort,
 		CertDir:                opts.LocalServingCertDir,
+		Namespace:              "lockstep-system",
 		MetricsAddr:            "0",
 		HealthAddr:             "0",
 		AdmissionBudget:        5 * time.Second,

@@ -1,0 +1,79 @@
+package journal
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+)
+
+// Where lockstep keeps what it writes for an operation:
+//
+//   - locks (Leases) always live in lockstep's own namespace, so that an
+//     object in a namespace being deleted can still be locked, and so
+//     deleted;
+//   - a BrokerOperation lives next to its object, where the namespace's
+//     users see their own operations, except when that namespace is being
+//     deleted: it accepts no new objects, and the record goes to
+//     lockstep's own namespace (Spec.Target.Namespace still names the
+//     object's namespace).
+
+// TargetNamespace is the namespace of the object an operation is about.
+func TargetNamespace(op *v1alpha1.BrokerOperation) string {
+	if op.Spec.Target.Namespace != "" {
+		return op.Spec.Target.Namespace
+	}
+	return op.Namespace
+}
+
+// terminating reports whether err is the API server's refusal to create an
+// object in a namespace that is being deleted.
+func terminating(err error) bool {
+	return apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause)
+}
+
+// findRecord reads the record called name of an object in namespace: next
+// to the object, or else in home (lockstep's namespace). It returns nil
+// when neither holds it.
+func findRecord(ctx context.Context, c client.Reader, home, namespace, name string) (*v1alpha1.BrokerOperation, error) {
+	var op v1alpha1.BrokerOperation
+	err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &op)
+	if err == nil {
+		return &op, nil
+	}
+	if !apierrors.IsNotFound(err) || home == "" || home == namespace {
+		return nil, client.IgnoreNotFound(err)
+	}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: home, Name: name}, &op); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	return &op, nil
+}
+
+// recordsOf lists the records of the object with uid in namespace: next to
+// the object and in home.
+func recordsOf(ctx context.Context, c client.Reader, home, namespace, uid string) ([]v1alpha1.BrokerOperation, error) {
+	var all []v1alpha1.BrokerOperation
+	for _, ns := range namespaces(home, namespace) {
+		var ops v1alpha1.BrokerOperationList
+		if err := c.List(ctx, &ops, client.InNamespace(ns), client.MatchingLabels{LabelTargetUID: uid}); err != nil {
+			return nil, err
+		}
+		for _, op := range ops.Items {
+			if TargetNamespace(&op) == namespace {
+				all = append(all, op)
+			}
+		}
+	}
+	return all, nil
+}
+
+func namespaces(home, namespace string) []string {
+	if home == "" || home == namespace {
+		return []string{namespace}
+	}
+	return []string{namespace, home}
+}
