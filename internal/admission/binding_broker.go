@@ -56,6 +56,7 @@ func (s *bindingBroker) bind(ctx context.Context, a *Attributes[Binding], meta b
 		broker: t.Entry.Broker,
 		what:   fmt.Sprintf("bind instance %q for binding %q", t.Instance.Name, b.Name),
 		stays:  "nothing was created",
+		ifDone: "if the broker created the binding, lockstep unbinds it",
 	}
 	ids := bindingIDs{instance: t.Instance.Spec.ExternalID, binding: b.Spec.ExternalID, service: t.Plan.Service.ID, plan: t.Plan.Plan.ID}
 	resp, err := c.Bind(ctx, meta, broker.BindRequest{
@@ -87,12 +88,12 @@ func (s *bindingBroker) bind(ctx context.Context, a *Attributes[Binding], meta b
 			return nil, false, s.store(ctx, c, meta, ids, ch, b, creds)
 		}
 		if !errors.Is(err, broker.ErrStillInProgress) {
-			return nil, false, ch.refusal(err)
+			return nil, true, ch.unknown(err)
 		}
 	case err == nil:
 		return nil, false, ch.failed(last)
 	case !errors.Is(err, broker.ErrStillInProgress):
-		return nil, false, ch.refusal(err)
+		return nil, true, ch.unknown(err)
 	}
 	return admission.Warnings{fmt.Sprintf("broker %q is still working to %s (%s); Secret %q appears when the broker finishes",
 		ch.broker, ch.what, describeStill(err), b.Spec.SecretName)}, true, nil
@@ -149,6 +150,7 @@ func (s *bindingBroker) unbind(ctx context.Context, a *Attributes[Binding], meta
 		broker: t.Entry.Broker,
 		what:   fmt.Sprintf("unbind binding %q of instance %q", b.Name, t.Instance.Name),
 		stays:  fmt.Sprintf("the binding and its Secret %q stay as they were (no deletion was started)", b.Spec.SecretName),
+		ifDone: "if the broker unbound it, lockstep deletes the binding",
 	}
 	ids := bindingIDs{instance: t.Instance.Spec.ExternalID, binding: b.Spec.ExternalID, service: t.Plan.Service.ID, plan: t.Plan.Plan.ID}
 	resp, err := c.Unbind(ctx, meta, broker.UnbindRequest{InstanceID: ids.instance, BindingID: ids.binding, ServiceID: ids.service, PlanID: ids.plan})
@@ -171,7 +173,7 @@ func (s *bindingBroker) unbind(ctx context.Context, a *Attributes[Binding], meta
 	case err == nil:
 		return nil, false, ch.failed(last)
 	case !errors.Is(err, broker.ErrStillInProgress):
-		return nil, false, ch.refusal(err)
+		return nil, true, ch.unknown(err)
 	}
 	return nil, true, statusError(409, metav1.StatusReasonConflict,
 		"broker %q is still working to %s (%s); the binding stays until the broker finishes, then lockstep deletes it", ch.broker, ch.what, describeStill(err))

@@ -44,9 +44,17 @@ func (c *bindingInstance) Check(ctx context.Context, a *Attributes[Binding]) (fi
 		return field.ErrorList{field.Invalid(spec.Child("instanceName"), b.Spec.InstanceName,
 			fmt.Sprintf("no ServiceInstance of this name in namespace %q (kubectl get serviceinstances -n %s)", b.Namespace, b.Namespace))}, nil, nil
 	}
-	entry, errs, err := resolveBroker(ctx, c.reader, c.cache, si.Spec.BrokerName, spec.Child("instanceName"))
-	if entry == nil || err != nil {
-		return errs, nil, err
+	entry, errs, err := resolveBroker(ctx, c.reader, c.cache, si.Spec.BrokerName, spec.Child("brokerName"))
+	switch {
+	case err != nil:
+		return nil, nil, err
+	case entry == nil && a.Operation == admissionv1.Delete:
+		return nil, nil, conflict("binding %q cannot be deleted: its instance %q uses ServiceBroker %q, which no longer exists, so lockstep cannot unbind at the broker; "+
+			"recreate ServiceBroker %q with the URL of the broker that holds the binding, then delete again; the binding and its Secret stay as they were (no deletion was started)",
+			b.Name, si.Name, si.Spec.BrokerName, si.Spec.BrokerName)
+	case entry == nil:
+		return field.ErrorList{field.Invalid(spec.Child("instanceName"), b.Spec.InstanceName, fmt.Sprintf(
+			"instance %q uses ServiceBroker %q, which does not exist (kubectl get servicebrokers): it cannot be bound (%s)", si.Name, si.Spec.BrokerName, errs.ToAggregate()))}, nil, nil
 	}
 	plan, err := entry.Find(si.Spec.ServiceName, si.Spec.PlanName)
 	if err != nil {

@@ -57,9 +57,10 @@ func (s *instanceBroker) Admit(ctx context.Context, a *Attributes[Instance]) (ad
 	})
 }
 
-// call makes the broker call for the request. When the broker is still
-// working at the end of the budget it returns a follow function that polls
-// the operation to its end in the background.
+// call makes the broker call for the request. It reports whether the
+// operation goes on after the reply (still running at the end of the
+// budget, or its outcome unknown): the operations reconciler then follows
+// it to its end.
 func (s *instanceBroker) call(ctx context.Context, a *Attributes[Instance], meta broker.RequestMeta, ans *journal.Answer) (admission.Warnings, bool, error) {
 	t := a.Target
 	c := t.Entry.Client
@@ -70,6 +71,7 @@ func (s *instanceBroker) call(ctx context.Context, a *Attributes[Instance], meta
 			broker: t.Entry.Broker,
 			what:   fmt.Sprintf("provision instance %q (service %q, plan %q)", si.Name, si.Spec.ServiceName, si.Spec.PlanName),
 			stays:  "nothing was created",
+			ifDone: "if the broker created the instance, lockstep deprovisions it",
 		}
 		resp, err := c.Provision(ctx, meta, broker.ProvisionRequest{
 			InstanceID: si.Spec.ExternalID,
@@ -128,6 +130,7 @@ func (s *instanceBroker) call(ctx context.Context, a *Attributes[Instance], meta
 			broker: t.Entry.Broker,
 			what:   fmt.Sprintf("deprovision instance %q", si.Name),
 			stays:  "the instance stays as it was (no deletion was started)",
+			ifDone: "if the broker deprovisioned it, lockstep deletes the instance",
 		}
 		resp, err := c.Deprovision(ctx, meta, broker.DeprovisionRequest{
 			InstanceID: si.Spec.ExternalID, ServiceID: t.Plan.Service.ID, PlanID: t.Plan.Plan.ID,
@@ -166,7 +169,7 @@ func (s *instanceBroker) poll(ctx context.Context, c *broker.Client, meta broker
 	case err == nil:
 		return nil, false, ch.failed(last)
 	case !errors.Is(err, broker.ErrStillInProgress):
-		return nil, false, ch.refusal(err)
+		return nil, true, ch.unknown(err)
 	}
 	if deleting {
 		return nil, true, statusError(409, metav1.StatusReasonConflict,
@@ -191,7 +194,7 @@ func (s *instanceBroker) context(si Instance) broker.Context {
 func updateChange(brokerName string, old, si Instance) change {
 	planChanged := old.Spec.PlanName != si.Spec.PlanName
 	paramsChanged := !equality.Semantic.DeepEqual(old.Spec.Parameters, si.Spec.Parameters)
-	ch := change{broker: brokerName}
+	ch := change{broker: brokerName, ifDone: "if the broker applied the update, lockstep applies the instance's current spec again"}
 	switch {
 	case planChanged && paramsChanged:
 		ch.what = fmt.Sprintf("change plan of instance %q from %q to %q and update its parameters", si.Name, old.Spec.PlanName, si.Spec.PlanName)

@@ -44,7 +44,14 @@ func (c *instanceCatalog) Check(ctx context.Context, a *Attributes[Instance]) (f
 		}
 		return errs, nil, err
 	}
-	plan, errs := findPlan(ctx, c.cache, entry, si.Spec.ServiceName, si.Spec.PlanName, spec)
+	// A changed serviceName is refused by the field policy (create-only);
+	// the other checks look at the service the instance has, so that the
+	// refusal names that error alone and still reports every other one.
+	service := si.Spec.ServiceName
+	if a.Operation == admissionv1.Update && a.Old.Spec.ServiceName != service {
+		service = a.Old.Spec.ServiceName
+	}
+	plan, errs := findPlan(ctx, c.cache, entry, service, si.Spec.PlanName, spec)
 	if errs != nil {
 		if deleting {
 			return nil, nil, conflict("instance %q cannot be deleted: %s, and the deprovision must name the instance's service and plan; "+
@@ -87,7 +94,7 @@ func (c *instanceCatalog) Check(ctx context.Context, a *Attributes[Instance]) (f
 			case !updateable:
 				errs = append(errs, field.Invalid(spec.Child("planName"), si.Spec.PlanName, fmt.Sprintf(
 					"broker %q does not allow plan changes for service %q (plan_updateable is false); the instance keeps plan %q: to use plan %q, create a new instance",
-					entry.Broker, si.Spec.ServiceName, old.Spec.PlanName, si.Spec.PlanName)))
+					entry.Broker, service, old.Spec.PlanName, si.Spec.PlanName)))
 			}
 		}
 		if plan.SchemaError != nil {

@@ -16,6 +16,10 @@ type change struct {
 	broker string
 	what   string // e.g. `change plan of instance "db" from "small" to "large"`
 	stays  string // e.g. `the instance keeps plan "small"`
+	// ifDone is what lockstep does should the broker turn out to have
+	// carried the change out after all, e.g. `if the broker created it,
+	// lockstep deprovisions it`.
+	ifDone string
 }
 
 // refusal turns a broker call's error into the rejection a person reads:
@@ -46,6 +50,18 @@ func (c change) refusal(err error) error {
 	default:
 		return unavailable("could not %s at broker %q: %v; %s; retry when the broker is reachable", c.what, c.broker, err, c.stays)
 	}
+}
+
+// unknown is the rejection for an operation the broker accepted and whose
+// end lockstep could not learn: asking the broker how it went failed
+// (connection refused or reset, timeout, 5xx, malformed answer). That is
+// not a failure: the broker may still carry the change out. The operation
+// stays in progress and the operations reconciler asks on until the
+// broker gives a final answer.
+func (c change) unknown(err error) error {
+	return unavailable("broker %q accepted the request to %s, but lockstep could not learn how it ended: %v; the outcome is unknown: %s; "+
+		"lockstep keeps asking the broker, and %s (the object's InSync condition and its BrokerOperation show the progress)",
+		c.broker, c.what, err, c.stays, c.ifDone)
 }
 
 // failed is the rejection for an asynchronous operation that ended failed.

@@ -20,30 +20,33 @@ func finish(ctx context.Context, j *journal.Journal, rec *v1alpha1.BrokerOperati
 	ans *journal.Answer, inProgress bool, err error, log logr.Logger) bool {
 	switch {
 	case inProgress:
+		// Still running at the end of the budget, or (with err) its
+		// outcome unknown: the operations reconciler follows it.
 		ans.Phase = v1alpha1.PhaseInProgress
+		if err != nil {
+			ans.Description = message(err)
+		}
 	case err != nil && ans.Mitigate:
 		// The broker may hold what it was asked to create: the operations
 		// reconciler deprovisions or unbinds it (OSB orphan mitigation).
 		ans.Phase = v1alpha1.PhaseOrphaned
-		var status apierrors.APIStatus
-		if errors.As(err, &status) {
-			ans.Description = status.Status().Message
-		} else {
-			ans.Description = err.Error()
-		}
-		ans.Description += "; orphan mitigation: lockstep removes whatever the broker may have created"
+		ans.Description = message(err) + "; orphan mitigation: lockstep removes whatever the broker may have created"
 	case err != nil:
 		ans.Phase = v1alpha1.PhaseFailed
-		var status apierrors.APIStatus
-		if errors.As(err, &status) {
-			ans.Description = status.Status().Message
-		} else {
-			ans.Description = err.Error()
-		}
+		ans.Description = message(err)
 	default:
 		ans.Phase = v1alpha1.PhaseSucceeded
 	}
 	return record(ctx, j, rec, target, *ans, log)
+}
+
+// message is what the user was told: the status message of a rejection.
+func message(err error) string {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		return status.Status().Message
+	}
+	return err.Error()
 }
 
 // record writes an answer into the journal. A failure to write is logged:

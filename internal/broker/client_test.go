@@ -170,7 +170,7 @@ func TestCallerDeadline(t *testing.T) {
 	assert.True(t, te.Timeout)
 	assert.True(t, te.RequestSent)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
-	assert.Contains(t, err.Error(), "broker could not be reached (PUT /v2/service_instances/i1): gave up waiting")
+	assert.Contains(t, err.Error(), "broker did not answer (PUT /v2/service_instances/i1): the request reached it; gave up waiting")
 	assert.False(t, broker.Retryable(err), "the caller's own deadline is not worth a retry")
 	assert.True(t, broker.NeedsOrphanMitigation(err))
 }

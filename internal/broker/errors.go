@@ -80,7 +80,8 @@ type TransportError struct {
 	timeout string
 }
 
-// Error says that the broker could not be reached, and why.
+// Error says that the broker could not be reached, or that it was reached
+// and its answer never came or was cut off, and why.
 func (e *TransportError) Error() string {
 	reason := "unknown error"
 	switch {
@@ -96,6 +97,14 @@ func (e *TransportError) Error() string {
 		if hint := tlsHint(e.Err); hint != "" {
 			reason += "; " + hint
 		}
+	}
+	switch {
+	case e.RequestSent && e.Timeout && !e.CallerDone:
+		return fmt.Sprintf("broker did not answer (%s %s): the request reached it, then %s", e.Method, e.Path, reason)
+	case e.RequestSent && !e.Timeout && !e.CallerDone:
+		return fmt.Sprintf("broker's answer was cut off (%s %s): the request reached it, then %s", e.Method, e.Path, reason)
+	case e.RequestSent:
+		return fmt.Sprintf("broker did not answer (%s %s): the request reached it; %s", e.Method, e.Path, reason)
 	}
 	return fmt.Sprintf("broker could not be reached (%s %s): %s", e.Method, e.Path, reason)
 }

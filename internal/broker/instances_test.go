@@ -151,7 +151,7 @@ func TestProvision(t *testing.T) {
 			timeout: 50 * time.Millisecond,
 			wantErr: errCheck{
 				is:     broker.IsTimeout,
-				msg:    []string{"broker could not be reached (PUT /v2/service_instances/i1): no answer within 50ms"},
+				msg:    []string{"broker did not answer (PUT /v2/service_instances/i1): the request reached it, then no answer within 50ms"},
 				orphan: true, retryable: true,
 			},
 		},
@@ -169,7 +169,7 @@ func TestProvision(t *testing.T) {
 			setup: func(b *brokertest.Broker) {
 				b.Script(brokertest.OpProvision, brokertest.Respond{CloseConnection: true})
 			},
-			wantErr: errCheck{is: broker.IsTransport, msg: []string{"broker could not be reached (PUT /v2/service_instances/i1)"}, orphan: true, retryable: true},
+			wantErr: errCheck{is: broker.IsTransport, msg: []string{"broker's answer was cut off (PUT /v2/service_instances/i1): the request reached it"}, orphan: true, retryable: true},
 		},
 	}
 	for _, tt := range tests {
