@@ -66,6 +66,7 @@ func TestBindingValidator(t *testing.T) {
 		wantMsg   string
 		wantCalls map[brokertest.Op]int
 		wantStore bool
+		wantPhase v1alpha1.OperationPhase
 	}{
 		{name: "bind stores the credentials", op: admissionv1.Create, new: binding(`{"role":"reader"}`), objects: []runtime.Object{db},
 			wantCalls: map[brokertest.Op]int{brokertest.OpBind: 1}, wantStore: true},
@@ -93,6 +94,22 @@ func TestBindingValidator(t *testing.T) {
 				b.Script(brokertest.OpBind, brokertest.Respond{Async: &brokertest.Async{InProgressPolls: 1}})
 			},
 			wantCalls: map[brokertest.Op]int{brokertest.OpBind: 1, brokertest.OpBindingLastOperation: 2, brokertest.OpGetBinding: 1}, wantStore: true},
+		{name: "async bind whose end cannot be learned: outcome unknown, followed", op: admissionv1.Create, new: binding(""), objects: []runtime.Object{db},
+			script: func(b *brokertest.Broker) {
+				b.Script(brokertest.OpBind, brokertest.Respond{Async: &brokertest.Async{}})
+				b.Always(brokertest.OpBindingLastOperation, brokertest.Respond{Status: 503, Description: "restarting"})
+			},
+			wantCode: http.StatusServiceUnavailable, wantMsg: "the outcome is unknown: nothing was created; lockstep keeps asking the broker, and if the broker created the binding, lockstep unbinds it",
+			wantCalls: map[brokertest.Op]int{brokertest.OpBind: 1, brokertest.OpBindingLastOperation: 4}, wantPhase: v1alpha1.PhaseInProgress},
+		{name: "instance's ServiceBroker gone: nothing to bind at", op: admissionv1.Create, new: binding(""),
+			objects:  []runtime.Object{instance("small", "", func(si *v1alpha1.ServiceInstance) { si.Spec.BrokerName = "gone" })},
+			wantCode: 422, wantMsg: `spec.instanceName: Invalid value: "db": instance "db" uses ServiceBroker "gone", which does not exist`,
+			wantCalls: map[brokertest.Op]int{}},
+		{name: "delete with the instance's ServiceBroker gone says what to do", op: admissionv1.Delete, old: binding(""),
+			objects: []runtime.Object{instance("small", "", func(si *v1alpha1.ServiceInstance) { si.Spec.BrokerName = "gone" })},
+			wantCode: http.StatusConflict, wantMsg: `binding "creds" cannot be deleted: its instance "db" uses ServiceBroker "gone", which no longer exists, so lockstep cannot unbind at the broker; ` +
+				`recreate ServiceBroker "gone" with the URL of the broker that holds the binding, then delete again; the binding and its Secret stay as they were (no deletion was started)`,
+			wantCalls: map[brokertest.Op]int{}},
 		{name: "spec change", op: admissionv1.Update, old: binding(`{"role":"reader"}`), new: binding(`{"role":"writer"}`), objects: []runtime.Object{db},
 			wantCode: 422, wantMsg: "delete and recreate", wantCalls: map[brokertest.Op]int{}},
 		{name: "unbind", op: admissionv1.Delete, old: binding(""), objects: []runtime.Object{db},
@@ -129,7 +146,7 @@ func TestBindingValidator(t *testing.T) {
 				got[c.Op]++
 			}
 			assert.Equal(t, tt.wantCalls, got)
-			h.assertJournal(t, len(got) > 0, tt.wantCode == 0, "")
+			h.assertJournal(t, len(got) > 0, tt.wantCode == 0, tt.wantPhase)
 
 			var s corev1.Secret
 			err = h.client.Get(context.Background(), client.ObjectKey{Namespace: "team", Name: "creds"}, &s)

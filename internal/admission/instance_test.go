@@ -220,6 +220,51 @@ func TestInstanceValidator(t *testing.T) {
 			wantCalls: map[brokertest.Op]int{brokertest.OpProvision: 1, brokertest.OpInstanceLastOperation: 1},
 		},
 		{
+			name: "async provision whose end cannot be learned: outcome unknown, followed", op: admissionv1.Create, new: instance("small", ""),
+			script: func(b *brokertest.Broker) {
+				b.Script(brokertest.OpProvision, brokertest.Respond{Async: &brokertest.Async{}})
+				b.Always(brokertest.OpInstanceLastOperation, brokertest.Respond{Status: 502, Description: "upstream gone"})
+			},
+			wantCode: http.StatusServiceUnavailable,
+			wantMsg: []string{`broker "acme" accepted the request to provision instance "db"`, "lockstep could not learn how it ended",
+				"the outcome is unknown: nothing was created", "lockstep keeps asking the broker, and if the broker created the instance, lockstep deprovisions it"},
+			wantCalls: map[brokertest.Op]int{brokertest.OpProvision: 1, brokertest.OpInstanceLastOperation: 4},
+			wantPhase: v1alpha1.PhaseInProgress,
+		},
+		{
+			name: "async update whose end cannot be learned: outcome unknown, followed", op: admissionv1.Update,
+			old: instance("small", ""), new: instance("large", ""),
+			script: func(b *brokertest.Broker) {
+				b.PutInstance(existing)
+				b.Script(brokertest.OpUpdate, brokertest.Respond{Async: &brokertest.Async{}})
+				b.Always(brokertest.OpInstanceLastOperation, brokertest.Respond{Status: 500, Description: "oops"})
+			},
+			wantCode: http.StatusServiceUnavailable,
+			wantMsg: []string{"the outcome is unknown: the instance keeps plan \"small\"",
+				"if the broker applied the update, lockstep applies the instance's current spec again"},
+			wantCalls: map[brokertest.Op]int{brokertest.OpUpdate: 1, brokertest.OpInstanceLastOperation: 4},
+			wantPhase: v1alpha1.PhaseInProgress,
+		},
+		{
+			name: "async deprovision whose end cannot be learned: outcome unknown, followed", op: admissionv1.Delete, old: instance("small", ""),
+			script: func(b *brokertest.Broker) {
+				b.PutInstance(existing)
+				b.Script(brokertest.OpDeprovision, brokertest.Respond{Async: &brokertest.Async{}})
+				b.Always(brokertest.OpInstanceLastOperation, brokertest.Respond{Malformed: true})
+			},
+			wantCode: http.StatusServiceUnavailable,
+			wantMsg: []string{"the outcome is unknown: the instance stays as it was (no deletion was started)",
+				"if the broker deprovisioned it, lockstep deletes the instance"},
+			wantCalls: map[brokertest.Op]int{brokertest.OpDeprovision: 1, brokertest.OpInstanceLastOperation: 1},
+			wantPhase: v1alpha1.PhaseInProgress,
+		},
+		{
+			name: "changed serviceName is refused alone, and the other errors are still reported", op: admissionv1.Update,
+			old: instance("small", ""), new: instance("small", `{"storageGB": 0}`, func(si *v1alpha1.ServiceInstance) { si.Spec.ServiceName = "queue" }),
+			wantCode: 422, wantMsg: []string{"spec.serviceName", "spec.parameters.storageGB"},
+			wantCalls: map[brokertest.Op]int{},
+		},
+		{
 			name: "delete deprovisions", op: admissionv1.Delete, old: instance("small", ""),
 			script:    func(b *brokertest.Broker) { b.PutInstance(existing) },
 			wantCalls: map[brokertest.Op]int{brokertest.OpDeprovision: 1},

@@ -21,10 +21,19 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/catalog"
 )
 
+// journalRecord is a deprovision record a finalizer test starts with.
+type journalRecord struct {
+	namespace string // where the record lives: "team", or lockstep's "lockstep-system"
+	phase     v1alpha1.OperationPhase
+	// uncached: the record is not in the finalizer's cache yet, only in the
+	// API server.
+	uncached bool
+}
+
 func TestInstanceFinalizer(t *testing.T) {
 	tests := []struct {
 		name          string
-		confirmed     bool
+		record        *journalRecord
 		script        *brokertest.Respond
 		wantGone      bool
 		wantDeprov    int
@@ -32,7 +41,20 @@ func TestInstanceFinalizer(t *testing.T) {
 		wantRequeue   bool
 		brokerHoldsIt bool
 	}{
-		{name: "confirmed in the journal: no broker call", confirmed: true, wantGone: true, brokerHoldsIt: true},
+		{name: "confirmed in the journal: no broker call", record: &journalRecord{namespace: "team", phase: v1alpha1.PhaseSucceeded},
+			wantGone: true, brokerHoldsIt: true},
+		{name: "committed in the journal: no broker call", record: &journalRecord{namespace: "team", phase: v1alpha1.PhaseCommitted},
+			wantGone: true, brokerHoldsIt: true},
+		{name: "confirmed in lockstep's namespace (the object's namespace is being deleted): no broker call",
+			record: &journalRecord{namespace: "lockstep-system", phase: v1alpha1.PhaseSucceeded}, wantGone: true, brokerHoldsIt: true},
+		{name: "confirmed, not in the cache yet: read past it, no broker call",
+			record: &journalRecord{namespace: "team", phase: v1alpha1.PhaseSucceeded, uncached: true}, wantGone: true, brokerHoldsIt: true},
+		{name: "answer still being written (Pending): waits, no broker call",
+			record: &journalRecord{namespace: "team", phase: ""}, wantRequeue: true, brokerHoldsIt: true},
+		{name: "deprovision still followed (InProgress): waits, no broker call",
+			record: &journalRecord{namespace: "team", phase: v1alpha1.PhaseInProgress}, wantRequeue: true, brokerHoldsIt: true},
+		{name: "an earlier deprovision failed, this delete bypassed admission: deprovisions",
+			record: &journalRecord{namespace: "team", phase: v1alpha1.PhaseFailed}, wantGone: true, wantDeprov: 1},
 		{name: "bypassed admission: deprovisions first", wantGone: true, wantDeprov: 1},
 		{name: "bypassed admission, async deprovision", script: &brokertest.Respond{Async: &brokertest.Async{InProgressPolls: 1}}, wantGone: true, wantDeprov: 1},
 		{name: "bypassed admission, broker refuses: finalizer stays", script: &brokertest.Respond{Status: 500, Description: "down"},
@@ -58,24 +80,32 @@ func TestInstanceFinalizer(t *testing.T) {
 				ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "team", UID: "uid-1", DeletionTimestamp: &now, Finalizers: []string{v1alpha1.Finalizer}},
 				Spec:       v1alpha1.ServiceInstanceSpec{BrokerName: "acme", ServiceName: "db", PlanName: "small", ExternalID: "ext-1"},
 			}
-			objects := []client.Object{si}
-			if tt.confirmed {
-				objects = append(objects, &v1alpha1.BrokerOperation{
-					ObjectMeta: metav1.ObjectMeta{Name: "db-deprovision-1", Namespace: "team", Labels: map[string]string{LabelTargetUID: "uid-1"}},
-					Spec:       v1alpha1.BrokerOperationSpec{Verb: v1alpha1.VerbDeprovision},
-					Status:     v1alpha1.BrokerOperationStatus{Phase: v1alpha1.PhaseSucceeded},
-				})
+			cached := []client.Object{si}
+			direct := []client.Object{si.DeepCopy()}
+			if tt.record != nil {
+				rec := &v1alpha1.BrokerOperation{
+					ObjectMeta: metav1.ObjectMeta{Name: "db-deprovision-1", Namespace: tt.record.namespace, Labels: map[string]string{LabelTargetUID: "uid-1"}},
+					Spec: v1alpha1.BrokerOperationSpec{Verb: v1alpha1.VerbDeprovision,
+						Target: v1alpha1.OperationTarget{Kind: "ServiceInstance", Name: "db", Namespace: "team", UID: "uid-1"}},
+					Status: v1alpha1.BrokerOperationStatus{Phase: tt.record.phase},
+				}
+				direct = append(direct, rec)
+				if !tt.record.uncached {
+					cached = append(cached, rec.DeepCopy())
+				}
 			}
-			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objects...).Build()
-			r := &InstanceFinalizer{Client: c, Catalogs: cache, Timeout: 5 * time.Second,
+			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(cached...).Build()
+			apiReader := fake.NewClientBuilder().WithScheme(scheme).WithObjects(direct...).Build()
+			r := &InstanceFinalizer{Client: c, APIReader: apiReader, Namespace: "lockstep-system", Catalogs: cache, Timeout: 5 * time.Second,
 				Poll: broker.PollOptions{MinInterval: time.Millisecond, MaxInterval: time.Millisecond}}
 
-			_, err = r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "team", Name: "db"}})
+			res, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "team", Name: "db"}})
 			if tt.wantErr != "" {
 				assert.ErrorContains(t, err, tt.wantErr)
 			} else {
 				require.NoError(t, err)
 			}
+			assert.Equal(t, tt.wantRequeue, res.RequeueAfter > 0, "looks again later")
 			err = c.Get(context.Background(), client.ObjectKeyFromObject(si), &v1alpha1.ServiceInstance{})
 			assert.Equal(t, tt.wantGone, apierrors.IsNotFound(err), "object gone once the finalizer is removed")
 			assert.Equal(t, tt.wantDeprov, b.Count(brokertest.OpDeprovision))

@@ -215,3 +215,55 @@ func TestOperationsPendingTooLongIsSettled(t *testing.T) {
 		})
 	}
 }
+
+// TestOperationsFollowKeepsAnUnknownOutcomeInProgress: when the broker
+// cannot tell how an operation ended (connection cut, 5xx, malformed
+// answer), the operation is not failed: it stays InProgress holding its
+// lock, the object says InSync=Unknown, and the broker is asked again,
+// later the older the operation.
+func TestOperationsFollowKeepsAnUnknownOutcomeInProgress(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		poll  brokertest.Respond
+		cause string
+	}{
+		{name: "connection cut", poll: brokertest.Respond{CloseConnection: true}, cause: "answer was cut off"},
+		{name: "5xx", poll: brokertest.Respond{Status: 503, Description: "maintenance"}, cause: "maintenance"},
+		{name: "malformed answer", poll: brokertest.Respond{Malformed: true}, cause: "not"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := v1alpha1.ServiceInstanceSpec{BrokerName: "acme", ServiceName: "db", PlanName: "small", ExternalID: "ext-1"}
+			si := &v1alpha1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "team", UID: "uid-1", Generation: 1}, Spec: spec}
+			start := time.Now().Truncate(time.Second) // timestamps are kept to the second
+			rec := opRecord("op", v1alpha1.VerbUpdate, v1alpha1.PhaseInProgress, spec, start)
+			rec.Status.CompletionTime = nil
+			h := newOpsHarness(t, si, rec)
+			h.broker.PutInstance(brokertest.Instance{ID: "ext-1", ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanSmallID})
+			h.broker.Always(brokertest.OpInstanceLastOperation, tc.poll)
+			key := Key{Kind: "ServiceInstance", Namespace: "team", Name: "db"}
+			_, ok, err := h.r.Leases.Acquire(context.Background(), key, &Operation{Record: "op", Started: start})
+			require.NoError(t, err)
+			require.True(t, ok)
+
+			h.now = start.Add(50 * time.Second) // past the lock's duration since it was taken
+			res := h.reconcile(t, "op")
+			assert.Equal(t, v1alpha1.PhaseInProgress, h.phase(t, "op"), "an unknown outcome is not a failure")
+			assert.Equal(t, 5*time.Second, res.RequeueAfter, "asked again after a tenth of the operation's age")
+			require.NoError(t, h.client.Get(context.Background(), client.ObjectKeyFromObject(si), si))
+			c := meta.FindStatusCondition(si.Status.Conditions, v1alpha1.ConditionInSync)
+			require.NotNil(t, c)
+			assert.Equal(t, metav1.ConditionUnknown, c.Status)
+			assert.Equal(t, "OutcomeUnknown", c.Reason)
+			assert.Contains(t, c.Message, tc.cause)
+
+			h.now = start.Add(100 * time.Second) // the renewal keeps the lock alive
+			holder, err := h.r.Leases.Holder(context.Background(), key)
+			require.NoError(t, err)
+			require.NotNil(t, holder, "the operation keeps the object's lock")
+
+			h.broker.Reset() // the broker answers again: the update succeeded
+			h.reconcile(t, "op")
+			assert.Equal(t, v1alpha1.PhaseSucceeded, h.phase(t, "op"))
+		})
+	}
+}

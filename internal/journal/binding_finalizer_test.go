@@ -1,0 +1,67 @@
+package journal
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/credentials"
+)
+
+// TestBindingReadySaysWhatHappened: Ready tells a bind still running from
+// a finished one whose Secret was deleted since.
+func TestBindingReadySaysWhatHappened(t *testing.T) {
+	bound := &v1alpha1.LastOperation{Verb: v1alpha1.VerbBind, State: v1alpha1.StateSucceeded}
+	tests := []struct {
+		name       string
+		last       *v1alpha1.LastOperation
+		secret     bool
+		wantStatus metav1.ConditionStatus
+		wantReason string
+		wantMsg    string
+	}{
+		{name: "credentials stored", last: bound, secret: true, wantStatus: metav1.ConditionTrue, wantReason: "CredentialsStored", wantMsg: `credentials are in Secret "creds"`},
+		{name: "bind still running", wantStatus: metav1.ConditionFalse, wantReason: "CredentialsPending", wantMsg: "waiting for the broker to finish the bind"},
+		{name: "bind finished, Secret deleted since", last: bound, wantStatus: metav1.ConditionFalse, wantReason: "CredentialsMissing",
+			wantMsg: `Secret "creds" with its credentials is gone (deleted?); the broker gives credentials only once: delete this binding and create it again`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			scheme := runtime.NewScheme()
+			require.NoError(t, clientgoscheme.AddToScheme(scheme))
+			require.NoError(t, v1alpha1.AddToScheme(scheme))
+			b := &v1alpha1.ServiceBinding{
+				ObjectMeta: metav1.ObjectMeta{Name: "creds", Namespace: "team", UID: "b-uid", Generation: 1},
+				Spec:       v1alpha1.ServiceBindingSpec{InstanceName: "db", SecretName: "creds"},
+				Status:     v1alpha1.ServiceBindingStatus{LastOperation: tt.last},
+			}
+			objects := []client.Object{b}
+			if tt.secret {
+				objects = append(objects, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds", Namespace: "team",
+					Labels: map[string]string{credentials.LabelBindingUID: "b-uid"}}})
+			}
+			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objects...).WithStatusSubresource(&v1alpha1.ServiceBinding{}).Build()
+			r := &BindingFinalizer{Client: c}
+			_, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "team", Name: "creds"}})
+			require.NoError(t, err)
+			require.NoError(t, c.Get(context.Background(), client.ObjectKeyFromObject(b), b))
+			ready := meta.FindStatusCondition(b.Status.Conditions, v1alpha1.ConditionReady)
+			require.NotNil(t, ready)
+			assert.Equal(t, tt.wantStatus, ready.Status)
+			assert.Equal(t, tt.wantReason, ready.Reason)
+			assert.Contains(t, ready.Message, tt.wantMsg)
+		})
+	}
+}

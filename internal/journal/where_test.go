@@ -1,0 +1,120 @@
+package journal
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+)
+
+// terminatingNamespaces is a fake API server in which the namespaces named
+// refuse new objects, as the API server does while a namespace is being
+// deleted.
+func terminatingNamespaces(t *testing.T, names ...string) client.Client {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	require.NoError(t, clientgoscheme.AddToScheme(scheme))
+	require.NoError(t, v1alpha1.AddToScheme(scheme))
+	return fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&v1alpha1.BrokerOperation{}).
+		WithInterceptorFuncs(interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			for _, ns := range names {
+				if obj.GetNamespace() == ns {
+					err := apierrors.NewForbidden(schema.GroupResource{Resource: "objects"}, obj.GetName(),
+						errors.New("unable to create new content in namespace "+ns+" because it is being terminated"))
+					err.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: corev1.NamespaceTerminatingCause, Field: "metadata.namespace"}}
+					return err
+				}
+			}
+			return c.Create(ctx, obj, opts...)
+		}}).Build()
+}
+
+func deleteIntent(ns string) Intent {
+	si := &v1alpha1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: ns, UID: "uid-1"}}
+	return Intent{ID: "0b6c5e2a-1111", Target: si, Kind: "ServiceInstance", ExternalID: "ext-1", Broker: "acme", Verb: v1alpha1.VerbDeprovision}
+}
+
+func TestBeginInATerminatingNamespaceRecordsInLockstepsNamespace(t *testing.T) {
+	c := terminatingNamespaces(t, "team")
+	j := &Journal{Client: c, Namespace: "lockstep-system"}
+	ctx := context.Background()
+
+	op, err := j.Begin(ctx, deleteIntent("team"))
+	require.NoError(t, err)
+	assert.Equal(t, "lockstep-system", op.Namespace)
+	assert.Equal(t, "team", TargetNamespace(op), "the record still names the object's namespace")
+
+	found, err := j.Find(ctx, "team", op.Name)
+	require.NoError(t, err)
+	require.NotNil(t, found, "found from the object's namespace")
+	assert.Equal(t, op.UID, found.UID)
+
+	recorded, err := DeleteRecorded(ctx, c, "lockstep-system", "team", "uid-1", v1alpha1.VerbDeprovision)
+	require.NoError(t, err)
+	assert.Equal(t, DeleteUnderWay, recorded, "a record without an answer is a delete under way")
+
+	// Elsewhere the record lives next to its object.
+	op, err = j.Begin(ctx, deleteIntent("other"))
+	require.NoError(t, err)
+	assert.Equal(t, "other", op.Namespace)
+}
+
+func TestBeginFailsClearlyWithoutAPlaceToRecord(t *testing.T) {
+	c := terminatingNamespaces(t, "team", "lockstep-system")
+	j := &Journal{Client: c, Namespace: "lockstep-system"}
+	_, err := j.Begin(context.Background(), deleteIntent("team"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "writing the operation record lockstep-system/db-deprovision-0b6c5e2a")
+}
+
+func TestLocksLiveInLockstepsNamespace(t *testing.T) {
+	c := terminatingNamespaces(t, "team")
+	now := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	l := &Leases{Client: c, Namespace: "lockstep-system", Duration: time.Minute, Now: func() time.Time { return now }}
+	j := &Journal{Client: c, Namespace: "lockstep-system"}
+	ctx := context.Background()
+	key := Key{Kind: "ServiceInstance", Namespace: "team", Name: "db"}
+
+	rec, err := j.Begin(ctx, deleteIntent("team"))
+	require.NoError(t, err)
+	_, ok, err := l.TryAcquire(ctx, key, &Operation{Verb: v1alpha1.VerbDeprovision, User: "alice", Started: now, Record: rec.Name})
+	require.NoError(t, err)
+	require.True(t, ok, "an object in a namespace being deleted can still be locked")
+
+	var lease coordinationv1.Lease
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: "lockstep-system", Name: "lockstep-instance-team.db"}, &lease))
+	assert.Equal(t, "team", lease.Annotations[AnnotationNamespace])
+
+	// Expired, its holder's record (in lockstep's namespace) still
+	// Pending: the lock holds.
+	now = now.Add(time.Hour)
+	holder, err := l.Holder(ctx, key)
+	require.NoError(t, err)
+	require.NotNil(t, holder, "a Pending record keeps its lock, wherever it lives")
+	assert.Equal(t, rec.Name, holder.Record)
+}
+
+func TestLeaseNames(t *testing.T) {
+	assert.Equal(t, "lockstep-instance-team.db", Key{Kind: "ServiceInstance", Namespace: "team", Name: "db"}.LeaseName())
+	assert.Equal(t, "lockstep-binding-team.creds", Key{Kind: "ServiceBinding", Namespace: "team", Name: "creds"}.LeaseName())
+	a := Key{Kind: "ServiceBinding", Namespace: strings.Repeat("n", 63), Name: strings.Repeat("a", 253)}.LeaseName()
+	b := Key{Kind: "ServiceBinding", Namespace: strings.Repeat("n", 63), Name: strings.Repeat("a", 252) + "b"}.LeaseName()
+	assert.LessOrEqual(t, len(a), 253)
+	assert.NotEqual(t, a, b, "long names that differ at the end keep distinct locks")
+}
