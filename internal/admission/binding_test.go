@@ -106,7 +106,7 @@ func TestBindingValidator(t *testing.T) {
 			wantCode: 422, wantMsg: `spec.instanceName: Invalid value: "db": instance "db" uses ServiceBroker "gone", which does not exist`,
 			wantCalls: map[brokertest.Op]int{}},
 		{name: "delete with the instance's ServiceBroker gone says what to do", op: admissionv1.Delete, old: binding(""),
-			objects: []runtime.Object{instance("small", "", func(si *v1alpha1.ServiceInstance) { si.Spec.BrokerName = "gone" })},
+			objects:  []runtime.Object{instance("small", "", func(si *v1alpha1.ServiceInstance) { si.Spec.BrokerName = "gone" })},
 			wantCode: http.StatusConflict, wantMsg: `binding "creds" cannot be deleted: its instance "db" uses ServiceBroker "gone", which no longer exists, so lockstep cannot unbind at the broker; ` +
 				`recreate ServiceBroker "gone" with the URL of the broker that holds the binding, then delete again; the binding and its Secret stay as they were (no deletion was started)`,
 			wantCalls: map[brokertest.Op]int{}},
