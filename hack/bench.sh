@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench.sh runs lockstep's benchmark suite (issue 8) and writes the results
+# bench.sh runs lockstep's benchmark suite and writes the results
 # to bench/RESULTS.md: admission overhead, end to end through
 # kube-apiserver, the broker path, scale, the embedded broker, and the Go
 # micro-benchmarks. About a quarter of an hour on 2 cores; not part of

@@ -1,4 +1,4 @@
-// Package suite is lockstep's benchmark suite (issue 8). Each benchmark
+// Package suite is lockstep's benchmark suite. Each benchmark
 // measures lockstep and its baseline in the same run, alternating, and
 // returns a report.Section with p50/p99 latency, throughput and their
 // ratio, and the issue's targets with what was measured:

@@ -7,7 +7,8 @@
 // served over HTTP by review.go, which reads an AdmissionReview in one pass
 // and cuts its objects into their parts (split.go) as it goes; handler.go
 // then decides unchanged updates from those raw parts before decoding
-// anything. The chain runs in the order DESIGN.md gives:
+// anything. The chain runs in this order (docs/design.md, "How a request is
+// decided"):
 //
 //  1. classify the request (request.go, handler.go): metadata-only updates
 //     and updates of objects being deleted are allowed at once, with no

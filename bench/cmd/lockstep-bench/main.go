@@ -1,4 +1,4 @@
-// Command lockstep-bench runs lockstep's benchmark suite (issue 8) and
+// Command lockstep-bench runs lockstep's benchmark suite and
 // writes the results as markdown.
 //
 //	lockstep-bench -out bench/RESULTS.md            # everything, full sizes
