@@ -18,7 +18,7 @@ const (
 )
 
 // Verb is the kind of state change a broker operation carries out.
-// +kubebuilder:validation:Enum=provision;update;deprovision;bind;unbind
+// +kubebuilder:validation:Enum=provision;update;deprovision;bind;unbind;adopt;detach
 type Verb string
 
 // The verbs of the OSB API that lockstep carries out.
@@ -29,6 +29,67 @@ const (
 	VerbBind        Verb = "bind"
 	VerbUnbind      Verb = "unbind"
 )
+
+// The journal's verbs for what lockstep does without changing the broker.
+const (
+	// VerbAdopt: an object was created for an instance or binding that
+	// already existed at the broker, after the broker showed it equal.
+	VerbAdopt Verb = "adopt"
+	// VerbDetach: an object was deleted and the broker kept what it held
+	// (reconcile policy detach-on-delete or observe).
+	VerbDetach Verb = "detach"
+)
+
+// AnnotationReconcilePolicy says how lockstep treats an object at its
+// broker. Changing it is a metadata-only update, always allowed, also when
+// the broker is down or gone: it is the way out of a delete the broker
+// cannot carry out.
+const AnnotationReconcilePolicy = "lockstep.dev/reconcile-policy"
+
+// ReconcilePolicy is a value of AnnotationReconcilePolicy.
+type ReconcilePolicy string
+
+// The reconcile policies.
+const (
+	// PolicyManage (the default): changes and deletes go to the broker.
+	PolicyManage ReconcilePolicy = "manage"
+	// PolicyDetachOnDelete: changes go to the broker, but deleting the
+	// object leaves the broker's instance or binding in place.
+	PolicyDetachOnDelete ReconcilePolicy = "detach-on-delete"
+	// PolicyObserve: lockstep never changes the broker for this object:
+	// spec changes are refused, and a delete only removes the object.
+	PolicyObserve ReconcilePolicy = "observe"
+)
+
+// PolicyOf returns an object's reconcile policy; false when the annotation
+// holds a value that is not a policy.
+func PolicyOf(obj metav1.Object) (ReconcilePolicy, bool) {
+	switch p := ReconcilePolicy(obj.GetAnnotations()[AnnotationReconcilePolicy]); p {
+	case "":
+		return PolicyManage, true
+	case PolicyManage, PolicyDetachOnDelete, PolicyObserve:
+		return p, true
+	default:
+		return p, false
+	}
+}
+
+// KeepsBrokerOnDelete reports whether deleting obj leaves what the broker
+// holds in place (detach-on-delete or observe).
+func KeepsBrokerOnDelete(obj metav1.Object) bool {
+	p, ok := PolicyOf(obj)
+	return ok && (p == PolicyDetachOnDelete || p == PolicyObserve)
+}
+
+// AnnotationAdopt, set to "true" on create, makes lockstep adopt the
+// instance or binding that already exists at the broker under
+// spec.externalID instead of creating one.
+const AnnotationAdopt = "lockstep.dev/adopt"
+
+// Adopting reports whether obj asks to adopt what the broker holds.
+func Adopting(obj metav1.Object) bool {
+	return obj.GetAnnotations()[AnnotationAdopt] == "true"
+}
 
 // OperationState is the broker's view of an operation, as in OSB
 // last_operation.

@@ -23,7 +23,7 @@ func NewBindingDefaulter() *Defaulter[Binding] {
 	return &Defaulter[Binding]{
 		New: func() Binding { return &v1alpha1.ServiceBinding{} },
 		Defaults: func(_ context.Context, sb Binding) error {
-			if sb.Spec.ExternalID == "" {
+			if sb.Spec.ExternalID == "" && !v1alpha1.Adopting(sb) {
 				sb.Spec.ExternalID = uuid.NewString()
 			}
 			if sb.Spec.SecretName == "" {
@@ -53,6 +53,7 @@ func NewBindingDefaulter() *Defaulter[Binding] {
 func NewBindingValidator(d Deps, hooks *validate.Hooks[Binding]) *Validator[Binding] {
 	return &Validator[Binding]{
 		Kind:     bindingKind,
+		Gate:     &reconcilePolicy[Binding]{kind: bindingKind, journal: d.Journal},
 		SameSpec: func(old, new Binding) bool { return equality.Semantic.DeepEqual(old.Spec, new.Spec) },
 		Checks: []Check[Binding]{
 			fieldPolicy[Binding](),

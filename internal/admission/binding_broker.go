@@ -34,14 +34,20 @@ func (s *bindingBroker) Admit(ctx context.Context, a *Attributes[Binding]) (admi
 		return nil, nil // already being deleted: the broker confirmed before
 	}
 	verb := v1alpha1.VerbBind
-	if a.Operation == admissionv1.Delete {
+	switch {
+	case a.Operation == admissionv1.Delete:
 		verb = v1alpha1.VerbUnbind
+	case v1alpha1.Adopting(b):
+		verb = v1alpha1.VerbAdopt
 	}
 	t := a.Target
 	return s.carry.carryOut(ctx, journal.Intent{
 		ID: uuid.NewString(), Target: b, Kind: "ServiceBinding", ExternalID: b.Spec.ExternalID, Broker: t.Entry.Broker,
 		Verb: verb, User: a.User, SpecHash: journal.SpecHash(b.Spec), ServiceID: t.Plan.Service.ID, PlanID: t.Plan.Plan.ID, InstanceID: t.Instance.Spec.ExternalID,
 	}, func(meta broker.RequestMeta, ans *journal.Answer) (admission.Warnings, bool, error) {
+		if a.Operation == admissionv1.Create && v1alpha1.Adopting(b) {
+			return nil, false, s.adoptBinding(ctx, b, t, meta, ans)
+		}
 		if a.Operation == admissionv1.Create {
 			return s.bind(ctx, a, meta, ans)
 		}
@@ -151,6 +157,7 @@ func (s *bindingBroker) unbind(ctx context.Context, a *Attributes[Binding], meta
 		what:   fmt.Sprintf("unbind binding %q of instance %q", b.Name, t.Instance.Name),
 		stays:  fmt.Sprintf("the binding and its Secret %q stay as they were (no deletion was started)", b.Spec.SecretName),
 		ifDone: "if the broker unbound it, lockstep deletes the binding",
+		wayOut: wayOut("ServiceBinding", b.Namespace, b.Name),
 	}
 	ids := bindingIDs{instance: t.Instance.Spec.ExternalID, binding: b.Spec.ExternalID, service: t.Plan.Service.ID, plan: t.Plan.Plan.ID}
 	resp, err := c.Unbind(ctx, meta, broker.UnbindRequest{InstanceID: ids.instance, BindingID: ids.binding, ServiceID: ids.service, PlanID: ids.plan})

@@ -38,8 +38,8 @@ func (c *bindingInstance) Check(ctx context.Context, a *Attributes[Binding]) (fi
 			return nil, nil, unavailable("could not read ServiceInstance %q: %v; nothing was changed: retry", b.Spec.InstanceName, err)
 		}
 		if a.Operation == admissionv1.Delete {
-			return nil, nil, conflict("the instance %q of binding %q no longer exists, so lockstep cannot unbind at the broker; the binding stays as it was",
-				b.Spec.InstanceName, b.Name)
+			return nil, nil, conflict("the instance %q of binding %q no longer exists, so lockstep cannot unbind at the broker; the binding stays as it was; %s",
+				b.Spec.InstanceName, b.Name, wayOut("ServiceBinding", b.Namespace, b.Name))
 		}
 		return field.ErrorList{field.Invalid(spec.Child("instanceName"), b.Spec.InstanceName,
 			fmt.Sprintf("no ServiceInstance of this name in namespace %q (kubectl get serviceinstances -n %s)", b.Namespace, b.Namespace))}, nil, nil
@@ -50,15 +50,19 @@ func (c *bindingInstance) Check(ctx context.Context, a *Attributes[Binding]) (fi
 		return nil, nil, err
 	case entry == nil && a.Operation == admissionv1.Delete:
 		return nil, nil, conflict("binding %q cannot be deleted: its instance %q uses ServiceBroker %q, which no longer exists, so lockstep cannot unbind at the broker; "+
-			"recreate ServiceBroker %q with the URL of the broker that holds the binding, then delete again; the binding and its Secret stay as they were (no deletion was started)",
-			b.Name, si.Name, si.Spec.BrokerName, si.Spec.BrokerName)
+			"the binding and its Secret stay as they were (no deletion was started); recreate ServiceBroker %q with the URL of the broker that holds the binding, then delete again; or %s",
+			b.Name, si.Name, si.Spec.BrokerName, si.Spec.BrokerName, wayOut("ServiceBinding", b.Namespace, b.Name))
 	case entry == nil:
 		return field.ErrorList{field.Invalid(spec.Child("instanceName"), b.Spec.InstanceName, fmt.Sprintf(
 			"instance %q uses ServiceBroker %q, which does not exist (kubectl get servicebrokers): it cannot be bound (%s)", si.Name, si.Spec.BrokerName, errs.ToAggregate()))}, nil, nil
 	}
 	plan, err := entry.Find(si.Spec.ServiceName, si.Spec.PlanName)
 	if err != nil {
-		return nil, nil, conflict("the plan of instance %q is unknown to broker %q: %v; nothing was changed", si.Name, entry.Broker, err)
+		msg := fmt.Sprintf("the plan of instance %q is unknown to broker %q: %v; nothing was changed", si.Name, entry.Broker, err)
+		if a.Operation == admissionv1.Delete {
+			msg += "; " + wayOut("ServiceBinding", b.Namespace, b.Name)
+		}
+		return nil, nil, conflict("%s", msg)
 	}
 	a.Target = &Target{Entry: entry, Plan: plan, Instance: &si}
 	if a.Operation == admissionv1.Delete {

@@ -108,7 +108,8 @@ func TestBindingValidator(t *testing.T) {
 		{name: "delete with the instance's ServiceBroker gone says what to do", op: admissionv1.Delete, old: binding(""),
 			objects:  []runtime.Object{instance("small", "", func(si *v1alpha1.ServiceInstance) { si.Spec.BrokerName = "gone" })},
 			wantCode: http.StatusConflict, wantMsg: `binding "creds" cannot be deleted: its instance "db" uses ServiceBroker "gone", which no longer exists, so lockstep cannot unbind at the broker; ` +
-				`recreate ServiceBroker "gone" with the URL of the broker that holds the binding, then delete again; the binding and its Secret stay as they were (no deletion was started)`,
+				`the binding and its Secret stay as they were (no deletion was started); recreate ServiceBroker "gone" with the URL of the broker that holds the binding, then delete again; ` +
+				`or to delete it without the broker (which then keeps what it holds): kubectl annotate servicebinding creds -n team lockstep.dev/reconcile-policy=detach-on-delete, then delete again`,
 			wantCalls: map[brokertest.Op]int{}},
 		{name: "spec change", op: admissionv1.Update, old: binding(`{"role":"reader"}`), new: binding(`{"role":"writer"}`), objects: []runtime.Object{db},
 			wantCode: 422, wantMsg: "delete and recreate", wantCalls: map[brokertest.Op]int{}},

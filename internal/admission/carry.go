@@ -2,6 +2,7 @@ package admission
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -78,8 +79,12 @@ func (c *carrier) carryOut(ctx context.Context, in journal.Intent, call brokerCa
 		return nil, unavailable("could not take the lock of %s %q: %v; nothing was changed: retry", in.Kind, target.GetName(), l.err)
 	case !l.ok:
 		metrics.LockContention(in.Kind)
-		return nil, conflict("another change of %s %q is in flight at the broker: %s; nothing was changed: retry when it has finished",
+		msg := fmt.Sprintf("another change of %s %q is in flight at the broker: %s; nothing was changed: retry when it has finished",
 			kindWord(in.Kind), target.GetName(), l.holder)
+		if in.Verb == v1alpha1.VerbDeprovision || in.Verb == v1alpha1.VerbUnbind {
+			msg += "; or " + wayOut(in.Kind, target.GetNamespace(), target.GetName())
+		}
+		return nil, conflict("%s", msg)
 	case err != nil:
 		return nil, unavailable("could not record the operation before calling the broker: %v; nothing was changed: retry", err)
 	}

@@ -51,13 +51,14 @@ type Deps struct {
 }
 
 // NewInstanceDefaulter returns the mutating handler for ServiceInstances:
-// spec.externalID defaults to a new UUID, and spec.brokerName to the only
-// ServiceBroker when exactly one exists.
+// spec.externalID defaults to a new UUID (not when the instance adopts one
+// that exists at the broker: then it must name it), and spec.brokerName to
+// the only ServiceBroker when exactly one exists.
 func NewInstanceDefaulter(reader client.Reader) *Defaulter[Instance] {
 	return &Defaulter[Instance]{
 		New: func() Instance { return &v1alpha1.ServiceInstance{} },
 		Defaults: func(ctx context.Context, si Instance) error {
-			if si.Spec.ExternalID == "" {
+			if si.Spec.ExternalID == "" && !v1alpha1.Adopting(si) {
 				si.Spec.ExternalID = uuid.NewString()
 			}
 			if si.Spec.BrokerName == "" && reader != nil {
@@ -89,6 +90,7 @@ func NewInstanceValidator(d Deps, hooks *validate.Hooks[Instance]) *Validator[In
 	cat := &instanceCatalog{reader: d.Reader, cache: d.Catalogs}
 	return &Validator[Instance]{
 		Kind:     instanceKind,
+		Gate:     &reconcilePolicy[Instance]{kind: instanceKind, journal: d.Journal},
 		SameSpec: func(old, new Instance) bool { return sameInstanceSpec(&old.Spec, &new.Spec) },
 		Checks: []Check[Instance]{
 			fieldPolicy[Instance](),

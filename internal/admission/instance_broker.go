@@ -10,7 +10,6 @@ import (
 	"github.com/google/uuid"
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -49,9 +48,13 @@ func (s *instanceBroker) Admit(ctx context.Context, a *Attributes[Instance]) (ad
 		return nil, nil // already being deleted: the broker confirmed before
 	}
 	t := a.Target
+	verb := instanceVerb(a.Operation)
+	if a.Operation == admissionv1.Create && v1alpha1.Adopting(si) {
+		verb = v1alpha1.VerbAdopt
+	}
 	return s.carry.carryOut(ctx, journal.Intent{
 		ID: uuid.NewString(), Target: si, Kind: "ServiceInstance", ExternalID: si.Spec.ExternalID, Broker: t.Entry.Broker,
-		Verb: instanceVerb(a.Operation), User: a.User, SpecHash: journal.SpecHash(si.Spec), ServiceID: t.Plan.Service.ID, PlanID: t.Plan.Plan.ID,
+		Verb: verb, User: a.User, SpecHash: journal.SpecHash(si.Spec), ServiceID: t.Plan.Service.ID, PlanID: t.Plan.Plan.ID,
 	}, func(meta broker.RequestMeta, ans *journal.Answer) (admission.Warnings, bool, error) {
 		return s.call(ctx, a, meta, ans)
 	})
@@ -67,6 +70,9 @@ func (s *instanceBroker) call(ctx context.Context, a *Attributes[Instance], meta
 	switch a.Operation {
 	case admissionv1.Create:
 		si := a.New
+		if v1alpha1.Adopting(si) {
+			return nil, false, s.adoptInstance(ctx, si, t, meta, ans)
+		}
 		ch := change{
 			broker: t.Entry.Broker,
 			what:   fmt.Sprintf("provision instance %q (service %q, plan %q)", si.Name, si.Spec.ServiceName, si.Spec.PlanName),
@@ -131,6 +137,7 @@ func (s *instanceBroker) call(ctx context.Context, a *Attributes[Instance], meta
 			what:   fmt.Sprintf("deprovision instance %q", si.Name),
 			stays:  "the instance stays as it was (no deletion was started)",
 			ifDone: "if the broker deprovisioned it, lockstep deletes the instance",
+			wayOut: wayOut("ServiceInstance", si.Namespace, si.Name),
 		}
 		resp, err := c.Deprovision(ctx, meta, broker.DeprovisionRequest{
 			InstanceID: si.Spec.ExternalID, ServiceID: t.Plan.Service.ID, PlanID: t.Plan.Plan.ID,
@@ -172,8 +179,8 @@ func (s *instanceBroker) poll(ctx context.Context, c *broker.Client, meta broker
 		return nil, true, ch.unknown(err)
 	}
 	if deleting {
-		return nil, true, statusError(409, metav1.StatusReasonConflict,
-			"broker %q is still working to %s (%s); the instance stays until the broker finishes, then lockstep deletes it", ch.broker, ch.what, describeStill(err))
+		return nil, true, conflict("broker %q is still working to %s (%s); the instance stays until the broker finishes, then lockstep deletes it",
+			ch.broker, ch.what, describeStill(err))
 	}
 	return admission.Warnings{fmt.Sprintf("broker %q is still working to %s (%s); lockstep follows the operation to its end",
 		ch.broker, ch.what, describeStill(err))}, true, nil

@@ -38,6 +38,7 @@ type harness struct {
 	bindings  *Validator[Binding]
 	leases    *journal.Leases
 	answers   *Answers
+	cache     *catalog.Cache
 }
 
 func newHarness(t testing.TB, objects ...runtime.Object) *harness {
@@ -64,7 +65,7 @@ func newInterceptedHarness(t testing.TB, funcs interceptor.Funcs, objects ...run
 	cache := catalog.NewCache(time.Hour)
 	cache.Store(catalog.NewEntry("acme", c, &cat, nil, time.Now()))
 
-	h := &harness{broker: b, client: reader, leases: &journal.Leases{Client: reader, Duration: time.Minute, Wait: 50 * time.Millisecond}, answers: NewAnswers()}
+	h := &harness{cache: cache, broker: b, client: reader, leases: &journal.Leases{Client: reader, Duration: time.Minute, Wait: 50 * time.Millisecond}, answers: NewAnswers()}
 	deps := Deps{
 		Reader: reader, Writer: reader, Secrets: reader, Catalogs: cache, Journal: &journal.Journal{Client: reader}, Leases: h.leases, Budget: 2 * time.Second,
 		Answers: h.answers,
@@ -296,7 +297,8 @@ func TestInstanceValidator(t *testing.T) {
 			old:      instance("small", "", func(si *v1alpha1.ServiceInstance) { si.Spec.BrokerName = "gone" }),
 			wantCode: http.StatusConflict,
 			wantMsg: []string{`instance "db" cannot be deleted: no ServiceBroker named "gone" exists, so it cannot be deprovisioned at its broker; ` +
-				`recreate ServiceBroker "gone" with the URL of the broker that holds the instance, then delete again; the instance stays as it was (no deletion was started)`},
+				`the instance stays as it was (no deletion was started); recreate ServiceBroker "gone" with the URL of the broker that holds the instance, then delete again; ` +
+				`or to delete it without the broker (which then keeps what it holds): kubectl annotate serviceinstance db -n team lockstep.dev/reconcile-policy=detach-on-delete, then delete again`},
 			wantCalls: map[brokertest.Op]int{},
 		},
 		{

@@ -20,6 +20,17 @@ type change struct {
 	// carried the change out after all, e.g. `if the broker created it,
 	// lockstep deprovisions it`.
 	ifDone string
+	// wayOut, on a delete, says how to delete without the broker; it ends
+	// every refusal of the change.
+	wayOut string
+}
+
+// then ends a refusal's message with the way out, if there is one.
+func (c change) then(msg string) string {
+	if c.wayOut == "" {
+		return msg
+	}
+	return msg + "; " + c.wayOut
 }
 
 // refusal turns a broker call's error into the rejection a person reads:
@@ -36,19 +47,19 @@ func (c change) refusal(err error) error {
 		if broker.IsConcurrencyError(err) {
 			code, reason = http.StatusConflict, metav1.StatusReasonConflict
 		}
-		return statusError(code, reason, "broker %q refused to %s: %s (HTTP %d%s); %s",
-			c.broker, c.what, describe(httpErr.Description), httpErr.StatusCode, errorCode(httpErr.ErrorCode), c.stays)
+		return statusError(code, reason, "%s", c.then(fmt.Sprintf("broker %q refused to %s: %s (HTTP %d%s); %s",
+			c.broker, c.what, describe(httpErr.Description), httpErr.StatusCode, errorCode(httpErr.ErrorCode), c.stays)))
 	case errors.As(err, &httpErr):
-		return unavailable("broker %q failed to %s: %s (HTTP %d%s); %s; retry when the broker has recovered",
-			c.broker, c.what, describe(httpErr.Description), httpErr.StatusCode, errorCode(httpErr.ErrorCode), c.stays)
+		return unavailable("%s", c.then(fmt.Sprintf("broker %q failed to %s: %s (HTTP %d%s); %s; retry when the broker has recovered",
+			c.broker, c.what, describe(httpErr.Description), httpErr.StatusCode, errorCode(httpErr.ErrorCode), c.stays)))
 	case errors.As(err, &still):
 		return statusError(http.StatusGatewayTimeout, metav1.StatusReasonTimeout,
-			"broker %q did not finish in time to %s: %v; %s", c.broker, c.what, err, c.stays)
+			"%s", c.then(fmt.Sprintf("broker %q did not finish in time to %s: %v; %s", c.broker, c.what, err, c.stays)))
 	case broker.IsTimeout(err):
 		return statusError(http.StatusGatewayTimeout, metav1.StatusReasonTimeout,
-			"broker %q did not answer in time to %s: %v; %s; retry when the broker is responsive", c.broker, c.what, err, c.stays)
+			"%s", c.then(fmt.Sprintf("broker %q did not answer in time to %s: %v; %s; retry when the broker is responsive", c.broker, c.what, err, c.stays)))
 	default:
-		return unavailable("could not %s at broker %q: %v; %s; retry when the broker is reachable", c.what, c.broker, err, c.stays)
+		return unavailable("%s", c.then(fmt.Sprintf("could not %s at broker %q: %v; %s; retry when the broker is reachable", c.what, c.broker, err, c.stays)))
 	}
 }
 
@@ -59,15 +70,15 @@ func (c change) refusal(err error) error {
 // stays in progress and the operations reconciler asks on until the
 // broker gives a final answer.
 func (c change) unknown(err error) error {
-	return unavailable("broker %q accepted the request to %s, but lockstep could not learn how it ended: %v; the outcome is unknown: %s; "+
+	return unavailable("%s", c.then(fmt.Sprintf("broker %q accepted the request to %s, but lockstep could not learn how it ended: %v; the outcome is unknown: %s; "+
 		"lockstep keeps asking the broker, and %s (the object's InSync condition and its BrokerOperation show the progress)",
-		c.broker, c.what, err, c.stays, c.ifDone)
+		c.broker, c.what, err, c.stays, c.ifDone)))
 }
 
 // failed is the rejection for an asynchronous operation that ended failed.
 func (c change) failed(op *broker.LastOperation) error {
 	return statusError(http.StatusUnprocessableEntity, metav1.StatusReasonBadRequest,
-		"broker %q failed to %s: %s; %s", c.broker, c.what, describe(op.Description), c.stays)
+		"%s", c.then(fmt.Sprintf("broker %q failed to %s: %s; %s", c.broker, c.what, describe(op.Description), c.stays)))
 }
 
 func describe(d string) string {

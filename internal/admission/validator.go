@@ -20,6 +20,9 @@ type Validator[T client.Object] struct {
 	Kind schema.GroupKind
 	// SameSpec reports whether an update leaves the spec as it was.
 	SameSpec func(old, new T) bool
+	// Gate, when set, may decide a request before any check (the
+	// object's reconcile policy).
+	Gate Gate[T]
 	// Checks are the static checks, run on CREATE and spec UPDATEs.
 	Checks []Check[T]
 	// DeleteChecks are the static checks run on DELETE.
@@ -64,6 +67,13 @@ func (v *Validator[T]) admit(ctx context.Context, a *Attributes[T]) (_ admission
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, v.Budget)
 		defer cancel()
+	}
+	if v.Gate != nil {
+		done, w, err := v.Gate.Pass(ctx, a)
+		if done || err != nil {
+			reason = metrics.ReasonDetached
+			return w, err
+		}
 	}
 	checks := v.Checks
 	if a.Operation == admissionv1.Delete {

@@ -62,7 +62,10 @@ func (r *BindingFinalizer) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if !controllerutil.ContainsFinalizer(&b, v1alpha1.Finalizer) {
 		return ctrl.Result{}, nil
 	}
-	recorded, err := deleteRecorded(ctx, r.Client, r.APIReader, r.Namespace, b.Namespace, b.UID, v1alpha1.VerbUnbind)
+	recorded, err := DeleteConfirmed, error(nil)
+	if !v1alpha1.KeepsBrokerOnDelete(&b) { // else the broker keeps the binding
+		recorded, err = deleteRecorded(ctx, r.Client, r.APIReader, r.Namespace, b.Namespace, b.UID, v1alpha1.VerbUnbind)
+	}
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -146,7 +149,7 @@ func (r *BindingFinalizer) writeStatus(ctx context.Context, b *v1alpha1.ServiceB
 // credentials were written then).
 func bound(b *v1alpha1.ServiceBinding) bool {
 	last := b.Status.LastOperation
-	return last != nil && last.Verb == v1alpha1.VerbBind && last.State == v1alpha1.StateSucceeded
+	return last != nil && (last.Verb == v1alpha1.VerbBind || last.Verb == v1alpha1.VerbAdopt) && last.State == v1alpha1.StateSucceeded
 }
 
 // bindingOfSecret maps a Secret lockstep wrote to its binding.

@@ -23,7 +23,9 @@ import (
 // deprovision (the usual case) it removes the finalizer at once; while the
 // journal's record has no final answer yet it waits for it; only when
 // there is no record at all did the delete bypass admission (webhook down
-// or not installed), and it deprovisions first.
+// or not installed), and it deprovisions first. An instance whose reconcile
+// policy keeps the broker's instance on delete (detach-on-delete, observe)
+// is let go without a broker call.
 type InstanceFinalizer struct {
 	Client client.Client
 	// APIReader reads the journal past the cache before the finalizer
@@ -53,7 +55,10 @@ func (r *InstanceFinalizer) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if si.DeletionTimestamp == nil || !controllerutil.ContainsFinalizer(&si, v1alpha1.Finalizer) {
 		return ctrl.Result{}, nil
 	}
-	recorded, err := deleteRecorded(ctx, r.Client, r.APIReader, r.Namespace, si.Namespace, si.UID, v1alpha1.VerbDeprovision)
+	recorded, err := DeleteConfirmed, error(nil)
+	if !v1alpha1.KeepsBrokerOnDelete(&si) { // else the broker keeps the instance
+		recorded, err = deleteRecorded(ctx, r.Client, r.APIReader, r.Namespace, si.Namespace, si.UID, v1alpha1.VerbDeprovision)
+	}
 	if err != nil {
 		return ctrl.Result{}, err
 	}

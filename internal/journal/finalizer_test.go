@@ -33,6 +33,7 @@ type journalRecord struct {
 func TestInstanceFinalizer(t *testing.T) {
 	tests := []struct {
 		name          string
+		policy        v1alpha1.ReconcilePolicy
 		record        *journalRecord
 		script        *brokertest.Respond
 		wantGone      bool
@@ -56,6 +57,10 @@ func TestInstanceFinalizer(t *testing.T) {
 		{name: "an earlier deprovision failed, this delete bypassed admission: deprovisions",
 			record: &journalRecord{namespace: "team", phase: v1alpha1.PhaseFailed}, wantGone: true, wantDeprov: 1},
 		{name: "bypassed admission: deprovisions first", wantGone: true, wantDeprov: 1},
+		{name: "detach-on-delete, bypassed admission: the broker keeps the instance", policy: v1alpha1.PolicyDetachOnDelete,
+			wantGone: true, brokerHoldsIt: true},
+		{name: "observe: the broker keeps the instance", policy: v1alpha1.PolicyObserve, wantGone: true, brokerHoldsIt: true},
+		{name: "manage, named: deprovisions", policy: v1alpha1.PolicyManage, wantGone: true, wantDeprov: 1},
 		{name: "bypassed admission, async deprovision", script: &brokertest.Respond{Async: &brokertest.Async{InProgressPolls: 1}}, wantGone: true, wantDeprov: 1},
 		{name: "bypassed admission, broker refuses: finalizer stays", script: &brokertest.Respond{Status: 500, Description: "down"},
 			wantDeprov: 1, wantErr: "down", brokerHoldsIt: true},
@@ -79,6 +84,9 @@ func TestInstanceFinalizer(t *testing.T) {
 			si := &v1alpha1.ServiceInstance{
 				ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "team", UID: "uid-1", DeletionTimestamp: &now, Finalizers: []string{v1alpha1.Finalizer}},
 				Spec:       v1alpha1.ServiceInstanceSpec{BrokerName: "acme", ServiceName: "db", PlanName: "small", ExternalID: "ext-1"},
+			}
+			if tt.policy != "" {
+				si.Annotations = map[string]string{v1alpha1.AnnotationReconcilePolicy: string(tt.policy)}
 			}
 			cached := []client.Object{si}
 			direct := []client.Object{si.DeepCopy()}

@@ -138,7 +138,7 @@ func (r *Operations) pending(ctx context.Context, op *v1alpha1.BrokerOperation) 
 // at the generation it was allowed at, or the delete it carried out.
 func persistedAsRecorded(op *v1alpha1.BrokerOperation, target client.Object) bool {
 	switch op.Spec.Verb {
-	case v1alpha1.VerbProvision, v1alpha1.VerbBind:
+	case v1alpha1.VerbProvision, v1alpha1.VerbBind, v1alpha1.VerbAdopt:
 		return target != nil && op.Spec.Target.UID != ""
 	case v1alpha1.VerbUpdate:
 		return target != nil && target.GetGeneration() == op.Spec.Generation && SpecHash(specOf(target)) == op.Spec.SpecHash
@@ -239,7 +239,7 @@ func (r *Operations) commit(ctx context.Context, op *v1alpha1.BrokerOperation) (
 	}
 	persisted := false
 	switch op.Spec.Verb {
-	case v1alpha1.VerbProvision, v1alpha1.VerbBind:
+	case v1alpha1.VerbProvision, v1alpha1.VerbBind, v1alpha1.VerbAdopt:
 		persisted = target != nil
 	case v1alpha1.VerbUpdate:
 		persisted = target == nil || target.GetDeletionTimestamp() != nil ||
@@ -287,6 +287,12 @@ func (r *Operations) compensate(ctx context.Context, op *v1alpha1.BrokerOperatio
 		err = r.remove(ctx, c, op, brokerTarget{binding: true, instanceID: op.Spec.Target.InstanceID, bindingID: op.Spec.Target.ExternalID,
 			serviceID: op.Spec.ServiceID, planID: op.Spec.PlanID})
 		if err == nil {
+			err = credentials.DeleteByUID(ctx, r.Client, TargetNamespace(op), op.Spec.Target.UID)
+		}
+	case v1alpha1.VerbAdopt:
+		what = "nothing to undo at the broker (an adoption changes nothing there)"
+		if op.Spec.Target.Kind == "ServiceBinding" {
+			what = "removed the Secret written for the adopted binding (the broker keeps the binding)"
 			err = credentials.DeleteByUID(ctx, r.Client, TargetNamespace(op), op.Spec.Target.UID)
 		}
 	case v1alpha1.VerbUpdate:
@@ -418,11 +424,8 @@ func (r *Operations) lastOperation(ctx context.Context, op *v1alpha1.BrokerOpera
 	switch t := target.(type) {
 	case *v1alpha1.ServiceInstance:
 		t.Status.LastOperation = last
-		if state == v1alpha1.StateSucceeded && (op.Spec.Verb == v1alpha1.VerbProvision || op.Spec.Verb == v1alpha1.VerbUpdate) {
-			reason := "Provisioned"
-			if op.Spec.Verb == v1alpha1.VerbUpdate {
-				reason = "Updated"
-			}
+		if state == v1alpha1.StateSucceeded && (op.Spec.Verb == v1alpha1.VerbProvision || op.Spec.Verb == v1alpha1.VerbUpdate || op.Spec.Verb == v1alpha1.VerbAdopt) {
+			reason := map[v1alpha1.Verb]string{v1alpha1.VerbProvision: "Provisioned", v1alpha1.VerbUpdate: "Updated", v1alpha1.VerbAdopt: "Adopted"}[op.Spec.Verb]
 			meta.SetStatusCondition(&t.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue,
 				Reason: reason, Message: fmt.Sprintf("broker %q holds the instance as specified", op.Spec.BrokerName), ObservedGeneration: op.Spec.Generation})
 			meta.SetStatusCondition(&t.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionInSync, Status: metav1.ConditionTrue,
@@ -434,7 +437,7 @@ func (r *Operations) lastOperation(ctx context.Context, op *v1alpha1.BrokerOpera
 		}
 	case *v1alpha1.ServiceBinding:
 		t.Status.LastOperation = last
-		if state == v1alpha1.StateSucceeded && op.Spec.Verb == v1alpha1.VerbBind {
+		if state == v1alpha1.StateSucceeded && (op.Spec.Verb == v1alpha1.VerbBind || op.Spec.Verb == v1alpha1.VerbAdopt) {
 			meta.SetStatusCondition(&t.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionInSync, Status: metav1.ConditionTrue,
 				Reason: "Committed", Message: fmt.Sprintf("broker %q holds the binding", op.Spec.BrokerName), ObservedGeneration: op.Spec.Generation})
 		}

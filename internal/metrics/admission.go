@@ -24,6 +24,9 @@ const (
 	// ReasonBroker: carried out at the broker (or allowed with a warning
 	// while the broker still works on it).
 	ReasonBroker = "Broker"
+	// ReasonDetached: a delete that leaves the broker's resource in place
+	// (reconcile policy detach-on-delete or observe).
+	ReasonDetached = "Detached"
 )
 
 var admissionDecisions = prometheus.NewCounterVec(prometheus.CounterOpts{

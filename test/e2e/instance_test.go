@@ -382,7 +382,8 @@ spec: {brokerName: moved, serviceName: db, planName: small, externalID: %s-db}
 	// Once lockstep has seen the ServiceBroker go, the instance cannot be
 	// deprovisioned: the delete is refused and says what to do.
 	want := `instance "db" cannot be deleted: no ServiceBroker named "moved" exists, so it cannot be deprovisioned at its broker; ` +
-		`recreate ServiceBroker "moved" with the URL of the broker that holds the instance, then delete again`
+		`the instance stays as it was (no deletion was started); recreate ServiceBroker "moved" with the URL of the broker that holds the instance, then delete again; ` +
+		`or to delete it without the broker (which then keeps what it holds): kubectl annotate serviceinstance db -n ` + ns + ` lockstep.dev/reconcile-policy=detach-on-delete, then delete again`
 	var r result
 	require.Eventually(t, func() bool {
 		r = kubectl(t, "", "delete", "serviceinstance", "db", "-n", ns, "--wait=false")

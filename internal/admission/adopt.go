@@ -1,0 +1,148 @@
+package admission
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/broker"
+	"github.com/lockstep-dev/lockstep/internal/catalog"
+	"github.com/lockstep-dev/lockstep/internal/credentials"
+	"github.com/lockstep-dev/lockstep/internal/journal"
+	"github.com/lockstep-dev/lockstep/internal/jsonnum"
+)
+
+// Adoption: a create annotated lockstep.dev/adopt=true names, in
+// spec.externalID, an instance or binding that already exists at the
+// broker (made by another platform, or before lockstep was installed).
+// lockstep fetches it instead of creating one, and lets the object be
+// persisted only if the broker holds exactly what the spec says; otherwise
+// the refusal shows the broker's values, so that the user can write the
+// true spec. Nothing changes at the broker either way.
+
+// adoptInstance reads the instance the new object names and compares it
+// with the spec.
+func (s *instanceBroker) adoptInstance(ctx context.Context, si Instance, t *Target, meta broker.RequestMeta, ans *journal.Answer) error {
+	c := t.Entry.Client
+	if !t.Plan.Service.InstancesRetrievable {
+		return statusError(http.StatusUnprocessableEntity, metav1.StatusReasonInvalid,
+			"instance %q cannot adopt %q: broker %q does not let lockstep read instances of service %q (instances_retrievable is false); nothing was created; "+
+				"to create a new instance instead, remove the annotation %s", si.Name, si.Spec.ExternalID, t.Entry.Broker, si.Spec.ServiceName, v1alpha1.AnnotationAdopt)
+	}
+	got, err := c.GetInstance(ctx, meta, broker.GetInstanceRequest{InstanceID: si.Spec.ExternalID, ServiceID: t.Plan.Service.ID, PlanID: t.Plan.Plan.ID})
+	if broker.IsNotFound(err) || broker.IsGone(err) {
+		return statusError(http.StatusNotFound, metav1.StatusReasonNotFound,
+			"instance %q cannot adopt %q: broker %q holds no instance with this id; nothing was created; "+
+				"check spec.externalID, or remove the annotation %s to create a new instance", si.Name, si.Spec.ExternalID, t.Entry.Broker, v1alpha1.AnnotationAdopt)
+	}
+	if err != nil {
+		return change{broker: t.Entry.Broker, what: fmt.Sprintf("read instance %q to adopt it", si.Spec.ExternalID), stays: "nothing was created"}.refusal(err)
+	}
+	ans.HTTPStatus, ans.DashboardURL = http.StatusOK, got.DashboardURL
+	var differs []string
+	if got.PlanID != "" && got.PlanID != t.Plan.Plan.ID {
+		differs = append(differs, fmt.Sprintf("plan %q (the spec says %q)", planName(t.Entry, got.PlanID), si.Spec.PlanName))
+	}
+	if got.Parameters != nil && !sameJSON(got.Parameters, raw(si.Spec.Parameters)) {
+		differs = append(differs, fmt.Sprintf("parameters %s (the spec says %s)", compact(got.Parameters), compact(raw(si.Spec.Parameters))))
+	}
+	if len(differs) > 0 {
+		return conflict("instance %q cannot adopt %q: broker %q holds it with %s; nothing was created; write the broker's values into the spec to adopt it as it is",
+			si.Name, si.Spec.ExternalID, t.Entry.Broker, joinAnd(differs))
+	}
+	return nil
+}
+
+// adoptBinding reads the binding the new object names, compares its
+// parameters with the spec, and stores its credentials in the binding's
+// Secret, as a bind does.
+func (s *bindingBroker) adoptBinding(ctx context.Context, b Binding, t *Target, meta broker.RequestMeta, ans *journal.Answer) error {
+	c := t.Entry.Client
+	if !t.Plan.Service.BindingsRetrievable {
+		return statusError(http.StatusUnprocessableEntity, metav1.StatusReasonInvalid,
+			"binding %q cannot adopt %q: broker %q does not let lockstep read bindings of service %q (bindings_retrievable is false); nothing was created; "+
+				"to create a new binding instead, remove the annotation %s", b.Name, b.Spec.ExternalID, t.Entry.Broker, t.Plan.Service.Name, v1alpha1.AnnotationAdopt)
+	}
+	ids := bindingIDs{instance: t.Instance.Spec.ExternalID, binding: b.Spec.ExternalID, service: t.Plan.Service.ID, plan: t.Plan.Plan.ID}
+	got, err := c.GetBinding(ctx, meta, broker.GetBindingRequest{InstanceID: ids.instance, BindingID: ids.binding, ServiceID: ids.service, PlanID: ids.plan})
+	if broker.IsNotFound(err) || broker.IsGone(err) {
+		return statusError(http.StatusNotFound, metav1.StatusReasonNotFound,
+			"binding %q cannot adopt %q: broker %q holds no binding with this id for instance %q; nothing was created; "+
+				"check spec.externalID, or remove the annotation %s to create a new binding", b.Name, b.Spec.ExternalID, t.Entry.Broker, t.Instance.Name, v1alpha1.AnnotationAdopt)
+	}
+	if err != nil {
+		return change{broker: t.Entry.Broker, what: fmt.Sprintf("read binding %q to adopt it", b.Spec.ExternalID), stays: "nothing was created"}.refusal(err)
+	}
+	ans.HTTPStatus = http.StatusOK
+	if got.Parameters != nil && !sameJSON(got.Parameters, raw(b.Spec.Parameters)) {
+		return conflict("binding %q cannot adopt %q: broker %q holds it with parameters %s (the spec says %s); nothing was created; "+
+			"write the broker's values into the spec to adopt it as it is", b.Name, b.Spec.ExternalID, t.Entry.Broker, compact(got.Parameters), compact(raw(b.Spec.Parameters)))
+	}
+	if err := credentials.Write(ctx, s.writer, b, got.Credentials); err != nil {
+		return unavailable("binding %q adopted %q, but lockstep could not write Secret %q: %v; nothing was created (the broker keeps the binding): retry",
+			b.Name, b.Spec.ExternalID, b.Spec.SecretName, err)
+	}
+	return nil
+}
+
+// sameJSON reports whether two JSON documents mean the same (numbers by
+// value); a missing document equals an empty object.
+func sameJSON(a, b json.RawMessage) bool {
+	x, okA := decodeJSON(a)
+	y, okB := decodeJSON(b)
+	return okA && okB && jsonnum.ValuesEqual(x, y)
+}
+
+func decodeJSON(raw json.RawMessage) (any, bool) {
+	if len(bytes.TrimSpace(raw)) == 0 || string(raw) == "null" {
+		return map[string]any{}, true
+	}
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	var v any
+	return v, d.Decode(&v) == nil
+}
+
+// compact prints JSON on one line, {} for none.
+func compact(raw json.RawMessage) string {
+	if len(bytes.TrimSpace(raw)) == 0 || string(raw) == "null" {
+		return "{}"
+	}
+	var buf bytes.Buffer
+	if json.Compact(&buf, raw) != nil {
+		return string(raw)
+	}
+	return buf.String()
+}
+
+// planName names a plan id of the broker's catalog; the id itself when the
+// catalog does not know it.
+func planName(e *catalog.Entry, id string) string {
+	for _, s := range e.Catalog.Services {
+		for _, p := range s.Plans {
+			if p.ID == id {
+				return p.Name
+			}
+		}
+	}
+	return id
+}
+
+func joinAnd(parts []string) string {
+	switch len(parts) {
+	case 0:
+		return ""
+	case 1:
+		return parts[0]
+	}
+	out := parts[0]
+	for _, p := range parts[1 : len(parts)-1] {
+		out += ", " + p
+	}
+	return out + " and " + parts[len(parts)-1]
+}
