@@ -17,15 +17,17 @@ const (
 	MutateBindingPath    = "/mutate-lockstep-dev-v1alpha1-servicebinding"
 	ValidateBindingPath  = "/validate-lockstep-dev-v1alpha1-servicebinding"
 	ValidateStatusPath   = "/validate-lockstep-dev-v1alpha1-status"
+	ValidateBrokerPath   = "/validate-lockstep-dev-v1alpha1-servicebroker"
 )
 
-// Handlers are the four handlers lockstep serves.
+// Handlers are the handlers lockstep serves.
 type Handlers struct {
 	InstanceDefaulter *Defaulter[Instance]
 	InstanceValidator *Validator[Instance]
 	BindingDefaulter  *Defaulter[Binding]
 	BindingValidator  *Validator[Binding]
 	StatusGuard       *StatusGuard
+	BrokerGuard       *BrokerGuard
 }
 
 // webhookLog is the logger controller-runtime gives its webhooks.
@@ -47,6 +49,9 @@ func Register(srv webhook.Server, scheme *runtime.Scheme, h Handlers) {
 		parts: func(b Binding) (*metav1.ObjectMeta, any) { return &b.ObjectMeta, &b.Spec },
 	}})
 	srv.Register(ValidateStatusPath, withLogger(&admission.Webhook{Handler: h.StatusGuard}))
+	if h.BrokerGuard != nil {
+		srv.Register(ValidateBrokerPath, withLogger(&admission.Webhook{Handler: h.BrokerGuard}))
+	}
 }
 
 // withLogger gives a webhook lockstep's cheap per-request logger.

@@ -56,6 +56,19 @@ type Config struct {
 	// that is being deleted. The Deployment sets it to the pod's
 	// namespace.
 	Namespace string `default:"lockstep-system"`
+	// LeaderElection runs the reconcilers that change state (operations,
+	// finalizers) in one replica at a time, elected through a Lease in
+	// Namespace; every replica serves the webhooks and keeps its catalog
+	// cache. Off only for a single process that knows it is alone.
+	LeaderElection bool `split_words:"true" default:"true"`
+	// LeaderElectionLeaseDuration is how long a leader that stopped
+	// renewing keeps the lead: the longest a failover takes.
+	LeaderElectionLeaseDuration time.Duration `split_words:"true" default:"15s"`
+	// LeaderElectionRenewDeadline is how long the leader tries to renew
+	// before it gives the lead up.
+	LeaderElectionRenewDeadline time.Duration `split_words:"true" default:"10s"`
+	// LeaderElectionRetryPeriod is how often replicas try to take the lead.
+	LeaderElectionRetryPeriod time.Duration `split_words:"true" default:"2s"`
 	// ClusterID is sent to brokers in the OSB context (clusterid).
 	ClusterID string `envconfig:"CLUSTER_ID" default:""`
 	// StatusWriters are usernames allowed to write the status of lockstep
@@ -102,6 +115,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("LOCKSTEP_POLL_INTERVAL=%s, LOCKSTEP_POLL_MAX_INTERVAL=%s: both must be more than 0, the maximum at least the first", c.PollInterval, c.PollMaxInterval)
 	case c.LockDuration <= c.AdmissionBudget:
 		return fmt.Errorf("LOCKSTEP_LOCK_DURATION=%s: must be longer than LOCKSTEP_ADMISSION_BUDGET=%s, or a lock could expire under a running admission", c.LockDuration, c.AdmissionBudget)
+	case c.LeaderElection && (c.LeaderElectionRetryPeriod <= 0 || c.LeaderElectionRenewDeadline <= c.LeaderElectionRetryPeriod ||
+		c.LeaderElectionLeaseDuration <= c.LeaderElectionRenewDeadline):
+		return fmt.Errorf("LOCKSTEP_LEADER_ELECTION_LEASE_DURATION=%s, _RENEW_DEADLINE=%s, _RETRY_PERIOD=%s: each must be longer than the next, and all more than 0",
+			c.LeaderElectionLeaseDuration, c.LeaderElectionRenewDeadline, c.LeaderElectionRetryPeriod)
 	case c.Namespace == "":
 		return fmt.Errorf("LOCKSTEP_NAMESPACE is empty: it must name lockstep's own namespace (where its locks live)")
 	case c.LogLevel != "debug" && c.LogLevel != "info" && c.LogLevel != "error":

@@ -34,6 +34,10 @@ type embeddedBroker struct {
 	logger   *slog.Logger
 }
 
+// NeedLeaderElection implements manager.LeaderElectionRunnable: the
+// embedded broker serves on every replica.
+func (e *embeddedBroker) NeedLeaderElection() bool { return false }
+
 // LoadEmbeddedSettings reads the embedded broker's settings.
 func LoadEmbeddedSettings() (osb.Settings, error) {
 	var s osb.Settings

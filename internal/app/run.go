@@ -84,8 +84,17 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			&corev1.Secret{}: {Label: secretSelector()},
 		}},
-		Metrics:                metricsserver.Options{BindAddress: c.MetricsAddr},
-		HealthProbeBindAddress: c.HealthAddr,
+		LeaderElection:          c.LeaderElection,
+		LeaderElectionID:        "lockstep-reconcilers",
+		LeaderElectionNamespace: c.Namespace,
+		LeaseDuration:           &c.LeaderElectionLeaseDuration,
+		RenewDeadline:           &c.LeaderElectionRenewDeadline,
+		RetryPeriod:             &c.LeaderElectionRetryPeriod,
+		// A replica that stops gives the lead up at once, so that a
+		// rolling update hands over without waiting out the lease.
+		LeaderElectionReleaseOnCancel: true,
+		Metrics:                       metricsserver.Options{BindAddress: c.MetricsAddr},
+		HealthProbeBindAddress:        c.HealthAddr,
 		WebhookServer: webhook.NewServer(webhook.Options{
 			Host:    c.WebhookHost,
 			Port:    c.WebhookPort,
@@ -156,6 +165,7 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 	}
 	admission.Register(mgr.GetWebhookServer(), scheme, admission.Handlers{
 		StatusGuard:       &admission.StatusGuard{Writers: writers},
+		BrokerGuard:       &admission.BrokerGuard{Reader: mgr.GetClient()},
 		InstanceDefaulter: admission.NewInstanceDefaulter(mgr.GetClient()),
 		InstanceValidator: admission.NewInstanceValidator(deps, nil),
 		BindingDefaulter:  admission.NewBindingDefaulter(),
@@ -169,6 +179,13 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 	if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
 		return fmt.Errorf("adding the readiness check: %w", err)
 	}
+	go func() {
+		select {
+		case <-mgr.Elected():
+			ctrl.Log.WithName("lockstep").Info("leading: the operations and finalizer reconcilers run in this replica", "leaderElection", c.LeaderElection)
+		case <-ctx.Done():
+		}
+	}()
 	ctrl.Log.WithName("lockstep").Info("starting", "webhookPort", c.WebhookPort, "certDir", c.CertDir)
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running the manager: %w", err)

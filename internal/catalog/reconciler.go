@@ -8,8 +8,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
@@ -38,10 +40,12 @@ type Reconciler struct {
 }
 
 // SetupWithManager registers the reconciler and makes it the Cache's
-// fetcher.
+// fetcher. It runs on every replica, leader or not: each replica's
+// admission reads its own Cache.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.Cache.SetFetcher(r.Fetch)
-	return ctrl.NewControllerManagedBy(mgr).For(&v1alpha1.ServiceBroker{}).Named("servicebroker").Complete(r)
+	return ctrl.NewControllerManagedBy(mgr).For(&v1alpha1.ServiceBroker{}).Named("servicebroker").
+		WithOptions(controller.Options{NeedLeaderElection: ptr.To(false)}).Complete(r)
 }
 
 // Reconcile loads the catalog of one ServiceBroker and summarizes it in the

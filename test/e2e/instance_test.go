@@ -377,14 +377,18 @@ kind: ServiceInstance
 metadata: {name: db, namespace: %s}
 spec: {brokerName: moved, serviceName: db, planName: small, externalID: %s-db}
 `, ns, ns), "apply", "-f", "-").ExitCode)
-	require.Equal(t, 0, kubectl(t, "", "delete", "servicebroker", "moved", "--timeout=20s").ExitCode)
+	// lockstep refuses to delete a ServiceBroker it manages instances at;
+	// it can still be gone (deleted before lockstep was installed).
+	r := kubectl(t, "", "delete", "servicebroker", "moved", "--timeout=20s")
+	require.NotEqual(t, 0, r.ExitCode)
+	assert.Contains(t, r.Stderr, `ServiceBroker "moved" cannot be deleted: lockstep manages 1 object(s) at it (serviceinstance `+ns+`/db)`)
+	deleteServiceBrokerPastTheGuard(t, "moved")
 
 	// Once lockstep has seen the ServiceBroker go, the instance cannot be
 	// deprovisioned: the delete is refused and says what to do.
 	want := `instance "db" cannot be deleted: no ServiceBroker named "moved" exists, so it cannot be deprovisioned at its broker; ` +
 		`the instance stays as it was (no deletion was started); recreate ServiceBroker "moved" with the URL of the broker that holds the instance, then delete again; ` +
 		`or to delete it without the broker (which then keeps what it holds): kubectl annotate serviceinstance db -n ` + ns + ` lockstep.dev/reconcile-policy=detach-on-delete, then delete again`
-	var r result
 	require.Eventually(t, func() bool {
 		r = kubectl(t, "", "delete", "serviceinstance", "db", "-n", ns, "--wait=false")
 		return r.ExitCode != 0 && strings.Contains(r.Stderr, want)

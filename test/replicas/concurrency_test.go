@@ -11,18 +11,25 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
 )
 
 func TestConcurrentUpdatesThroughTwoReplicas(t *testing.T) {
-	startReplica(t, "a")
-	startReplica(t, "b")
+	a := startReplica(t, "a")
+	b := startReplica(t, "b")
 	waitBrokerReady(t)
+	waitLeader(t, a, b)
 	ns := namespace(t)
 	si := instance(ns, "small")
 	require.NoError(t, env.client.Create(context.Background(), si))
+	require.Eventually(t, func() bool {
+		require.NoError(t, env.client.Get(context.Background(), client.ObjectKeyFromObject(si), si))
+		return meta.IsStatusConditionTrue(si.Status.Conditions, v1alpha1.ConditionReady)
+	}, 30*time.Second, 50*time.Millisecond, "the leader commits the provision and frees the lock")
 	env.broker.SetLatency(100 * time.Millisecond) // broker calls overlap unless the lock keeps them apart
 	t.Cleanup(func() { env.broker.SetLatency(0) })
 	env.broker.ResetCalls()

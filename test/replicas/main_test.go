@@ -59,7 +59,11 @@ func run(m *testing.M) int {
 	if env.dir, err = os.MkdirTemp("", "lockstep-replicas-"); err != nil {
 		return fail(err)
 	}
-	defer func() { _ = os.RemoveAll(env.dir) }()
+	defer func() {
+		if os.Getenv("KEEP") == "" {
+			_ = os.RemoveAll(env.dir)
+		}
+	}()
 
 	env.binary = filepath.Join(env.dir, "webhook")
 	build := exec.Command("go", "build", "-o", env.binary, "./cmd/webhook")
@@ -150,6 +154,9 @@ func startReplica(t *testing.T, name string) *replica {
 		"LOCKSTEP_LOCK_DURATION=10s",
 		"LOCKSTEP_LOCK_WAIT=200ms",
 		"LOCKSTEP_COMMIT_GRACE=5s",
+		"LOCKSTEP_LEADER_ELECTION_LEASE_DURATION=3s",
+		"LOCKSTEP_LEADER_ELECTION_RENEW_DEADLINE=2s",
+		"LOCKSTEP_LEADER_ELECTION_RETRY_PERIOD=500ms",
 		"LOCKSTEP_LOG_FORMAT=console",
 		"LOCKSTEP_LOG_LEVEL=debug",
 	)

@@ -41,6 +41,16 @@ func (b *Broker) Operations() []Operation {
 	return out
 }
 
+// Finish makes every unfinished asynchronous operation answer its final
+// state at the next poll, however many "in progress" answers it had left.
+func (b *Broker) Finish() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, op := range b.operations {
+		op.remaining = 0
+	}
+}
+
 // startAsync registers an operation for q and answers 202; b.mu must be held.
 func (b *Broker) startAsync(q *request, script Respond) reply {
 	def := b.behave(q) // side-effect free for mutating ops
