@@ -150,8 +150,12 @@ func (j *Journal) Record(ctx context.Context, op *v1alpha1.BrokerOperation, targ
 
 // SetPhase moves an operation to a.Phase with the broker's answer, and
 // reports it as an event on target when target is not nil.
+//
+// The patch carries the record's resourceVersion: two writers that read
+// the same record (a replica that lost the lead a moment ago, say) cannot
+// both move it; the second gets a conflict and reads it again.
 func (j *Journal) SetPhase(ctx context.Context, op *v1alpha1.BrokerOperation, target client.Object, a Answer) error {
-	patch := client.MergeFrom(op.DeepCopy())
+	patch := client.MergeFromWithOptions(op.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	from := op.Status.Phase
 	op.Status.Phase = a.Phase
 	if op.Status.StartTime == nil && !op.CreationTimestamp.IsZero() {

@@ -116,6 +116,13 @@ func (r *Operations) pending(ctx context.Context, op *v1alpha1.BrokerOperation) 
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if r.stillAtWork(ctx, op, target) {
+		// The broker's answer was never recorded, and the broker is still
+		// working on it (or finished a delete the API server does not show
+		// yet): follow it like any operation in progress.
+		return ctrl.Result{Requeue: true}, r.Journal.SetPhase(ctx, op, target, Answer{Phase: v1alpha1.PhaseInProgress,
+			Description: "lockstep stopped before recording the broker's answer; the broker is still at work on it: following the operation"})
+	}
 	if persistedAsRecorded(op, target) {
 		// An allowed answer is written after the reply to the API server,
 		// and lockstep stopped before writing it. The API server persists
@@ -131,6 +138,35 @@ func (r *Operations) pending(ctx context.Context, op *v1alpha1.BrokerOperation) 
 	}
 	return ctrl.Result{}, r.Journal.SetPhase(ctx, op, target, Answer{Phase: v1alpha1.PhaseFailed,
 		Description: "lockstep stopped before the broker's answer was recorded; the outcome is unknown"})
+}
+
+// stillAtWork asks the broker about a Pending record that holds the lock
+// (lockstep stopped before writing the broker's answer): whether the
+// operation is still running there, or is a deprovision or unbind the
+// broker finished while the object is still there. Any doubt (no answer,
+// no client) is false: the record is then settled from what the API
+// server holds.
+func (r *Operations) stillAtWork(ctx context.Context, op *v1alpha1.BrokerOperation, target client.Object) bool {
+	switch op.Spec.Verb {
+	case v1alpha1.VerbProvision, v1alpha1.VerbUpdate, v1alpha1.VerbDeprovision, v1alpha1.VerbBind, v1alpha1.VerbUnbind:
+	default:
+		return false
+	}
+	c, err := r.brokerClient(ctx, op)
+	if err != nil {
+		return false
+	}
+	last, err := r.poll(ctx, c, op)
+	if err != nil {
+		return false
+	}
+	if !last.Gone && !last.State.Final() {
+		return true
+	}
+	// Without the operation key, "succeeded" may speak of an earlier
+	// operation; only 410 Gone says for sure that a delete happened.
+	deleting := op.Spec.Verb == v1alpha1.VerbDeprovision || op.Spec.Verb == v1alpha1.VerbUnbind
+	return deleting && last.Gone && target != nil && target.GetDeletionTimestamp() == nil
 }
 
 // persistedAsRecorded reports whether the API server holds what op was

@@ -175,6 +175,10 @@ func TestOperationsPendingTooLongIsSettled(t *testing.T) {
 			"the object is being deleted: the delete was allowed"},
 		{"deprovision not carried out", v1alpha1.VerbDeprovision, "", "op", instance(spec, 1, false), v1alpha1.PhaseFailed,
 			"the object is not being deleted: the outcome is unknown"},
+		{"update still running at the broker", v1alpha1.VerbUpdate, "", "op", instance(other, 1, false), v1alpha1.PhaseInProgress,
+			"the broker says in progress: followed, not settled"},
+		{"deprovision the broker finished", v1alpha1.VerbDeprovision, "", "op", instance(spec, 1, false), v1alpha1.PhaseInProgress,
+			"the broker no longer knows the instance (410): followed, so that the delete is finished"},
 		{"provision that lost the lock", v1alpha1.VerbProvision, "", "winner", nil, deleted,
 			"the lock went to another operation: the broker was never called, nothing to mitigate"},
 		{"provision that lost the lock, winner persisted", v1alpha1.VerbProvision, "", "winner", instance(spec, 1, false), deleted,
@@ -191,7 +195,15 @@ func TestOperationsPendingTooLongIsSettled(t *testing.T) {
 				objects = append(objects, tt.target)
 			}
 			h := newOpsHarness(t, objects...)
-			h.broker.PutInstance(brokertest.Instance{ID: "ext-1", ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanSmallID})
+			switch tt.name {
+			case "update still running at the broker":
+				h.broker.PutInstance(brokertest.Instance{ID: "ext-1", ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanSmallID})
+				h.broker.Always(brokertest.OpInstanceLastOperation, brokertest.Respond{Status: 200, Body: `{"state":"in progress"}`})
+			case "deprovision the broker finished":
+				// the broker holds nothing: last_operation answers 410 Gone
+			default:
+				h.broker.PutInstance(brokertest.Instance{ID: "ext-1", ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanSmallID})
+			}
 			key := Key{Kind: "ServiceInstance", Namespace: "team", Name: "db"}
 			if tt.lock != "" {
 				_, ok, err := h.r.Leases.Acquire(context.Background(), key, &Operation{Record: tt.lock, Started: h.now})
