@@ -13,12 +13,10 @@ import (
 )
 
 // invalid returns the 422 that apierrors.NewInvalid returns, to the byte
-// (TestInvalidIsNewInvalid), at under a third of its cost
-// (BenchmarkInvalid): NewInvalid renders every
-// error's body twice (once for its cause, once for the message) and
-// removes duplicates through sets and fmt. A rejected create-only change
-// is answered with this error, so it is on the path the benchmarks measure
-// against an allow-all webhook.
+// (TestInvalidIsNewInvalid), rendering each error's body once:
+// NewInvalid renders every body twice (once for its cause, once for the
+// message) and removes duplicates through sets and fmt. A refused
+// create-only change is answered with this error, on the hot path.
 func invalid(kind schema.GroupKind, name string, errs field.ErrorList) *apierrors.StatusError {
 	causes := make([]metav1.StatusCause, len(errs))
 	// messages are the errors' texts ("field: body"), each once, in order.

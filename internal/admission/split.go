@@ -14,9 +14,8 @@ import (
 //
 // The metadata is decoded in the same pass because every request reads the
 // old object's, and every request that gets past the raw spec comparison
-// the new object's. Kept raw, it was passed over four times (validated and
-// skipped while the review is read, validated and decoded again later),
-// managedFields included, which are often most of the object's bytes.
+// the new object's: kept raw, it would be passed over again, managedFields
+// included, which are often most of the object's bytes.
 type splitObject struct {
 	metav1.TypeMeta `json:",inline"`
 	Metadata        leanMeta `json:"metadata"`

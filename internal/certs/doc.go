@@ -2,5 +2,5 @@
 // certificate signed by it, for development and tests: `make certs` writes
 // them to certs/ so that the webhook can serve TLS on localhost and the API
 // server can trust it through the CA bundle. Production clusters use
-// cert-manager or lockstep's own rotation instead (see deploy/).
+// cert-manager (deploy/cert-manager) or certificates of their own.
 package certs
