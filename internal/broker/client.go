@@ -223,19 +223,13 @@ func tlsHint(err error) string {
 // refusal turns an error status (4xx, 5xx) into an *HTTPError.
 func refusal(cl call, a *answer) error {
 	e := &HTTPError{Op: cl.op, Method: cl.method, Path: cl.path, StatusCode: a.status}
-	var body struct {
-		Error            string `json:"error"`
-		Description      string `json:"description"`
-		InstanceUsable   *bool  `json:"instance_usable"`
-		UpdateRepeatable *bool  `json:"update_repeatable"`
-	}
-	if err := json.Unmarshal(a.body, &body); err == nil {
-		e.ErrorCode = body.Error
-		e.Description = body.Description
-		e.InstanceUsable = body.InstanceUsable
-		e.UpdateRepeatable = body.UpdateRepeatable
+	if body, ok := parseErrorBody(a.body); ok {
+		e.ErrorCode = body.code
+		e.Description = body.description
+		e.InstanceUsable = body.instanceUsable
+		e.UpdateRepeatable = body.updateRepeatable
 	} else if !cl.op.carriesCredentials() {
-		// Not OSB JSON (a proxy's error page, say): its start is the best
+		// Not JSON (a proxy's error page, say): its start is the best
 		// explanation there is.
 		e.Description = snippet(a.body)
 	}

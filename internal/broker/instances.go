@@ -17,8 +17,9 @@ type ProvisionRequest struct {
 	// Parameters is the user's configuration: a JSON object, or empty.
 	Parameters      json.RawMessage
 	MaintenanceInfo *MaintenanceInfo
-	// OrganizationGUID and SpaceGUID are Cloud Foundry fields, optional
-	// since OSB 2.15 and left out when empty.
+	// OrganizationGUID and SpaceGUID are required by the specification
+	// (deprecated in favour of Context); when empty they are derived from
+	// Context (see Context.OrganizationGUID and SpaceGUID).
 	OrganizationGUID string
 	SpaceGUID        string
 }
@@ -27,8 +28,8 @@ type provisionBody struct {
 	ServiceID        string           `json:"service_id"`
 	PlanID           string           `json:"plan_id"`
 	Context          Context          `json:"context"`
-	OrganizationGUID string           `json:"organization_guid,omitempty"`
-	SpaceGUID        string           `json:"space_guid,omitempty"`
+	OrganizationGUID string           `json:"organization_guid"`
+	SpaceGUID        string           `json:"space_guid"`
 	Parameters       json.RawMessage  `json:"parameters,omitempty"`
 	MaintenanceInfo  *MaintenanceInfo `json:"maintenance_info,omitempty"`
 }
@@ -66,14 +67,20 @@ func (c *Client) Provision(ctx context.Context, meta RequestMeta, req ProvisionR
 	if err != nil {
 		return nil, err
 	}
+	pb := provisionBody{
+		ServiceID: req.ServiceID, PlanID: req.PlanID, Context: req.Context.withPlatform(),
+		OrganizationGUID: req.OrganizationGUID, SpaceGUID: req.SpaceGUID,
+		Parameters: params, MaintenanceInfo: req.MaintenanceInfo,
+	}
+	if pb.OrganizationGUID == "" {
+		pb.OrganizationGUID = req.Context.OrganizationGUID()
+	}
+	if pb.SpaceGUID == "" {
+		pb.SpaceGUID = req.Context.SpaceGUID()
+	}
 	cl := call{
 		op: OpProvision, method: http.MethodPut, path: instancePath(req.InstanceID),
-		query: query("accepts_incomplete", "true"),
-		body: provisionBody{
-			ServiceID: req.ServiceID, PlanID: req.PlanID, Context: req.Context.withPlatform(),
-			OrganizationGUID: req.OrganizationGUID, SpaceGUID: req.SpaceGUID,
-			Parameters: params, MaintenanceInfo: req.MaintenanceInfo,
-		},
+		query: query("accepts_incomplete", "true"), body: pb,
 	}
 	a, err := c.do(ctx, meta, cl)
 	if err != nil {
@@ -110,10 +117,14 @@ type UpdateRequest struct {
 	MaintenanceInfo *MaintenanceInfo
 }
 
-// PreviousValues is the OSB "previous_values" object of an update.
+// PreviousValues is the OSB "previous_values" object of an update. When
+// the update carries a Context, OrganizationID and SpaceID default to the
+// GUIDs derived from it, as for the provision.
 type PreviousValues struct {
 	ServiceID       string           `json:"service_id,omitempty"`
 	PlanID          string           `json:"plan_id,omitempty"`
+	OrganizationID  string           `json:"organization_id,omitempty"`
+	SpaceID         string           `json:"space_id,omitempty"`
 	MaintenanceInfo *MaintenanceInfo `json:"maintenance_info,omitempty"`
 }
 
@@ -153,6 +164,16 @@ func (c *Client) Update(ctx context.Context, meta RequestMeta, req UpdateRequest
 	if req.Context != nil {
 		ctxObj := req.Context.withPlatform()
 		body.Context = &ctxObj
+		if prev := req.PreviousValues; prev != nil {
+			withIDs := *prev
+			if withIDs.OrganizationID == "" {
+				withIDs.OrganizationID = ctxObj.OrganizationGUID()
+			}
+			if withIDs.SpaceID == "" {
+				withIDs.SpaceID = ctxObj.SpaceGUID()
+			}
+			body.PreviousValues = &withIDs
+		}
 	}
 	cl := call{
 		op: OpUpdate, method: http.MethodPatch, path: instancePath(req.InstanceID),

@@ -230,9 +230,32 @@ func TestProvisionRequest(t *testing.T) {
 		"context": map[string]any{
 			"platform": "kubernetes", "namespace": "team-a", "clusterid": "cluster-1", "instance_name": "orders",
 		},
-		"parameters":       map[string]any{"storageGB": float64(10), "region": "eu"},
-		"maintenance_info": map[string]any{"version": "1.0.0"},
-	}, call.JSON, "no organization_guid/space_guid for OSB 2.17 on Kubernetes")
+		"organization_guid": "cluster-1",
+		"space_guid":        broker.Context{ClusterID: "cluster-1", Namespace: "team-a"}.SpaceGUID(),
+		"parameters":        map[string]any{"storageGB": float64(10), "region": "eu"},
+		"maintenance_info":  map[string]any{"version": "1.0.0"},
+	}, call.JSON, "organization_guid and space_guid are required by the specification: the cluster's id and the namespace's GUID")
+}
+
+func TestOrganizationAndSpaceGUIDs(t *testing.T) {
+	a := broker.Context{ClusterID: "cluster-1", Namespace: "team-a"}
+	assert.Equal(t, "cluster-1", a.OrganizationGUID(), "the cluster's id is the organization")
+	assert.Equal(t, a.SpaceGUID(), broker.Context{ClusterID: "cluster-1", Namespace: "team-a", InstanceName: "x"}.SpaceGUID(),
+		"one namespace is one space, whatever the instance")
+	assert.NotEqual(t, a.SpaceGUID(), broker.Context{ClusterID: "cluster-1", Namespace: "team-b"}.SpaceGUID(), "namespaces differ")
+	assert.NotEqual(t, a.SpaceGUID(), broker.Context{ClusterID: "cluster-2", Namespace: "team-a"}.SpaceGUID(), "clusters differ")
+	assert.Regexp(t, `^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`, a.SpaceGUID(), "a name-based GUID")
+	assert.NotEmpty(t, broker.Context{}.OrganizationGUID(), "never empty, even without a cluster id")
+}
+
+func TestProvisionRefusedInTheErrorsArrayShape(t *testing.T) {
+	b := brokertest.New(t)
+	b.Script(brokertest.OpProvision, brokertest.Respond{Status: 400,
+		Body: `{"errors":[{"msg":"Missing organization_guid","param":"organization_guid"}]}`})
+	c := newClient(t, b)
+	_, err := c.Provision(testCtx(t), meta, provisionReq("i1"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `broker answered 400: "Missing organization_guid" (PUT /v2/service_instances/i1)`)
 }
 
 func TestProvisionInvalidRequest(t *testing.T) {
@@ -402,6 +425,8 @@ func TestUpdateRequest(t *testing.T) {
 		"parameters": map[string]any{"storageGB": float64(30)},
 		"previous_values": map[string]any{
 			"service_id": brokertest.ServiceDBID, "plan_id": brokertest.PlanSmallID,
+			"organization_id":  broker.Context{Namespace: "team-a"}.OrganizationGUID(),
+			"space_id":         broker.Context{Namespace: "team-a"}.SpaceGUID(),
 			"maintenance_info": map[string]any{"version": "1.0.0"},
 		},
 	}, call.JSON, "plan_id is left out when the plan does not change")

@@ -129,6 +129,8 @@ func TestRequestsAnyBrokerRefuses(t *testing.T) {
 		{"body not JSON", "PUT", "/v2/service_instances/i1", "{", auth, 400, "not a JSON object", brokertest.OpProvision},
 		{"parameters not an object", "PUT", "/v2/service_instances/i1",
 			`{"service_id": "db-service-id", "plan_id": "db-small-plan-id", "parameters": [1]}`, auth, 400, "parameters must be a JSON object", brokertest.OpProvision},
+		{"no organization_guid or space_guid", "PUT", "/v2/service_instances/i1", `{"service_id": "db-service-id", "plan_id": "db-small-plan-id"}`,
+			auth, 400, `{"errors":[{"msg":"Missing organization_guid"},{"msg":"Missing space_guid"}]}`, brokertest.OpProvision},
 		{"no service_id", "PUT", "/v2/service_instances/i1", `{"plan_id": "db-small-plan-id"}`, auth, 400, "service_id and plan_id are required", brokertest.OpProvision},
 		{"update without service_id", "PATCH", "/v2/service_instances/i1", `{}`, auth, 400, "service_id is required", brokertest.OpUpdate},
 		{"deprovision without plan_id", "DELETE", "/v2/service_instances/i1?service_id=db-service-id", "", auth, 400, "query parameters are required", brokertest.OpDeprovision},

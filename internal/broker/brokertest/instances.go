@@ -17,6 +17,10 @@ type mutation struct {
 	PlanID     string          `json:"plan_id"`
 	Context    map[string]any  `json:"context"`
 	Parameters json.RawMessage `json:"parameters"`
+	// OrganizationGUID and SpaceGUID are required on a provision, as the
+	// specification says.
+	OrganizationGUID string `json:"organization_guid"`
+	SpaceGUID        string `json:"space_guid"`
 
 	params    map[string]any // Parameters decoded; nil when absent
 	hasParams bool
@@ -44,6 +48,18 @@ func decodeMutation(raw []byte) (mutation, *outcome) {
 	return m, nil
 }
 
+// missingGUIDs names the required Cloud Foundry fields a provision lacks.
+func missingGUIDs(m mutation) []string {
+	var missing []string
+	if m.OrganizationGUID == "" {
+		missing = append(missing, "Missing organization_guid")
+	}
+	if m.SpaceGUID == "" {
+		missing = append(missing, "Missing space_guid")
+	}
+	return missing
+}
+
 // concurrency is the answer while another operation runs on the same target.
 func concurrency(op *operation) outcome {
 	return failure(http.StatusUnprocessableEntity, broker.ErrorCodeConcurrency,
@@ -62,6 +78,9 @@ func (b *Broker) provision(q *request) outcome {
 	}
 	if m.ServiceID == "" || m.PlanID == "" {
 		return failure(http.StatusBadRequest, "", "service_id and plan_id are required")
+	}
+	if missing := missingGUIDs(m); len(missing) > 0 {
+		return errorsArray(http.StatusBadRequest, missing)
 	}
 	if _, ok := findByIDs(&b.catalog, m.ServiceID, m.PlanID); !ok {
 		return failure(http.StatusBadRequest, "", fmt.Sprintf("service %q with plan %q is not in the catalog", m.ServiceID, m.PlanID))

@@ -39,7 +39,9 @@ func TestRecording(t *testing.T) {
 	assert.Equal(t, "req-1", first.Header.Get(broker.HeaderRequestIdentity))
 	assert.Equal(t, map[string]any{"storageGB": float64(2)}, first.JSON["parameters"])
 	assert.JSONEq(t, string(first.Body), `{"service_id": "db-service-id", "plan_id": "db-small-plan-id",
-		"context": {"platform": "kubernetes", "namespace": "ns"}, "parameters": {"storageGB": 2}}`)
+		"context": {"platform": "kubernetes", "namespace": "ns"}, "parameters": {"storageGB": 2},
+		"organization_guid": "`+broker.Context{Namespace: "ns"}.OrganizationGUID()+`",
+		"space_guid": "`+broker.Context{Namespace: "ns"}.SpaceGUID()+`"}`)
 	assert.Equal(t, 201, first.Status)
 	assert.Equal(t, 409, calls[1].Status)
 

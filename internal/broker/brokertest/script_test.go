@@ -115,7 +115,7 @@ func TestScriptedAnswers(t *testing.T) {
 			b.Script(brokertest.OpProvision, tt.respond)
 			r := newRaw(t, b)
 			req, err := http.NewRequestWithContext(testCtx(t), http.MethodPut, b.URL()+"/v2/service_instances/i1",
-				jsonBody(`{"service_id": "db-service-id", "plan_id": "db-small-plan-id"}`))
+				jsonBody(`{"service_id": "db-service-id", "plan_id": "db-small-plan-id", "organization_guid": "o", "space_guid": "s"}`))
 			require.NoError(t, err)
 			req.Header.Set(broker.HeaderAPIVersion, "2.17")
 			resp, err := r.client.Do(req)
@@ -235,7 +235,7 @@ func TestAsyncRequiresAcceptsIncomplete(t *testing.T) {
 	b := brokertest.New(t)
 	b.Always(brokertest.OpProvision, brokertest.Respond{Async: &brokertest.Async{}})
 	r := newRaw(t, b)
-	body := `{"service_id": "db-service-id", "plan_id": "db-small-plan-id"}`
+	body := `{"service_id": "db-service-id", "plan_id": "db-small-plan-id", "organization_guid": "o", "space_guid": "s"}`
 	code, out := r.do(http.MethodPut, "/v2/service_instances/i1", body, nil)
 	assert.Equal(t, 422, code)
 	assert.JSONEq(t, `{"error": "AsyncRequired", "description": "this request requires accepts_incomplete=true"}`, out)

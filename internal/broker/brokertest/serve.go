@@ -289,6 +289,17 @@ func errorBody(code, description string) osbError {
 	return osbError{Error: code, Description: description}
 }
 
+// errorsArray is an error answer in the shape many brokers outside the
+// OSB reference use ({"errors": [{"msg": "..."}]}) instead of the OSB
+// "description".
+func errorsArray(status int, messages []string) outcome {
+	items := make([]map[string]string, len(messages))
+	for i, m := range messages {
+		items[i] = map[string]string{"msg": m}
+	}
+	return outcome{status: status, body: map[string]any{"errors": items}}
+}
+
 func success(status int, body any) outcome { return outcome{status: status, body: body} }
 
 func failure(status int, code, description string) outcome {
