@@ -77,6 +77,11 @@ type BrokerOperationSpec struct {
 	// the target is gone.
 	ServiceID string `json:"serviceID" lockstep:"createonly"`
 	PlanID    string `json:"planID" lockstep:"createonly"`
+	// PreviousPlanID is, for an update that changes the plan, the plan the
+	// instance had before it: the specification asks last_operation about
+	// an update with the plan from before the update.
+	// +optional
+	PreviousPlanID string `json:"previousPlanID,omitempty" lockstep:"createonly"`
 	// Verb is what is asked of the broker.
 	Verb Verb `json:"verb" lockstep:"createonly"`
 	// Requester is who asked.

@@ -55,6 +55,7 @@ func (s *instanceBroker) Admit(ctx context.Context, a *Attributes[Instance]) (ad
 	return s.carry.carryOut(ctx, journal.Intent{
 		ID: uuid.NewString(), Target: si, Kind: "ServiceInstance", ExternalID: si.Spec.ExternalID, Broker: t.Entry.Broker,
 		Verb: verb, User: a.User, SpecHash: journal.SpecHash(si.Spec), ServiceID: t.Plan.Service.ID, PlanID: t.Plan.Plan.ID,
+		PreviousPlanID: t.previousPlanID(),
 	}, func(meta broker.RequestMeta, ans *journal.Answer) (admission.Warnings, bool, error) {
 		return s.call(ctx, a, meta, ans)
 	})
@@ -100,9 +101,11 @@ func (s *instanceBroker) call(ctx context.Context, a *Attributes[Instance], meta
 	case admissionv1.Update:
 		old, si := a.Old, a.New
 		ch := updateChange(t.Entry.Broker, old, si)
+		ctxObj := s.context(si)
 		req := broker.UpdateRequest{
 			InstanceID:     si.Spec.ExternalID,
 			ServiceID:      t.Plan.Service.ID,
+			Context:        &ctxObj,
 			PreviousValues: &broker.PreviousValues{ServiceID: t.Plan.Service.ID},
 		}
 		if t.OldPlan != nil {
@@ -164,8 +167,13 @@ func (s *instanceBroker) call(ctx context.Context, a *Attributes[Instance], meta
 // end (and deletes the object once a deprovision finished).
 func (s *instanceBroker) poll(ctx context.Context, c *broker.Client, meta broker.RequestMeta, si Instance, t *Target,
 	operation string, ch change, deleting bool) (admission.Warnings, bool, error) {
+	// After an update, last_operation is asked with the plan from before it.
+	planID := t.Plan.Plan.ID
+	if prev := t.previousPlanID(); prev != "" {
+		planID = prev
+	}
 	req := broker.InstanceLastOperationRequest{
-		InstanceID: si.Spec.ExternalID, ServiceID: t.Plan.Service.ID, PlanID: t.Plan.Plan.ID, Operation: operation,
+		InstanceID: si.Spec.ExternalID, ServiceID: t.Plan.Service.ID, PlanID: planID, Operation: operation,
 	}
 	opts := s.opts.Poll
 	opts.Deleting = deleting

@@ -391,9 +391,40 @@ func TestInstanceValidatorSendsWhatTheBrokerNeeds(t *testing.T) {
 	c, ok := h.broker.LastCall(brokertest.OpUpdate)
 	require.True(t, ok)
 	assert.Equal(t, brokertest.PlanLargeID, c.JSON["plan_id"])
-	assert.Equal(t, map[string]any{"service_id": brokertest.ServiceDBID, "plan_id": brokertest.PlanSmallID}, c.JSON["previous_values"])
+	where := broker.Context{Namespace: "team"}
+	assert.Equal(t, map[string]any{"service_id": brokertest.ServiceDBID, "plan_id": brokertest.PlanSmallID,
+		"organization_id": where.OrganizationGUID(), "space_id": where.SpaceGUID()}, c.JSON["previous_values"])
+	assert.Equal(t, map[string]any{"platform": "kubernetes", "namespace": "team", "instance_name": "db"}, c.JSON["context"],
+		"an update carries the instance's context, as a provision does")
 	assert.Equal(t, map[string]any{"storageGB": float64(2)}, c.JSON["parameters"], "create-only parameters are not sent on update")
 	assert.NotEmpty(t, c.Header.Get(broker.HeaderRequestIdentity))
+
+	_, err = h.admit(admissionv1.Create, nil, instance("small", `{"region":"eu","storageGB":1}`, func(si *v1alpha1.ServiceInstance) {
+		si.Name, si.Spec.ExternalID = "db2", "ext-2"
+	}), false)
+	require.NoError(t, err)
+	c, ok = h.broker.LastCall(brokertest.OpProvision)
+	require.True(t, ok)
+	assert.Equal(t, where.OrganizationGUID(), c.JSON["organization_guid"], "required by the specification")
+	assert.Equal(t, where.SpaceGUID(), c.JSON["space_guid"], "required by the specification")
+}
+
+func TestInstancePlanChangeIsFollowedWithThePlanFromBefore(t *testing.T) {
+	h := newHarness(t)
+	h.broker.PutInstance(brokertest.Instance{ID: "ext-1", ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanSmallID})
+	h.broker.Script(brokertest.OpUpdate, brokertest.Respond{Async: &brokertest.Async{InProgressPolls: 1}})
+	_, err := h.admit(admissionv1.Update, instance("small", `{"region":"eu","storageGB":1}`), instance("large", `{"region":"eu","storageGB":1}`), false)
+	require.NoError(t, err)
+
+	polls := h.broker.Calls(brokertest.OpInstanceLastOperation)
+	require.NotEmpty(t, polls)
+	for _, p := range polls {
+		assert.Equal(t, brokertest.PlanSmallID, p.Query.Get("plan_id"), "last_operation after an update names the plan from before it")
+	}
+	records := h.records(t)
+	require.Len(t, records, 1)
+	assert.Equal(t, brokertest.PlanLargeID, records[0].Spec.PlanID)
+	assert.Equal(t, brokertest.PlanSmallID, records[0].Spec.PreviousPlanID, "the reconciler follows it with the plan from before too")
 }
 
 func TestInstanceLockRejectsAConcurrentChange(t *testing.T) {

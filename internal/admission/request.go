@@ -44,6 +44,15 @@ type Target struct {
 	Instance *v1alpha1.ServiceInstance
 }
 
+// previousPlanID is the id of the persisted plan on an UPDATE that changes
+// the plan, and "" otherwise.
+func (t *Target) previousPlanID() string {
+	if t.OldPlan == nil || t.OldPlan.Plan.ID == t.Plan.Plan.ID {
+		return ""
+	}
+	return t.OldPlan.Plan.ID
+}
+
 // Object returns the object the request is about: New, or Old on DELETE.
 func (a *Attributes[T]) Object() T {
 	if a.Operation == admissionv1.Delete {

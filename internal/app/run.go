@@ -134,10 +134,14 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 		return fmt.Errorf("setting up the operations reconciler: %w", err)
 	}
 
+	clusterID, err := clusterID(ctx, restConfig, c.ClusterID)
+	if err != nil {
+		return err
+	}
 	deps := admission.Deps{
 		Reader: mgr.GetClient(), Writer: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Catalogs: catalogs,
 		Journal: records, Leases: leases, Budget: c.AdmissionBudget, RefusalMemory: c.RefusalMemory,
-		Broker:  admission.BrokerOptions{Poll: poll, ClusterID: c.ClusterID, Log: ctrl.Log.WithName("broker")},
+		Broker:  admission.BrokerOptions{Poll: poll, ClusterID: clusterID, Log: ctrl.Log.WithName("broker")},
 		Answers: admission.NewAnswers(),
 	}
 	// Answers of allowed operations are written after the reply: on
@@ -207,6 +211,25 @@ func ensureNamespace(ctx context.Context, restConfig *rest.Config, name string) 
 		return fmt.Errorf("creating lockstep's namespace %q (LOCKSTEP_NAMESPACE): %w", name, err)
 	}
 	return nil
+}
+
+// clusterID returns the cluster's id for the OSB context and the
+// organization_guid: the configured one, or else the UID of the namespace
+// kube-system, which lives as long as the cluster does.
+func clusterID(ctx context.Context, restConfig *rest.Config, configured string) (string, error) {
+	if configured != "" {
+		return configured, nil
+	}
+	cs, err := kubernetes.NewForConfig(restConfig)
+	if err != nil {
+		return "", fmt.Errorf("creating a clientset: %w", err)
+	}
+	ns, err := cs.CoreV1().Namespaces().Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("finding the cluster's id (the UID of namespace %s) for the OSB context: %w; "+
+			"grant lockstep get on that namespace, or set LOCKSTEP_CLUSTER_ID", metav1.NamespaceSystem, err)
+	}
+	return string(ns.UID), nil
 }
 
 // statusWriters returns who may write the status of lockstep objects:

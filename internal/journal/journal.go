@@ -60,6 +60,8 @@ type Intent struct {
 	// ServiceID and PlanID are the OSB ids used; InstanceID is a binding's
 	// instance.
 	ServiceID, PlanID, InstanceID string
+	// PreviousPlanID is the plan before an update that changes it.
+	PreviousPlanID string
 }
 
 // Answer is the broker's answer to an operation.
@@ -97,13 +99,14 @@ func (j *Journal) Begin(ctx context.Context, in Intent) (*v1alpha1.BrokerOperati
 				Kind: in.Kind, Name: in.Target.GetName(), Namespace: in.Target.GetNamespace(), UID: in.Target.GetUID(),
 				ExternalID: in.ExternalID, InstanceID: in.InstanceID,
 			},
-			BrokerName: in.Broker,
-			ServiceID:  in.ServiceID,
-			PlanID:     in.PlanID,
-			Verb:       in.Verb,
-			Requester:  v1alpha1.Requester{Username: in.User.Username, UID: in.User.UID, Groups: in.User.Groups},
-			SpecHash:   in.SpecHash,
-			Generation: in.Target.GetGeneration(),
+			BrokerName:     in.Broker,
+			ServiceID:      in.ServiceID,
+			PlanID:         in.PlanID,
+			PreviousPlanID: in.PreviousPlanID,
+			Verb:           in.Verb,
+			Requester:      v1alpha1.Requester{Username: in.User.Username, UID: in.User.UID, Groups: in.User.Groups},
+			SpecHash:       in.SpecHash,
+			Generation:     in.Target.GetGeneration(),
 		},
 	}
 	started := metav1.NewTime(j.now())

@@ -389,8 +389,10 @@ func (r *Operations) reapply(ctx context.Context, c *broker.Client, op *v1alpha1
 	if err != nil || !resp.Async {
 		return err
 	}
+	// last_operation is asked with the plan from before this update: the
+	// one the orphaned operation left at the broker.
 	last, err := c.PollInstance(ctx, broker.RequestMeta{}, broker.InstanceLastOperationRequest{InstanceID: si.Spec.ExternalID,
-		ServiceID: plan.Service.ID, PlanID: plan.Plan.ID, Operation: resp.Operation}, broker.PollOptions{MinInterval: r.Poll, MaxInterval: r.Poll * 4})
+		ServiceID: plan.Service.ID, PlanID: op.Spec.PlanID, Operation: resp.Operation}, broker.PollOptions{MinInterval: r.Poll, MaxInterval: r.Poll * 4})
 	if err != nil {
 		return err
 	}
@@ -554,8 +556,13 @@ func (r *Operations) poll(ctx context.Context, c *broker.Client, op *v1alpha1.Br
 			InstanceID: op.Spec.Target.InstanceID, BindingID: op.Spec.Target.ExternalID,
 			ServiceID: op.Spec.ServiceID, PlanID: op.Spec.PlanID, Operation: op.Status.OperationKey})
 	}
+	// After an update, last_operation is asked with the plan from before it.
+	planID := op.Spec.PlanID
+	if op.Spec.PreviousPlanID != "" {
+		planID = op.Spec.PreviousPlanID
+	}
 	return c.InstanceLastOperation(ctx, broker.RequestMeta{}, broker.InstanceLastOperationRequest{
-		InstanceID: op.Spec.Target.ExternalID, ServiceID: op.Spec.ServiceID, PlanID: op.Spec.PlanID, Operation: op.Status.OperationKey})
+		InstanceID: op.Spec.Target.ExternalID, ServiceID: op.Spec.ServiceID, PlanID: planID, Operation: op.Status.OperationKey})
 }
 
 func (r *Operations) pollAfter(last *broker.LastOperation) time.Duration {

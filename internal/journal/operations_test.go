@@ -279,3 +279,25 @@ func TestOperationsFollowKeepsAnUnknownOutcomeInProgress(t *testing.T) {
 		})
 	}
 }
+
+// TestOperationsFollowAPlanChangeWithThePlanFromBefore: the specification
+// asks last_operation about an update with the plan from before it.
+func TestOperationsFollowAPlanChangeWithThePlanFromBefore(t *testing.T) {
+	spec := v1alpha1.ServiceInstanceSpec{BrokerName: "acme", ServiceName: "db", PlanName: "large", ExternalID: "ext-1"}
+	si := &v1alpha1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "team", UID: "uid-1", Generation: 1}, Spec: spec}
+	rec := opRecord("op", v1alpha1.VerbUpdate, v1alpha1.PhaseInProgress, spec, time.Now())
+	rec.Spec.PlanID, rec.Spec.PreviousPlanID = brokertest.PlanLargeID, brokertest.PlanSmallID
+	rec.Status.CompletionTime = nil
+	h := newOpsHarness(t, si, rec)
+	h.broker.PutInstance(brokertest.Instance{ID: "ext-1", ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanLargeID})
+	key := Key{Kind: "ServiceInstance", Namespace: "team", Name: "db"}
+	_, ok, err := h.r.Leases.Acquire(context.Background(), key, &Operation{Record: "op", Started: h.now})
+	require.NoError(t, err)
+	require.True(t, ok)
+
+	h.reconcile(t, "op")
+	assert.Equal(t, v1alpha1.PhaseSucceeded, h.phase(t, "op"))
+	poll, ok := h.broker.LastCall(brokertest.OpInstanceLastOperation)
+	require.True(t, ok, "the reconciler asked the broker")
+	assert.Equal(t, brokertest.PlanSmallID, poll.Query.Get("plan_id"))
+}
