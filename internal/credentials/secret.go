@@ -16,11 +16,22 @@ import (
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 )
 
-// Labels lockstep puts on the Secrets it writes.
+// What lockstep puts on the Secrets it writes: the binding's UID as a
+// label (lockstep's cache selects its Secrets by it), and the binding's
+// name as an annotation, since a name may be longer than a label value.
 const (
-	LabelBinding    = "lockstep.dev/binding"
-	LabelBindingUID = "lockstep.dev/binding-uid"
+	LabelBindingUID   = "lockstep.dev/binding-uid"
+	AnnotationBinding = "lockstep.dev/binding"
 )
+
+// BindingName is the name of the binding a Secret was written for, or ""
+// when lockstep did not write it.
+func BindingName(s client.Object) string {
+	if ref := metav1.GetControllerOf(s); ref != nil && ref.Kind == "ServiceBinding" {
+		return ref.Name
+	}
+	return s.GetAnnotations()[AnnotationBinding]
+}
 
 // Owned reports whether lockstep wrote the Secret for this binding: it is
 // controlled by the binding, or marked with the binding's UID.
@@ -95,9 +106,10 @@ func Write(ctx context.Context, c client.Client, b *v1alpha1.ServiceBinding, cre
 	}
 	s := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
-			Namespace: b.Namespace,
-			Name:      b.Spec.SecretName,
-			Labels:    map[string]string{LabelBinding: b.Name, LabelBindingUID: string(b.UID)},
+			Namespace:   b.Namespace,
+			Name:        b.Spec.SecretName,
+			Labels:      map[string]string{LabelBindingUID: string(b.UID)},
+			Annotations: map[string]string{AnnotationBinding: b.Name},
 		},
 		Type: corev1.SecretTypeOpaque,
 		Data: data,
@@ -117,6 +129,7 @@ func Write(ctx context.Context, c client.Client, b *v1alpha1.ServiceBinding, cre
 		return &TakenError{Namespace: b.Namespace, Name: s.Name}
 	}
 	existing.Data = data
+	metav1.SetMetaDataAnnotation(&existing.ObjectMeta, AnnotationBinding, b.Name)
 	if err := c.Update(ctx, &existing); err != nil {
 		return fmt.Errorf("updating Secret %q: %w", s.Name, err)
 	}

@@ -154,8 +154,8 @@ func bound(b *v1alpha1.ServiceBinding) bool {
 
 // bindingOfSecret maps a Secret lockstep wrote to its binding.
 func bindingOfSecret(_ context.Context, o client.Object) []reconcile.Request {
-	name, ok := o.GetLabels()[credentials.LabelBinding]
-	if !ok {
+	name := credentials.BindingName(o)
+	if name == "" {
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}

@@ -105,6 +105,39 @@ func TestBindWritesTheCredentialsIntoAnOwnedSecret(t *testing.T) {
 	assert.Nil(t, getInstance(t, ns, "db").DeletionTimestamp)
 }
 
+// TestLongNamesWorkEndToEnd: names of any valid length (here longer than a
+// label value may be) bind, show ready, and unbind.
+func TestLongNamesWorkEndToEnd(t *testing.T) {
+	b := freshBroker(t)
+	ns := namespace(t)
+	inst := "db-" + strings.Repeat("i", 80)
+	name := "creds-" + strings.Repeat("b", 80)
+	r := kubectl(t, instanceWith(ns, inst, "small", ns+"-db", ""), "apply", "-f", "-")
+	require.Equal(t, 0, r.ExitCode, r.Output())
+	r = kubectl(t, bindingYAML(ns, name, inst, ns+"-creds", ""), "apply", "-f", "-")
+	require.Equal(t, 0, r.ExitCode, r.Output())
+	assert.Contains(t, r.Stdout, "servicebinding.lockstep.dev/"+name+" created")
+	_, ok := b.Binding(ns+"-db", ns+"-creds")
+	require.True(t, ok, "the broker holds the binding")
+	_, ok = getSecret(t, ns, name)
+	require.True(t, ok, "the Secret exists when kubectl returns")
+
+	require.Eventually(t, func() bool {
+		r := kubectl(t, "", "get", "servicebinding", name, "-n", ns, "-o", "jsonpath={.status.conditions[?(@.type==\"Ready\")].status}")
+		return r.Stdout == "True"
+	}, 10*time.Second, 200*time.Millisecond, "the binding becomes ready")
+
+	r = kubectl(t, "", "delete", "servicebinding", name, "-n", ns)
+	require.Equal(t, 0, r.ExitCode, r.Output())
+	r = kubectl(t, "", "delete", "serviceinstance", inst, "-n", ns)
+	require.Equal(t, 0, r.ExitCode, r.Output())
+	_, ok = b.Binding(ns+"-db", ns+"-creds")
+	assert.False(t, ok, "unbound at the broker")
+	_, ok = b.Instance(ns + "-db")
+	assert.False(t, ok, "deprovisioned at the broker")
+	require.Eventually(t, func() bool { _, ok := getSecret(t, ns, name); return !ok }, 10*time.Second, 100*time.Millisecond, "the Secret is gone")
+}
+
 func TestBindRefusedByTheBrokerCreatesNothing(t *testing.T) {
 	b, ns := boundInstance(t)
 	b.ScriptInstance(brokertest.OpBind, ns+"-db", brokertest.Respond{Status: 400, Error: "TooManyBindings", Description: "at most 5 bindings per instance"})
