@@ -25,7 +25,6 @@ func binding(name, uid string) *v1alpha1.ServiceBinding {
 	}
 }
 
-
 func newClient(t *testing.T, objects ...client.Object) client.Client {
 	t.Helper()
 	scheme := runtime.NewScheme()
