@@ -120,8 +120,14 @@ func (c *Client) do(ctx context.Context, meta RequestMeta, cl call) (*answer, er
 
 	callCtx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	var sent atomic.Bool
+	var connected, sent atomic.Bool
 	traced := httptrace.WithClientTrace(callCtx, &httptrace.ClientTrace{
+		ConnectDone: func(_, _ string, err error) {
+			if err == nil {
+				connected.Store(true)
+			}
+		},
+		GotConn: func(httptrace.GotConnInfo) { connected.Store(true) },
 		WroteRequest: func(info httptrace.WroteRequestInfo) {
 			if info.Err == nil {
 				sent.Store(true)
@@ -152,7 +158,7 @@ func (c *Client) do(ctx context.Context, meta RequestMeta, cl call) (*answer, er
 		defer func() { c.observe(cl.op, status, time.Since(start)) }()
 	}
 	if err != nil {
-		return nil, c.transportError(ctx, callCtx, cl, err, sent.Load())
+		return nil, c.transportError(ctx, callCtx, cl, err, connected.Load(), sent.Load())
 	}
 	defer func() { _ = resp.Body.Close() }()
 	if resp.ContentLength > c.maxBytes {
@@ -160,7 +166,7 @@ func (c *Client) do(ctx context.Context, meta RequestMeta, cl call) (*answer, er
 	}
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, c.maxBytes+1))
 	if err != nil {
-		return nil, c.transportError(ctx, callCtx, cl, err, true)
+		return nil, c.transportError(ctx, callCtx, cl, err, true, true)
 	}
 	if int64(len(raw)) > c.maxBytes {
 		return nil, c.tooLarge(cl, resp.StatusCode)
@@ -176,14 +182,14 @@ func (c *Client) tooLarge(cl call, status int) error {
 	}
 }
 
-func (c *Client) transportError(ctx, callCtx context.Context, cl call, err error, sent bool) error {
+func (c *Client) transportError(ctx, callCtx context.Context, cl call, err error, connected, sent bool) error {
 	var uerr *url.Error
 	if errors.As(err, &uerr) {
 		err = uerr.Err // url.Error repeats the whole URL
 	}
 	te := &TransportError{
 		Op: cl.op, Method: cl.method, Path: cl.path,
-		RequestSent: sent, Err: err, timeout: c.timeout.String(),
+		Connected: connected, RequestSent: sent, Err: err, timeout: c.timeout.String(),
 	}
 	var nerr net.Error
 	switch {

@@ -258,3 +258,33 @@ func TestClientString(t *testing.T) {
 	assert.Equal(t, "OSB 2.17 client for "+b.URL()+" (bearer token)", c.String())
 	assert.Equal(t, b.URL(), c.URL())
 }
+
+// TestConnectionAcceptedButNoHandshake: a broker that accepts the
+// connection and then says nothing (here: never answers the TLS handshake)
+// was reached; the message says so instead of "could not be reached".
+func TestConnectionAcceptedButNoHandshake(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	go func() {
+		for {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			defer conn.Close() // held open, silent, until the test ends
+		}
+	}()
+
+	c, err := broker.New(broker.Config{URL: "https://" + l.Addr().String(), Timeout: 100 * time.Millisecond})
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = c.Provision(testCtx(t), meta, provisionReq("i1"))
+	errCheck{
+		is:        broker.IsTransport,
+		msg:       []string{"broker accepted the connection but did not take the request (PUT /v2/service_instances/i1): no answer within 100ms"},
+		retryable: true,
+		orphan:    false, // the request never got through
+	}.check(t, err)
+	assert.True(t, broker.IsTimeout(err))
+}

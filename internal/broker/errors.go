@@ -71,6 +71,9 @@ type TransportError struct {
 	// CallerDone is set when the caller's own context ended (cancelled or
 	// past its deadline) before the answer came.
 	CallerDone bool
+	// Connected is set when the broker accepted the connection: it was
+	// reached, even if the request never got through to it.
+	Connected bool
 	// RequestSent is set when the whole request had been written: the
 	// broker may have acted on it even though no answer came back.
 	RequestSent bool
@@ -105,6 +108,9 @@ func (e *TransportError) Error() string {
 		return fmt.Sprintf("broker's answer was cut off (%s %s): the request reached it, then %s", e.Method, e.Path, reason)
 	case e.RequestSent:
 		return fmt.Sprintf("broker did not answer (%s %s): the request reached it; %s", e.Method, e.Path, reason)
+	}
+	if e.Connected {
+		return fmt.Sprintf("broker accepted the connection but did not take the request (%s %s): %s", e.Method, e.Path, reason)
 	}
 	return fmt.Sprintf("broker could not be reached (%s %s): %s", e.Method, e.Path, reason)
 }
