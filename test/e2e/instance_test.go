@@ -112,6 +112,11 @@ func TestProvisionReachesTheBrokerOnceWithTheUsersIdentity(t *testing.T) {
 	assert.Equal(t, "alice", who.Username, "the broker learns who asked")
 	assert.Contains(t, who.Groups, "system:masters")
 
+	assert.Equal(t, c.JSON["context"].(map[string]any)["clusterid"], c.JSON["organization_guid"],
+		"organization_guid, required by the specification, is the cluster's id")
+	assert.Regexp(t, `^[0-9a-f-]{36}$`, c.JSON["space_guid"], "space_guid, required by the specification, is a GUID of the namespace")
+	assert.NotEmpty(t, c.JSON["context"].(map[string]any)["clusterid"], "kube-system's UID when no cluster id is configured")
+
 	assert.True(t, instanceExists(t, ns, "db"))
 	_, held := b.Instance(ns + "-db")
 	assert.True(t, held, "the broker holds the instance")
@@ -327,6 +332,8 @@ func TestBrokerFailuresAreClearAndPersistNothing(t *testing.T) {
 		{"broker answering garbage", brokertest.Respond{Status: 201, Malformed: true}, `could not provision instance "db" (service "db", plan "small") at broker "acme"`},
 		{"broker closing the connection", brokertest.Respond{CloseConnection: true}, `could not provision instance "db" (service "db", plan "small") at broker "acme"`},
 		{"broker failing", brokertest.Respond{Status: 503, Description: "maintenance"}, `broker "acme" failed to provision instance "db"`},
+		{"broker refusing in an errors array", brokertest.Respond{Status: 400, Body: `{"errors":[{"msg":"Missing organization_guid"}]}`},
+			`broker "acme" refused to provision instance "db" (service "db", plan "small"): "Missing organization_guid" (HTTP 400)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
