@@ -43,9 +43,26 @@ type ServiceInstanceStatus struct {
 	// DashboardURL is the broker's dashboard for the instance.
 	// +optional
 	DashboardURL string `json:"dashboardURL,omitempty" lockstep:"readonly"`
+	// LastApplied is what the broker last confirmed for this object: resync
+	// compares what the broker holds with it.
+	// +optional
+	LastApplied *AppliedInstance `json:"lastApplied,omitempty" lockstep:"readonly"`
 	// ObservedGeneration is the generation the broker last confirmed.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty" lockstep:"readonly"`
+}
+
+// AppliedInstance is the plan and parameters the broker last confirmed for
+// an instance.
+type AppliedInstance struct {
+	// PlanName and PlanID are the plan the broker holds the instance on.
+	PlanName string `json:"planName"`
+	PlanID   string `json:"planID"`
+	// Parameters are the parameters as last applied.
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
+	Parameters *runtime.RawExtension `json:"parameters,omitempty"`
 }
 
 // ServiceInstance is an instance of a service held by an OSB broker.
@@ -57,6 +74,8 @@ type ServiceInstanceStatus struct {
 // +kubebuilder:printcolumn:name="Service",type=string,JSONPath=`.spec.serviceName`
 // +kubebuilder:printcolumn:name="Plan",type=string,JSONPath=`.spec.planName`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="In Sync",type=string,JSONPath=`.status.conditions[?(@.type=="InSync")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="InSync")].reason`
 // +kubebuilder:printcolumn:name="Last Op",type=string,JSONPath=`.status.lastOperation.verb`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ServiceInstance struct {

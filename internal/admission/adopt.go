@@ -11,7 +11,6 @@ import (
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/broker"
-	"github.com/lockstep-dev/lockstep/internal/catalog"
 	"github.com/lockstep-dev/lockstep/internal/credentials"
 	"github.com/lockstep-dev/lockstep/internal/journal"
 	"github.com/lockstep-dev/lockstep/internal/jsonnum"
@@ -46,7 +45,7 @@ func (s *instanceBroker) adoptInstance(ctx context.Context, si Instance, t *Targ
 	ans.HTTPStatus, ans.DashboardURL = http.StatusOK, got.DashboardURL
 	var differs []string
 	if got.PlanID != "" && got.PlanID != t.Plan.Plan.ID {
-		differs = append(differs, fmt.Sprintf("plan %q (the spec says %q)", planName(t.Entry, got.PlanID), si.Spec.PlanName))
+		differs = append(differs, fmt.Sprintf("plan %q (the spec says %q)", t.Entry.PlanName(got.PlanID), si.Spec.PlanName))
 	}
 	if got.Parameters != nil && !sameJSON(got.Parameters, raw(si.Spec.Parameters)) {
 		differs = append(differs, fmt.Sprintf("parameters %s (the spec says %s)", compact(got.Parameters), compact(raw(si.Spec.Parameters))))
@@ -122,17 +121,6 @@ func compact(raw json.RawMessage) string {
 
 // planName names a plan id of the broker's catalog; the id itself when the
 // catalog does not know it.
-func planName(e *catalog.Entry, id string) string {
-	for _, s := range e.Catalog.Services {
-		for _, p := range s.Plans {
-			if p.ID == id {
-				return p.Name
-			}
-		}
-	}
-	return id
-}
-
 func joinAnd(parts []string) string {
 	switch len(parts) {
 	case 0:

@@ -48,6 +48,15 @@ type Config struct {
 	RefusalMemory time.Duration `split_words:"true" default:"1s"`
 	// KeepOperations is how many BrokerOperations are kept per object.
 	KeepOperations int `split_words:"true" default:"10"`
+	// ResyncInterval is how often each instance and binding is read again
+	// from its broker and compared with what lockstep last applied
+	// (jittered to 90-100% of it); 0 turns resync off.
+	ResyncInterval time.Duration `split_words:"true" default:"10m"`
+	// ResyncBrokerConcurrency bounds the resync fetches in flight at one
+	// broker.
+	ResyncBrokerConcurrency int `split_words:"true" default:"4"`
+	// ResyncBrokerQPS bounds the resync fetches per second at one broker.
+	ResyncBrokerQPS float64 `envconfig:"RESYNC_BROKER_QPS" default:"10"`
 	// CatalogRefreshInterval is the least time between two catalog
 	// refreshes triggered by a request naming an unknown service or plan.
 	CatalogRefreshInterval time.Duration `split_words:"true" default:"10s"`
@@ -119,6 +128,9 @@ func (c Config) Validate() error {
 		c.LeaderElectionLeaseDuration <= c.LeaderElectionRenewDeadline):
 		return fmt.Errorf("LOCKSTEP_LEADER_ELECTION_LEASE_DURATION=%s, _RENEW_DEADLINE=%s, _RETRY_PERIOD=%s: each must be longer than the next, and all more than 0",
 			c.LeaderElectionLeaseDuration, c.LeaderElectionRenewDeadline, c.LeaderElectionRetryPeriod)
+	case c.ResyncInterval < 0 || c.ResyncInterval > 0 && (c.ResyncBrokerConcurrency <= 0 || c.ResyncBrokerQPS <= 0):
+		return fmt.Errorf("LOCKSTEP_RESYNC_INTERVAL=%s, _BROKER_CONCURRENCY=%d, _BROKER_QPS=%g: the interval must be 0 (off) or more, the limits more than 0",
+			c.ResyncInterval, c.ResyncBrokerConcurrency, c.ResyncBrokerQPS)
 	case c.Namespace == "":
 		return fmt.Errorf("LOCKSTEP_NAMESPACE is empty: it must name lockstep's own namespace (where its locks live)")
 	case c.LogLevel != "debug" && c.LogLevel != "info" && c.LogLevel != "error":

@@ -30,6 +30,7 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/admission"
 	"github.com/lockstep-dev/lockstep/internal/broker"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
+	"github.com/lockstep-dev/lockstep/internal/controller/resync"
 	"github.com/lockstep-dev/lockstep/internal/credentials"
 	"github.com/lockstep-dev/lockstep/internal/journal"
 )
@@ -138,6 +139,26 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 	if err != nil {
 		return err
 	}
+	self, err := whoAmI(ctx, restConfig)
+	if err != nil {
+		return err
+	}
+	if c.ResyncInterval > 0 {
+		limiter := &resync.Limiter{Concurrent: c.ResyncBrokerConcurrency, PerSecond: c.ResyncBrokerQPS}
+		if err := (&resync.Instances{
+			Client: mgr.GetClient(), Catalogs: catalogs, Leases: leases, Journal: records, Limiter: limiter,
+			Recorder: mgr.GetEventRecorderFor("lockstep"), Interval: c.ResyncInterval, Timeout: c.BrokerTimeout,
+			Identity: self, ClusterID: clusterID,
+		}).SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("setting up the instance resync: %w", err)
+		}
+		if err := (&resync.Bindings{
+			Client: mgr.GetClient(), Catalogs: catalogs, Leases: leases, Limiter: limiter,
+			Recorder: mgr.GetEventRecorderFor("lockstep"), Interval: c.ResyncInterval, Timeout: c.BrokerTimeout,
+		}).SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("setting up the binding resync: %w", err)
+		}
+	}
 	deps := admission.Deps{
 		Reader: mgr.GetClient(), Writer: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Catalogs: catalogs,
 		Journal: records, Leases: leases, Budget: c.AdmissionBudget, RefusalMemory: c.RefusalMemory,
@@ -163,10 +184,7 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 	if err := ensureNamespace(ctx, restConfig, c.Namespace); err != nil {
 		return err
 	}
-	writers, err := statusWriters(ctx, restConfig, c.StatusWriters)
-	if err != nil {
-		return err
-	}
+	writers := statusWriters(self, c.StatusWriters)
 	admission.Register(mgr.GetWebhookServer(), scheme, admission.Handlers{
 		StatusGuard:       &admission.StatusGuard{Writers: writers},
 		BrokerGuard:       &admission.BrokerGuard{Reader: mgr.GetClient()},
@@ -232,23 +250,28 @@ func clusterID(ctx context.Context, restConfig *rest.Config, configured string) 
 	return string(ns.UID), nil
 }
 
-// statusWriters returns who may write the status of lockstep objects:
-// lockstep's own identity, as the API server sees it (SelfSubjectReview),
-// and the configured extra users.
-func statusWriters(ctx context.Context, restConfig *rest.Config, extra []string) (map[string]bool, error) {
+// whoAmI asks the API server who lockstep is (SelfSubjectReview): the
+// identity its own status writes and drift corrections carry.
+func whoAmI(ctx context.Context, restConfig *rest.Config) (string, error) {
 	cs, err := kubernetes.NewForConfig(restConfig)
 	if err != nil {
-		return nil, fmt.Errorf("creating a clientset: %w", err)
+		return "", fmt.Errorf("creating a clientset: %w", err)
 	}
 	review, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("asking the API server who lockstep is (SelfSubjectReview): %w", err)
+		return "", fmt.Errorf("asking the API server who lockstep is (SelfSubjectReview): %w", err)
 	}
-	writers := map[string]bool{review.Status.UserInfo.Username: true}
+	return review.Status.UserInfo.Username, nil
+}
+
+// statusWriters returns who may write the status of lockstep objects:
+// lockstep itself and the configured extra users.
+func statusWriters(self string, extra []string) map[string]bool {
+	writers := map[string]bool{self: true}
 	for _, u := range extra {
 		if u = strings.TrimSpace(u); u != "" {
 			writers[u] = true
 		}
 	}
-	return writers, nil
+	return writers
 }

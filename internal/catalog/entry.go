@@ -131,3 +131,16 @@ func (e *Entry) HasService(name string) bool {
 	}
 	return false
 }
+
+// PlanName is the name of the plan with this OSB id, or the id itself when
+// the catalog has no such plan.
+func (e *Entry) PlanName(id string) string {
+	for _, s := range e.Catalog.Services {
+		for _, p := range s.Plans {
+			if p.ID == id {
+				return p.Name
+			}
+		}
+	}
+	return id
+}

@@ -471,6 +471,9 @@ func (r *Operations) lastOperation(ctx context.Context, op *v1alpha1.BrokerOpera
 			if op.Status.DashboardURL != "" {
 				t.Status.DashboardURL = op.Status.DashboardURL
 			}
+			if SpecHash(t.Spec) == op.Spec.SpecHash {
+				t.Status.LastApplied = &v1alpha1.AppliedInstance{PlanName: t.Spec.PlanName, PlanID: op.Spec.PlanID, Parameters: t.Spec.Parameters.DeepCopy()}
+			}
 			t.Status.ObservedGeneration = max(t.Status.ObservedGeneration, op.Spec.Generation)
 		}
 	case *v1alpha1.ServiceBinding:

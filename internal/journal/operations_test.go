@@ -99,6 +99,8 @@ func TestOperationsCommitWritesStatusAndReleasesTheLock(t *testing.T) {
 	require.NotNil(t, si.Status.LastOperation)
 	assert.Equal(t, "op", si.Status.LastOperation.OperationName)
 	assert.Equal(t, int64(1), si.Status.ObservedGeneration)
+	assert.Equal(t, &v1alpha1.AppliedInstance{PlanName: "small", PlanID: brokertest.PlanSmallID}, si.Status.LastApplied,
+		"what the broker confirmed is recorded for resync")
 	holder, err := h.r.Leases.Holder(context.Background(), key)
 	require.NoError(t, err)
 	assert.Nil(t, holder, "the lock is released")

@@ -21,6 +21,8 @@ func TestServedByTheManagersRegistry(t *testing.T) {
 	BrokerCall("catalog", 200, 5*time.Millisecond)
 	LockContention("ServiceInstance")
 	OperationPhase("Committed")
+	ResyncResult("ServiceInstance", "PlanDrift")
+	ResyncCorrection("ServiceInstance", "started")
 
 	tests := []struct {
 		name, kind, sample string
@@ -31,6 +33,8 @@ func TestServedByTheManagersRegistry(t *testing.T) {
 			`lockstep_broker_request_duration_seconds_bucket{status="200",verb="catalog",le="0.005"}`},
 		{"lockstep_lock_contention_total", "counter", `lockstep_lock_contention_total{kind="ServiceInstance"}`},
 		{"lockstep_operation_phase_transitions_total", "counter", `lockstep_operation_phase_transitions_total{phase="Committed"}`},
+		{"lockstep_resync_results_total", "counter", `lockstep_resync_results_total{kind="ServiceInstance",result="PlanDrift"}`},
+		{"lockstep_resync_corrections_total", "counter", `lockstep_resync_corrections_total{kind="ServiceInstance",outcome="started"}`},
 	}
 	families, err := ctrlmetrics.Registry.Gather()
 	require.NoError(t, err)

@@ -1,0 +1,91 @@
+package resync
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/broker"
+	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
+)
+
+func boundBinding(params string) *v1alpha1.ServiceBinding {
+	var p *runtime.RawExtension
+	if params != "" {
+		p = &runtime.RawExtension{Raw: json.RawMessage(params)}
+	}
+	return &v1alpha1.ServiceBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "creds", Namespace: "team", UID: "uid-b"},
+		Spec:       v1alpha1.ServiceBindingSpec{InstanceName: "db", ExternalID: "bind-1", SecretName: "creds", Parameters: p},
+		Status: v1alpha1.ServiceBindingStatus{
+			LastOperation: &v1alpha1.LastOperation{Verb: v1alpha1.VerbBind, State: v1alpha1.StateSucceeded},
+			Conditions:    []metav1.Condition{{Type: v1alpha1.ConditionInSync, Status: metav1.ConditionTrue, Reason: "Committed", LastTransitionTime: metav1.Now()}},
+		},
+	}
+}
+
+func TestBindingResync(t *testing.T) {
+	secret := map[string]any{"password": "hunter2"}
+	tests := []struct {
+		name       string
+		catalog    func(*broker.Catalog)
+		broker     func(*brokertest.Broker)
+		wantInSync metav1.ConditionStatus
+		wantReason string
+		wantMsg    []string
+		wantWrite  bool
+	}{
+		{name: "in sync: nothing is written", wantInSync: metav1.ConditionTrue, wantReason: "Committed",
+			broker: func(b *brokertest.Broker) { b.PutBinding(brokertest.Binding{InstanceID: "ext-1", ID: "bind-1", Parameters: map[string]any{"role": "reader"}, Credentials: secret}) }},
+		{name: "parameters differ: reported, never corrected", wantInSync: metav1.ConditionFalse, wantReason: ReasonParametersDrift, wantWrite: true,
+			broker: func(b *brokertest.Broker) { b.PutBinding(brokertest.Binding{InstanceID: "ext-1", ID: "bind-1", Parameters: map[string]any{"role": "admin"}, Credentials: secret}) },
+			wantMsg: []string{`role (broker: "admin", here: "reader")`, "delete servicebinding creds and create it again"}},
+		{name: "gone at the broker", wantInSync: metav1.ConditionFalse, wantReason: ReasonGoneAtBroker, wantWrite: true,
+			wantMsg: []string{`broker "acme" no longer holds binding "creds"`}},
+		{name: "not retrievable", wantInSync: metav1.ConditionUnknown, wantReason: ReasonNotRetrievable, wantWrite: true,
+			catalog: func(c *broker.Catalog) { c.Services[0].BindingsRetrievable = false }, wantMsg: []string{"bindings_retrievable is false"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, tt.catalog, committed("small", brokertest.PlanSmallID, "", nil), boundBinding(`{"role":"reader"}`))
+			h.broker.PutInstance(brokertest.Instance{ID: "ext-1", ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanSmallID})
+			if tt.broker != nil {
+				tt.broker(h.broker)
+			}
+			key := client.ObjectKey{Namespace: "team", Name: "creds"}
+			var before v1alpha1.ServiceBinding
+			require.NoError(t, h.client.Get(context.Background(), key, &before))
+			req := reconcile.Request{NamespacedName: types.NamespacedName(key)}
+			_, err := h.b.Reconcile(context.Background(), req)
+			require.NoError(t, err)
+			h.clock.Step(interval)
+			_, err = h.b.Reconcile(context.Background(), req)
+			require.NoError(t, err)
+
+			var b v1alpha1.ServiceBinding
+			require.NoError(t, h.client.Get(context.Background(), key, &b))
+			assert.Equal(t, tt.wantWrite, b.ResourceVersion != before.ResourceVersion, "status written")
+			c := meta.FindStatusCondition(b.Status.Conditions, v1alpha1.ConditionInSync)
+			require.NotNil(t, c)
+			assert.Equal(t, tt.wantInSync, c.Status)
+			assert.Equal(t, tt.wantReason, c.Reason)
+			for _, m := range tt.wantMsg {
+				assert.Contains(t, c.Message, m)
+			}
+			assert.Zero(t, h.broker.Count(brokertest.OpBind, brokertest.OpUnbind), "a binding is never changed by resync")
+			status, err := json.Marshal(b.Status)
+			require.NoError(t, err)
+			assert.NotContains(t, string(status), "hunter2", "the credentials a fetch returns go nowhere")
+		})
+	}
+}

@@ -1,0 +1,303 @@
+package resync
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/broker"
+	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
+	"github.com/lockstep-dev/lockstep/internal/catalog"
+	"github.com/lockstep-dev/lockstep/internal/journal"
+)
+
+const (
+	interval  = time.Minute
+	dashboard = "https://dashboard.example/ext-1"
+)
+
+type harness struct {
+	r      *Instances
+	b      *Bindings
+	client client.Client
+	broker *brokertest.Broker
+	clock  *clocktesting.FakeClock
+}
+
+// newHarness wires the resync reconcilers to a fake API server holding
+// objects and a real test broker over HTTP; change edits the catalog
+// lockstep sees.
+func newHarness(t *testing.T, change func(*broker.Catalog), objects ...client.Object) *harness {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	require.NoError(t, v1alpha1.AddToScheme(scheme))
+	require.NoError(t, coordinationv1.AddToScheme(scheme))
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objects...).
+		WithStatusSubresource(&v1alpha1.ServiceInstance{}, &v1alpha1.ServiceBinding{}, &v1alpha1.BrokerOperation{}).Build()
+	b := brokertest.New(t)
+	bc, err := broker.New(b.Config())
+	require.NoError(t, err)
+	cat := brokertest.DefaultCatalog()
+	if change != nil {
+		change(&cat)
+	}
+	cache := catalog.NewCache(time.Hour)
+	cache.Store(catalog.NewEntry("acme", bc, &cat, nil, time.Now()))
+	clk := clocktesting.NewFakeClock(time.Now())
+	leases := &journal.Leases{Client: c, Duration: time.Minute}
+	return &harness{
+		client: c, broker: b, clock: clk,
+		r: &Instances{Client: c, Catalogs: cache, Leases: leases, Journal: &journal.Journal{Client: c}, Limiter: &Limiter{Concurrent: 1},
+			Interval: interval, Timeout: 5 * time.Second, Identity: "system:serviceaccount:lockstep-system:lockstep", Clock: clk},
+		b: &Bindings{Client: c, Catalogs: cache, Leases: leases, Limiter: &Limiter{Concurrent: 1},
+			Interval: interval, Timeout: 5 * time.Second, Clock: clk},
+	}
+}
+
+// resync runs the instance reconciler once it is due: the first pass
+// schedules the object, the second, one interval later, fetches it.
+func (h *harness) resync(t *testing.T) reconcile.Result {
+	t.Helper()
+	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "team", Name: "db"}}
+	_, err := h.r.Reconcile(context.Background(), req)
+	require.NoError(t, err)
+	h.clock.Step(interval)
+	res, err := h.r.Reconcile(context.Background(), req)
+	require.NoError(t, err)
+	return res
+}
+
+func (h *harness) instance(t *testing.T) *v1alpha1.ServiceInstance {
+	t.Helper()
+	var si v1alpha1.ServiceInstance
+	require.NoError(t, h.client.Get(context.Background(), client.ObjectKey{Namespace: "team", Name: "db"}, &si))
+	return &si
+}
+
+// committed is an instance the broker confirmed: Ready, InSync, with what
+// was applied in its status.
+func committed(plan, planID, params string, annotations map[string]string) *v1alpha1.ServiceInstance {
+	var p *runtime.RawExtension
+	if params != "" {
+		p = &runtime.RawExtension{Raw: json.RawMessage(params)}
+	}
+	now := metav1.Now()
+	return &v1alpha1.ServiceInstance{
+		ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "team", UID: "uid-1", Generation: 1, Annotations: annotations},
+		Spec:       v1alpha1.ServiceInstanceSpec{BrokerName: "acme", ServiceName: "db", PlanName: plan, ExternalID: "ext-1", Parameters: p},
+		Status: v1alpha1.ServiceInstanceStatus{
+			Conditions: []metav1.Condition{
+				{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: "Provisioned", LastTransitionTime: now, ObservedGeneration: 1},
+				{Type: v1alpha1.ConditionInSync, Status: metav1.ConditionTrue, Reason: "Committed", LastTransitionTime: now, ObservedGeneration: 1},
+			},
+			LastApplied:  &v1alpha1.AppliedInstance{PlanName: plan, PlanID: planID, Parameters: p.DeepCopy()},
+			DashboardURL: dashboard,
+		},
+	}
+}
+
+func TestInstanceResync(t *testing.T) {
+	observe := map[string]string{v1alpha1.AnnotationReconcilePolicy: string(v1alpha1.PolicyObserve)}
+	held := func(planID string, params map[string]any) func(*brokertest.Broker) {
+		return func(b *brokertest.Broker) {
+			b.PutInstance(brokertest.Instance{ID: "ext-1", ServiceID: brokertest.ServiceDBID, PlanID: planID, Parameters: params, DashboardURL: dashboard})
+		}
+	}
+	tests := []struct {
+		name        string
+		object      *v1alpha1.ServiceInstance
+		catalog     func(*broker.Catalog)
+		broker      func(*brokertest.Broker)
+		wantInSync  metav1.ConditionStatus
+		wantReason  string
+		wantMsg     []string
+		wantReady   metav1.ConditionStatus
+		wantWrite   bool // the status was written
+		wantFetches int
+		wantUpdate  map[string]any // the correction's body, nil for none
+	}{
+		{
+			name:       "in sync: nothing is written",
+			object:     committed("small", brokertest.PlanSmallID, `{"storageGB":10}`, nil),
+			broker:     held(brokertest.PlanSmallID, map[string]any{"storageGB": float64(10)}),
+			wantInSync: metav1.ConditionTrue, wantReason: "Committed", wantReady: metav1.ConditionTrue, wantFetches: 1,
+		},
+		{
+			name:   "the broker's dashboard URL is refreshed",
+			object: committed("small", brokertest.PlanSmallID, "", nil),
+			broker: func(b *brokertest.Broker) {
+				b.PutInstance(brokertest.Instance{ID: "ext-1", ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanSmallID, DashboardURL: "https://new/ext-1"})
+			},
+			wantInSync: metav1.ConditionTrue, wantReason: "Committed", wantReady: metav1.ConditionTrue, wantWrite: true, wantFetches: 1,
+		},
+		{
+			name:       "plan changed behind lockstep's back, observe: reported only",
+			object:     committed("small", brokertest.PlanSmallID, "", observe),
+			broker:     held(brokertest.PlanLargeID, nil),
+			wantInSync: metav1.ConditionFalse, wantReason: ReasonPlanDrift, wantReady: metav1.ConditionTrue, wantWrite: true, wantFetches: 1,
+			wantMsg: []string{`broker "acme" holds something else than lockstep applied: plan is "large" at the broker, "small" here`,
+				"reconcile policy observe: lockstep reports it and changes nothing"},
+		},
+		{
+			name:       "parameters changed behind lockstep's back, manage: the spec is applied again",
+			object:     committed("small", brokertest.PlanSmallID, `{"storageGB":10,"region":"eu"}`, nil),
+			broker:     held(brokertest.PlanSmallID, map[string]any{"storageGB": float64(30), "region": "eu"}),
+			wantInSync: metav1.ConditionFalse, wantReason: ReasonParametersDrift, wantReady: metav1.ConditionTrue, wantWrite: true, wantFetches: 1,
+			wantMsg:    []string{"parameters differ: storageGB (broker: 30, here: 10)", "lockstep re-applies this object's spec at the broker"},
+			wantUpdate: map[string]any{"storageGB": float64(10)}, // region is create-only: never sent on update
+		},
+		{
+			name:   "the correction is refused: the broker's words",
+			object: committed("small", brokertest.PlanSmallID, "", nil),
+			broker: func(b *brokertest.Broker) {
+				held(brokertest.PlanLargeID, nil)(b)
+				b.Script(brokertest.OpUpdate, brokertest.Respond{Status: 400, Description: "downgrades are not allowed"})
+			},
+			wantInSync: metav1.ConditionFalse, wantReason: ReasonPlanDrift, wantReady: metav1.ConditionTrue, wantWrite: true, wantFetches: 1,
+			wantMsg: []string{`plan is "large" at the broker, "small" here`, "lockstep could not re-apply this object's spec", "downgrades are not allowed"},
+		},
+		{
+			name:       "gone at the broker",
+			object:     committed("small", brokertest.PlanSmallID, "", nil),
+			wantInSync: metav1.ConditionFalse, wantReason: ReasonGoneAtBroker, wantReady: metav1.ConditionFalse, wantWrite: true, wantFetches: 1,
+			wantMsg: []string{`broker "acme" no longer holds instance "db" (spec.externalID ext-1)`, "kubectl delete serviceinstance db -n team"},
+		},
+		{
+			name:   "broker failing",
+			object: committed("small", brokertest.PlanSmallID, "", nil),
+			broker: func(b *brokertest.Broker) {
+				b.Always(brokertest.OpGetInstance, brokertest.Respond{Status: 503, Description: "maintenance"})
+			},
+			wantInSync: metav1.ConditionFalse, wantReason: ReasonBrokerUnreachable, wantReady: metav1.ConditionTrue, wantWrite: true, wantFetches: 1,
+			wantMsg: []string{`lockstep could not read instance "db" from broker "acme" to compare it`, "maintenance", "tries again in 1m0s"},
+		},
+		{
+			name:   "not retrievable: no fetch",
+			object: committed("small", brokertest.PlanSmallID, "", nil),
+			catalog: func(c *broker.Catalog) {
+				c.Services[0].InstancesRetrievable = false
+			},
+			wantInSync: metav1.ConditionUnknown, wantReason: ReasonNotRetrievable, wantReady: metav1.ConditionTrue, wantWrite: true,
+			wantMsg: []string{"instances_retrievable is false"},
+		},
+		{
+			name:       "never confirmed by the broker: not fetched",
+			object:     &v1alpha1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "team"}, Spec: v1alpha1.ServiceInstanceSpec{BrokerName: "acme", ServiceName: "db", PlanName: "small"}},
+			wantInSync: "",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, tt.catalog, tt.object)
+			if tt.broker != nil {
+				tt.broker(h.broker)
+			}
+			before := h.instance(t).ResourceVersion
+			h.resync(t)
+			si := h.instance(t)
+
+			assert.Equal(t, tt.wantFetches, h.broker.Count(brokertest.OpGetInstance), "fetches")
+			assert.Equal(t, tt.wantWrite, si.ResourceVersion != before, "status written")
+			inSync := meta.FindStatusCondition(si.Status.Conditions, v1alpha1.ConditionInSync)
+			if tt.wantInSync == "" {
+				assert.Nil(t, inSync)
+				return
+			}
+			require.NotNil(t, inSync)
+			assert.Equal(t, tt.wantInSync, inSync.Status)
+			assert.Equal(t, tt.wantReason, inSync.Reason)
+			for _, m := range tt.wantMsg {
+				assert.Contains(t, inSync.Message, m)
+			}
+			assert.Equal(t, tt.wantReady, meta.FindStatusCondition(si.Status.Conditions, v1alpha1.ConditionReady).Status)
+
+			var ops v1alpha1.BrokerOperationList
+			require.NoError(t, h.client.List(context.Background(), &ops))
+			if tt.wantUpdate == nil && !strings.Contains(tt.name, "refused") {
+				assert.Zero(t, h.broker.Count(brokertest.OpUpdate), "no correction")
+				assert.Empty(t, ops.Items, "no operation recorded")
+				return
+			}
+			require.Len(t, ops.Items, 1, "the correction is journaled")
+			op := ops.Items[0]
+			assert.Equal(t, v1alpha1.VerbUpdate, op.Spec.Verb)
+			assert.Equal(t, "system:serviceaccount:lockstep-system:lockstep", op.Spec.Requester.Username, "asked by lockstep itself")
+			holder, err := h.r.Leases.Holder(context.Background(), journal.Key{Kind: "ServiceInstance", Namespace: "team", Name: "db"})
+			require.NoError(t, err)
+			if tt.wantUpdate == nil {
+				assert.Equal(t, v1alpha1.PhaseFailed, op.Status.Phase)
+				assert.Nil(t, holder, "a refused correction releases the lock")
+				return
+			}
+			assert.Equal(t, v1alpha1.PhaseSucceeded, op.Status.Phase, "the operations reconciler commits it")
+			require.NotNil(t, holder, "the lock stays until the commit")
+			call, ok := h.broker.LastCall(brokertest.OpUpdate)
+			require.True(t, ok)
+			assert.Equal(t, tt.wantUpdate, call.JSON["parameters"])
+			assert.Equal(t, "system:serviceaccount:lockstep-system:lockstep", originator(t, call))
+		})
+	}
+}
+
+func originator(t *testing.T, c brokertest.Call) string {
+	t.Helper()
+	value := c.Header.Get(broker.HeaderOriginatingIdentity)
+	require.True(t, strings.HasPrefix(value, "kubernetes "), value)
+	raw, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(value, "kubernetes "))
+	require.NoError(t, err)
+	var who struct{ Username string }
+	require.NoError(t, json.Unmarshal(raw, &who))
+	return who.Username
+}
+
+func TestInstanceResyncWaitsForItsTurn(t *testing.T) {
+	h := newHarness(t, nil, committed("small", brokertest.PlanSmallID, "", nil))
+	h.broker.PutInstance(brokertest.Instance{ID: "ext-1", ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanSmallID})
+	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "team", Name: "db"}}
+
+	res, err := h.r.Reconcile(context.Background(), req)
+	require.NoError(t, err)
+	if res.RequeueAfter > 0 {
+		assert.LessOrEqual(t, res.RequeueAfter, interval, "first seen: due within one interval")
+		assert.Zero(t, h.broker.Count(brokertest.OpGetInstance))
+		h.clock.Step(res.RequeueAfter)
+		res, err = h.r.Reconcile(context.Background(), req)
+		require.NoError(t, err)
+	}
+	assert.Equal(t, 1, h.broker.Count(brokertest.OpGetInstance))
+	assert.GreaterOrEqual(t, res.RequeueAfter, interval*9/10, "next fetch one jittered interval later")
+	assert.LessOrEqual(t, res.RequeueAfter, interval)
+
+	again, err := h.r.Reconcile(context.Background(), req) // a watch event in between fetches nothing
+	require.NoError(t, err)
+	assert.Equal(t, 1, h.broker.Count(brokertest.OpGetInstance))
+	assert.Positive(t, again.RequeueAfter)
+}
+
+func TestInstanceResyncLeavesAnObjectWithAnOperationInFlight(t *testing.T) {
+	h := newHarness(t, nil, committed("small", brokertest.PlanSmallID, "", nil))
+	h.broker.PutInstance(brokertest.Instance{ID: "ext-1", ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanLargeID})
+	_, ok, err := h.r.Leases.Acquire(context.Background(), journal.Key{Kind: "ServiceInstance", Namespace: "team", Name: "db"},
+		&journal.Operation{Record: "db-update-1", Verb: v1alpha1.VerbUpdate, User: "alice", Started: time.Now()})
+	require.NoError(t, err)
+	require.True(t, ok)
+	h.resync(t)
+	assert.Zero(t, h.broker.Count(brokertest.OpGetInstance), "the operations reconciler follows the change in flight")
+	assert.True(t, meta.IsStatusConditionTrue(h.instance(t).Status.Conditions, v1alpha1.ConditionInSync))
+}

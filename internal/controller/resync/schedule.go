@@ -1,0 +1,57 @@
+package resync
+
+import (
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// schedule remembers when each object is due for its next fetch. It lives
+// in memory: after a restart, or when another replica takes the lead, each
+// object is first fetched at a random point of one interval, so that
+// thousands of objects are spread over it instead of fetched at once.
+type schedule struct {
+	mu   sync.Mutex
+	when map[types.NamespacedName]time.Time
+}
+
+// due returns how long until key is due; 0 when it is due now. A key seen
+// for the first time is due at a random point of the coming interval.
+func (s *schedule) due(key types.NamespacedName, now time.Time, interval time.Duration) time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.when == nil {
+		s.when = map[types.NamespacedName]time.Time{}
+	}
+	at, ok := s.when[key]
+	if !ok {
+		at = now.Add(time.Duration(rand.Int64N(int64(interval) + 1)))
+		s.when[key] = at
+	}
+	if wait := at.Sub(now); wait > 0 {
+		return wait
+	}
+	return 0
+}
+
+// next schedules key's next fetch one jittered interval (90% to 100% of
+// it) from now, and returns how long that is.
+func (s *schedule) next(key types.NamespacedName, now time.Time, interval time.Duration) time.Duration {
+	wait := interval - time.Duration(rand.Int64N(int64(interval)/10+1))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.when == nil {
+		s.when = map[types.NamespacedName]time.Time{}
+	}
+	s.when[key] = now.Add(wait)
+	return wait
+}
+
+// forget drops a key whose object is gone.
+func (s *schedule) forget(key types.NamespacedName) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.when, key)
+}
