@@ -40,6 +40,10 @@ var cluster struct {
 // brokerName is the ServiceBroker every test uses unless it says otherwise.
 const brokerName = "acme"
 
+// resyncInterval is how often lockstep reads every object again from its
+// broker in these tests.
+const resyncInterval = 2 * time.Second
+
 func TestMain(m *testing.M) {
 	os.Exit(runMain(m))
 }
@@ -209,6 +213,9 @@ func startWebhook(ctx context.Context) (<-chan struct{}, error) {
 		RefusalMemory:               300 * time.Millisecond,
 		KeepOperations:              10,
 		CatalogRefreshInterval:      time.Second,
+		ResyncInterval:              resyncInterval,
+		ResyncBrokerConcurrency:     4,
+		ResyncBrokerQPS:             50,
 		EmbeddedBroker:              true,
 		EmbeddedBrokerAddr:          "127.0.0.1:0",
 		EmbeddedBrokerName:          "embedded",

@@ -129,6 +129,14 @@ func (b *Broker) PutBinding(bnd Binding) {
 	b.bindings[bindingKey{bnd.InstanceID, bnd.ID}] = bnd.clone()
 }
 
+// RemoveBinding forgets a binding, as if it had been unbound behind the
+// platform's back.
+func (b *Broker) RemoveBinding(instanceID, bindingID string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.bindings, bindingKey{instanceID, bindingID})
+}
+
 // ResetState forgets every instance, binding and asynchronous operation.
 func (b *Broker) ResetState() {
 	b.mu.Lock()

@@ -132,7 +132,6 @@ func (r *Instances) Reconcile(ctx context.Context, req reconcile.Request) (recon
 	}
 
 	msg := drift.Message(entry.Broker, entry.PlanName, last.PlanName)
-	r.result(&si, drift.Reason(), &msg)
 	policy, _ := v1alpha1.PolicyOf(&si)
 	switch {
 	case policy == v1alpha1.PolicyObserve:
@@ -146,6 +145,7 @@ func (r *Instances) Reconcile(ctx context.Context, req reconcile.Request) (recon
 			msg += "; lockstep re-applies this object's spec at the broker (kubectl get brokeroperations shows it)"
 		}
 	}
+	r.result(&si, drift.Reason(), &msg)
 	setInSync(status, metav1.ConditionFalse, drift.Reason(), msg)
 	return next, r.write(ctx, &si, status)
 }
