@@ -164,7 +164,7 @@ func TestCommittedInstanceIsReady(t *testing.T) {
 			si.Status.LastOperation != nil && si.Status.ObservedGeneration == si.Generation
 	}, 10*time.Second, 100*time.Millisecond, "status follows the committed provision")
 	r := kubectl(t, "", "get", "serviceinstance", "db", "-n", ns)
-	assert.Regexp(t, `db\s+acme\s+db\s+small\s+True\s+provision`, r.Stdout)
+	assert.Regexp(t, `db\s+acme\s+db\s+small\s+True\s+True\s+provision`, r.Stdout)
 }
 
 func TestBypassedAdmissionIsStillDeprovisioned(t *testing.T) {

@@ -46,9 +46,13 @@ func TestBindingResync(t *testing.T) {
 		wantWrite  bool
 	}{
 		{name: "in sync: nothing is written", wantInSync: metav1.ConditionTrue, wantReason: "Committed",
-			broker: func(b *brokertest.Broker) { b.PutBinding(brokertest.Binding{InstanceID: "ext-1", ID: "bind-1", Parameters: map[string]any{"role": "reader"}, Credentials: secret}) }},
+			broker: func(b *brokertest.Broker) {
+				b.PutBinding(brokertest.Binding{InstanceID: "ext-1", ID: "bind-1", Parameters: map[string]any{"role": "reader"}, Credentials: secret})
+			}},
 		{name: "parameters differ: reported, never corrected", wantInSync: metav1.ConditionFalse, wantReason: ReasonParametersDrift, wantWrite: true,
-			broker: func(b *brokertest.Broker) { b.PutBinding(brokertest.Binding{InstanceID: "ext-1", ID: "bind-1", Parameters: map[string]any{"role": "admin"}, Credentials: secret}) },
+			broker: func(b *brokertest.Broker) {
+				b.PutBinding(brokertest.Binding{InstanceID: "ext-1", ID: "bind-1", Parameters: map[string]any{"role": "admin"}, Credentials: secret})
+			},
 			wantMsg: []string{`role (broker: "admin", here: "reader")`, "delete servicebinding creds and create it again"}},
 		{name: "gone at the broker", wantInSync: metav1.ConditionFalse, wantReason: ReasonGoneAtBroker, wantWrite: true,
 			wantMsg: []string{`broker "acme" no longer holds binding "creds"`}},

@@ -26,7 +26,7 @@ func TestCompare(t *testing.T) {
 		{name: "plan changed behind lockstep's back", applied: State{PlanID: "small"}, held: State{PlanID: "large"},
 			wantPlan: "large", wantReason: ReasonPlanDrift, wantMsg: `plan is "large" at the broker, "small" here`},
 		{name: "a parameter changed", applied: State{PlanID: "small", Parameters: json.RawMessage(`{"storageGB":10,"region":"eu"}`)},
-			held: State{PlanID: "small", Parameters: json.RawMessage(`{"storageGB":30,"region":"eu"}`)},
+			held:       State{PlanID: "small", Parameters: json.RawMessage(`{"storageGB":30,"region":"eu"}`)},
 			wantFields: []string{"storageGB"}, wantReason: ReasonParametersDrift, wantMsg: "parameters differ: storageGB (broker: 30, here: 10)"},
 		{name: "a parameter added and one removed", applied: State{Parameters: json.RawMessage(`{"region":"eu"}`)},
 			held: State{Parameters: json.RawMessage(`{"tier":"gold"}`)}, wantFields: []string{"region", "tier"}, wantReason: ReasonParametersDrift,
