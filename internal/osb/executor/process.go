@@ -32,6 +32,10 @@ type Process struct {
 	WorkDir string
 	// Path is the PATH of actions; empty means DefaultPath.
 	Path string
+	// RunnerID, when set, is put in every action's environment as
+	// LOCKSTEP_RUNNER, so that a later broker process can find and end the
+	// processes a stopped one left behind (KillRunnerProcesses).
+	RunnerID string
 }
 
 // Run implements Executor.
@@ -60,7 +64,11 @@ func (p *Process) Run(ctx context.Context, inv Invocation) (Result, error) {
 	}
 	defer func() { _ = os.RemoveAll(runDir) }()
 
-	files, err := prepareRunFiles(runDir, inv.Input)
+	input := inv.Input
+	if inv.Action != bundle.Provision || inv.Retry {
+		input.State = inv.State
+	}
+	files, err := prepareRunFiles(runDir, input)
 	if err != nil {
 		return fail(err)
 	}
@@ -97,6 +105,7 @@ func (p *Process) Run(ctx context.Context, inv Invocation) (Result, error) {
 	switch {
 	case runErr != nil:
 		ae.Err = runErr
+		ae.Refused = ae.ExitCode == RefuseExitCode
 		if ae.Description == "" && !ae.Stopped() {
 			ae.Description = lastLine(files.stderrPath)
 		}
@@ -197,23 +206,27 @@ func (p *Process) environment(inv Invocation, bundleDir, runDir string, f *runFi
 	if path == "" {
 		path = DefaultPath
 	}
-	env := []string{
-		"PATH=" + path,
-		"HOME=" + runDir,
-		"TMPDIR=" + runDir,
-		"LOCKSTEP_ACTION=" + string(inv.Action),
-		"LOCKSTEP_OPERATION=" + inv.Input.Operation,
-		"LOCKSTEP_INSTANCE_ID=" + inv.Input.InstanceID,
-		"LOCKSTEP_BINDING_ID=" + inv.Input.BindingID,
-		"LOCKSTEP_SERVICE_ID=" + inv.Input.ServiceID,
-		"LOCKSTEP_PLAN_ID=" + inv.Input.PlanID,
-		"LOCKSTEP_BUNDLE_DIR=" + bundleDir,
-		"LOCKSTEP_INPUT_FILE=" + f.inputPath,
-		"LOCKSTEP_OUTPUT_FILE=" + f.outputPath,
-		"LOCKSTEP_STATE_FILE=" + f.statePath,
+	env := &envBuilder{}
+	env.add("PATH", path)
+	env.add("HOME", runDir)
+	env.add("TMPDIR", runDir)
+	env.add("LOCKSTEP_ACTION", string(inv.Action))
+	env.add("LOCKSTEP_OPERATION", inv.Input.Operation)
+	env.add("LOCKSTEP_INSTANCE_ID", inv.Input.InstanceID)
+	env.add("LOCKSTEP_BINDING_ID", inv.Input.BindingID)
+	env.add("LOCKSTEP_SERVICE_ID", inv.Input.ServiceID)
+	env.add("LOCKSTEP_PLAN_ID", inv.Input.PlanID)
+	env.add("LOCKSTEP_BUNDLE_DIR", bundleDir)
+	env.add("LOCKSTEP_INPUT_FILE", f.inputPath)
+	env.add("LOCKSTEP_OUTPUT_FILE", f.outputPath)
+	env.add("LOCKSTEP_STATE_FILE", f.statePath)
+	if p.RunnerID != "" {
+		env.add(RunnerEnv, p.RunnerID)
 	}
-	env = append(env, parameterEnv(inv.Input.Parameters)...)
-	if inv.Action != bundle.Provision {
+	for _, kv := range parameterEnv(inv.Input.Parameters) {
+		env.add(kv[0], kv[1])
+	}
+	if inv.Action != bundle.Provision || inv.Retry {
 		keys := make([]string, 0, len(inv.State))
 		for k := range inv.State {
 			keys = append(keys, k)
@@ -221,15 +234,16 @@ func (p *Process) environment(inv Invocation, bundleDir, runDir string, f *runFi
 		sort.Strings(keys)
 		for _, k := range keys {
 			if validName.MatchString(k) {
-				env = append(env, "state_"+k+"="+inv.State[k])
+				env.add("state_"+k, inv.State[k])
 			}
 		}
 	}
-	return env
+	return env.vars
 }
 
-// parameterEnv exports top-level scalar parameters as param_<key>.
-func parameterEnv(params json.RawMessage) []string {
+// parameterEnv returns the top-level scalar parameters as param_<key>
+// pairs (objects, arrays and null are only in the input document).
+func parameterEnv(params json.RawMessage) [][2]string {
 	var m map[string]json.RawMessage
 	if len(params) == 0 || json.Unmarshal(params, &m) != nil {
 		return nil
@@ -239,7 +253,7 @@ func parameterEnv(params json.RawMessage) []string {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	var env []string
+	var out [][2]string
 	for _, k := range keys {
 		if !validName.MatchString(k) {
 			continue
@@ -251,16 +265,15 @@ func parameterEnv(params json.RawMessage) []string {
 		switch raw[0] {
 		case '"':
 			var s string
-			if json.Unmarshal(raw, &s) == nil && !strings.ContainsRune(s, 0) {
-				env = append(env, "param_"+k+"="+s)
+			if json.Unmarshal(raw, &s) == nil {
+				out = append(out, [2]string{"param_" + k, s})
 			}
 		case '{', '[', 'n':
-			// objects, arrays and null are only in the input document
 		default:
-			env = append(env, "param_"+k+"="+string(raw))
+			out = append(out, [2]string{"param_" + k, string(raw)})
 		}
 	}
-	return env
+	return out
 }
 
 func readOutput(path string) (Output, error) {
