@@ -9,10 +9,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockstep-dev/lockstep/internal/osb/executor"
 	"github.com/lockstep-dev/lockstep/internal/osb/jobs"
 	"github.com/lockstep-dev/lockstep/internal/osb/lifecycle"
 	"github.com/lockstep-dev/lockstep/internal/osb/server"
 	"github.com/lockstep-dev/lockstep/internal/osb/specs"
+	"github.com/lockstep-dev/lockstep/internal/osb/store"
 )
 
 // Broker is the embedded OSB broker. It is an http.Handler.
@@ -50,7 +52,7 @@ func New(cfg Config) (*Broker, error) {
 	})
 	b.runner = jobs.New(jobs.Options{
 		Store: cfg.Store, Catalog: b.catalog, Executor: cfg.Executor, Bootstrapped: b.reconciler.Bootstrapped,
-		RunnerID: cfg.RunnerID, Timeout: cfg.JobTimeout, RunnerTimeout: cfg.RunnerTimeout,
+		RunnerID: cfg.RunnerID, Timeout: cfg.JobTimeout, RunnerTimeout: cfg.RunnerTimeout, Reap: executor.KillRunnerProcesses,
 		ShutdownGrace: cfg.ShutdownGrace, MaxConcurrent: cfg.MaxConcurrentJobs, Now: cfg.Now, Logger: cfg.Logger,
 	})
 	// Shared-store peers must see this runner before it claims any job.
@@ -111,6 +113,9 @@ func (b *Broker) Start(ctx context.Context) error {
 		if _, err := b.Recover(ctx); err != nil {
 			b.cfg.Logger.Error("recover jobs of stopped runners", "error", err)
 		}
+		if err := b.pruneGone(ctx); err != nil {
+			b.cfg.Logger.Error("prune the records of deleted instances and bindings", "error", err)
+		}
 	})
 	b.loop(loopCtx, b.cfg.HeartbeatInterval, false, func(ctx context.Context) {
 		if err := b.runner.Heartbeat(ctx); err != nil {
@@ -169,6 +174,21 @@ func (b *Broker) Sync(ctx context.Context) specs.Report {
 		b.cfg.Logger.Error("start deferred jobs after a sync", "error", err)
 	}
 	return rep
+}
+
+// GoneRetention is how long the broker remembers a deleted instance or
+// binding, answering 410 Gone (not 404) to its last_operation: long enough
+// for a platform to poll the end of an asynchronous deprovision or unbind.
+const GoneRetention = 24 * time.Hour
+
+// pruneGone forgets the instances and bindings deleted more than
+// GoneRetention ago.
+func (b *Broker) pruneGone(ctx context.Context) error {
+	before := b.cfg.Now().Add(-GoneRetention)
+	return b.cfg.Store.Update(ctx, func(tx store.Tx) error {
+		_, err := store.PruneGone(tx, before)
+		return err
+	})
 }
 
 // Sweep deletes marked specs that no instance uses and returns their ids.
