@@ -236,7 +236,7 @@ func TestKilledDuringAnAsyncJob(t *testing.T) {
 		return code == http.StatusOK && len(services) == 1
 	}, 30*time.Second, 10*time.Millisecond)
 
-	code, body := call(t, "PUT", first.url+"/v2/service_instances/i1?accepts_incomplete=true", `{"service_id":"svc-slow","plan_id":"plan-slow"}`)
+	code, body := call(t, "PUT", first.url+"/v2/service_instances/i1?accepts_incomplete=true", `{"service_id":"svc-slow","plan_id":"plan-slow","organization_guid":"org","space_guid":"space"}`)
 	require.Equal(t, http.StatusAccepted, code, "%v", body)
 	op, _ := body["operation"].(string)
 	var pid int

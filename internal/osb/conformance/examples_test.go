@@ -49,7 +49,7 @@ func examplesHarness(t *testing.T, opts ...harnessOption) *harness {
 }
 
 func svc(serviceID, planID string, params map[string]any) map[string]any {
-	return map[string]any{"service_id": serviceID, "plan_id": planID, "parameters": params}
+	return map[string]any{"service_id": serviceID, "plan_id": planID, "parameters": params, "organization_guid": "org", "space_guid": "space"}
 }
 
 func TestExampleQuick(t *testing.T) {

@@ -105,6 +105,9 @@ func (s *Service) answer(ctx context.Context, job *store.Job, c Common, success 
 		}
 		return Result{Status: Accepted, Operation: job.Token}, nil
 	}
+	if o.Job.Refused {
+		return Result{}, s.refused(ctx, &o.Job)
+	}
 	if !o.Succeeded() {
 		return Result{}, errorf(Internal, CodeActionFailed, "%s", o.Job.Description)
 	}
@@ -116,17 +119,6 @@ func (s *Service) answer(ctx context.Context, job *store.Job, c Common, success 
 		}
 	}
 	return res, nil
-}
-
-// checkID refuses an empty or absurdly long identifier.
-func checkID(field, id string) error {
-	switch {
-	case id == "":
-		return badRequest("%s is required", field)
-	case len(id) > 1024:
-		return badRequest("%s is longer than 1024 characters", field)
-	}
-	return nil
 }
 
 // view reads in one snapshot.
