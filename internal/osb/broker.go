@@ -24,6 +24,7 @@ type Broker struct {
 	reconciler *specs.Reconciler
 	runner     *jobs.Runner
 	service    *lifecycle.Service
+	metrics    *metrics
 	handler    http.Handler
 
 	mu      sync.Mutex
@@ -40,7 +41,7 @@ func New(cfg Config) (*Broker, error) {
 	if err := cfg.applyDefaults(); err != nil {
 		return nil, err
 	}
-	b := &Broker{cfg: cfg, catalog: specs.NewCatalog()}
+	b := &Broker{cfg: cfg, catalog: specs.NewCatalog(), metrics: newMetrics()}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := b.catalog.Reload(ctx, cfg.Store); err != nil {
@@ -65,6 +66,7 @@ func New(cfg Config) (*Broker, error) {
 	})
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", b.healthz)
+	mux.Handle("GET /metrics", b.metrics.handler())
 	mux.Handle("/", server.New(server.Options{
 		Service: b.service, Username: cfg.Username, Password: cfg.Password,
 		RetryAfter: cfg.RetryAfter, Logger: cfg.Logger,
@@ -73,7 +75,9 @@ func New(cfg Config) (*Broker, error) {
 	return b, nil
 }
 
-// ServeHTTP serves the OSB API under /v2 and a health answer at /healthz.
+// ServeHTTP serves the OSB API under /v2, a health answer at /healthz
+// (with the sync status of every registry) and Prometheus metrics at
+// /metrics; the last two need no authentication.
 func (b *Broker) ServeHTTP(w http.ResponseWriter, r *http.Request) { b.handler.ServeHTTP(w, r) }
 
 func (b *Broker) healthz(w http.ResponseWriter, _ *http.Request) {
@@ -82,6 +86,7 @@ func (b *Broker) healthz(w http.ResponseWriter, _ *http.Request) {
 		"bootstrapped": b.reconciler.Bootstrapped(),
 		"runner":       b.runner.ID(),
 		"jobs_running": b.runner.Running(),
+		"registries":   b.reconciler.Status(),
 	})
 }
 
@@ -170,6 +175,7 @@ func (b *Broker) loop(ctx context.Context, period time.Duration, now bool, fn fu
 // fails) the provisions deferred while bootstrapping.
 func (b *Broker) Sync(ctx context.Context) specs.Report {
 	rep := b.reconciler.Sync(ctx)
+	b.metrics.observe(b.reconciler.Status())
 	if _, _, err := b.runner.Kick(ctx); err != nil {
 		b.cfg.Logger.Error("start deferred jobs after a sync", "error", err)
 	}

@@ -11,6 +11,9 @@ type SpecRecord struct {
 	Name      string `json:"name"`
 	// Registry is the name of the registry the spec came from.
 	Registry string `json:"registry"`
+	// Source is where in that registry (directory name, image tag): a
+	// bundle there that cannot be read keeps this spec as it is.
+	Source string `json:"source,omitempty"`
 	// Digest identifies the bundle content (manifest and files).
 	Digest string `json:"digest"`
 	// Bundle is the serialized bundle (manifest and action files), kept so
