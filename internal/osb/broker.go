@@ -118,8 +118,8 @@ func (b *Broker) Start(ctx context.Context) error {
 		if _, err := b.Recover(ctx); err != nil {
 			b.cfg.Logger.Error("recover jobs of stopped runners", "error", err)
 		}
-		if err := b.pruneGone(ctx); err != nil {
-			b.cfg.Logger.Error("prune the records of deleted instances and bindings", "error", err)
+		if _, err := b.PruneGone(ctx); err != nil {
+			b.cfg.Logger.Error("prune gone records", "error", err)
 		}
 	})
 	b.loop(loopCtx, b.cfg.HeartbeatInterval, false, func(ctx context.Context) {
@@ -187,14 +187,21 @@ func (b *Broker) Sync(ctx context.Context) specs.Report {
 // for a platform to poll the end of an asynchronous deprovision or unbind.
 const GoneRetention = 24 * time.Hour
 
-// pruneGone forgets the instances and bindings deleted more than
-// GoneRetention ago.
-func (b *Broker) pruneGone(ctx context.Context) error {
+// PruneGone forgets the instances and bindings deleted more than
+// GoneRetention ago (the sweep loop calls it every SweepPeriod) and
+// returns how many it forgot.
+func (b *Broker) PruneGone(ctx context.Context) (int, error) {
 	before := b.cfg.Now().Add(-GoneRetention)
-	return b.cfg.Store.Update(ctx, func(tx store.Tx) error {
-		_, err := store.PruneGone(tx, before)
+	n := 0
+	err := b.cfg.Store.Update(ctx, func(tx store.Tx) error {
+		var err error
+		n, err = store.PruneGone(tx, before)
 		return err
 	})
+	if err != nil {
+		return 0, fmt.Errorf("prune the records of deleted instances and bindings: %w", err)
+	}
+	return n, nil
 }
 
 // Sweep deletes marked specs that no instance uses and returns their ids.

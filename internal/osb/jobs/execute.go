@@ -160,6 +160,8 @@ func describe(job *store.Job, res executor.Result, runErr error, timeout time.Du
 		return store.JobFailed, fmt.Sprintf("%s timed out after %s and was stopped (its processes were killed)", m, timeout), runErr.Error()
 	case errors.As(runErr, &ae) && ae.Description != "":
 		return store.JobFailed, fmt.Sprintf("%s failed: %s", m, ae.Description), runErr.Error()
+	case errors.As(runErr, &ae) && ae.Err != nil:
+		return store.JobFailed, fmt.Sprintf("%s failed: %v", m, ae.Err), runErr.Error()
 	default:
 		return store.JobFailed, fmt.Sprintf("%s failed: %v", m, runErr), runErr.Error()
 	}
