@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -199,81 +198,6 @@ func prepareRunFiles(dir string, in Input) (*runFiles, error) {
 		return nil, err
 	}
 	return f, nil
-}
-
-func (p *Process) environment(inv Invocation, bundleDir, runDir string, f *runFiles) []string {
-	path := p.Path
-	if path == "" {
-		path = DefaultPath
-	}
-	env := &envBuilder{}
-	env.add("PATH", path)
-	env.add("HOME", runDir)
-	env.add("TMPDIR", runDir)
-	env.add("LOCKSTEP_ACTION", string(inv.Action))
-	env.add("LOCKSTEP_OPERATION", inv.Input.Operation)
-	env.add("LOCKSTEP_INSTANCE_ID", inv.Input.InstanceID)
-	env.add("LOCKSTEP_BINDING_ID", inv.Input.BindingID)
-	env.add("LOCKSTEP_SERVICE_ID", inv.Input.ServiceID)
-	env.add("LOCKSTEP_PLAN_ID", inv.Input.PlanID)
-	env.add("LOCKSTEP_BUNDLE_DIR", bundleDir)
-	env.add("LOCKSTEP_INPUT_FILE", f.inputPath)
-	env.add("LOCKSTEP_OUTPUT_FILE", f.outputPath)
-	env.add("LOCKSTEP_STATE_FILE", f.statePath)
-	if p.RunnerID != "" {
-		env.add(RunnerEnv, p.RunnerID)
-	}
-	for _, kv := range parameterEnv(inv.Input.Parameters) {
-		env.add(kv[0], kv[1])
-	}
-	if inv.Action != bundle.Provision || inv.Retry {
-		keys := make([]string, 0, len(inv.State))
-		for k := range inv.State {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			if validName.MatchString(k) {
-				env.add("state_"+k, inv.State[k])
-			}
-		}
-	}
-	return env.vars
-}
-
-// parameterEnv returns the top-level scalar parameters as param_<key>
-// pairs (objects, arrays and null are only in the input document).
-func parameterEnv(params json.RawMessage) [][2]string {
-	var m map[string]json.RawMessage
-	if len(params) == 0 || json.Unmarshal(params, &m) != nil {
-		return nil
-	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var out [][2]string
-	for _, k := range keys {
-		if !validName.MatchString(k) {
-			continue
-		}
-		raw := bytes.TrimSpace(m[k])
-		if len(raw) == 0 {
-			continue
-		}
-		switch raw[0] {
-		case '"':
-			var s string
-			if json.Unmarshal(raw, &s) == nil {
-				out = append(out, [2]string{"param_" + k, s})
-			}
-		case '{', '[', 'n':
-		default:
-			out = append(out, [2]string{"param_" + k, string(raw)})
-		}
-	}
-	return out
 }
 
 func readOutput(path string) (Output, error) {
