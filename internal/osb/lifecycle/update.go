@@ -133,25 +133,3 @@ func (s *Service) Update(ctx context.Context, req UpdateRequest) (Result, error)
 	s.logAccepted(job, req.Common)
 	return s.answer(ctx, job, req.Common, OK)
 }
-
-// beforeSpec answers a request about an instance whose spec the broker
-// does not know. An instance that an operation holds (a provision deferred
-// while the broker bootstraps, say) is answered 422 ConcurrencyError, a
-// failed one that an update or bind cannot use 422; only otherwise is the
-// missing spec the answer (500).
-func (s *Service) beforeSpec(ctx context.Context, inst *store.Instance, m store.Method, specErr error) error {
-	if inst.Lock != "" {
-		var err error
-		if viewErr := s.view(ctx, func(tx store.Tx) error {
-			err = busy(tx, inst)
-			return nil
-		}); viewErr != nil {
-			return viewErr
-		}
-		return err
-	}
-	if inst.State == store.InstanceFailed && (m == store.Update || m == store.Bind) {
-		return errorf(Unprocessable, "", "instance %s failed to provision: it can only be deprovisioned (or provisioned again with the same request)", inst.ID)
-	}
-	return specErr
-}
