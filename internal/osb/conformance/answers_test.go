@@ -253,7 +253,9 @@ func TestSpecificationAnswers(t *testing.T) {
 				requireStatus(t, http.StatusAccepted, h.do("PUT", instPath("i-linger")+"?accepts_incomplete=true", shell(map[string]any{"linger": pidFile})))
 				child := waitPid(t, pidFile)
 				require.True(t, alive(child), "the action's child runs")
+				start := time.Now()
 				require.NoError(t, h.broker.Close())
+				require.Less(t, time.Since(start), 10*time.Second, "shutdown waited for the action (sleep 60) instead of ending it")
 				require.Eventually(t, func() bool { return !alive(child) }, 10*time.Second, 10*time.Millisecond,
 					"the action's child (pid %d) outlived the broker", child)
 			},
