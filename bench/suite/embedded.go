@@ -82,7 +82,7 @@ func (e *embeddedBroker) put(ctx context.Context, path, body string) error {
 
 func (e *embeddedBroker) provision(ctx context.Context, id string) error {
 	return e.put(ctx, "/v2/service_instances/"+id,
-		fmt.Sprintf(`{"service_id":%q,"plan_id":%q,"parameters":{"n":1}}`, noopServiceID, noopPlanID))
+		fmt.Sprintf(`{"service_id":%q,"plan_id":%q,"organization_guid":"bench-org","space_guid":"bench-space","parameters":{"n":1}}`, noopServiceID, noopPlanID))
 }
 
 func (e *embeddedBroker) bind(ctx context.Context, instance, id string) error {

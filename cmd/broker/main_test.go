@@ -122,8 +122,8 @@ const slowManifest = `{"name":"slow","id":"svc-slow","description":"slow","async
   "plans":[{"id":"plan-slow","name":"default","description":"default"}]}`
 
 // brokerEnv sets up a registry with a slow bundle whose provision records
-// its pid, then sleeps (as the same process, so that the kill of the broker
-// reaches it).
+// its pid, starts a child that sleeps, records the child's pid (in
+// pidFile + ".child") and waits for it.
 func brokerEnv(t *testing.T) (env map[string]string, pidFile string) {
 	t.Helper()
 	dir := t.TempDir()
@@ -132,7 +132,7 @@ func brokerEnv(t *testing.T) (env map[string]string, pidFile string) {
 	require.NoError(t, os.MkdirAll(filepath.Join(bundleDir, "actions"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(bundleDir, "bundle.json"), []byte(slowManifest), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(bundleDir, "actions", "provision"),
-		[]byte("#!/bin/sh\necho $$ > "+pidFile+"\nexec sleep 60\n"), 0o755))
+		[]byte("#!/bin/sh\nsleep 60 &\necho $! > "+pidFile+".child\necho $$ > "+pidFile+"\nwait\n"), 0o755))
 	return map[string]string{
 		"LOCKSTEP_BROKER_LISTEN":             "127.0.0.1:0",
 		"LOCKSTEP_BROKER_USERNAME":           "u",
@@ -225,8 +225,9 @@ func gone(pid int) bool {
 
 // TestKilledDuringAnAsyncJob kills the broker process (SIGKILL) while an
 // action runs, restarts it on the same store, and checks that the job is
-// reported as failed, not "in progress" forever, and that the action did
-// not outlive the broker.
+// reported as failed, not "in progress" forever, that the action did not
+// outlive the broker (the kernel kills it), and that what the action
+// started is ended by the restarted broker.
 func TestKilledDuringAnAsyncJob(t *testing.T) {
 	env, pidFile := brokerEnv(t)
 	first := startProcess(t, env)
@@ -236,7 +237,7 @@ func TestKilledDuringAnAsyncJob(t *testing.T) {
 		return code == http.StatusOK && len(services) == 1
 	}, 30*time.Second, 10*time.Millisecond)
 
-	code, body := call(t, "PUT", first.url+"/v2/service_instances/i1?accepts_incomplete=true", `{"service_id":"svc-slow","plan_id":"plan-slow"}`)
+	code, body := call(t, "PUT", first.url+"/v2/service_instances/i1?accepts_incomplete=true", `{"service_id":"svc-slow","plan_id":"plan-slow","organization_guid":"org","space_guid":"space"}`)
 	require.Equal(t, http.StatusAccepted, code, "%v", body)
 	op, _ := body["operation"].(string)
 	var pid int
@@ -252,11 +253,19 @@ func TestKilledDuringAnAsyncJob(t *testing.T) {
 	require.Equal(t, http.StatusOK, code)
 	require.Equal(t, "in progress", body["state"])
 
+	raw, err := os.ReadFile(pidFile + ".child")
+	require.NoError(t, err)
+	child, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = syscall.Kill(child, syscall.SIGKILL) })
+
 	first.kill(t)
 	require.Eventually(t, func() bool { return gone(pid) }, 20*time.Second, 10*time.Millisecond,
 		"the action (pid %d) outlived the killed broker", pid)
 
 	second := startProcess(t, env)
+	require.Eventually(t, func() bool { return gone(child) }, 20*time.Second, 10*time.Millisecond,
+		"the action's child (pid %d) outlived the restart of the broker", child)
 	code, body = call(t, "GET", second.url+"/v2/service_instances/i1/last_operation?operation="+op, "")
 	require.Equal(t, http.StatusOK, code, "%v", body)
 	assert.Equal(t, "failed", body["state"])

@@ -55,7 +55,7 @@ func benchBroker(b *testing.B) (*httptest.Server, func(method, path, body string
 // over HTTP with a no-op bundle on the bbolt store.
 func BenchmarkProvisionNoop(b *testing.B) {
 	_, do := benchBroker(b)
-	body := `{"service_id":"svc-noop","plan_id":"plan-noop","parameters":{"n":1}}`
+	body := `{"service_id":"svc-noop","plan_id":"plan-noop","organization_guid":"org","space_guid":"space","parameters":{"n":1}}`
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		if code := do("PUT", fmt.Sprintf("/v2/service_instances/bench-%d", i), body); code != http.StatusCreated {
@@ -69,7 +69,7 @@ func BenchmarkProvisionNoop(b *testing.B) {
 // with a no-op bundle on the bbolt store.
 func BenchmarkBindNoop(b *testing.B) {
 	_, do := benchBroker(b)
-	if code := do("PUT", "/v2/service_instances/bench", `{"service_id":"svc-noop","plan_id":"plan-noop"}`); code != http.StatusCreated {
+	if code := do("PUT", "/v2/service_instances/bench", `{"service_id":"svc-noop","plan_id":"plan-noop","organization_guid":"org","space_guid":"space"}`); code != http.StatusCreated {
 		b.Fatalf("provision answered %d", code)
 	}
 	body := `{"service_id":"svc-noop","plan_id":"plan-noop","parameters":{"n":1}}`

@@ -9,10 +9,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockstep-dev/lockstep/internal/osb/executor"
 	"github.com/lockstep-dev/lockstep/internal/osb/jobs"
 	"github.com/lockstep-dev/lockstep/internal/osb/lifecycle"
 	"github.com/lockstep-dev/lockstep/internal/osb/server"
 	"github.com/lockstep-dev/lockstep/internal/osb/specs"
+	"github.com/lockstep-dev/lockstep/internal/osb/store"
 )
 
 // Broker is the embedded OSB broker. It is an http.Handler.
@@ -22,6 +24,7 @@ type Broker struct {
 	reconciler *specs.Reconciler
 	runner     *jobs.Runner
 	service    *lifecycle.Service
+	metrics    *metrics
 	handler    http.Handler
 
 	mu      sync.Mutex
@@ -38,7 +41,7 @@ func New(cfg Config) (*Broker, error) {
 	if err := cfg.applyDefaults(); err != nil {
 		return nil, err
 	}
-	b := &Broker{cfg: cfg, catalog: specs.NewCatalog()}
+	b := &Broker{cfg: cfg, catalog: specs.NewCatalog(), metrics: newMetrics()}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := b.catalog.Reload(ctx, cfg.Store); err != nil {
@@ -50,7 +53,7 @@ func New(cfg Config) (*Broker, error) {
 	})
 	b.runner = jobs.New(jobs.Options{
 		Store: cfg.Store, Catalog: b.catalog, Executor: cfg.Executor, Bootstrapped: b.reconciler.Bootstrapped,
-		RunnerID: cfg.RunnerID, Timeout: cfg.JobTimeout, RunnerTimeout: cfg.RunnerTimeout,
+		RunnerID: cfg.RunnerID, Timeout: cfg.JobTimeout, RunnerTimeout: cfg.RunnerTimeout, Reap: executor.KillRunnerProcesses,
 		ShutdownGrace: cfg.ShutdownGrace, MaxConcurrent: cfg.MaxConcurrentJobs, Now: cfg.Now, Logger: cfg.Logger,
 	})
 	// Shared-store peers must see this runner before it claims any job.
@@ -63,6 +66,7 @@ func New(cfg Config) (*Broker, error) {
 	})
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", b.healthz)
+	mux.Handle("GET /metrics", b.metrics.handler())
 	mux.Handle("/", server.New(server.Options{
 		Service: b.service, Username: cfg.Username, Password: cfg.Password,
 		RetryAfter: cfg.RetryAfter, Logger: cfg.Logger,
@@ -71,7 +75,9 @@ func New(cfg Config) (*Broker, error) {
 	return b, nil
 }
 
-// ServeHTTP serves the OSB API under /v2 and a health answer at /healthz.
+// ServeHTTP serves the OSB API under /v2, a health answer at /healthz
+// (with the sync status of every registry) and Prometheus metrics at
+// /metrics; the last two need no authentication.
 func (b *Broker) ServeHTTP(w http.ResponseWriter, r *http.Request) { b.handler.ServeHTTP(w, r) }
 
 func (b *Broker) healthz(w http.ResponseWriter, _ *http.Request) {
@@ -80,6 +86,7 @@ func (b *Broker) healthz(w http.ResponseWriter, _ *http.Request) {
 		"bootstrapped": b.reconciler.Bootstrapped(),
 		"runner":       b.runner.ID(),
 		"jobs_running": b.runner.Running(),
+		"registries":   b.reconciler.Status(),
 	})
 }
 
@@ -110,6 +117,9 @@ func (b *Broker) Start(ctx context.Context) error {
 		}
 		if _, err := b.Recover(ctx); err != nil {
 			b.cfg.Logger.Error("recover jobs of stopped runners", "error", err)
+		}
+		if _, err := b.PruneGone(ctx); err != nil {
+			b.cfg.Logger.Error("prune gone records", "error", err)
 		}
 	})
 	b.loop(loopCtx, b.cfg.HeartbeatInterval, false, func(ctx context.Context) {
@@ -165,10 +175,33 @@ func (b *Broker) loop(ctx context.Context, period time.Duration, now bool, fn fu
 // fails) the provisions deferred while bootstrapping.
 func (b *Broker) Sync(ctx context.Context) specs.Report {
 	rep := b.reconciler.Sync(ctx)
+	b.metrics.observe(b.reconciler.Status())
 	if _, _, err := b.runner.Kick(ctx); err != nil {
 		b.cfg.Logger.Error("start deferred jobs after a sync", "error", err)
 	}
 	return rep
+}
+
+// GoneRetention is how long the broker remembers a deleted instance or
+// binding, answering 410 Gone (not 404) to its last_operation: long enough
+// for a platform to poll the end of an asynchronous deprovision or unbind.
+const GoneRetention = 24 * time.Hour
+
+// PruneGone forgets the instances and bindings deleted more than
+// GoneRetention ago (the sweep loop calls it every SweepPeriod) and
+// returns how many it forgot.
+func (b *Broker) PruneGone(ctx context.Context) (int, error) {
+	before := b.cfg.Now().Add(-GoneRetention)
+	n := 0
+	err := b.cfg.Store.Update(ctx, func(tx store.Tx) error {
+		var err error
+		n, err = store.PruneGone(tx, before)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("prune the records of deleted instances and bindings: %w", err)
+	}
+	return n, nil
 }
 
 // Sweep deletes marked specs that no instance uses and returns their ids.

@@ -102,7 +102,7 @@ func TestBootstrapTimeoutFailsDeferredProvisions(t *testing.T) {
 	srv := httptest.NewServer(b)
 	defer srv.Close()
 	req, err := http.NewRequest("PUT", srv.URL+"/v2/service_instances/i?accepts_incomplete=true",
-		jsonBody(`{"service_id":"svc-noop","plan_id":"plan-noop"}`))
+		jsonBody(`{"service_id":"svc-noop","plan_id":"plan-noop","organization_guid":"org","space_guid":"space"}`))
 	require.NoError(t, err)
 	req.Header.Set("X-Broker-API-Version", "2.17")
 	resp, err := srv.Client().Do(req)

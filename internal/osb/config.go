@@ -119,7 +119,7 @@ func (c *Config) applyDefaults() error {
 		c.Now = time.Now
 	}
 	if c.Executor == nil {
-		c.Executor = executor.Mux{Process: &executor.Process{WorkDir: c.WorkDir}}
+		c.Executor = executor.Mux{Process: &executor.Process{WorkDir: c.WorkDir, RunnerID: c.RunnerID}}
 	}
 	names := map[string]bool{}
 	for _, r := range c.Registries {

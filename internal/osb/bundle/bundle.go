@@ -32,6 +32,9 @@ type Bundle struct {
 	Actions map[Action]string `json:"actions"`
 	// Digest identifies manifest and files.
 	Digest string `json:"digest"`
+	// Source is where its registry found it (directory name, image tag);
+	// it is not part of the digest.
+	Source string `json:"source,omitempty"`
 }
 
 // LoadDir reads a bundle directory: its bundle.json and every regular file

@@ -234,7 +234,7 @@ func TestSpecQueries(t *testing.T) {
 	}{
 		{"plan-small", true, false, true},
 		{"plan-big", false, true, true},
-		{"nope", false, false, false},
+		{"nope", true, false, false}, // a plan the bundle lost: the service decides
 	}
 	for _, tt := range tests {
 		t.Run(tt.plan, func(t *testing.T) {

@@ -65,13 +65,11 @@ func (s *Spec) PlanIDs() []string {
 	return ids
 }
 
-// Bindable reports whether instances of the plan can be bound.
+// Bindable reports whether instances of the plan can be bound; for a plan
+// the bundle no longer has (its instances live on), the service decides.
 func (s *Spec) Bindable(planID string) bool {
 	p, ok := s.Plan(planID)
-	if !ok {
-		return false
-	}
-	if p.Bindable != nil {
+	if ok && p.Bindable != nil {
 		return *p.Bindable
 	}
 	return s.Manifest.Bindable

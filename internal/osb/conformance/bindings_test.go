@@ -12,7 +12,7 @@ import (
 func TestBindSynchronous(t *testing.T) {
 	h := newHarness(t)
 	h.provision("i-b", map[string]any{"size": 1})
-	requireStatus(t, http.StatusCreated, h.do("PUT", instPath("i-nobind"), map[string]any{"service_id": "svc-quick", "plan_id": "plan-nobind"}))
+	requireStatus(t, http.StatusCreated, h.do("PUT", instPath("i-nobind"), map[string]any{"service_id": "svc-quick", "plan_id": "plan-nobind", "organization_guid": "org", "space_guid": "space"}))
 	body := quickBind(map[string]any{"role": "ro"})
 	wantCreds := map[string]any{"username": "b1", "password": "pw-b1"}
 
@@ -65,7 +65,7 @@ func TestBindSynchronous(t *testing.T) {
 	lo = h.do("GET", bindPath("i-b", "b1")+"/last_operation?operation=bind-nope", nil)
 	requireStatus(t, http.StatusBadRequest, lo)
 	assert.Contains(t, lo.str("description"), "not an operation of binding b1")
-	requireStatus(t, http.StatusGone, h.do("GET", bindPath("i-b", "b-none")+"/last_operation", nil))
+	requireStatus(t, http.StatusNotFound, h.do("GET", bindPath("i-b", "b-none")+"/last_operation", nil))
 
 	unbind := []struct {
 		name string

@@ -34,7 +34,7 @@ func TestBindJobState(t *testing.T) {
 		wantCode string
 	}{
 		{"repeat in progress answers 202 with the same operation", "PUT", path, body, http.StatusAccepted, ""},
-		{"repeat in progress without accepts_incomplete", "PUT", bindPath("i-bj", "b1"), body, http.StatusUnprocessableEntity, "AsyncRequired"},
+		{"repeat in progress without accepts_incomplete", "PUT", bindPath("i-bj", "b1"), body, http.StatusUnprocessableEntity, "ConcurrencyError"},
 		{"repeat with other parameters conflicts", "PUT", path, quickBind(map[string]any{"role": "rw"}), http.StatusConflict, ""},
 		{"GET while the bind is in progress is 404", "GET", bindPath("i-bj", "b1"), nil, http.StatusNotFound, ""},
 		{"unbind while the bind is in progress", "DELETE", bindPath("i-bj", "b1") + "?accepts_incomplete=true&" + quickQuery, nil, http.StatusUnprocessableEntity, "ConcurrencyError"},

@@ -76,7 +76,7 @@ func (h *harness) state(instanceID string) map[string]string {
 func TestBundleState(t *testing.T) {
 	h, seen := newStatefulHarness(t)
 	const secret = "tok-i-st-s3cr3t"
-	svc := map[string]any{"service_id": "svc-stateful", "plan_id": "plan-s"}
+	svc := map[string]any{"service_id": "svc-stateful", "plan_id": "plan-s", "organization_guid": "org", "space_guid": "space"}
 	const q = "?service_id=svc-stateful&plan_id=plan-s"
 	var answers []reply
 	keep := func(r reply) reply { answers = append(answers, r); return r }
@@ -125,7 +125,7 @@ func TestBundleState(t *testing.T) {
 
 func TestBundleStateSurvivesAFailedDeprovision(t *testing.T) {
 	h, seen := newStatefulHarness(t)
-	svc := map[string]any{"service_id": "svc-stateful", "plan_id": "plan-s"}
+	svc := map[string]any{"service_id": "svc-stateful", "plan_id": "plan-s", "organization_guid": "org", "space_guid": "space"}
 	requireStatus(t, http.StatusCreated, h.do("PUT", instPath("i-keep"), svc))
 	// Make the deprovision fail once, after it saved more state.
 	actions := statefulActions(seen)

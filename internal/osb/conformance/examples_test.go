@@ -49,7 +49,7 @@ func examplesHarness(t *testing.T, opts ...harnessOption) *harness {
 }
 
 func svc(serviceID, planID string, params map[string]any) map[string]any {
-	return map[string]any{"service_id": serviceID, "plan_id": planID, "parameters": params}
+	return map[string]any{"service_id": serviceID, "plan_id": planID, "parameters": params, "organization_guid": "org", "space_guid": "space"}
 }
 
 func TestExampleQuick(t *testing.T) {
@@ -127,15 +127,21 @@ func TestExampleFailing(t *testing.T) {
 		want     int
 		wantDesc string
 	}{
-		{"provision refused", "PUT", instPath("f0"), svc(failingID, failingPlan, map[string]any{"fail": "provision"}), http.StatusInternalServerError, "provision failed: provision refused: the parameter fail=provision"},
+		{"provision failed", "PUT", instPath("f0"), svc(failingID, failingPlan, map[string]any{"fail": "provision"}), http.StatusInternalServerError, "provision failed: the parameter fail=provision asks this action to fail"},
+		{"provision refused", "PUT", instPath("f00"), svc(failingID, failingPlan, map[string]any{"refuse": "provision"}), http.StatusBadRequest, "provision refused: the parameter refuse=provision asks this action to refuse"},
+		{"a refused provision left no instance", "GET", instPath("f00") + "/last_operation", nil, http.StatusNotFound, ""},
 		{"provision", "PUT", instPath("f1"), svc(failingID, failingPlan, map[string]any{"fail": "none", "flavor": "red"}), http.StatusCreated, ""},
-		{"the update lock: an update asking to fail is refused", "PATCH", instPath("f1"), map[string]any{"service_id": failingID, "parameters": map[string]any{"fail": "update"}}, http.StatusInternalServerError, "update failed: update refused"},
+		{"the update lock: an update asking to fail is refused", "PATCH", instPath("f1"), map[string]any{"service_id": failingID, "parameters": map[string]any{"fail": "update"}}, http.StatusInternalServerError, "update failed: the parameter fail=update"},
 		{"the refused update changed nothing", "GET", instPath("f1"), nil, http.StatusOK, ""},
-		{"bind refused", "PUT", bindPath("f1", "b1"), svc(failingID, failingPlan, map[string]any{"fail": "bind"}), http.StatusInternalServerError, "bind failed: bind refused"},
+		{"an update the action refuses", "PATCH", instPath("f1"), map[string]any{"service_id": failingID, "parameters": map[string]any{"refuse": "update"}}, http.StatusBadRequest, "update refused: the parameter refuse=update"},
+		{"bind failed", "PUT", bindPath("f1", "b1"), svc(failingID, failingPlan, map[string]any{"fail": "bind"}), http.StatusInternalServerError, "bind failed: the parameter fail=bind"},
 		{"unbind the failed binding", "DELETE", bindPath("f1", "b1") + q, nil, http.StatusOK, ""},
+		{"bind refused", "PUT", bindPath("f1", "b2"), svc(failingID, failingPlan, map[string]any{"refuse": "bind"}), http.StatusBadRequest, "bind refused: the parameter refuse=bind"},
 		{"an update that makes the deprovision fail", "PATCH", instPath("f1"), map[string]any{"service_id": failingID, "parameters": map[string]any{"fail": "deprovision"}}, http.StatusOK, ""},
-		{"the delete rollback: the deprovision is refused", "DELETE", instPath("f1") + q, nil, http.StatusInternalServerError, "deprovision failed: deprovision refused"},
+		{"the delete rollback: the deprovision fails", "DELETE", instPath("f1") + q, nil, http.StatusInternalServerError, "deprovision failed: the parameter fail=deprovision"},
 		{"the instance is still there", "GET", instPath("f1"), nil, http.StatusOK, ""},
+		{"an update that makes the deprovision refuse", "PATCH", instPath("f1"), map[string]any{"service_id": failingID, "parameters": map[string]any{"refuse": "deprovision"}}, http.StatusOK, ""},
+		{"the deprovision refuses", "DELETE", instPath("f1") + q, nil, http.StatusUnprocessableEntity, "deprovision refused: the parameter refuse=deprovision"},
 		{"an update that stops the failures", "PATCH", instPath("f1"), map[string]any{"service_id": failingID, "parameters": map[string]any{"fail": "none"}}, http.StatusOK, ""},
 		{"now the deprovision works", "DELETE", instPath("f1") + q, nil, http.StatusOK, ""},
 	}

@@ -57,11 +57,16 @@ type controlExecutor struct {
 	holds   map[string]chan struct{}
 	started map[string]chan struct{}
 	fails   map[string]string
-	calls   []string
+	// failOutputs are failures with what the action says (description,
+	// instance_usable, update_repeatable).
+	failOutputs map[string]executor.Output
+	refusals    map[string]string
+	calls       []string
 }
 
 func newControlExecutor() *controlExecutor {
-	return &controlExecutor{holds: map[string]chan struct{}{}, started: map[string]chan struct{}{}, fails: map[string]string{}}
+	return &controlExecutor{holds: map[string]chan struct{}{}, started: map[string]chan struct{}{}, fails: map[string]string{},
+		failOutputs: map[string]executor.Output{}, refusals: map[string]string{}}
 }
 
 func actionKey(action bundle.Action, instance, binding string) string {
@@ -103,6 +108,27 @@ func (c *controlExecutor) fail(action bundle.Action, instance, binding, descript
 	c.fails[actionKey(action, instance, binding)] = description
 }
 
+// failWith makes the next run of the action fail with this output.
+func (c *controlExecutor) failWith(action bundle.Action, instance, binding string, out executor.Output) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.failOutputs[actionKey(action, instance, binding)] = out
+}
+
+// refuse makes the next run of the action refuse (exit status 65).
+func (c *controlExecutor) refuse(action bundle.Action, instance, binding, description string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.refusals[actionKey(action, instance, binding)] = description
+}
+
+// callCount is how many actions ran.
+func (c *controlExecutor) callCount() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.calls)
+}
+
 func (c *controlExecutor) ran(action bundle.Action, instance, binding string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -123,6 +149,10 @@ func (c *controlExecutor) Run(ctx context.Context, inv executor.Invocation) (exe
 	delete(c.holds, k)
 	desc, fails := c.fails[k]
 	delete(c.fails, k)
+	failOut, failsWith := c.failOutputs[k]
+	delete(c.failOutputs, k)
+	refusal, refuses := c.refusals[k]
+	delete(c.refusals, k)
 	c.mu.Unlock()
 	if hold != nil {
 		close(started)
@@ -134,6 +164,13 @@ func (c *controlExecutor) Run(ctx context.Context, inv executor.Invocation) (exe
 	}
 	if fails {
 		return executor.Result{}, &executor.ActionError{Action: inv.Action, ExitCode: 1, Description: desc, Err: fmt.Errorf("exit status 1")}
+	}
+	if failsWith {
+		return executor.Result{Output: failOut}, &executor.ActionError{Action: inv.Action, ExitCode: 1, Description: failOut.Description, Err: fmt.Errorf("exit status 1")}
+	}
+	if refuses {
+		return executor.Result{}, &executor.ActionError{Action: inv.Action, ExitCode: executor.RefuseExitCode, Refused: true,
+			Description: refusal, Err: fmt.Errorf("exit status %d", executor.RefuseExitCode)}
 	}
 	switch inv.Action {
 	case bundle.Provision:

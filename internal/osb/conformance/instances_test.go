@@ -64,16 +64,18 @@ func TestProvisionRejected(t *testing.T) {
 		wantCode string
 		wantDesc string
 	}{
-		{"no service_id", "", map[string]any{"plan_id": "plan-small"}, http.StatusBadRequest, "", "service_id and plan_id are required"},
-		{"no plan_id", "", map[string]any{"service_id": "svc-quick"}, http.StatusBadRequest, "", "service_id and plan_id are required"},
-		{"unknown service_id", "", map[string]any{"service_id": "svc-nope", "plan_id": "plan-small"}, http.StatusBadRequest, "", `service_id "svc-nope" is not in the broker's catalog`},
-		{"unknown plan_id", "", map[string]any{"service_id": "svc-quick", "plan_id": "plan-nope"}, http.StatusBadRequest, "", `plan_id "plan-nope" is not a plan of service "quick"`},
+		{"no service_id", "", map[string]any{"plan_id": "plan-small", "organization_guid": "org", "space_guid": "space"}, http.StatusBadRequest, "", "service_id and plan_id are required"},
+		{"no plan_id", "", map[string]any{"service_id": "svc-quick", "organization_guid": "org", "space_guid": "space"}, http.StatusBadRequest, "", "service_id and plan_id are required"},
+		{"unknown service_id", "", map[string]any{"service_id": "svc-nope", "plan_id": "plan-small", "organization_guid": "org", "space_guid": "space"}, http.StatusBadRequest, "", `service_id "svc-nope" is not in the broker's catalog`},
+		{"unknown plan_id", "", map[string]any{"service_id": "svc-quick", "plan_id": "plan-nope", "organization_guid": "org", "space_guid": "space"}, http.StatusBadRequest, "", `plan_id "plan-nope" is not a plan of service "quick"`},
 		{"parameters violate the create schema", "", quick(map[string]any{"size": 0}), http.StatusBadRequest, "", "create schema"},
 		{"parameter the schema does not know", "", quick(map[string]any{"size": 1, "colour": "red"}), http.StatusBadRequest, "", "colour"},
-		{"parameters not an object", "", map[string]any{"service_id": "svc-quick", "plan_id": "plan-small", "parameters": []int{1}}, http.StatusBadRequest, "", "parameters must be a JSON object"},
+		{"parameters not an object", "", map[string]any{"service_id": "svc-quick", "plan_id": "plan-small", "organization_guid": "org", "space_guid": "space", "parameters": []int{1}}, http.StatusBadRequest, "", "parameters must be a JSON object"},
 		{"body not JSON", "", "{nope", http.StatusBadRequest, "", "not the JSON object"},
 		{"asynchronous service without accepts_incomplete", "", slow(), http.StatusUnprocessableEntity, "AsyncRequired", "accepts_incomplete=true"},
-		{"maintenance_info the catalog does not have", "", map[string]any{"service_id": "svc-quick", "plan_id": "plan-small", "maintenance_info": map[string]any{"version": "1.0.0"}}, http.StatusUnprocessableEntity, "MaintenanceInfoConflict", "no maintenance_info"},
+		{"no organization_guid", "", map[string]any{"service_id": "svc-quick", "plan_id": "plan-small", "space_guid": "space"}, http.StatusBadRequest, "", "organization_guid and space_guid are required"},
+		{"no space_guid", "", map[string]any{"service_id": "svc-quick", "plan_id": "plan-small", "organization_guid": "org"}, http.StatusBadRequest, "", "organization_guid and space_guid are required"},
+		{"maintenance_info the catalog does not have", "", map[string]any{"service_id": "svc-quick", "plan_id": "plan-small", "organization_guid": "org", "space_guid": "space", "maintenance_info": map[string]any{"version": "1.0.0"}}, http.StatusUnprocessableEntity, "MaintenanceInfoConflict", "no maintenance_info"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -82,7 +84,7 @@ func TestProvisionRejected(t *testing.T) {
 			assert.Equal(t, tt.wantCode, r.str("error"))
 			assert.Contains(t, r.str("description"), tt.wantDesc)
 			requireStatus(t, http.StatusNotFound, h.do("GET", instPath("rejected"), nil))
-			requireStatus(t, http.StatusGone, h.do("GET", instPath("rejected")+"/last_operation", nil))
+			requireStatus(t, http.StatusNotFound, h.do("GET", instPath("rejected")+"/last_operation", nil))
 		})
 	}
 }
@@ -106,7 +108,7 @@ func TestProvisionAsynchronous(t *testing.T) {
 		wantCode string
 	}{
 		{"identical repeat answers the same operation", "PUT", instPath("i-async") + "?accepts_incomplete=true", body, http.StatusAccepted, ""},
-		{"identical repeat without accepts_incomplete", "PUT", instPath("i-async"), body, http.StatusUnprocessableEntity, "AsyncRequired"},
+		{"identical repeat without accepts_incomplete", "PUT", instPath("i-async"), body, http.StatusUnprocessableEntity, "ConcurrencyError"},
 		{"conflicting repeat", "PUT", instPath("i-async") + "?accepts_incomplete=true", quick(map[string]any{"size": 2}), http.StatusConflict, ""},
 		{"fetch while provisioning", "GET", instPath("i-async"), nil, http.StatusNotFound, ""},
 		{"update while provisioning", "PATCH", instPath("i-async") + "?accepts_incomplete=true", map[string]any{"service_id": "svc-quick", "parameters": map[string]any{"size": 3}}, http.StatusUnprocessableEntity, "ConcurrencyError"},
@@ -250,7 +252,7 @@ func TestUpdateAsynchronous(t *testing.T) {
 		wantCode string
 	}{
 		{"identical repeat answers the same operation", "PATCH", instPath("i-au") + "?accepts_incomplete=true", body, http.StatusAccepted, ""},
-		{"identical repeat without accepts_incomplete", "PATCH", instPath("i-au"), body, http.StatusUnprocessableEntity, "AsyncRequired"},
+		{"identical repeat without accepts_incomplete", "PATCH", instPath("i-au"), body, http.StatusUnprocessableEntity, "ConcurrencyError"},
 		{"another update", "PATCH", instPath("i-au") + "?accepts_incomplete=true", map[string]any{"service_id": "svc-quick", "parameters": map[string]any{"size": 6}}, http.StatusUnprocessableEntity, "ConcurrencyError"},
 		{"fetch while updating", "GET", instPath("i-au"), nil, http.StatusUnprocessableEntity, "ConcurrencyError"},
 		{"bind while updating", "PUT", bindPath("i-au", "b") + "?accepts_incomplete=true", quickBind(nil), http.StatusUnprocessableEntity, "ConcurrencyError"},
@@ -331,7 +333,7 @@ func TestDeprovisionAsynchronous(t *testing.T) {
 	assert.Equal(t, op, r.str("operation"), "a repeated delete answers the same operation")
 	r = h.do("DELETE", instPath("i-ad")+"?"+quickQuery, nil)
 	requireStatus(t, http.StatusUnprocessableEntity, r)
-	assert.Equal(t, "AsyncRequired", r.str("error"))
+	assert.Equal(t, "ConcurrencyError", r.str("error"))
 	r = h.do("GET", instPath("i-ad")+"/last_operation?operation="+op, nil)
 	assert.Equal(t, "in progress", r.str("state"))
 
@@ -371,9 +373,9 @@ func TestFailedProvision(t *testing.T) {
 			assert.Equal(t, "provision failed: no capacity left", lo.str("description"))
 
 			requireStatus(t, http.StatusNotFound, h.do("GET", instPath("i-f"), nil))
-			r = h.do("PUT", instPath("i-f")+mode.ai, body)
+			r = h.do("PUT", instPath("i-f")+mode.ai, quick(map[string]any{"size": 2}))
 			requireStatus(t, http.StatusConflict, r)
-			assert.Contains(t, r.str("description"), "deprovision it before provisioning it again")
+			assert.Contains(t, r.str("description"), "deprovision it first")
 			r = h.do("PATCH", instPath("i-f")+mode.ai, map[string]any{"service_id": "svc-quick"})
 			requireStatus(t, http.StatusUnprocessableEntity, r)
 			r = h.do("PUT", bindPath("i-f", "b")+mode.ai, quickBind(nil))
@@ -400,7 +402,7 @@ func TestInstanceLastOperation(t *testing.T) {
 	}{
 		{"latest operation", instPath("i-lo") + "/last_operation", http.StatusOK, "provision succeeded"},
 		{"unknown operation", instPath("i-lo") + "/last_operation?operation=provision-nope", http.StatusBadRequest, "not an operation of instance i-lo"},
-		{"no such instance", instPath("i-none") + "/last_operation", http.StatusGone, "does not exist"},
+		{"no such instance", instPath("i-none") + "/last_operation", http.StatusNotFound, "does not exist"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -11,25 +11,35 @@
 //     process group of its own, with a clean environment (never the
 //     broker's own, which holds its secrets).
 //   - The input document (Input, JSON) is on stdin and in the file named by
-//     LOCKSTEP_INPUT_FILE. Parameters are never command-line arguments.
-//     For convenience top-level scalar parameters are also in the
-//     environment as param_<key>, and the ids as LOCKSTEP_ACTION,
-//     LOCKSTEP_INSTANCE_ID, LOCKSTEP_BINDING_ID, LOCKSTEP_SERVICE_ID,
-//     LOCKSTEP_PLAN_ID and LOCKSTEP_OPERATION.
-//   - Bundle state: the instance's saved state is in the environment as
-//     state_<key> (every action but provision, which has none). To save
-//     state, write lines key=value to the file named by LOCKSTEP_STATE_FILE;
-//     they are merged into the saved state (an empty value removes the
-//     key). State written is kept even when the action fails, so that a
-//     later deprovision can clean up what a failed action left.
+//     LOCKSTEP_INPUT_FILE: the complete input, whatever its size.
+//     Parameters are never command-line arguments. For convenience small
+//     values are also in the environment: top-level scalar parameters as
+//     param_<key>, the ids as LOCKSTEP_ACTION, LOCKSTEP_INSTANCE_ID,
+//     LOCKSTEP_BINDING_ID, LOCKSTEP_SERVICE_ID, LOCKSTEP_PLAN_ID and
+//     LOCKSTEP_OPERATION. A value longer than MaxEnvValue or holding a NUL
+//     byte is only in the input document, so that no input can keep an
+//     action from starting.
+//   - Bundle state: the instance's saved state is in the input document
+//     (state) and in the environment as state_<key> (every action but a
+//     first provision, which has none). To save state, write lines
+//     key=value to the file named by LOCKSTEP_STATE_FILE; they are merged
+//     into the saved state (an empty value removes the key; a value
+//     holding a NUL byte breaks the protocol). State written is kept even
+//     when the action fails, so that a later deprovision can clean up what
+//     a failed action left.
 //   - Output: write a JSON object to the file named by LOCKSTEP_OUTPUT_FILE:
 //     {"credentials": {...}} from bind, {"dashboard_url": "..."} from
 //     provision or update, and optionally {"description": "..."}: a message
 //     for the user, shown as the operation's description (on failure too).
-//   - Exit status 0 is success; anything else is failure. The failure's
-//     description is the output's description, else the last line of
-//     stderr, else the exit status.
+//     A failed update or deprovision may say "instance_usable" and a failed
+//     update "update_repeatable" (booleans).
+//   - Exit status 0 is success; RefuseExitCode (65) is a refusal: the
+//     action judged the request unacceptable and changed nothing; anything
+//     else is failure. The description is the output's description, else
+//     the last line of stderr, else the exit status.
 //   - When the action ends (or is stopped at its timeout), whatever it left
 //     running in its process group is killed. If the broker process dies,
-//     the action is killed too (parent-death signal).
+//     the action's first process is killed too (parent-death signal); the
+//     rest carry LOCKSTEP_RUNNER (Process.RunnerID), by which
+//     KillRunnerProcesses finds and ends them when a broker starts again.
 package executor

@@ -25,8 +25,12 @@ type Invocation struct {
 	// Program is the resolved program of the action (see bundle.Bundle).
 	Program string
 	Input   Input
-	// State is the instance's saved bundle state (nil for provision).
+	// State is the instance's saved bundle state (nil for a first
+	// provision).
 	State map[string]string
+	// Retry marks a provision that runs again after it failed: it gets the
+	// state the failed attempt saved.
+	Retry bool
 }
 
 // Identity is the platform user who asked (from the originating identity).
@@ -53,6 +57,10 @@ type Input struct {
 	AppGUID            string          `json:"app_guid,omitempty"`
 	Identity           *Identity       `json:"originating_identity,omitempty"`
 	RequestID          string          `json:"request_id,omitempty"`
+	// State is the instance's saved bundle state, as in the environment
+	// (state_<key>), but complete: values too long for the environment
+	// are here too.
+	State map[string]string `json:"state,omitempty"`
 }
 
 // Output is what an action returns.
@@ -60,7 +68,19 @@ type Output struct {
 	Credentials  json.RawMessage `json:"credentials,omitempty"`
 	DashboardURL string          `json:"dashboard_url,omitempty"`
 	Description  string          `json:"description,omitempty"`
+	// InstanceUsable, set by a failed update or deprovision, says whether
+	// the instance is still usable (OSB instance_usable; default true).
+	InstanceUsable *bool `json:"instance_usable,omitempty"`
+	// UpdateRepeatable, set by a failed update, says whether sending the
+	// same update again can succeed (OSB update_repeatable; default true
+	// for a failure, false for a refusal).
+	UpdateRepeatable *bool `json:"update_repeatable,omitempty"`
 }
+
+// RefuseExitCode is the exit status with which an action refuses its
+// input (EX_DATAERR of sysexits.h): the request is answered 4xx with the
+// action's description, and the action must have changed nothing.
+const RefuseExitCode = 65
 
 // Result is the outcome of a run.
 type Result struct {
@@ -80,6 +100,9 @@ type ActionError struct {
 	// Err is the cause: an exit error, a protocol error, or the context's
 	// error when the action was stopped.
 	Err error
+	// Refused is set when the action exited with RefuseExitCode: it judged
+	// the request unacceptable and changed nothing.
+	Refused bool
 }
 
 func (e *ActionError) Error() string {

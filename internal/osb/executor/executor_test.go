@@ -250,6 +250,7 @@ func TestParseState(t *testing.T) {
 		{"no equals", "a\n", nil, "line 1: want key=value"},
 		{"bad key", "a-b=1\n", nil, `key "a-b"`},
 		{"too big", strings.Repeat("a", 70<<10), nil, "at most"},
+		{"a NUL in a value", "a=x\x00y\n", nil, `the value of "a" holds a NUL byte`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

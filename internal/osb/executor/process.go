@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -32,6 +31,10 @@ type Process struct {
 	WorkDir string
 	// Path is the PATH of actions; empty means DefaultPath.
 	Path string
+	// RunnerID, when set, is put in every action's environment as
+	// LOCKSTEP_RUNNER, so that a later broker process can find and end the
+	// processes a stopped one left behind (KillRunnerProcesses).
+	RunnerID string
 }
 
 // Run implements Executor.
@@ -60,7 +63,11 @@ func (p *Process) Run(ctx context.Context, inv Invocation) (Result, error) {
 	}
 	defer func() { _ = os.RemoveAll(runDir) }()
 
-	files, err := prepareRunFiles(runDir, inv.Input)
+	input := inv.Input
+	if inv.Action != bundle.Provision || inv.Retry {
+		input.State = inv.State
+	}
+	files, err := prepareRunFiles(runDir, input)
 	if err != nil {
 		return fail(err)
 	}
@@ -97,6 +104,7 @@ func (p *Process) Run(ctx context.Context, inv Invocation) (Result, error) {
 	switch {
 	case runErr != nil:
 		ae.Err = runErr
+		ae.Refused = ae.ExitCode == RefuseExitCode
 		if ae.Description == "" && !ae.Stopped() {
 			ae.Description = lastLine(files.stderrPath)
 		}
@@ -190,77 +198,6 @@ func prepareRunFiles(dir string, in Input) (*runFiles, error) {
 		return nil, err
 	}
 	return f, nil
-}
-
-func (p *Process) environment(inv Invocation, bundleDir, runDir string, f *runFiles) []string {
-	path := p.Path
-	if path == "" {
-		path = DefaultPath
-	}
-	env := []string{
-		"PATH=" + path,
-		"HOME=" + runDir,
-		"TMPDIR=" + runDir,
-		"LOCKSTEP_ACTION=" + string(inv.Action),
-		"LOCKSTEP_OPERATION=" + inv.Input.Operation,
-		"LOCKSTEP_INSTANCE_ID=" + inv.Input.InstanceID,
-		"LOCKSTEP_BINDING_ID=" + inv.Input.BindingID,
-		"LOCKSTEP_SERVICE_ID=" + inv.Input.ServiceID,
-		"LOCKSTEP_PLAN_ID=" + inv.Input.PlanID,
-		"LOCKSTEP_BUNDLE_DIR=" + bundleDir,
-		"LOCKSTEP_INPUT_FILE=" + f.inputPath,
-		"LOCKSTEP_OUTPUT_FILE=" + f.outputPath,
-		"LOCKSTEP_STATE_FILE=" + f.statePath,
-	}
-	env = append(env, parameterEnv(inv.Input.Parameters)...)
-	if inv.Action != bundle.Provision {
-		keys := make([]string, 0, len(inv.State))
-		for k := range inv.State {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			if validName.MatchString(k) {
-				env = append(env, "state_"+k+"="+inv.State[k])
-			}
-		}
-	}
-	return env
-}
-
-// parameterEnv exports top-level scalar parameters as param_<key>.
-func parameterEnv(params json.RawMessage) []string {
-	var m map[string]json.RawMessage
-	if len(params) == 0 || json.Unmarshal(params, &m) != nil {
-		return nil
-	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var env []string
-	for _, k := range keys {
-		if !validName.MatchString(k) {
-			continue
-		}
-		raw := bytes.TrimSpace(m[k])
-		if len(raw) == 0 {
-			continue
-		}
-		switch raw[0] {
-		case '"':
-			var s string
-			if json.Unmarshal(raw, &s) == nil && !strings.ContainsRune(s, 0) {
-				env = append(env, "param_"+k+"="+s)
-			}
-		case '{', '[', 'n':
-			// objects, arrays and null are only in the input document
-		default:
-			env = append(env, "param_"+k+"="+string(raw))
-		}
-	}
-	return env
 }
 
 func readOutput(path string) (Output, error) {

@@ -38,6 +38,9 @@ func ParseState(data []byte) (map[string]string, error) {
 		if !validName.Match(key) {
 			return nil, fmt.Errorf("state file line %d: key %q must be letters, digits and '_', not starting with a digit", line, key)
 		}
+		if bytes.IndexByte(value, 0) >= 0 {
+			return nil, fmt.Errorf("state file line %d: the value of %q holds a NUL byte; values are text", line, key)
+		}
 		out[string(key)] = string(value)
 	}
 	if err := sc.Err(); err != nil {

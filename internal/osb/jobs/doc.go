@@ -16,7 +16,8 @@
 // Truth after a crash: every runner writes a heartbeat; Recover fails the
 // jobs of runners that stopped (at once on an exclusive store, whose only
 // user is this process; after RunnerTimeout on a shared one) with a
-// description saying the outcome is unknown. Nothing stays "in progress"
-// forever. Close lets running jobs finish for a grace period, then stops
+// description saying the outcome is unknown, after ending (Options.Reap)
+// the action processes such a runner of this host left running. Nothing
+// stays "in progress" forever, and the failed job releases its instance. Close lets running jobs finish for a grace period, then stops
 // their actions (they fail with a description saying so).
 package jobs

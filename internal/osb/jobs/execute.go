@@ -23,7 +23,7 @@ func (r *Runner) execute(token string) Outcome {
 		if job, err = store.GetJob(tx, token); err != nil {
 			return err
 		}
-		if job.Method != store.Provision {
+		if job.Method != store.Provision || job.Retry {
 			state, err = store.GetState(tx, job.InstanceID)
 		}
 		return err
@@ -72,6 +72,7 @@ func (r *Runner) execute(token string) Outcome {
 		Action:  action,
 		Program: entry.Spec.Program(action),
 		State:   state,
+		Retry:   job.Retry,
 		Input: executor.Input{
 			Action: action, Operation: job.Token, InstanceID: job.InstanceID, BindingID: job.BindingID,
 			ServiceID: req.ServiceID, PlanID: req.PlanID, PreviousPlanID: req.PreviousPlanID,
@@ -149,10 +150,18 @@ func describe(job *store.Job, res executor.Result, runErr error, timeout time.Du
 		return store.JobFailed, fmt.Sprintf("%s: the operation was not started; retry it", errShutdownBeforeStart), runErr.Error()
 	case errors.Is(runErr, errShutdown):
 		return store.JobFailed, fmt.Sprintf("the broker shut down while the %s ran; the action was stopped and its outcome is unknown: retry the operation", m), runErr.Error()
+	case errors.As(runErr, &ae) && ae.Refused:
+		desc := ae.Description
+		if desc == "" {
+			desc = "the action gave no reason"
+		}
+		return store.JobFailed, fmt.Sprintf("%s refused: %s", m, desc), runErr.Error()
 	case errors.As(runErr, &ae) && errors.Is(ae.Err, context.DeadlineExceeded):
 		return store.JobFailed, fmt.Sprintf("%s timed out after %s and was stopped (its processes were killed)", m, timeout), runErr.Error()
 	case errors.As(runErr, &ae) && ae.Description != "":
 		return store.JobFailed, fmt.Sprintf("%s failed: %s", m, ae.Description), runErr.Error()
+	case errors.As(runErr, &ae) && ae.Err != nil:
+		return store.JobFailed, fmt.Sprintf("%s failed: %v", m, ae.Err), runErr.Error()
 	default:
 		return store.JobFailed, fmt.Sprintf("%s failed: %v", m, runErr), runErr.Error()
 	}
@@ -164,6 +173,11 @@ func (r *Runner) finish(job *store.Job, res executor.Result, runErr error, timeo
 	final := *job
 	final.State, final.Description, final.Error, final.FinishedAt = state, desc, errText, r.opts.Now()
 	final.ActionRan = ran
+	var ae *executor.ActionError
+	final.Refused = errors.As(runErr, &ae) && ae.Refused
+	if runErr != nil {
+		final.InstanceUsable, final.UpdateRepeatable = res.Output.InstanceUsable, res.Output.UpdateRepeatable
+	}
 	ctx, cancel := storeCtx()
 	defer cancel()
 	err := r.opts.Store.Update(ctx, func(tx store.Tx) error {

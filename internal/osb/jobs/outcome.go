@@ -64,6 +64,10 @@ func applyOutcome(tx store.Tx, j *store.Job, res executor.Result) error {
 			if err := store.DeleteJob(tx, j.Token); err != nil {
 				return err
 			}
+			gone := &store.Gone{Job: j.Token, DeletedAt: j.FinishedAt}
+			if err := store.PutGone(tx, store.GoneBindingKey(j.InstanceID, j.BindingID), gone); err != nil {
+				return err
+			}
 			return store.PutInstance(tx, inst)
 		}
 	}
@@ -122,6 +126,9 @@ func deleteInstance(tx store.Tx, inst *store.Instance, token string) error {
 		}
 	}
 	if err := store.DeleteState(tx, inst.ID); err != nil {
+		return err
+	}
+	if err := store.PutGone(tx, store.GoneInstanceKey(inst.ID), &store.Gone{Job: token, DeletedAt: inst.UpdatedAt}); err != nil {
 		return err
 	}
 	return store.DeleteInstance(tx, inst.ID)

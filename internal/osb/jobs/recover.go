@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"fmt"
+	"os"
 
 	"github.com/lockstep-dev/lockstep/internal/osb/bundle"
 	"github.com/lockstep-dev/lockstep/internal/osb/executor"
@@ -153,8 +154,12 @@ func (r *Runner) Recover(ctx context.Context) ([]string, error) {
 		return nil, fmt.Errorf("recover jobs: %w", err)
 	}
 	now := r.opts.Now()
+	host, _ := os.Hostname()
 	alive := map[string]bool{r.opts.RunnerID: true}
 	var gone []string
+	// local are the stopped runners of this host: their leftover action
+	// processes can be found and ended here.
+	local := map[string]bool{}
 	for _, rr := range runners {
 		if rr.ID == r.opts.RunnerID {
 			continue
@@ -163,6 +168,9 @@ func (r *Runner) Recover(ctx context.Context) ([]string, error) {
 			alive[rr.ID] = true
 		} else {
 			gone = append(gone, rr.ID)
+			if r.opts.Store.Exclusive() || rr.Host == host {
+				local[rr.ID] = true
+			}
 		}
 	}
 	known := map[string]bool{}
@@ -179,6 +187,10 @@ func (r *Runner) Recover(ctx context.Context) ([]string, error) {
 		if !r.opts.Store.Exclusive() && !known[j.RunnerID] && now.Sub(j.StartedAt) < r.opts.RunnerTimeout {
 			continue
 		}
+		if r.opts.Store.Exclusive() {
+			local[j.RunnerID] = true // an exclusive store has one host
+		}
+		r.reap(j.RunnerID, local)
 		desc := fmt.Sprintf("the broker process that ran this %s (runner %s) stopped before it finished, so its outcome is unknown: retry the operation%s",
 			j.Method, j.RunnerID, cleanupHint(j.Method))
 		did, err := r.fail(ctx, j.Token, store.JobRunning, j.RunnerID, desc, true)
@@ -190,11 +202,27 @@ func (r *Runner) Recover(ctx context.Context) ([]string, error) {
 		}
 	}
 	for _, id := range gone {
+		r.reap(id, local)
 		if err := r.opts.Store.Update(ctx, func(tx store.Tx) error { return store.DeleteRunner(tx, id) }); err != nil {
 			return failed, fmt.Errorf("remove the record of stopped runner %s: %w", id, err)
 		}
 	}
 	return failed, nil
+}
+
+// reap ends the leftover processes of a stopped runner of this host, once.
+func (r *Runner) reap(runnerID string, local map[string]bool) {
+	if r.opts.Reap == nil || !local[runnerID] {
+		return
+	}
+	delete(local, runnerID)
+	n, err := r.opts.Reap(runnerID)
+	switch {
+	case err != nil:
+		r.opts.Logger.Warn("end the action processes a stopped broker process left behind", "runner", runnerID, "error", err)
+	case n > 0:
+		r.opts.Logger.Warn("ended action processes that a stopped broker process left behind", "runner", runnerID, "processes", n)
+	}
 }
 
 func cleanupHint(m store.Method) string {

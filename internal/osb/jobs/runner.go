@@ -31,6 +31,10 @@ type Options struct {
 	RunnerTimeout time.Duration
 	// ShutdownGrace is how long Close lets running jobs finish.
 	ShutdownGrace time.Duration
+	// Reap, when set, ends the processes that a stopped runner of this host
+	// left behind (executor.KillRunnerProcesses); Recover calls it before
+	// it fails that runner's jobs.
+	Reap func(runnerID string) (int, error)
 	// MaxConcurrent bounds the actions running at once; zero means 64.
 	MaxConcurrent int
 	Now           func() time.Time

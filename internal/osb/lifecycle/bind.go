@@ -50,7 +50,7 @@ func (s *Service) Bind(ctx context.Context, req BindRequest) (Result, error) {
 	}
 	entry, err := s.specOf(inst)
 	if err != nil {
-		return Result{}, err
+		return Result{}, s.beforeSpec(ctx, inst, store.Bind, err)
 	}
 	spec := entry.Spec
 	if !spec.Bindable(inst.PlanID) {
@@ -82,8 +82,12 @@ func (s *Service) Bind(ctx context.Context, req BindRequest) (Result, error) {
 			return err
 		}
 		if !validated {
-			if err := spec.ValidateParameters(inst.PlanID, bundle.BindSchema, params); err != nil {
-				return badRequest("%v", err)
+			// A plan removed from its bundle took its bind schema with it:
+			// the parameters go to the bind action as they are.
+			if _, ok := spec.Plan(inst.PlanID); ok {
+				if err := spec.ValidateParameters(inst.PlanID, bundle.BindSchema, params); err != nil {
+					return badRequest("%v", err)
+				}
 			}
 			validated = true
 		}
@@ -137,7 +141,7 @@ func repeatBind(tx store.Tx, req BindRequest, want, b *store.Binding) (*Result, 
 	switch b.State {
 	case store.BindingCreating:
 		if !req.AcceptsIncomplete {
-			return nil, asyncRequired("binding %s is still being created (operation %s): send accepts_incomplete=true to follow it", b.ID, b.Job)
+			return nil, concurrency("binding %s is being created (operation %s): send accepts_incomplete=true to follow it, or retry when it is done", b.ID, b.Job)
 		}
 		return &Result{Status: Accepted, Operation: b.Job}, nil
 	case store.BindingFailed:

@@ -11,7 +11,7 @@ import (
 // Deprovision deletes an instance; on success everything it owned (bundle
 // state, jobs) is gone.
 func (s *Service) Deprovision(ctx context.Context, req DeprovisionRequest) (Result, error) {
-	if err := checkID("instance_id", req.InstanceID); err != nil {
+	if err := s.checkStoredID(ctx, "instance_id", req.InstanceID, store.InstanceKey(req.InstanceID)); err != nil {
 		return Result{}, err
 	}
 	if req.ServiceID == "" || req.PlanID == "" {
@@ -40,14 +40,15 @@ func (s *Service) Deprovision(ctx context.Context, req DeprovisionRequest) (Resu
 			req.ServiceID, req.PlanID, inst.ID, inst.ServiceID, inst.PlanID)
 	}
 	// A provision that failed before its action ran (its spec never came,
-	// its parameters did not fit the spec) left nothing to undo.
-	if inst.State == store.InstanceFailed && inst.Lock == "" && last != nil && last.Method == store.Provision && !last.ActionRan {
+	// its parameters did not fit the spec), or that its action refused,
+	// left nothing to undo.
+	if inst.State == store.InstanceFailed && inst.Lock == "" && last != nil && last.Method == store.Provision && (!last.ActionRan || last.Refused) {
 		return s.forget(ctx, inst)
 	}
 	entry, known := s.opts.Catalog.Lookup(inst.ServiceID)
 	if !known {
 		_, err := s.specOf(inst)
-		return Result{}, err
+		return Result{}, s.beforeSpec(ctx, inst, store.Deprovision, err)
 	}
 
 	job := s.newJob(store.Deprovision, inst.ID, "", req.Common, store.JobRequest{
@@ -68,7 +69,7 @@ func (s *Service) Deprovision(ctx context.Context, req DeprovisionRequest) (Resu
 			lj, err := store.GetJob(tx, cur.Lock)
 			if err == nil && lj.Method == store.Deprovision {
 				if !req.AcceptsIncomplete {
-					return asyncRequired("instance %s is already being deprovisioned (operation %s): send accepts_incomplete=true to follow it", cur.ID, lj.Token)
+					return concurrency("instance %s is already being deprovisioned (operation %s): send accepts_incomplete=true to follow it, or retry when it is done", cur.ID, lj.Token)
 				}
 				repeat = &Result{Status: Accepted, Operation: lj.Token}
 				return nil
@@ -109,7 +110,8 @@ func (s *Service) Deprovision(ctx context.Context, req DeprovisionRequest) (Resu
 	return s.answer(ctx, job, req.Common, OK)
 }
 
-// forget deletes the records of an instance whose provision never ran.
+// forget deletes the records of an instance whose provision never ran (or
+// was refused), and remembers that it is gone.
 func (s *Service) forget(ctx context.Context, inst *store.Instance) (Result, error) {
 	err := s.update(ctx, func(tx store.Tx) error {
 		cur, err := store.GetInstance(tx, inst.ID)
@@ -122,13 +124,10 @@ func (s *Service) forget(ctx context.Context, inst *store.Instance) (Result, err
 		if cur.Lock != "" {
 			return busy(tx, cur)
 		}
-		if err := store.DeleteJob(tx, cur.Job); err != nil {
+		if err := store.PutGone(tx, store.GoneInstanceKey(cur.ID), &store.Gone{Job: cur.Job, DeletedAt: s.opts.Now()}); err != nil {
 			return err
 		}
-		if err := store.DeleteState(tx, cur.ID); err != nil {
-			return err
-		}
-		return store.DeleteInstance(tx, cur.ID)
+		return deleteUnused(tx, cur)
 	})
 	if err != nil {
 		return Result{}, err

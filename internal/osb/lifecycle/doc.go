@@ -14,5 +14,16 @@
 // (nothing is started); any other runs synchronously, its action bounded
 // by SyncTimeout, and the answer is its outcome.
 //
+// Identifiers are checked on every operation (ids.go) before anything is
+// stored or run. Any request that meets a running operation of its
+// instance is answered 422 ConcurrencyError (only a repeat with
+// accepts_incomplete of the very operation that runs gets 202). An action
+// that refuses the request (exit status 65) is answered 400 or 422
+// ActionRefused, and a refused provision or bind leaves nothing behind.
+// An identical provision of an instance whose provision failed runs it
+// again. last_operation tells an identifier the broker never knew (404)
+// from an instance or binding it deleted (410, from the store's gone
+// records).
+//
 // The server package maps Results and *Error to HTTP.
 package lifecycle

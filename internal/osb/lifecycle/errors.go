@@ -22,6 +22,13 @@ const (
 	// CodeActionFailed is this broker's code for a bundle action that
 	// failed while the request waited for it.
 	CodeActionFailed = "ActionFailed"
+	// CodeActionRefused is this broker's code for a bundle action that
+	// refused the request (it judged the input unacceptable and changed
+	// nothing).
+	CodeActionRefused = "ActionRefused"
+	// CodeInternalError is this broker's code for a failure of the broker
+	// itself (its store, a spec it lost).
+	CodeInternalError = "InternalError"
 )
 
 // Error is an OSB error answer.
@@ -54,4 +61,6 @@ func concurrency(format string, args ...any) *Error {
 	return errorf(Unprocessable, CodeConcurrencyError, format, args...)
 }
 
-func internal(format string, args ...any) *Error { return errorf(Internal, "", format, args...) }
+func internal(format string, args ...any) *Error {
+	return errorf(Internal, CodeInternalError, format, args...)
+}

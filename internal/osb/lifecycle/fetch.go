@@ -12,6 +12,9 @@ import (
 // Bundle state is never part of it.
 func (s *Service) GetInstance(ctx context.Context, instanceID string) (InstanceView, error) {
 	var view InstanceView
+	if err := s.checkStoredID(ctx, "instance_id", instanceID, store.InstanceKey(instanceID)); err != nil {
+		return view, err
+	}
 	err := s.view(ctx, func(tx store.Tx) error {
 		inst, err := store.GetInstance(tx, instanceID)
 		if store.IsNotFound(err) {
@@ -41,6 +44,12 @@ func (s *Service) GetInstance(ctx context.Context, instanceID string) (InstanceV
 // (or failed), the credentials once it is done.
 func (s *Service) GetBinding(ctx context.Context, instanceID, bindingID string) (BindingView, error) {
 	var view BindingView
+	if err := s.checkStoredID(ctx, "instance_id", instanceID, store.InstanceKey(instanceID)); err != nil {
+		return view, err
+	}
+	if err := s.checkStoredID(ctx, "binding_id", bindingID, store.BindingKey(instanceID, bindingID)); err != nil {
+		return view, err
+	}
 	err := s.view(ctx, func(tx store.Tx) error {
 		b, err := store.GetBinding(tx, instanceID, bindingID)
 		if store.IsNotFound(err) {

@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"context"
+	"time"
 
 	"github.com/lockstep-dev/lockstep/internal/osb/store"
 )
@@ -11,10 +12,13 @@ import (
 // deprovision).
 func (s *Service) InstanceLastOperation(ctx context.Context, req LastOperationRequest) (LastOperation, error) {
 	var out LastOperation
+	if err := s.checkLastOperationIDs(ctx, req); err != nil {
+		return out, err
+	}
 	err := s.view(ctx, func(tx store.Tx) error {
 		inst, err := store.GetInstance(tx, req.InstanceID)
 		if store.IsNotFound(err) {
-			return errorf(Gone, "", "instance %s does not exist (deprovisioned, or never provisioned)", req.InstanceID)
+			return goneOrUnknown(tx, store.GoneInstanceKey(req.InstanceID), "instance "+req.InstanceID, "deprovisioned")
 		}
 		if err != nil {
 			return err
@@ -35,10 +39,14 @@ func (s *Service) InstanceLastOperation(ctx context.Context, req LastOperationRe
 // gone (a finished unbind).
 func (s *Service) BindingLastOperation(ctx context.Context, req LastOperationRequest) (LastOperation, error) {
 	var out LastOperation
+	if err := s.checkLastOperationIDs(ctx, req); err != nil {
+		return out, err
+	}
 	err := s.view(ctx, func(tx store.Tx) error {
 		b, err := store.GetBinding(tx, req.InstanceID, req.BindingID)
 		if store.IsNotFound(err) {
-			return errorf(Gone, "", "binding %s of instance %s does not exist (unbound, or never bound)", req.BindingID, req.InstanceID)
+			return goneOrUnknown(tx, store.GoneBindingKey(req.InstanceID, req.BindingID),
+				"binding "+req.BindingID+" of instance "+req.InstanceID, "unbound")
 		}
 		if err != nil {
 			return err
@@ -53,6 +61,37 @@ func (s *Service) BindingLastOperation(ctx context.Context, req LastOperationReq
 		return nil
 	})
 	return out, err
+}
+
+// checkLastOperationIDs checks the identifiers of a last_operation request.
+func (s *Service) checkLastOperationIDs(ctx context.Context, req LastOperationRequest) error {
+	if err := s.checkStoredID(ctx, "instance_id", req.InstanceID, store.InstanceKey(req.InstanceID)); err != nil {
+		return err
+	}
+	if req.BindingID != "" {
+		if err := s.checkStoredID(ctx, "binding_id", req.BindingID, store.BindingKey(req.InstanceID, req.BindingID)); err != nil {
+			return err
+		}
+	}
+	if req.Operation != "" {
+		return checkID("operation", req.Operation)
+	}
+	return nil
+}
+
+// goneOrUnknown answers last_operation for a record that does not exist:
+// 410 Gone when the broker deleted it (the end of an asynchronous
+// deprovision or unbind), 404 when it never knew it.
+func goneOrUnknown(tx store.Tx, key, what, deleted string) error {
+	g, err := store.GetGone(tx, key)
+	switch {
+	case err == nil:
+		return errorf(Gone, "", "%s is gone: it was %s (operation %s, %s)", what, deleted, g.Job, g.DeletedAt.UTC().Format(time.RFC3339))
+	case store.IsNotFound(err):
+		return errorf(NotFound, "", "%s does not exist: the broker does not know it", what)
+	default:
+		return err
+	}
 }
 
 func pickJob(tx store.Tx, asked, latest string, belongs func(*store.Job) bool, what string) (*store.Job, error) {
@@ -79,10 +118,18 @@ func lastOperation(j *store.Job, inst *store.Instance) LastOperation {
 		out.State = "failed"
 		if inst != nil && (j.Method == store.Update || j.Method == store.Deprovision) {
 			usable := inst.State == store.InstanceProvisioned
+			if j.InstanceUsable != nil {
+				usable = usable && *j.InstanceUsable
+			}
 			out.InstanceUsable = &usable
 		}
 		if j.Method == store.Update {
-			repeatable := true
+			// Repeating a refused update cannot help; a failed one may
+			// succeed again, unless its action said otherwise.
+			repeatable := !j.Refused
+			if j.UpdateRepeatable != nil {
+				repeatable = *j.UpdateRepeatable
+			}
 			out.UpdateRepeatable = &repeatable
 		}
 	default:

@@ -16,6 +16,9 @@ func (s *Service) Provision(ctx context.Context, req ProvisionRequest) (Result, 
 	if req.ServiceID == "" || req.PlanID == "" {
 		return Result{}, badRequest("service_id and plan_id are required")
 	}
+	if req.OrganizationGUID == "" || req.SpaceGUID == "" {
+		return Result{}, badRequest("organization_guid and space_guid are required in a provision request (OSB 2.17 requires them, deprecated as they are; a platform without organizations and spaces sends any non-empty value, and its context)")
+	}
 	params, err := objectOrEmpty("parameters", req.Parameters)
 	if err != nil {
 		return Result{}, err
@@ -37,6 +40,9 @@ func (s *Service) Provision(ctx context.Context, req ProvisionRequest) (Result, 
 			return Result{}, badRequest("%v", err)
 		}
 		if spec.Asynchronous(req.PlanID) && !req.AcceptsIncomplete {
+			if res, ok, err := s.repeatOfExisting(ctx, req, params); ok || err != nil {
+				return res, err
+			}
 			return Result{}, asyncRequired("service %q runs its actions asynchronously: send accepts_incomplete=true", spec.Name())
 		}
 	case !s.opts.Bootstrapped():
@@ -77,12 +83,9 @@ func (s *Service) Provision(ctx context.Context, req ProvisionRequest) (Result, 
 	if !deferred {
 		checkSpec = entry.Spec.Name()
 	}
-	existing, existingJob, err := s.createInstance(ctx, inst, job, checkSpec)
-	if err != nil {
-		return Result{}, err
-	}
-	if existing != nil {
-		return s.repeatProvision(req, params, existing, existingJob)
+	answered, res, err := s.createInstance(ctx, req, inst, job, checkSpec)
+	if err != nil || answered {
+		return res, err
 	}
 	s.logAccepted(job, req.Common)
 	if deferred {
@@ -91,25 +94,51 @@ func (s *Service) Provision(ctx context.Context, req ProvisionRequest) (Result, 
 	return s.answer(ctx, job, req.Common, Created)
 }
 
-// createInstance stores a new instance and its provision job, unless the
-// instance exists (then it returns it and its latest job). When specName is
-// set, the spec must still be live in the store: a spec marked or swept
-// since the request was checked refuses the provision.
-func (s *Service) createInstance(ctx context.Context, inst *store.Instance, job *store.Job, specName string) (*store.Instance, *store.Job, error) {
-	var existing *store.Instance
-	var existingJob *store.Job
-	err := s.update(ctx, func(tx store.Tx) error {
-		existing, existingJob = nil, nil
-		cur, err := store.GetInstance(tx, inst.ID)
-		switch {
-		case err == nil:
-			existing = cur
-			if existingJob, err = store.GetJob(tx, cur.Job); store.IsNotFound(err) {
-				err = nil
-			}
+// existing is an instance that a provision request found, with what the
+// answer needs to know about it.
+type existing struct {
+	inst *store.Instance
+	// job is the instance's latest operation (nil when lost).
+	job *store.Job
+	// busy is set when an operation other than its provision holds the
+	// instance.
+	busy *Error
+}
+
+func loadExisting(tx store.Tx, id string) (*existing, error) {
+	inst, err := store.GetInstance(tx, id)
+	if store.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	e := &existing{inst: inst}
+	if e.job, err = store.GetJob(tx, inst.Job); err != nil && !store.IsNotFound(err) {
+		return nil, err
+	}
+	if inst.Lock != "" && inst.State != store.InstanceProvisioning {
+		e.busy = busy(tx, inst)
+	}
+	return e, nil
+}
+
+// createInstance stores a new instance and its provision job; when the
+// instance exists it answers the request as a repeat instead, except that
+// an identical repeat of a failed provision runs the provision again (the
+// instance record and job are replaced, the job marked as a retry).
+// When specName is set, the spec must still be live in the store: a spec
+// marked or swept since the request was checked refuses the provision.
+func (s *Service) createInstance(ctx context.Context, req ProvisionRequest, inst *store.Instance, job *store.Job, specName string) (answered bool, res Result, err error) {
+	var found *existing
+	err = s.update(ctx, func(tx store.Tx) error {
+		job.Retry = false
+		var err error
+		if found, err = loadExisting(tx, inst.ID); err != nil {
 			return err
-		case !store.IsNotFound(err):
-			return err
+		}
+		if found != nil && !retriable(req, inst.Parameters, found) {
+			return nil
 		}
 		if specName != "" {
 			mark, err := store.GetSpecMark(tx, inst.ServiceID)
@@ -120,12 +149,42 @@ func (s *Service) createInstance(ctx context.Context, inst *store.Instance, job 
 				return err
 			}
 		}
+		if found != nil {
+			// A retry: the failed attempt's record and job make way.
+			job.Retry = true
+			inst.CreatedAt = found.inst.CreatedAt
+			if err := store.DeleteJob(tx, found.inst.Job); err != nil {
+				return err
+			}
+			found = nil
+		}
+		if err := store.DeleteGone(tx, store.GoneInstanceKey(inst.ID)); err != nil {
+			return err
+		}
 		if err := store.PutInstance(tx, inst); err != nil {
 			return err
 		}
 		return store.PutJob(tx, job)
 	})
-	return existing, existingJob, err
+	if err != nil {
+		return true, Result{}, err
+	}
+	if found != nil {
+		res, err := repeatProvision(req, inst.Parameters, found)
+		return true, res, err
+	}
+	return false, Result{}, nil
+}
+
+// retriable reports whether a provision request repeats a provision that
+// failed and may run again.
+func retriable(req ProvisionRequest, params []byte, e *existing) bool {
+	return e.inst.State == store.InstanceFailed && e.inst.Lock == "" && sameProvision(req, params, e.inst)
+}
+
+func sameProvision(req ProvisionRequest, params []byte, inst *store.Instance) bool {
+	return inst.ServiceID == req.ServiceID && inst.PlanID == req.PlanID && sameJSON(inst.Parameters, params) &&
+		inst.OrganizationGUID == req.OrganizationGUID && inst.SpaceGUID == req.SpaceGUID
 }
 
 func removedError(name, serviceID, reason string) *Error {
@@ -133,54 +192,51 @@ func removedError(name, serviceID, reason string) *Error {
 		name, serviceID, reason)
 }
 
-// repeatOfExisting answers a provision of an instance that exists; ok is
-// false when it does not.
+// repeatOfExisting answers a provision of an instance that exists when the
+// provision could not run now (its spec is unknown or removed, or the
+// request does not allow the asynchronous answer it needs); ok is false
+// when the instance does not exist.
 func (s *Service) repeatOfExisting(ctx context.Context, req ProvisionRequest, params []byte) (Result, bool, error) {
-	var inst *store.Instance
-	var job *store.Job
+	var found *existing
 	err := s.view(ctx, func(tx store.Tx) error {
-		cur, err := store.GetInstance(tx, req.InstanceID)
-		if store.IsNotFound(err) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		inst = cur
-		if job, err = store.GetJob(tx, inst.Job); store.IsNotFound(err) {
-			err = nil
-		}
+		var err error
+		found, err = loadExisting(tx, req.InstanceID)
 		return err
 	})
 	if err != nil {
 		return Result{}, false, err
 	}
-	if inst == nil {
+	if found == nil {
 		return Result{}, false, nil
 	}
-	res, err := s.repeatProvision(req, params, inst, job)
+	if retriable(req, params, found) {
+		return Result{}, false, nil // answered as a new provision would be
+	}
+	res, err := repeatProvision(req, params, found)
 	return res, true, err
 }
 
 // repeatProvision answers a provision of an instance that exists.
-func (s *Service) repeatProvision(req ProvisionRequest, params []byte, inst *store.Instance, job *store.Job) (Result, error) {
-	same := inst.ServiceID == req.ServiceID && inst.PlanID == req.PlanID && sameJSON(inst.Parameters, params) &&
-		inst.OrganizationGUID == req.OrganizationGUID && inst.SpaceGUID == req.SpaceGUID
-	if !same {
+func repeatProvision(req ProvisionRequest, params []byte, e *existing) (Result, error) {
+	inst := e.inst
+	if !sameProvision(req, params, inst) {
 		return Result{}, errorf(Conflict, "", "instance %s already exists with other attributes (service_id, plan_id, parameters, organization or space): deprovision it first, or use another instance id", inst.ID)
+	}
+	if e.busy != nil {
+		return Result{}, e.busy
 	}
 	switch inst.State {
 	case store.InstanceProvisioned:
 		return Result{Status: OK, DashboardURL: inst.DashboardURL}, nil
 	case store.InstanceProvisioning:
 		if !req.AcceptsIncomplete {
-			return Result{}, asyncRequired("instance %s is still being provisioned (operation %s): send accepts_incomplete=true to follow it", inst.ID, inst.Job)
+			return Result{}, concurrency("instance %s is being provisioned (operation %s): send accepts_incomplete=true to follow it, or retry when it is done", inst.ID, inst.Job)
 		}
 		return Result{Status: Accepted, Operation: inst.Job}, nil
 	default:
 		why := ""
-		if job != nil && job.Description != "" {
-			why = " (" + job.Description + ")"
+		if e.job != nil && e.job.Description != "" {
+			why = " (" + e.job.Description + ")"
 		}
 		return Result{}, errorf(Conflict, "", "instance %s exists but its provision failed%s: deprovision it before provisioning it again", inst.ID, why)
 	}

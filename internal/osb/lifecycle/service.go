@@ -105,6 +105,9 @@ func (s *Service) answer(ctx context.Context, job *store.Job, c Common, success 
 		}
 		return Result{Status: Accepted, Operation: job.Token}, nil
 	}
+	if o.Job.Refused {
+		return Result{}, s.refused(ctx, &o.Job)
+	}
 	if !o.Succeeded() {
 		return Result{}, errorf(Internal, CodeActionFailed, "%s", o.Job.Description)
 	}
@@ -116,17 +119,6 @@ func (s *Service) answer(ctx context.Context, job *store.Job, c Common, success 
 		}
 	}
 	return res, nil
-}
-
-// checkID refuses an empty or absurdly long identifier.
-func checkID(field, id string) error {
-	switch {
-	case id == "":
-		return badRequest("%s is required", field)
-	case len(id) > 1024:
-		return badRequest("%s is longer than 1024 characters", field)
-	}
-	return nil
 }
 
 // view reads in one snapshot.
@@ -198,6 +190,28 @@ func (s *Service) specOf(inst *store.Instance) (specs.Entry, error) {
 		return specs.Entry{}, internal("the spec of service_id %q, which instance %s uses, is not known to the broker: it cannot run the instance's actions", inst.ServiceID, inst.ID)
 	}
 	return e, nil
+}
+
+// beforeSpec answers a request about an instance whose spec the broker
+// does not know. An instance that an operation holds (a provision deferred
+// while the broker bootstraps, say) is answered 422 ConcurrencyError, a
+// failed one that an update or bind cannot use 422; only otherwise is the
+// missing spec the answer (500).
+func (s *Service) beforeSpec(ctx context.Context, inst *store.Instance, m store.Method, specErr error) error {
+	if inst.Lock != "" {
+		var err error
+		if viewErr := s.view(ctx, func(tx store.Tx) error {
+			err = busy(tx, inst)
+			return nil
+		}); viewErr != nil {
+			return viewErr
+		}
+		return err
+	}
+	if inst.State == store.InstanceFailed && (m == store.Update || m == store.Bind) {
+		return errorf(Unprocessable, "", "instance %s failed to provision: it can only be deprovisioned (or provisioned again with the same request)", inst.ID)
+	}
+	return specErr
 }
 
 func pretty(ids []string) string { return fmt.Sprintf("%q", ids) }

@@ -8,10 +8,10 @@ import (
 
 // Unbind deletes a binding.
 func (s *Service) Unbind(ctx context.Context, req UnbindRequest) (Result, error) {
-	if err := checkID("instance_id", req.InstanceID); err != nil {
+	if err := s.checkStoredID(ctx, "instance_id", req.InstanceID, store.InstanceKey(req.InstanceID)); err != nil {
 		return Result{}, err
 	}
-	if err := checkID("binding_id", req.BindingID); err != nil {
+	if err := s.checkStoredID(ctx, "binding_id", req.BindingID, store.BindingKey(req.InstanceID, req.BindingID)); err != nil {
 		return Result{}, err
 	}
 	if req.ServiceID == "" || req.PlanID == "" {
@@ -39,7 +39,7 @@ func (s *Service) Unbind(ctx context.Context, req UnbindRequest) (Result, error)
 	}
 	entry, err := s.specOf(inst)
 	if err != nil {
-		return Result{}, err
+		return Result{}, s.beforeSpec(ctx, inst, store.Unbind, err)
 	}
 	job := s.newJob(store.Unbind, inst.ID, b.ID, req.Common, store.JobRequest{
 		ServiceID: b.ServiceID, PlanID: b.PlanID, Parameters: b.Parameters, Context: b.Context,
@@ -61,7 +61,7 @@ func (s *Service) Unbind(ctx context.Context, req UnbindRequest) (Result, error)
 		}
 		if j, err := store.GetJob(tx, cur.Job); err == nil && j.Method == store.Unbind && !j.State.Finished() {
 			if !req.AcceptsIncomplete {
-				return asyncRequired("binding %s is already being unbound (operation %s): send accepts_incomplete=true to follow it", cur.ID, j.Token)
+				return concurrency("binding %s is already being unbound (operation %s): send accepts_incomplete=true to follow it, or retry when it is done", cur.ID, j.Token)
 			}
 			repeat = &Result{Status: Accepted, Operation: j.Token}
 			return nil

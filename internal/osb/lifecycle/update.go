@@ -41,29 +41,40 @@ func (s *Service) Update(ctx context.Context, req UpdateRequest) (Result, error)
 	}
 	entry, err := s.specOf(inst)
 	if err != nil {
-		return Result{}, err
+		return Result{}, s.beforeSpec(ctx, inst, store.Update, err)
 	}
 	spec := entry.Spec
 	plan := inst.PlanID
+	_, planKnown := spec.Plan(inst.PlanID)
 	if req.PlanID != "" && req.PlanID != inst.PlanID {
 		if _, ok := spec.Plan(req.PlanID); !ok {
 			return Result{}, badRequest("plan_id %q is not a plan of service %q (its plans: %s)", req.PlanID, spec.Name(), pretty(spec.PlanIDs()))
 		}
-		if cur, ok := spec.Plan(inst.PlanID); !ok || !cur.Updateable {
+		if !planKnown {
+			return Result{}, errorf(Unprocessable, "", "plan %q was removed from service %q, so the broker no longer knows whether an instance of it can change plans: it can still update its parameters, be bound and be deprovisioned", inst.PlanID, spec.Name())
+		}
+		if cur, _ := spec.Plan(inst.PlanID); !cur.Updateable {
 			return Result{}, errorf(Unprocessable, "", "plan %q of service %q is not updateable: an instance of it cannot change plans (deprovision and provision again)", inst.PlanID, spec.Name())
 		}
 		plan = req.PlanID
 	}
 	params := inst.Parameters
 	if given != nil {
-		next, toValidate, err := applyCreateOnly(inst.Parameters, given, spec.CreateOnly(plan))
-		if err != nil {
-			return Result{}, err
+		if _, ok := spec.Plan(plan); ok {
+			next, toValidate, err := applyCreateOnly(inst.Parameters, given, spec.CreateOnly(plan))
+			if err != nil {
+				return Result{}, err
+			}
+			if err := spec.ValidateParameters(plan, bundle.UpdateSchema, toValidate); err != nil {
+				return Result{}, badRequest("%v", err)
+			}
+			params = next
+		} else {
+			// The plan left its bundle, and its schemas with it: the
+			// parameters go to the update action as they are (it may
+			// refuse them).
+			params = given
 		}
-		if err := spec.ValidateParameters(plan, bundle.UpdateSchema, toValidate); err != nil {
-			return Result{}, badRequest("%v", err)
-		}
-		params = next
 	}
 	if reqContext == nil {
 		reqContext = inst.Context
@@ -94,7 +105,7 @@ func (s *Service) Update(ctx context.Context, req UpdateRequest) (Result, error)
 			lj, err := store.GetJob(tx, cur.Lock)
 			if err == nil && lj.Method == store.Update && lj.Request.PlanID == plan && sameJSON(lj.Request.Parameters, params) {
 				if !req.AcceptsIncomplete {
-					return asyncRequired("this update of instance %s is already in progress (operation %s): send accepts_incomplete=true to follow it", cur.ID, lj.Token)
+					return concurrency("this update of instance %s is already in progress (operation %s): send accepts_incomplete=true to follow it, or retry when it is done", cur.ID, lj.Token)
 				}
 				repeat = &Result{Status: Accepted, Operation: lj.Token}
 				return nil

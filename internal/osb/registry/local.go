@@ -50,9 +50,10 @@ func (l *Local) Fetch(ctx context.Context) (Listing, error) {
 		}
 		b, err := bundle.LoadDir(dir, l.maxBytes)
 		if err != nil {
-			out.Problems = append(out.Problems, fmt.Errorf("registry %q: %w", l.name, err))
+			out.Problems = append(out.Problems, Problem{Source: e.Name(), Err: fmt.Errorf("registry %q: %w", l.name, err)})
 			continue
 		}
+		b.Source = e.Name()
 		out.Bundles = append(out.Bundles, b)
 	}
 	return out, nil

@@ -20,6 +20,22 @@ type Registry interface {
 
 // Listing is the result of a successful fetch.
 type Listing struct {
-	Bundles  []*bundle.Bundle
-	Problems []error
+	// Bundles are the bundles the registry offers; each has its Source set.
+	Bundles []*bundle.Bundle
+	// Problems are the bundles the registry offers that cannot be read (a
+	// manifest with a syntax error, say). They are not removals: the
+	// specs they provided stay as they were.
+	Problems []Problem
 }
+
+// Problem is a bundle that a registry offers but that cannot be read.
+type Problem struct {
+	// Source is where the registry found it (directory name, image tag),
+	// as in bundle.Bundle.Source.
+	Source string
+	Err    error
+}
+
+func (p Problem) Error() string { return p.Err.Error() }
+
+func (p Problem) Unwrap() error { return p.Err }

@@ -11,6 +11,10 @@
 //   - A failed fetch deletes and marks nothing. After FailureThreshold
 //     consecutive failures, that registry's specs that no instance uses are
 //     marked.
+//   - A bundle that a registry offers but that cannot be read is a failed
+//     fetch of that bundle: the spec that came from the same source
+//     (directory, tag) is kept, never marked. Status reports such bundles
+//     with each registry's latest sync.
 //   - Sweep deletes marked specs that no instance uses.
 //   - The broker is bootstrapping until every registry has been fetched
 //     once, or has failed FailureThreshold times in a row, or EndBootstrap

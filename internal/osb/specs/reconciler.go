@@ -33,11 +33,16 @@ type Reconciler struct {
 	mu           sync.Mutex // one Sync or Sweep at a time
 	status       map[string]*registryStatus
 	bootstrapped atomic.Bool
+	// snapshot is what Status reports, taken after every Sync.
+	snapshot atomic.Pointer[[]RegistryStatus]
 }
 
 type registryStatus struct {
 	fetched  bool // at least one successful fetch
 	failures int  // consecutive failed fetches
+	// last is the report of the latest sync of the registry.
+	last   *RegistryReport
+	lastAt time.Time
 }
 
 // RegistryReport is what one Sync did with one registry.
@@ -51,6 +56,12 @@ type RegistryReport struct {
 	Marked   []string // service ids marked
 	Unmarked []string // service ids that came back
 	Problems []error  // bundles skipped
+	// Malformed are the bundles the registry offers that cannot be read;
+	// the specs they provided are kept as they were.
+	Malformed []registry.Problem
+	// Kept are service ids that the listing lacks but that were not
+	// marked, because a bundle that cannot be read may be theirs.
+	Kept []string
 }
 
 // Report is what one Sync did.
@@ -80,6 +91,7 @@ func NewReconciler(opts Options) *Reconciler {
 	if len(opts.Registries) == 0 {
 		r.bootstrapped.Store(true)
 	}
+	r.takeSnapshot()
 	return r
 }
 
@@ -96,9 +108,13 @@ func (r *Reconciler) Sync(ctx context.Context) Report {
 	defer r.mu.Unlock()
 	var rep Report
 	for _, reg := range r.opts.Registries {
-		rep.Registries = append(rep.Registries, r.syncRegistry(ctx, reg))
+		rr := r.syncRegistry(ctx, reg)
+		st := r.status[reg.Name()]
+		st.last, st.lastAt = &rr, r.opts.Now()
+		rep.Registries = append(rep.Registries, rr)
 	}
 	rep.Orphans = r.markOrphans(ctx)
+	r.takeSnapshot()
 	done := true
 	for _, st := range r.status {
 		if !st.fetched && st.failures < r.opts.FailureThreshold {
@@ -132,9 +148,13 @@ func (r *Reconciler) syncRegistry(ctx context.Context, reg registry.Registry) Re
 		return rep
 	}
 	st.fetched, st.failures = true, 0
-	rep.Problems = listing.Problems
+	rep.Malformed = listing.Problems
+	unreadable := map[string]bool{}
 	for _, p := range listing.Problems {
-		r.opts.Logger.Warn("registry offers a bundle that cannot be read; it is skipped", "registry", name, "error", p)
+		unreadable[p.Source] = true
+		rep.Problems = append(rep.Problems, p)
+		r.opts.Logger.Warn("registry offers a bundle that cannot be read; it counts as a failed fetch of that bundle: the spec it provided, if any, stays as it was",
+			"registry", name, "bundle", p.Source, "error", p.Err)
 	}
 
 	existing, err := r.listSpecs(ctx)
@@ -168,6 +188,11 @@ func (r *Reconciler) syncRegistry(ctx context.Context, reg registry.Registry) Re
 	}
 	for _, rec := range existing {
 		if rec.Registry != name || rec.Marked || seen[rec.ServiceID] {
+			continue
+		}
+		// A spec recorded without its source may be any unreadable bundle.
+		if unreadable[rec.Source] || (rec.Source == "" && len(unreadable) > 0) {
+			rep.Kept = append(rep.Kept, rec.ServiceID)
 			continue
 		}
 		reason := fmt.Sprintf("removed from registry %q", name)
@@ -227,14 +252,14 @@ func (r *Reconciler) upsert(ctx context.Context, reg string, b *bundle.Bundle) (
 			return err
 		case old.Registry != reg && !old.Marked:
 			return fmt.Errorf("service id %q now belongs to registry %q", b.Manifest.ID, old.Registry)
-		case old.Digest == b.Digest && old.Registry == reg && !old.Marked:
+		case old.Digest == b.Digest && old.Registry == reg && !old.Marked && old.Source == b.Source:
 			return nil // unchanged
 		default:
 			unmarked = old.Marked
 			added = !old.Marked
 		}
 		return store.PutSpec(tx, &store.SpecRecord{ServiceID: b.Manifest.ID, Name: b.Manifest.Name,
-			Registry: reg, Digest: b.Digest, Bundle: raw, UpdatedAt: now})
+			Registry: reg, Source: b.Source, Digest: b.Digest, Bundle: raw, UpdatedAt: now})
 	})
 	if err != nil {
 		return false, false, fmt.Errorf("store spec %q: %w", b.Manifest.Name, err)

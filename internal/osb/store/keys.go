@@ -11,6 +11,7 @@ const (
 	jobsPrefix      = "jobs/"
 	statePrefix     = "state/"
 	runnersPrefix   = "runners/"
+	gonePrefix      = "gone/"
 )
 
 func esc(id string) string { return url.PathEscape(id) }
@@ -37,3 +38,11 @@ func StateKey(instanceID string) string { return statePrefix + esc(instanceID) +
 
 // RunnerKey is the key of a job runner's heartbeat record.
 func RunnerKey(id string) string { return runnersPrefix + esc(id) }
+
+// GoneInstanceKey is the key of the record of a deleted instance.
+func GoneInstanceKey(id string) string { return gonePrefix + "instances/" + esc(id) }
+
+// GoneBindingKey is the key of the record of a deleted binding.
+func GoneBindingKey(instanceID, bindingID string) string {
+	return gonePrefix + "bindings/" + esc(instanceID) + "/" + esc(bindingID)
+}

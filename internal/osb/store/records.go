@@ -11,6 +11,9 @@ type SpecRecord struct {
 	Name      string `json:"name"`
 	// Registry is the name of the registry the spec came from.
 	Registry string `json:"registry"`
+	// Source is where in that registry (directory name, image tag): a
+	// bundle there that cannot be read keeps this spec as it is.
+	Source string `json:"source,omitempty"`
 	// Digest identifies the bundle content (manifest and files).
 	Digest string `json:"digest"`
 	// Bundle is the serialized bundle (manifest and action files), kept so
@@ -148,9 +151,19 @@ type Job struct {
 	RunnerID string `json:"runner_id,omitempty"`
 	// Deferred jobs wait for their spec to be known (bootstrap).
 	Deferred bool `json:"deferred,omitempty"`
+	// Retry marks a provision that runs again after it failed; its action
+	// gets the state the failed attempt saved.
+	Retry bool `json:"retry,omitempty"`
 	// ActionRan is set once the bundle action was started (a job can
 	// fail before: spec gone, invalid parameters, shutdown).
 	ActionRan bool `json:"action_ran,omitempty"`
+	// Refused is set when the action refused the request (it judged the
+	// input unacceptable and changed nothing).
+	Refused bool `json:"refused,omitempty"`
+	// InstanceUsable and UpdateRepeatable are what a failed action said
+	// about the instance (nil: it said nothing).
+	InstanceUsable   *bool `json:"instance_usable,omitempty"`
+	UpdateRepeatable *bool `json:"update_repeatable,omitempty"`
 	// Timeout, when set, bounds the action below the bundle's (or the
 	// broker's default) timeout.
 	Timeout    time.Duration `json:"timeout,omitempty"`
@@ -168,4 +181,13 @@ type Runner struct {
 	Host      string    `json:"host,omitempty"`
 	PID       int       `json:"pid,omitempty"`
 	Heartbeat time.Time `json:"heartbeat"`
+}
+
+// Gone records that the broker deleted an instance or a binding (a
+// deprovision or unbind that succeeded), so that last_operation can answer
+// 410 Gone for it and 404 for an identifier it never knew.
+type Gone struct {
+	// Job is the token of the operation that deleted it.
+	Job       string    `json:"job"`
+	DeletedAt time.Time `json:"deleted_at"`
 }

@@ -106,11 +106,12 @@ func (r *Registry) Fetch(ctx context.Context) (registry.Listing, error) {
 		b, err := r.fetchTag(ropts, tag)
 		switch {
 		case err == nil:
+			b.Source = tag
 			out.Bundles = append(out.Bundles, b)
 		case unreachable(err):
 			return registry.Listing{}, fmt.Errorf("registry %q: read %s:%s: %w", r.name, r.repo, tag, err)
 		default:
-			out.Problems = append(out.Problems, fmt.Errorf("registry %q: tag %q: %w", r.name, tag, err))
+			out.Problems = append(out.Problems, registry.Problem{Source: tag, Err: fmt.Errorf("registry %q: tag %q: %w", r.name, tag, err)})
 		}
 	}
 	return out, nil
