@@ -119,6 +119,19 @@ type BrokerOperationStatus struct {
 	// CompletionTime is when the operation reached a final phase.
 	// +optional
 	CompletionTime *metav1.Time `json:"completionTime,omitempty" lockstep:"readonly"`
+	// TargetInSync is what the operation tells of its target's InSync
+	// condition beyond its phase: an outcome lockstep could not learn yet,
+	// or a failure after which the broker kept what it held. The target's
+	// controller, the only writer of its status, copies it there.
+	// +optional
+	TargetInSync *InSyncNote `json:"targetInSync,omitempty" lockstep:"readonly"`
+}
+
+// InSyncNote is an InSync condition an operation hands to its target.
+type InSyncNote struct {
+	Status  metav1.ConditionStatus `json:"status"`
+	Reason  string                 `json:"reason"`
+	Message string                 `json:"message,omitempty"`
 }
 
 // BrokerOperation is the journal entry of one state change at a broker.

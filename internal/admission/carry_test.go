@@ -22,6 +22,7 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/broker"
 	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
+	"github.com/lockstep-dev/lockstep/internal/controller/operations"
 	"github.com/lockstep-dev/lockstep/internal/journal"
 )
 
@@ -78,7 +79,7 @@ func (h *harness) lockHeldBy(t *testing.T) string {
 
 // operations is the operations reconciler over the harness's API server and
 // broker, with a clock far enough ahead that every Pending record is due.
-func (h *harness) operations(t *testing.T) *journal.Operations {
+func (h *harness) operations(t *testing.T) *operations.Operations {
 	t.Helper()
 	c, err := broker.New(h.broker.Config())
 	require.NoError(t, err)
@@ -86,7 +87,7 @@ func (h *harness) operations(t *testing.T) *journal.Operations {
 	cache := catalog.NewCache(time.Hour)
 	cache.Store(catalog.NewEntry("acme", c, &cat, nil, time.Now()))
 	later := func() time.Time { return time.Now().Add(time.Hour) }
-	return &journal.Operations{
+	return &operations.Operations{
 		Client: h.client, Catalogs: cache, Journal: &journal.Journal{Client: h.client},
 		Leases: &journal.Leases{Client: h.client, Duration: time.Minute, Now: later},
 		Poll:   time.Millisecond, Grace: time.Second, PendingTimeout: 30 * time.Second, Timeout: 5 * time.Second, Now: later,

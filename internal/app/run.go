@@ -30,7 +30,11 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/admission"
 	"github.com/lockstep-dev/lockstep/internal/broker"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
+	"github.com/lockstep-dev/lockstep/internal/controller/binding"
+	"github.com/lockstep-dev/lockstep/internal/controller/instance"
+	"github.com/lockstep-dev/lockstep/internal/controller/operations"
 	"github.com/lockstep-dev/lockstep/internal/controller/resync"
+	"github.com/lockstep-dev/lockstep/internal/controller/servicebroker"
 	"github.com/lockstep-dev/lockstep/internal/credentials"
 	"github.com/lockstep-dev/lockstep/internal/journal"
 )
@@ -107,34 +111,11 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 	}
 
 	catalogs := catalog.NewCache(c.CatalogRefreshInterval)
-	if err := (&catalog.Reconciler{
+	if err := (&servicebroker.Reconciler{
 		Client: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Cache: catalogs, Timeout: c.BrokerTimeout,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the catalog reconciler: %w", err)
 	}
-	poll := broker.PollOptions{MinInterval: c.PollInterval, MaxInterval: c.PollMaxInterval}
-	if err := (&journal.InstanceFinalizer{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespace: c.Namespace,
-		Catalogs: catalogs, Poll: poll, Timeout: c.AdmissionBudget,
-	}).SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("setting up the finalizer reconciler: %w", err)
-	}
-	if err := (&journal.BindingFinalizer{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespace: c.Namespace,
-		Catalogs: catalogs, Poll: poll, Timeout: c.AdmissionBudget,
-	}).SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("setting up the binding reconciler: %w", err)
-	}
-	leases := &journal.Leases{Client: mgr.GetClient(), Namespace: c.Namespace, Duration: c.LockDuration, Wait: c.LockWait}
-	records := &journal.Journal{Client: mgr.GetClient(), Namespace: c.Namespace, Recorder: mgr.GetEventRecorderFor("lockstep")}
-	if err := (&journal.Operations{
-		Client: mgr.GetClient(), Catalogs: catalogs, Leases: leases, Journal: records,
-		Poll: c.PollInterval, Grace: c.CommitGrace, PendingTimeout: c.AdmissionBudget + c.CommitGrace,
-		Keep: c.KeepOperations, Timeout: c.AdmissionBudget,
-	}).SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("setting up the operations reconciler: %w", err)
-	}
-
 	clusterID, err := clusterID(ctx, restConfig, c.ClusterID)
 	if err != nil {
 		return err
@@ -143,22 +124,32 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 	if err != nil {
 		return err
 	}
-	if c.ResyncInterval > 0 {
-		limiter := &resync.Limiter{Concurrent: c.ResyncBrokerConcurrency, PerSecond: c.ResyncBrokerQPS}
-		if err := (&resync.Instances{
-			Client: mgr.GetClient(), Catalogs: catalogs, Leases: leases, Journal: records, Limiter: limiter,
-			Recorder: mgr.GetEventRecorderFor("lockstep"), Interval: c.ResyncInterval, Timeout: c.BrokerTimeout,
-			Identity: self, ClusterID: clusterID,
-		}).SetupWithManager(mgr); err != nil {
-			return fmt.Errorf("setting up the instance resync: %w", err)
-		}
-		if err := (&resync.Bindings{
-			Client: mgr.GetClient(), Catalogs: catalogs, Leases: leases, Limiter: limiter,
-			Recorder: mgr.GetEventRecorderFor("lockstep"), Interval: c.ResyncInterval, Timeout: c.BrokerTimeout,
-		}).SetupWithManager(mgr); err != nil {
-			return fmt.Errorf("setting up the binding resync: %w", err)
-		}
+	poll := broker.PollOptions{MinInterval: c.PollInterval, MaxInterval: c.PollMaxInterval}
+	leases := &journal.Leases{Client: mgr.GetClient(), Namespace: c.Namespace, Duration: c.LockDuration, Wait: c.LockWait}
+	records := &journal.Journal{Client: mgr.GetClient(), Namespace: c.Namespace, Recorder: mgr.GetEventRecorderFor("lockstep")}
+	limiter := &resync.Limiter{Concurrent: c.ResyncBrokerConcurrency, PerSecond: c.ResyncBrokerQPS}
+	if err := (&operations.Operations{
+		Client: mgr.GetClient(), Catalogs: catalogs, Leases: leases, Journal: records,
+		Poll: c.PollInterval, Grace: c.CommitGrace, PendingTimeout: c.AdmissionBudget + c.CommitGrace,
+		Keep: c.KeepOperations, Timeout: c.AdmissionBudget,
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the operations reconciler: %w", err)
 	}
+	if err := (&instance.Reconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespace: c.Namespace, Catalogs: catalogs,
+		Leases: leases, Journal: records, Recorder: mgr.GetEventRecorderFor("lockstep"), Poll: poll, Timeout: c.AdmissionBudget,
+		ResyncInterval: c.ResyncInterval, Limiter: limiter, Identity: self, ClusterID: clusterID,
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the instance controller: %w", err)
+	}
+	if err := (&binding.Reconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespace: c.Namespace, Catalogs: catalogs,
+		Leases: leases, Recorder: mgr.GetEventRecorderFor("lockstep"), Poll: poll, Timeout: c.AdmissionBudget,
+		ResyncInterval: c.ResyncInterval, Limiter: limiter,
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the binding controller: %w", err)
+	}
+
 	deps := admission.Deps{
 		Reader: mgr.GetClient(), Writer: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Catalogs: catalogs,
 		Journal: records, Leases: leases, Budget: c.AdmissionBudget, RefusalMemory: c.RefusalMemory,

@@ -1,12 +1,11 @@
 // Package catalog keeps every ServiceBroker's OSB catalog in memory for
 // admission, so that the hot path never waits on a broker round trip.
 //
-// A controller-runtime reconciler (reconciler.go) fetches a broker's catalog
-// when its ServiceBroker appears or changes and again every
-// spec.relistInterval, compiles the plans' parameter schemas once, keeps
-// plans that left the catalog while instances still use them (marked
-// removed: no new provisions, but updates and deletes go on), stores the
-// result in the Cache and summarizes it in the ServiceBroker's status.
+// The ServiceBroker controller (internal/controller/servicebroker) fetches a
+// broker's catalog when its ServiceBroker appears or changes and again
+// every spec.relistInterval; an Entry compiles the plans' parameter schemas
+// once and keeps plans that left the catalog while instances still use them
+// (marked removed: no new provisions, but updates and deletes go on).
 //
 // Admission reads the Cache: Wait blocks, within the caller's deadline,
 // until a broker's first catalog is loaded; Refresh refetches at most once

@@ -1,8 +1,18 @@
-// Package controller holds lockstep's reconcilers that look at the broker
-// after admission, one package per concern:
+// Package controller holds lockstep's controllers, one package per concern;
+// each kind's status has exactly one writer:
 //
-//   - resync: re-reads every instance and binding from its broker
-//     periodically, compares it with what lockstep last applied, reports
-//     drift in the object's InSync condition and, under the default
-//     reconcile policy, corrects it.
+//   - operations: takes every BrokerOperation to a final phase (follows
+//     it at the broker, commits it once the API server persisted its
+//     object, compensates it when the object never persisted); it writes
+//     records, never the status of their objects;
+//   - instance: the only writer of ServiceInstance status (from the
+//     journal, and from resync), and the instances' finalizer;
+//   - binding: the only writer of ServiceBinding status, the Secret's
+//     owner reference, and the bindings' finalizer;
+//   - servicebroker: loads every catalog into admission's cache and writes
+//     ServiceBroker status; it runs on every replica;
+//   - resync: what instance and binding need to compare an object with
+//     what its broker holds (comparison, per-broker limits, schedule).
+//
+// All but servicebroker run in the elected replica only.
 package controller

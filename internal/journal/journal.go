@@ -76,6 +76,9 @@ type Answer struct {
 	// something at the broker (5xx, timeout, malformed answer): the OSB
 	// spec's orphan mitigation is due.
 	Mitigate bool
+	// InSync, when set, is what the operation tells of its target's
+	// InSync condition (see BrokerOperationStatus.TargetInSync).
+	InSync *v1alpha1.InSyncNote
 }
 
 // Begin writes the record of an operation before the broker is called.
@@ -177,6 +180,9 @@ func (j *Journal) SetPhase(ctx context.Context, op *v1alpha1.BrokerOperation, ta
 	if a.DashboardURL != "" {
 		op.Status.DashboardURL = a.DashboardURL
 	}
+	if a.InSync != nil {
+		op.Status.TargetInSync = a.InSync
+	}
 	if a.Phase != v1alpha1.PhaseInProgress && a.Phase != v1alpha1.PhasePending && op.Status.CompletionTime == nil {
 		now := metav1.NewTime(j.now())
 		op.Status.CompletionTime = &now
@@ -197,6 +203,21 @@ func (j *Journal) SetPhase(ctx context.Context, op *v1alpha1.BrokerOperation, ta
 	}
 	if from != a.Phase {
 		metrics.OperationPhase(string(a.Phase))
+	}
+	return nil
+}
+
+// NoteInSync hands the operation's target an InSync condition, without a
+// change of phase (an outcome the broker could not tell yet). It writes
+// only when the note changes.
+func (j *Journal) NoteInSync(ctx context.Context, op *v1alpha1.BrokerOperation, note v1alpha1.InSyncNote) error {
+	if op.Status.TargetInSync != nil && *op.Status.TargetInSync == note {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(op.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	op.Status.TargetInSync = &note
+	if err := j.Client.Status().Patch(ctx, op, patch); err != nil {
+		return fmt.Errorf("noting the target's InSync in %s/%s: %w", op.Namespace, op.Name, err)
 	}
 	return nil
 }
@@ -269,9 +290,21 @@ const (
 
 // DeleteRecorded says what the journal records of the delete of the object
 // with uid in namespace, so that a finalizer never repeats a delete that
-// admission carried out. home is lockstep's namespace.
-func DeleteRecorded(ctx context.Context, reader client.Reader, home, namespace string, uid types.UID, verb v1alpha1.Verb) (DeleteRecord, error) {
-	ops, err := recordsOf(ctx, reader, home, namespace, string(uid))
+// admission carried out. home is lockstep's namespace. It reads cached
+// first and, before it concludes that nothing was recorded, direct (past
+// the cache; nil to skip): a record written a moment ago may not have
+// reached the cache yet, and a finalizer that missed it would delete at the
+// broker a second time.
+func DeleteRecorded(ctx context.Context, cached, direct client.Reader, home, namespace string, uid types.UID, verb v1alpha1.Verb) (DeleteRecord, error) {
+	recorded, err := deleteRecorded(ctx, cached, home, namespace, uid, verb)
+	if err != nil || recorded != DeleteNotRecorded || direct == nil {
+		return recorded, err
+	}
+	return deleteRecorded(ctx, direct, home, namespace, uid, verb)
+}
+
+func deleteRecorded(ctx context.Context, reader client.Reader, home, namespace string, uid types.UID, verb v1alpha1.Verb) (DeleteRecord, error) {
+	ops, err := Records(ctx, reader, home, namespace, string(uid))
 	if err != nil {
 		return DeleteNotRecorded, fmt.Errorf("reading the operation records of %s: %w", uid, err)
 	}

@@ -53,9 +53,9 @@ func findRecord(ctx context.Context, c client.Reader, home, namespace, name stri
 	return &op, nil
 }
 
-// recordsOf lists the records of the object with uid in namespace: next to
-// the object and in home.
-func recordsOf(ctx context.Context, c client.Reader, home, namespace, uid string) ([]v1alpha1.BrokerOperation, error) {
+// Records lists the records of the object with uid in namespace: next to
+// the object and in home (lockstep's namespace).
+func Records(ctx context.Context, c client.Reader, home, namespace, uid string) ([]v1alpha1.BrokerOperation, error) {
 	var all []v1alpha1.BrokerOperation
 	for _, ns := range namespaces(home, namespace) {
 		var ops v1alpha1.BrokerOperationList

@@ -150,8 +150,22 @@ func waitCommitted(ctx context.Context, t *testing.T, obj client.Object, verb v1
 				newest = &op
 			}
 		}
-		return newest != nil && newest.Spec.Generation == obj.GetGeneration() && newest.Status.Phase == v1alpha1.PhaseCommitted
+		return newest != nil && newest.Spec.Generation == obj.GetGeneration() && newest.Status.Phase == v1alpha1.PhaseCommitted &&
+			reported(obj, newest.Name)
 	})
+}
+
+// reported says whether the object's status reports the operation: its
+// controller writes it a moment after the commit.
+func reported(obj client.Object, operation string) bool {
+	var last *v1alpha1.LastOperation
+	switch o := obj.(type) {
+	case *v1alpha1.ServiceInstance:
+		last = o.Status.LastOperation
+	case *v1alpha1.ServiceBinding:
+		last = o.Status.LastOperation
+	}
+	return last != nil && last.OperationName == operation
 }
 
 // eventuallyGone waits until obj no longer exists: the broker confirmed the

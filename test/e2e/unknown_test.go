@@ -92,14 +92,16 @@ func requireSidesEqual(t *testing.T, b *brokertest.Broker, ns string) {
 func inSyncBecomes(t *testing.T, obj client.Object, conditions func() []metav1.Condition, status metav1.ConditionStatus) metav1.Condition {
 	t.Helper()
 	var got metav1.Condition
-	require.Eventually(t, func() bool {
+	if !assert.Eventually(t, func() bool {
 		require.NoError(t, cluster.client.Get(context.Background(), client.ObjectKeyFromObject(obj), obj))
 		c := meta.FindStatusCondition(conditions(), v1alpha1.ConditionInSync)
 		if c != nil {
 			got = *c
 		}
 		return c != nil && c.Status == status
-	}, 30*time.Second, 100*time.Millisecond, "InSync of %s never became %s (last: %+v)", obj.GetName(), status, got)
+	}, 30*time.Second, 100*time.Millisecond) {
+		t.Fatalf("InSync of %s never became %s (last: %+v)", obj.GetName(), status, got)
+	}
 	return got
 }
 

@@ -8,18 +8,18 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// schedule remembers when each object is due for its next fetch. It lives
+// Schedule remembers when each object is due for its next fetch. It lives
 // in memory: after a restart, or when another replica takes the lead, each
 // object is first fetched at a random point of one interval, so that
 // thousands of objects are spread over it instead of fetched at once.
-type schedule struct {
+type Schedule struct {
 	mu   sync.Mutex
 	when map[types.NamespacedName]time.Time
 }
 
-// due returns how long until key is due; 0 when it is due now. A key seen
+// Due returns how long until key is due; 0 when it is due now. A key seen
 // for the first time is due at a random point of the coming interval.
-func (s *schedule) due(key types.NamespacedName, now time.Time, interval time.Duration) time.Duration {
+func (s *Schedule) Due(key types.NamespacedName, now time.Time, interval time.Duration) time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.when == nil {
@@ -36,9 +36,9 @@ func (s *schedule) due(key types.NamespacedName, now time.Time, interval time.Du
 	return 0
 }
 
-// next schedules key's next fetch one jittered interval (90% to 100% of
+// Next schedules key's next fetch one jittered interval (90% to 100% of
 // it) from now, and returns how long that is.
-func (s *schedule) next(key types.NamespacedName, now time.Time, interval time.Duration) time.Duration {
+func (s *Schedule) Next(key types.NamespacedName, now time.Time, interval time.Duration) time.Duration {
 	wait := interval - time.Duration(rand.Int64N(int64(interval)/10+1))
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -49,8 +49,8 @@ func (s *schedule) next(key types.NamespacedName, now time.Time, interval time.D
 	return wait
 }
 
-// forget drops a key whose object is gone.
-func (s *schedule) forget(key types.NamespacedName) {
+// Forget drops a key whose object is gone.
+func (s *Schedule) Forget(key types.NamespacedName) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.when, key)

@@ -1,4 +1,4 @@
-package resync
+package instance
 
 import (
 	"context"
@@ -24,6 +24,7 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/broker"
 	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
+	"github.com/lockstep-dev/lockstep/internal/controller/resync"
 	"github.com/lockstep-dev/lockstep/internal/journal"
 )
 
@@ -33,14 +34,13 @@ const (
 )
 
 type harness struct {
-	r      *Instances
-	b      *Bindings
+	r      *Reconciler
 	client client.Client
 	broker *brokertest.Broker
 	clock  *clocktesting.FakeClock
 }
 
-// newHarness wires the resync reconcilers to a fake API server holding
+// newHarness wires the instance controller to a fake API server holding
 // objects and a real test broker over HTTP; change edits the catalog
 // lockstep sees.
 func newHarness(t *testing.T, change func(*broker.Catalog), objects ...client.Object) *harness {
@@ -63,10 +63,9 @@ func newHarness(t *testing.T, change func(*broker.Catalog), objects ...client.Ob
 	leases := &journal.Leases{Client: c, Duration: time.Minute}
 	return &harness{
 		client: c, broker: b, clock: clk,
-		r: &Instances{Client: c, Catalogs: cache, Leases: leases, Journal: &journal.Journal{Client: c}, Limiter: &Limiter{Concurrent: 1},
-			Interval: interval, Timeout: 5 * time.Second, Identity: "system:serviceaccount:lockstep-system:lockstep", Clock: clk},
-		b: &Bindings{Client: c, Catalogs: cache, Leases: leases, Limiter: &Limiter{Concurrent: 1},
-			Interval: interval, Timeout: 5 * time.Second, Clock: clk},
+		r: &Reconciler{Client: c, Namespace: "lockstep-system", Catalogs: cache, Leases: leases, Journal: &journal.Journal{Client: c},
+			Limiter: &resync.Limiter{Concurrent: 1}, ResyncInterval: interval, Timeout: 5 * time.Second,
+			Identity: "system:serviceaccount:lockstep-system:lockstep", Clock: clk},
 	}
 }
 
@@ -90,9 +89,9 @@ func (h *harness) instance(t *testing.T) *v1alpha1.ServiceInstance {
 	return &si
 }
 
-// committed is an instance the broker confirmed: Ready, InSync, with what
+// confirmed is an instance the broker confirmed: Ready, InSync, with what
 // was applied in its status.
-func committed(plan, planID, params string, annotations map[string]string) *v1alpha1.ServiceInstance {
+func confirmed(plan, planID, params string, annotations map[string]string) *v1alpha1.ServiceInstance {
 	var p *runtime.RawExtension
 	if params != "" {
 		p = &runtime.RawExtension{Raw: json.RawMessage(params)}
@@ -134,13 +133,13 @@ func TestInstanceResync(t *testing.T) {
 	}{
 		{
 			name:       "in sync: nothing is written",
-			object:     committed("small", brokertest.PlanSmallID, `{"storageGB":10}`, nil),
+			object:     confirmed("small", brokertest.PlanSmallID, `{"storageGB":10}`, nil),
 			broker:     held(brokertest.PlanSmallID, map[string]any{"storageGB": float64(10)}),
 			wantInSync: metav1.ConditionTrue, wantReason: "Committed", wantReady: metav1.ConditionTrue, wantFetches: 1,
 		},
 		{
 			name:   "the broker's dashboard URL is refreshed",
-			object: committed("small", brokertest.PlanSmallID, "", nil),
+			object: confirmed("small", brokertest.PlanSmallID, "", nil),
 			broker: func(b *brokertest.Broker) {
 				b.PutInstance(brokertest.Instance{ID: "ext-1", ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanSmallID, DashboardURL: "https://new/ext-1"})
 			},
@@ -148,52 +147,52 @@ func TestInstanceResync(t *testing.T) {
 		},
 		{
 			name:       "plan changed behind lockstep's back, observe: reported only",
-			object:     committed("small", brokertest.PlanSmallID, "", observe),
+			object:     confirmed("small", brokertest.PlanSmallID, "", observe),
 			broker:     held(brokertest.PlanLargeID, nil),
-			wantInSync: metav1.ConditionFalse, wantReason: ReasonPlanDrift, wantReady: metav1.ConditionTrue, wantWrite: true, wantFetches: 1,
+			wantInSync: metav1.ConditionFalse, wantReason: resync.ReasonPlanDrift, wantReady: metav1.ConditionTrue, wantWrite: true, wantFetches: 1,
 			wantMsg: []string{`broker "acme" holds something else than lockstep applied: plan is "large" at the broker, "small" here`,
 				"reconcile policy observe: lockstep reports it and changes nothing"},
 		},
 		{
 			name:       "parameters changed behind lockstep's back, manage: the spec is applied again",
-			object:     committed("small", brokertest.PlanSmallID, `{"storageGB":10,"region":"eu"}`, nil),
+			object:     confirmed("small", brokertest.PlanSmallID, `{"storageGB":10,"region":"eu"}`, nil),
 			broker:     held(brokertest.PlanSmallID, map[string]any{"storageGB": float64(30), "region": "eu"}),
-			wantInSync: metav1.ConditionFalse, wantReason: ReasonParametersDrift, wantReady: metav1.ConditionTrue, wantWrite: true, wantFetches: 1,
+			wantInSync: metav1.ConditionFalse, wantReason: resync.ReasonParametersDrift, wantReady: metav1.ConditionTrue, wantWrite: true, wantFetches: 1,
 			wantMsg:    []string{"parameters differ: storageGB (broker: 30, here: 10)", "lockstep re-applies this object's spec at the broker"},
 			wantUpdate: map[string]any{"storageGB": float64(10)}, // region is create-only: never sent on update
 		},
 		{
 			name:   "the correction is refused: the broker's words",
-			object: committed("small", brokertest.PlanSmallID, "", nil),
+			object: confirmed("small", brokertest.PlanSmallID, "", nil),
 			broker: func(b *brokertest.Broker) {
 				held(brokertest.PlanLargeID, nil)(b)
 				b.Script(brokertest.OpUpdate, brokertest.Respond{Status: 400, Description: "downgrades are not allowed"})
 			},
-			wantInSync: metav1.ConditionFalse, wantReason: ReasonPlanDrift, wantReady: metav1.ConditionTrue, wantWrite: true, wantFetches: 1,
+			wantInSync: metav1.ConditionFalse, wantReason: resync.ReasonPlanDrift, wantReady: metav1.ConditionTrue, wantWrite: true, wantFetches: 1,
 			wantMsg: []string{`plan is "large" at the broker, "small" here`, "lockstep could not re-apply this object's spec", "downgrades are not allowed"},
 		},
 		{
 			name:       "gone at the broker",
-			object:     committed("small", brokertest.PlanSmallID, "", nil),
-			wantInSync: metav1.ConditionFalse, wantReason: ReasonGoneAtBroker, wantReady: metav1.ConditionFalse, wantWrite: true, wantFetches: 1,
+			object:     confirmed("small", brokertest.PlanSmallID, "", nil),
+			wantInSync: metav1.ConditionFalse, wantReason: resync.ReasonGoneAtBroker, wantReady: metav1.ConditionFalse, wantWrite: true, wantFetches: 1,
 			wantMsg: []string{`broker "acme" no longer holds instance "db" (spec.externalID ext-1)`, "kubectl delete serviceinstance db -n team"},
 		},
 		{
 			name:   "broker failing",
-			object: committed("small", brokertest.PlanSmallID, "", nil),
+			object: confirmed("small", brokertest.PlanSmallID, "", nil),
 			broker: func(b *brokertest.Broker) {
 				b.Always(brokertest.OpGetInstance, brokertest.Respond{Status: 503, Description: "maintenance"})
 			},
-			wantInSync: metav1.ConditionFalse, wantReason: ReasonBrokerUnreachable, wantReady: metav1.ConditionTrue, wantWrite: true, wantFetches: 1,
+			wantInSync: metav1.ConditionFalse, wantReason: resync.ReasonBrokerUnreachable, wantReady: metav1.ConditionTrue, wantWrite: true, wantFetches: 1,
 			wantMsg: []string{`lockstep could not read instance "db" from broker "acme" to compare it`, "maintenance", "tries again in 1m0s"},
 		},
 		{
 			name:   "not retrievable: no fetch",
-			object: committed("small", brokertest.PlanSmallID, "", nil),
+			object: confirmed("small", brokertest.PlanSmallID, "", nil),
 			catalog: func(c *broker.Catalog) {
 				c.Services[0].InstancesRetrievable = false
 			},
-			wantInSync: metav1.ConditionUnknown, wantReason: ReasonNotRetrievable, wantReady: metav1.ConditionTrue, wantWrite: true,
+			wantInSync: metav1.ConditionUnknown, wantReason: resync.ReasonNotRetrievable, wantReady: metav1.ConditionTrue, wantWrite: true,
 			wantMsg: []string{"instances_retrievable is false"},
 		},
 		{
@@ -267,7 +266,7 @@ func originator(t *testing.T, c brokertest.Call) string {
 }
 
 func TestInstanceResyncWaitsForItsTurn(t *testing.T) {
-	h := newHarness(t, nil, committed("small", brokertest.PlanSmallID, "", nil))
+	h := newHarness(t, nil, confirmed("small", brokertest.PlanSmallID, "", nil))
 	h.broker.PutInstance(brokertest.Instance{ID: "ext-1", ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanSmallID})
 	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "team", Name: "db"}}
 
@@ -291,7 +290,7 @@ func TestInstanceResyncWaitsForItsTurn(t *testing.T) {
 }
 
 func TestInstanceResyncLeavesAnObjectWithAnOperationInFlight(t *testing.T) {
-	h := newHarness(t, nil, committed("small", brokertest.PlanSmallID, "", nil))
+	h := newHarness(t, nil, confirmed("small", brokertest.PlanSmallID, "", nil))
 	h.broker.PutInstance(brokertest.Instance{ID: "ext-1", ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanLargeID})
 	_, ok, err := h.r.Leases.Acquire(context.Background(), journal.Key{Kind: "ServiceInstance", Namespace: "team", Name: "db"},
 		&journal.Operation{Record: "db-update-1", Verb: v1alpha1.VerbUpdate, User: "alice", Started: time.Now()})

@@ -1,4 +1,4 @@
-package journal
+package operations
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -22,6 +21,7 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/broker"
 	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
+	"github.com/lockstep-dev/lockstep/internal/journal"
 )
 
 type opsHarness struct {
@@ -47,8 +47,8 @@ func newOpsHarness(t *testing.T, objects ...client.Object) *opsHarness {
 	h := &opsHarness{client: c, broker: b, now: time.Now()}
 	clock := func() time.Time { return h.now }
 	h.r = &Operations{
-		Client: c, Catalogs: cache, Journal: &Journal{Client: c, Now: clock},
-		Leases: &Leases{Client: c, Duration: time.Minute, Now: clock},
+		Client: c, Catalogs: cache, Journal: &journal.Journal{Client: c, Now: clock},
+		Leases: &journal.Leases{Client: c, Duration: time.Minute, Now: clock},
 		Poll:   time.Millisecond, Grace: 5 * time.Second, PendingTimeout: 30 * time.Second, Keep: 2, Timeout: 5 * time.Second, Now: clock,
 	}
 	return h
@@ -72,35 +72,34 @@ func opRecord(name string, verb v1alpha1.Verb, phase v1alpha1.OperationPhase, sp
 	done := metav1.NewTime(created)
 	return &v1alpha1.BrokerOperation{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team", CreationTimestamp: metav1.NewTime(created),
-			Labels: map[string]string{LabelTargetUID: "uid-1"}},
+			Labels: map[string]string{journal.LabelTargetUID: "uid-1"}},
 		Spec: v1alpha1.BrokerOperationSpec{
 			Target:     v1alpha1.OperationTarget{Kind: "ServiceInstance", Name: "db", UID: "uid-1", ExternalID: "ext-1"},
 			BrokerName: "acme", ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanSmallID,
-			Verb: verb, Requester: v1alpha1.Requester{Username: "alice"}, SpecHash: SpecHash(spec), Generation: 1,
+			Verb: verb, Requester: v1alpha1.Requester{Username: "alice"}, SpecHash: journal.SpecHash(spec), Generation: 1,
 		},
 		Status: v1alpha1.BrokerOperationStatus{Phase: phase, StartTime: &done, CompletionTime: &done},
 	}
 }
 
-func TestOperationsCommitWritesStatusAndReleasesTheLock(t *testing.T) {
+// TestOperationsCommitReleasesTheLock: a success the API server persisted
+// is committed and its lock released; the object's status is its own
+// controller's to write.
+func TestOperationsCommitReleasesTheLock(t *testing.T) {
 	spec := v1alpha1.ServiceInstanceSpec{BrokerName: "acme", ServiceName: "db", PlanName: "small", ExternalID: "ext-1"}
 	si := &v1alpha1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "team", UID: "uid-1", Generation: 1}, Spec: spec}
 	h := newOpsHarness(t, si, opRecord("op", v1alpha1.VerbProvision, v1alpha1.PhaseSucceeded, spec, time.Now()))
-	key := Key{Kind: "ServiceInstance", Namespace: "team", Name: "db"}
-	_, ok, err := h.r.Leases.Acquire(context.Background(), key, &Operation{Record: "op", Started: h.now})
+	key := journal.Key{Kind: "ServiceInstance", Namespace: "team", Name: "db"}
+	_, ok, err := h.r.Leases.Acquire(context.Background(), key, &journal.Operation{Record: "op", Started: h.now})
 	require.NoError(t, err)
 	require.True(t, ok)
+	require.NoError(t, h.client.Get(context.Background(), client.ObjectKeyFromObject(si), si))
+	before := si.ResourceVersion
 
 	h.reconcile(t, "op")
 	assert.Equal(t, v1alpha1.PhaseCommitted, h.phase(t, "op"))
 	require.NoError(t, h.client.Get(context.Background(), client.ObjectKeyFromObject(si), si))
-	assert.True(t, meta.IsStatusConditionTrue(si.Status.Conditions, v1alpha1.ConditionReady))
-	assert.True(t, meta.IsStatusConditionTrue(si.Status.Conditions, v1alpha1.ConditionInSync))
-	require.NotNil(t, si.Status.LastOperation)
-	assert.Equal(t, "op", si.Status.LastOperation.OperationName)
-	assert.Equal(t, int64(1), si.Status.ObservedGeneration)
-	assert.Equal(t, &v1alpha1.AppliedInstance{PlanName: "small", PlanID: brokertest.PlanSmallID}, si.Status.LastApplied,
-		"what the broker confirmed is recorded for resync")
+	assert.Equal(t, before, si.ResourceVersion, "the operations reconciler never writes the object")
 	holder, err := h.r.Leases.Holder(context.Background(), key)
 	require.NoError(t, err)
 	assert.Nil(t, holder, "the lock is released")
@@ -206,9 +205,9 @@ func TestOperationsPendingTooLongIsSettled(t *testing.T) {
 			default:
 				h.broker.PutInstance(brokertest.Instance{ID: "ext-1", ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanSmallID})
 			}
-			key := Key{Kind: "ServiceInstance", Namespace: "team", Name: "db"}
+			key := journal.Key{Kind: "ServiceInstance", Namespace: "team", Name: "db"}
 			if tt.lock != "" {
-				_, ok, err := h.r.Leases.Acquire(context.Background(), key, &Operation{Record: tt.lock, Started: h.now})
+				_, ok, err := h.r.Leases.Acquire(context.Background(), key, &journal.Operation{Record: tt.lock, Started: h.now})
 				require.NoError(t, err)
 				require.True(t, ok)
 			}
@@ -233,7 +232,7 @@ func TestOperationsPendingTooLongIsSettled(t *testing.T) {
 // TestOperationsFollowKeepsAnUnknownOutcomeInProgress: when the broker
 // cannot tell how an operation ended (connection cut, 5xx, malformed
 // answer), the operation is not failed: it stays InProgress holding its
-// lock, the object says InSync=Unknown, and the broker is asked again,
+// lock, its record tells the object InSync=Unknown, and the broker is asked again,
 // later the older the operation.
 func TestOperationsFollowKeepsAnUnknownOutcomeInProgress(t *testing.T) {
 	for _, tc := range []struct {
@@ -254,8 +253,8 @@ func TestOperationsFollowKeepsAnUnknownOutcomeInProgress(t *testing.T) {
 			h := newOpsHarness(t, si, rec)
 			h.broker.PutInstance(brokertest.Instance{ID: "ext-1", ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanSmallID})
 			h.broker.Always(brokertest.OpInstanceLastOperation, tc.poll)
-			key := Key{Kind: "ServiceInstance", Namespace: "team", Name: "db"}
-			_, ok, err := h.r.Leases.Acquire(context.Background(), key, &Operation{Record: "op", Started: start})
+			key := journal.Key{Kind: "ServiceInstance", Namespace: "team", Name: "db"}
+			_, ok, err := h.r.Leases.Acquire(context.Background(), key, &journal.Operation{Record: "op", Started: start})
 			require.NoError(t, err)
 			require.True(t, ok)
 
@@ -263,9 +262,10 @@ func TestOperationsFollowKeepsAnUnknownOutcomeInProgress(t *testing.T) {
 			res := h.reconcile(t, "op")
 			assert.Equal(t, v1alpha1.PhaseInProgress, h.phase(t, "op"), "an unknown outcome is not a failure")
 			assert.Equal(t, 5*time.Second, res.RequeueAfter, "asked again after a tenth of the operation's age")
-			require.NoError(t, h.client.Get(context.Background(), client.ObjectKeyFromObject(si), si))
-			c := meta.FindStatusCondition(si.Status.Conditions, v1alpha1.ConditionInSync)
-			require.NotNil(t, c)
+			var op v1alpha1.BrokerOperation
+			require.NoError(t, h.client.Get(context.Background(), client.ObjectKey{Namespace: "team", Name: "op"}, &op))
+			c := op.Status.TargetInSync
+			require.NotNil(t, c, "the record tells the instance's controller")
 			assert.Equal(t, metav1.ConditionUnknown, c.Status)
 			assert.Equal(t, "OutcomeUnknown", c.Reason)
 			assert.Contains(t, c.Message, tc.cause)
@@ -292,8 +292,8 @@ func TestOperationsFollowAPlanChangeWithThePlanFromBefore(t *testing.T) {
 	rec.Status.CompletionTime = nil
 	h := newOpsHarness(t, si, rec)
 	h.broker.PutInstance(brokertest.Instance{ID: "ext-1", ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanLargeID})
-	key := Key{Kind: "ServiceInstance", Namespace: "team", Name: "db"}
-	_, ok, err := h.r.Leases.Acquire(context.Background(), key, &Operation{Record: "op", Started: h.now})
+	key := journal.Key{Kind: "ServiceInstance", Namespace: "team", Name: "db"}
+	_, ok, err := h.r.Leases.Acquire(context.Background(), key, &journal.Operation{Record: "op", Started: h.now})
 	require.NoError(t, err)
 	require.True(t, ok)
 

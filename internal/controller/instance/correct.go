@@ -1,4 +1,4 @@
-package resync
+package instance
 
 import (
 	"context"
@@ -23,12 +23,12 @@ var errBusy = errors.New("another operation holds the instance's lock; lockstep 
 // does, so that `kubectl get brokeroperations` shows who changed what. The
 // operations reconciler then commits it (or follows it while the broker
 // works), which sets InSync again.
-func (r *Instances) correct(ctx context.Context, si *v1alpha1.ServiceInstance, entry *catalog.Entry, plan catalog.Plan, heldPlanID string) error {
+func (r *Reconciler) correct(ctx context.Context, si *v1alpha1.ServiceInstance, entry *catalog.Entry, plan catalog.Plan, heldPlanID string) error {
 	if heldPlanID == "" {
 		heldPlanID = plan.Plan.ID
 	}
 	id := uuid.NewString()
-	key := journal.Key{Kind: kindInstance, Namespace: si.Namespace, Name: si.Name}
+	key := journal.Key{Kind: kind, Namespace: si.Namespace, Name: si.Name}
 	lock := &journal.Operation{ID: id, Verb: v1alpha1.VerbUpdate, User: r.Identity, Started: r.clock().Now(),
 		Record: journal.OperationName(si.Name, v1alpha1.VerbUpdate, id)}
 	if _, ok, err := r.Leases.TryAcquire(ctx, key, lock); err != nil {
@@ -37,7 +37,7 @@ func (r *Instances) correct(ctx context.Context, si *v1alpha1.ServiceInstance, e
 		return errBusy
 	}
 	in := journal.Intent{
-		ID: id, Target: si, Kind: kindInstance, ExternalID: si.Spec.ExternalID, Broker: entry.Broker,
+		ID: id, Target: si, Kind: kind, ExternalID: si.Spec.ExternalID, Broker: entry.Broker,
 		Verb: v1alpha1.VerbUpdate, User: authenticationv1.UserInfo{Username: r.Identity}, SpecHash: journal.SpecHash(si.Spec),
 		ServiceID: plan.Service.ID, PlanID: plan.Plan.ID,
 	}
@@ -82,13 +82,13 @@ func (r *Instances) correct(ctx context.Context, si *v1alpha1.ServiceInstance, e
 }
 
 // fail records a correction the broker refused and releases the lock.
-func (r *Instances) fail(ctx context.Context, op *v1alpha1.BrokerOperation, si *v1alpha1.ServiceInstance, key journal.Key, status int, cause error) {
+func (r *Reconciler) fail(ctx context.Context, op *v1alpha1.BrokerOperation, si *v1alpha1.ServiceInstance, key journal.Key, status int, cause error) {
 	if err := r.Journal.Record(ctx, op, si, journal.Answer{Phase: v1alpha1.PhaseFailed, HTTPStatus: status, Description: cause.Error()}); err != nil {
 		return // the lock stays until the operations reconciler settles the record
 	}
 	r.release(ctx, key, op.Name)
 }
 
-func (r *Instances) release(ctx context.Context, key journal.Key, record string) {
+func (r *Reconciler) release(ctx context.Context, key journal.Key, record string) {
 	_ = r.Leases.Release(ctx, key, record) // an expired lock frees itself
 }

@@ -1,9 +1,10 @@
-package resync
+package binding
 
 import (
 	"context"
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -11,13 +12,61 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/broker"
 	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
+	"github.com/lockstep-dev/lockstep/internal/catalog"
+	"github.com/lockstep-dev/lockstep/internal/controller/resync"
+	"github.com/lockstep-dev/lockstep/internal/journal"
 )
+
+const interval = time.Minute
+
+type harness struct {
+	r      *Reconciler
+	client client.Client
+	broker *brokertest.Broker
+	clock  *clocktesting.FakeClock
+}
+
+// newHarness wires the binding controller to a fake API server holding
+// objects and a real test broker over HTTP; change edits the catalog
+// lockstep sees.
+func newHarness(t *testing.T, change func(*broker.Catalog), objects ...client.Object) *harness {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	require.NoError(t, clientgoscheme.AddToScheme(scheme))
+	require.NoError(t, v1alpha1.AddToScheme(scheme))
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objects...).
+		WithStatusSubresource(&v1alpha1.ServiceInstance{}, &v1alpha1.ServiceBinding{}, &v1alpha1.BrokerOperation{}).Build()
+	b := brokertest.New(t)
+	bc, err := broker.New(b.Config())
+	require.NoError(t, err)
+	cat := brokertest.DefaultCatalog()
+	if change != nil {
+		change(&cat)
+	}
+	cache := catalog.NewCache(time.Hour)
+	cache.Store(catalog.NewEntry("acme", bc, &cat, nil, time.Now()))
+	clk := clocktesting.NewFakeClock(time.Now())
+	return &harness{client: c, broker: b, clock: clk, r: &Reconciler{Client: c, Namespace: "lockstep-system", Catalogs: cache,
+		Leases: &journal.Leases{Client: c, Duration: time.Minute}, Limiter: &resync.Limiter{Concurrent: 1},
+		ResyncInterval: interval, Timeout: 5 * time.Second, Clock: clk}}
+}
+
+// instance is the bound instance, as the broker confirmed it.
+func instance() *v1alpha1.ServiceInstance {
+	return &v1alpha1.ServiceInstance{
+		ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "team", UID: "uid-1"},
+		Spec:       v1alpha1.ServiceInstanceSpec{BrokerName: "acme", ServiceName: "db", PlanName: "small", ExternalID: "ext-1"},
+	}
+}
 
 func boundBinding(params string) *v1alpha1.ServiceBinding {
 	var p *runtime.RawExtension
@@ -49,31 +98,31 @@ func TestBindingResync(t *testing.T) {
 			broker: func(b *brokertest.Broker) {
 				b.PutBinding(brokertest.Binding{InstanceID: "ext-1", ID: "bind-1", Parameters: map[string]any{"role": "reader"}, Credentials: secret})
 			}},
-		{name: "parameters differ: reported, never corrected", wantInSync: metav1.ConditionFalse, wantReason: ReasonParametersDrift, wantWrite: true,
+		{name: "parameters differ: reported, never corrected", wantInSync: metav1.ConditionFalse, wantReason: resync.ReasonParametersDrift, wantWrite: true,
 			broker: func(b *brokertest.Broker) {
 				b.PutBinding(brokertest.Binding{InstanceID: "ext-1", ID: "bind-1", Parameters: map[string]any{"role": "admin"}, Credentials: secret})
 			},
 			wantMsg: []string{`role (broker: "admin", here: "reader")`, "delete servicebinding creds and create it again"}},
-		{name: "gone at the broker", wantInSync: metav1.ConditionFalse, wantReason: ReasonGoneAtBroker, wantWrite: true,
+		{name: "gone at the broker", wantInSync: metav1.ConditionFalse, wantReason: resync.ReasonGoneAtBroker, wantWrite: true,
 			wantMsg: []string{`broker "acme" no longer holds binding "creds"`}},
-		{name: "not retrievable", wantInSync: metav1.ConditionUnknown, wantReason: ReasonNotRetrievable, wantWrite: true,
+		{name: "not retrievable", wantInSync: metav1.ConditionUnknown, wantReason: resync.ReasonNotRetrievable, wantWrite: true,
 			catalog: func(c *broker.Catalog) { c.Services[0].BindingsRetrievable = false }, wantMsg: []string{"bindings_retrievable is false"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := newHarness(t, tt.catalog, committed("small", brokertest.PlanSmallID, "", nil), boundBinding(`{"role":"reader"}`))
+			h := newHarness(t, tt.catalog, instance(), boundBinding(`{"role":"reader"}`))
 			h.broker.PutInstance(brokertest.Instance{ID: "ext-1", ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanSmallID})
 			if tt.broker != nil {
 				tt.broker(h.broker)
 			}
 			key := client.ObjectKey{Namespace: "team", Name: "creds"}
+			req := reconcile.Request{NamespacedName: types.NamespacedName(key)}
+			_, err := h.r.Reconcile(context.Background(), req) // schedules the first fetch (and writes Ready)
+			require.NoError(t, err)
 			var before v1alpha1.ServiceBinding
 			require.NoError(t, h.client.Get(context.Background(), key, &before))
-			req := reconcile.Request{NamespacedName: types.NamespacedName(key)}
-			_, err := h.b.Reconcile(context.Background(), req)
-			require.NoError(t, err)
 			h.clock.Step(interval)
-			_, err = h.b.Reconcile(context.Background(), req)
+			_, err = h.r.Reconcile(context.Background(), req)
 			require.NoError(t, err)
 
 			var b v1alpha1.ServiceBinding

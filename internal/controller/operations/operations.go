@@ -1,4 +1,4 @@
-package journal
+package operations
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -17,6 +16,7 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/broker"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
 	"github.com/lockstep-dev/lockstep/internal/credentials"
+	"github.com/lockstep-dev/lockstep/internal/journal"
 )
 
 // Operations takes every BrokerOperation to a final phase. The webhook
@@ -25,8 +25,8 @@ import (
 //   - InProgress: polled to the end (a bind's credentials then go into its
 //     Secret; a finished deprovision or unbind deletes its object);
 //   - Succeeded: the object the API server holds matches the operation
-//     (uid, spec hash) → status written, Committed, lock released; the
-//     object never persisted → Orphaned;
+//     (uid, spec hash) → Committed, lock released; the object never
+//     persisted → Orphaned;
 //   - Orphaned: compensated (deprovision, unbind, re-apply the persisted
 //     spec, or finish the delete) → Compensated;
 //   - Pending for longer than an admission can last, and not holding the
@@ -42,11 +42,16 @@ import (
 //
 // After a restart every non-final operation is picked up again, because
 // the records are in the API server.
+//
+// It never writes the status of an operation's object: each kind's
+// controller is the only writer of its objects' status, and reads the
+// outcome from the record (its phase, and TargetInSync where the phase
+// alone does not tell).
 type Operations struct {
 	Client   client.Client
 	Catalogs *catalog.Cache
-	Leases   *Leases
-	Journal  *Journal
+	Leases   *journal.Leases
+	Journal  *journal.Journal
 	// Poll is the wait between last_operation polls.
 	Poll time.Duration
 	// Grace is how long after the broker's answer an object that did not
@@ -86,7 +91,6 @@ func (r *Operations) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	case v1alpha1.PhaseOrphaned:
 		return r.compensate(ctx, &op)
 	case v1alpha1.PhaseFailed:
-		r.lastOperation(ctx, &op, nil)
 		return ctrl.Result{}, r.finish(ctx, &op)
 	default: // Committed, Compensated
 		return ctrl.Result{}, r.finish(ctx, &op)
@@ -120,7 +124,7 @@ func (r *Operations) pending(ctx context.Context, op *v1alpha1.BrokerOperation) 
 		// The broker's answer was never recorded, and the broker is still
 		// working on it (or finished a delete the API server does not show
 		// yet): follow it like any operation in progress.
-		return ctrl.Result{Requeue: true}, r.Journal.SetPhase(ctx, op, target, Answer{Phase: v1alpha1.PhaseInProgress,
+		return ctrl.Result{Requeue: true}, r.Journal.SetPhase(ctx, op, target, journal.Answer{Phase: v1alpha1.PhaseInProgress,
 			Description: "lockstep stopped before recording the broker's answer; the broker is still at work on it: following the operation"})
 	}
 	if persistedAsRecorded(op, target) {
@@ -129,14 +133,14 @@ func (r *Operations) pending(ctx context.Context, op *v1alpha1.BrokerOperation) 
 		// only what every webhook allowed, and lockstep allows only what
 		// the broker carried out: the object as the record describes it
 		// is the broker's success.
-		return ctrl.Result{Requeue: true}, r.Journal.SetPhase(ctx, op, nil, Answer{Phase: v1alpha1.PhaseSucceeded,
+		return ctrl.Result{Requeue: true}, r.Journal.SetPhase(ctx, op, nil, journal.Answer{Phase: v1alpha1.PhaseSucceeded,
 			Description: "lockstep stopped before recording the broker's answer; the API server persisted the change, which lockstep allows only after the broker carried it out"})
 	}
 	if (op.Spec.Verb == v1alpha1.VerbProvision || op.Spec.Verb == v1alpha1.VerbBind) && target == nil {
-		return ctrl.Result{Requeue: true}, r.Journal.SetPhase(ctx, op, nil, Answer{Phase: v1alpha1.PhaseOrphaned,
+		return ctrl.Result{Requeue: true}, r.Journal.SetPhase(ctx, op, nil, journal.Answer{Phase: v1alpha1.PhaseOrphaned,
 			Description: "lockstep stopped before the broker's answer was recorded and the object never persisted; undoing whatever the broker did"})
 	}
-	return ctrl.Result{}, r.Journal.SetPhase(ctx, op, target, Answer{Phase: v1alpha1.PhaseFailed,
+	return ctrl.Result{}, r.Journal.SetPhase(ctx, op, target, journal.Answer{Phase: v1alpha1.PhaseFailed,
 		Description: "lockstep stopped before the broker's answer was recorded; the outcome is unknown"})
 }
 
@@ -177,7 +181,7 @@ func persistedAsRecorded(op *v1alpha1.BrokerOperation, target client.Object) boo
 	case v1alpha1.VerbProvision, v1alpha1.VerbBind, v1alpha1.VerbAdopt:
 		return target != nil && op.Spec.Target.UID != ""
 	case v1alpha1.VerbUpdate:
-		return target != nil && target.GetGeneration() == op.Spec.Generation && SpecHash(specOf(target)) == op.Spec.SpecHash
+		return target != nil && target.GetGeneration() == op.Spec.Generation && journal.SpecHash(specOf(target)) == op.Spec.SpecHash
 	case v1alpha1.VerbDeprovision, v1alpha1.VerbUnbind:
 		return target == nil || target.GetDeletionTimestamp() != nil
 	}
@@ -199,13 +203,14 @@ func (r *Operations) follow(ctx context.Context, op *v1alpha1.BrokerOperation) (
 	case last.Gone && deleting, last.State == broker.StateSucceeded:
 	case last.State == broker.StateFailed, last.Gone:
 		target, _ := r.target(ctx, op)
+		answer := journal.Answer{Phase: v1alpha1.PhaseFailed, HTTPStatus: last.HTTPStatus, Description: last.Description}
 		if target != nil && op.Spec.Verb != v1alpha1.VerbProvision && op.Spec.Verb != v1alpha1.VerbBind {
 			// The broker kept what it held before, which is what the API
 			// server holds.
-			r.inSync(ctx, target, metav1.ConditionTrue, "BrokerRefused",
-				fmt.Sprintf("operation %s: the broker answered that the %s failed (%s); it holds the object as persisted", op.Name, op.Spec.Verb, last.Description))
+			answer.InSync = &v1alpha1.InSyncNote{Status: metav1.ConditionTrue, Reason: "BrokerRefused",
+				Message: fmt.Sprintf("operation %s: the broker answered that the %s failed (%s); it holds the object as persisted", op.Name, op.Spec.Verb, last.Description)}
 		}
-		return ctrl.Result{}, r.Journal.SetPhase(ctx, op, target, Answer{Phase: v1alpha1.PhaseFailed, HTTPStatus: last.HTTPStatus, Description: last.Description})
+		return ctrl.Result{}, r.Journal.SetPhase(ctx, op, target, answer)
 	default:
 		if err := r.Leases.Renew(ctx, r.key(op), op.Name); err != nil {
 			return ctrl.Result{}, err
@@ -239,7 +244,7 @@ func (r *Operations) follow(ctx context.Context, op *v1alpha1.BrokerOperation) (
 			}
 		}
 	}
-	return ctrl.Result{Requeue: true}, r.Journal.SetPhase(ctx, op, target, Answer{Phase: v1alpha1.PhaseSucceeded, HTTPStatus: last.HTTPStatus, Description: last.Description})
+	return ctrl.Result{Requeue: true}, r.Journal.SetPhase(ctx, op, target, journal.Answer{Phase: v1alpha1.PhaseSucceeded, HTTPStatus: last.HTTPStatus, Description: last.Description})
 }
 
 // unknown handles a poll that got no answer (connection refused or reset,
@@ -252,9 +257,10 @@ func (r *Operations) unknown(ctx context.Context, op *v1alpha1.BrokerOperation, 
 	if err := r.Leases.Renew(ctx, r.key(op), op.Name); err != nil {
 		return ctrl.Result{}, err
 	}
-	if target, terr := r.target(ctx, op); terr == nil && target != nil {
-		r.inSync(ctx, target, metav1.ConditionUnknown, "OutcomeUnknown",
-			fmt.Sprintf("operation %s: the broker accepted the %s, and lockstep could not learn how it ended (%v); it keeps asking", op.Name, op.Spec.Verb, err))
+	note := v1alpha1.InSyncNote{Status: metav1.ConditionUnknown, Reason: "OutcomeUnknown",
+		Message: fmt.Sprintf("operation %s: the broker accepted the %s, and lockstep could not learn how it ended (%v); it keeps asking", op.Name, op.Spec.Verb, err)}
+	if err := r.Journal.NoteInSync(ctx, op, note); err != nil {
+		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: r.backoff(op)}, nil
 }
@@ -279,7 +285,7 @@ func (r *Operations) commit(ctx context.Context, op *v1alpha1.BrokerOperation) (
 		persisted = target != nil
 	case v1alpha1.VerbUpdate:
 		persisted = target == nil || target.GetDeletionTimestamp() != nil ||
-			SpecHash(specOf(target)) == op.Spec.SpecHash || target.GetGeneration() > op.Spec.Generation
+			journal.SpecHash(specOf(target)) == op.Spec.SpecHash || target.GetGeneration() > op.Spec.Generation
 	case v1alpha1.VerbDeprovision, v1alpha1.VerbUnbind:
 		persisted = target == nil || target.GetDeletionTimestamp() != nil
 	}
@@ -292,11 +298,10 @@ func (r *Operations) commit(ctx context.Context, op *v1alpha1.BrokerOperation) (
 		if since < r.Grace {
 			return ctrl.Result{RequeueAfter: min(r.Grace-since, 100*time.Millisecond)}, nil
 		}
-		return ctrl.Result{Requeue: true}, r.Journal.SetPhase(ctx, op, nil, Answer{Phase: v1alpha1.PhaseOrphaned,
+		return ctrl.Result{Requeue: true}, r.Journal.SetPhase(ctx, op, nil, journal.Answer{Phase: v1alpha1.PhaseOrphaned,
 			Description: fmt.Sprintf("the broker carried out the %s but the API server did not persist it (rejected after lockstep allowed it, or lost); undoing it", op.Spec.Verb)})
 	}
-	r.lastOperation(ctx, op, target)
-	if err := r.Journal.SetPhase(ctx, op, nil, Answer{Phase: v1alpha1.PhaseCommitted}); err != nil {
+	if err := r.Journal.SetPhase(ctx, op, nil, journal.Answer{Phase: v1alpha1.PhaseCommitted}); err != nil {
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{}, r.finish(ctx, op)
@@ -317,19 +322,19 @@ func (r *Operations) compensate(ctx context.Context, op *v1alpha1.BrokerOperatio
 	switch op.Spec.Verb {
 	case v1alpha1.VerbProvision:
 		what = "deprovisioned the orphaned instance"
-		err = r.remove(ctx, c, op, brokerTarget{instanceID: op.Spec.Target.ExternalID, serviceID: op.Spec.ServiceID, planID: op.Spec.PlanID})
+		err = r.remove(ctx, c, op, broker.Removal{InstanceID: op.Spec.Target.ExternalID, ServiceID: op.Spec.ServiceID, PlanID: op.Spec.PlanID})
 	case v1alpha1.VerbBind:
 		what = "unbound the orphaned binding and removed its Secret"
-		err = r.remove(ctx, c, op, brokerTarget{binding: true, instanceID: op.Spec.Target.InstanceID, bindingID: op.Spec.Target.ExternalID,
-			serviceID: op.Spec.ServiceID, planID: op.Spec.PlanID})
+		err = r.remove(ctx, c, op, broker.Removal{InstanceID: op.Spec.Target.InstanceID, BindingID: op.Spec.Target.ExternalID,
+			ServiceID: op.Spec.ServiceID, PlanID: op.Spec.PlanID})
 		if err == nil {
-			err = credentials.DeleteByUID(ctx, r.Client, TargetNamespace(op), op.Spec.Target.UID)
+			err = credentials.DeleteByUID(ctx, r.Client, journal.TargetNamespace(op), op.Spec.Target.UID)
 		}
 	case v1alpha1.VerbAdopt:
 		what = "nothing to undo at the broker (an adoption changes nothing there)"
 		if op.Spec.Target.Kind == "ServiceBinding" {
 			what = "removed the Secret written for the adopted binding (the broker keeps the binding)"
-			err = credentials.DeleteByUID(ctx, r.Client, TargetNamespace(op), op.Spec.Target.UID)
+			err = credentials.DeleteByUID(ctx, r.Client, journal.TargetNamespace(op), op.Spec.Target.UID)
 		}
 	case v1alpha1.VerbUpdate:
 		what = "re-applied the persisted spec at the broker"
@@ -341,22 +346,25 @@ func (r *Operations) compensate(ctx context.Context, op *v1alpha1.BrokerOperatio
 		}
 	}
 	if err != nil {
-		r.inSync(ctx, target, metav1.ConditionFalse, "CompensationFailed", fmt.Sprintf("operation %s: %v", op.Name, err))
+		note := v1alpha1.InSyncNote{Status: metav1.ConditionFalse, Reason: "CompensationFailed", Message: fmt.Sprintf("operation %s: %v", op.Name, err)}
+		if nerr := r.Journal.NoteInSync(ctx, op, note); nerr != nil {
+			log.FromContext(ctx).Info("could not note the failed compensation", "operation", op.Name, "error", nerr.Error())
+		}
 		return ctrl.Result{}, fmt.Errorf("compensating %s/%s: %w", op.Namespace, op.Name, err)
 	}
 	log.FromContext(ctx).Info("compensated an orphaned broker operation", "operation", op.Name, "what", what)
-	if err := r.Journal.SetPhase(ctx, op, target, Answer{Phase: v1alpha1.PhaseCompensated, Description: op.Status.Description + "; " + what}); err != nil {
+	if err := r.Journal.SetPhase(ctx, op, target, journal.Answer{Phase: v1alpha1.PhaseCompensated, Description: op.Status.Description + "; " + what,
+		InSync: &v1alpha1.InSyncNote{Status: metav1.ConditionTrue, Reason: "Compensated", Message: fmt.Sprintf("operation %s: %s", op.Name, what)}}); err != nil {
 		return ctrl.Result{}, err
 	}
-	r.inSync(ctx, target, metav1.ConditionTrue, "Compensated", fmt.Sprintf("operation %s: %s", op.Name, what))
 	return ctrl.Result{}, r.finish(ctx, op)
 }
 
 // remove deprovisions or unbinds what an orphaned operation left at the
 // broker; still in progress is an error, so that the compensation is
 // tried again.
-func (r *Operations) remove(ctx context.Context, c *broker.Client, op *v1alpha1.BrokerOperation, t brokerTarget) error {
-	done, err := removeAtBroker(ctx, c, t, broker.PollOptions{MinInterval: r.Poll, MaxInterval: r.Poll * 4})
+func (r *Operations) remove(ctx context.Context, c *broker.Client, op *v1alpha1.BrokerOperation, t broker.Removal) error {
+	done, err := c.Remove(ctx, broker.RequestMeta{}, t, broker.PollOptions{MinInterval: r.Poll, MaxInterval: r.Poll * 4})
 	if err == nil && !done {
 		err = fmt.Errorf("the broker is still removing what operation %s left; trying again", op.Name)
 	}
@@ -416,7 +424,7 @@ func (r *Operations) prune(ctx context.Context, op *v1alpha1.BrokerOperation) er
 		return nil
 	}
 	var ops v1alpha1.BrokerOperationList
-	if err := r.Client.List(ctx, &ops, client.InNamespace(op.Namespace), client.MatchingLabels{LabelTargetUID: string(op.Spec.Target.UID)}); err != nil {
+	if err := r.Client.List(ctx, &ops, client.InNamespace(op.Namespace), client.MatchingLabels{journal.LabelTargetUID: string(op.Spec.Target.UID)}); err != nil {
 		return err
 	}
 	if len(ops.Items) <= r.Keep {
@@ -440,74 +448,6 @@ func (r *Operations) prune(ctx context.Context, op *v1alpha1.BrokerOperation) er
 	return nil
 }
 
-// lastOperation writes the operation into the target's status. For an
-// instance a committed provision or update also sets Ready, InSync, the
-// dashboard URL and the observed generation.
-func (r *Operations) lastOperation(ctx context.Context, op *v1alpha1.BrokerOperation, target client.Object) {
-	if target == nil {
-		var err error
-		if target, err = r.target(ctx, op); err != nil || target == nil {
-			return
-		}
-	}
-	state := v1alpha1.StateSucceeded
-	if op.Status.Phase == v1alpha1.PhaseFailed {
-		state = v1alpha1.StateFailed
-	}
-	last := &v1alpha1.LastOperation{
-		Verb: op.Spec.Verb, State: state, Description: op.Status.Description, OperationName: op.Name,
-		User: op.Spec.Requester.Username, StartTime: op.Status.StartTime, EndTime: op.Status.CompletionTime,
-	}
-	base := target.DeepCopyObject().(client.Object)
-	switch t := target.(type) {
-	case *v1alpha1.ServiceInstance:
-		t.Status.LastOperation = last
-		if state == v1alpha1.StateSucceeded && (op.Spec.Verb == v1alpha1.VerbProvision || op.Spec.Verb == v1alpha1.VerbUpdate || op.Spec.Verb == v1alpha1.VerbAdopt) {
-			reason := map[v1alpha1.Verb]string{v1alpha1.VerbProvision: "Provisioned", v1alpha1.VerbUpdate: "Updated", v1alpha1.VerbAdopt: "Adopted"}[op.Spec.Verb]
-			meta.SetStatusCondition(&t.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue,
-				Reason: reason, Message: fmt.Sprintf("broker %q holds the instance as specified", op.Spec.BrokerName), ObservedGeneration: op.Spec.Generation})
-			meta.SetStatusCondition(&t.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionInSync, Status: metav1.ConditionTrue,
-				Reason: "Committed", Message: "what the broker holds equals this object", ObservedGeneration: op.Spec.Generation})
-			if op.Status.DashboardURL != "" {
-				t.Status.DashboardURL = op.Status.DashboardURL
-			}
-			if SpecHash(t.Spec) == op.Spec.SpecHash {
-				t.Status.LastApplied = &v1alpha1.AppliedInstance{PlanName: t.Spec.PlanName, PlanID: op.Spec.PlanID, Parameters: t.Spec.Parameters.DeepCopy()}
-			}
-			t.Status.ObservedGeneration = max(t.Status.ObservedGeneration, op.Spec.Generation)
-		}
-	case *v1alpha1.ServiceBinding:
-		t.Status.LastOperation = last
-		if state == v1alpha1.StateSucceeded && (op.Spec.Verb == v1alpha1.VerbBind || op.Spec.Verb == v1alpha1.VerbAdopt) {
-			meta.SetStatusCondition(&t.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionInSync, Status: metav1.ConditionTrue,
-				Reason: "Committed", Message: fmt.Sprintf("broker %q holds the binding", op.Spec.BrokerName), ObservedGeneration: op.Spec.Generation})
-		}
-	}
-	if err := r.Client.Status().Patch(ctx, target, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
-		log.FromContext(ctx).Info("could not write the status of the operation's target", "operation", op.Name, "error", err.Error())
-	}
-}
-
-// inSync sets the InSync condition of a target, if there is one.
-func (r *Operations) inSync(ctx context.Context, target client.Object, status metav1.ConditionStatus, reason, msg string) {
-	var conds *[]metav1.Condition
-	switch t := target.(type) {
-	case *v1alpha1.ServiceInstance:
-		conds = &t.Status.Conditions
-	case *v1alpha1.ServiceBinding:
-		conds = &t.Status.Conditions
-	default:
-		return
-	}
-	base := target.DeepCopyObject().(client.Object)
-	if !meta.SetStatusCondition(conds, metav1.Condition{Type: v1alpha1.ConditionInSync, Status: status, Reason: reason, Message: msg}) {
-		return // nothing changed: no write
-	}
-	if err := r.Client.Status().Patch(ctx, target, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
-		log.FromContext(ctx).Info("could not write InSync", "error", err.Error())
-	}
-}
-
 // target returns the operation's object when the API server holds it with
 // the operation's uid; nil when it does not.
 func (r *Operations) target(ctx context.Context, op *v1alpha1.BrokerOperation) (client.Object, error) {
@@ -515,7 +455,7 @@ func (r *Operations) target(ctx context.Context, op *v1alpha1.BrokerOperation) (
 	if op.Spec.Target.Kind == "ServiceBinding" {
 		obj = &v1alpha1.ServiceBinding{}
 	}
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: TargetNamespace(op), Name: op.Spec.Target.Name}, obj)
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: journal.TargetNamespace(op), Name: op.Spec.Target.Name}, obj)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
@@ -539,7 +479,7 @@ func (r *Operations) deleteTarget(ctx context.Context, op *v1alpha1.BrokerOperat
 	uid := target.GetUID()
 	err := r.Client.Delete(ctx, target, &client.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("deleting %s %s/%s after the broker confirmed the %s: %w", op.Spec.Target.Kind, TargetNamespace(op), op.Spec.Target.Name, op.Spec.Verb, err)
+		return fmt.Errorf("deleting %s %s/%s after the broker confirmed the %s: %w", op.Spec.Target.Kind, journal.TargetNamespace(op), op.Spec.Target.Name, op.Spec.Verb, err)
 	}
 	return nil
 }
@@ -575,8 +515,8 @@ func (r *Operations) pollAfter(last *broker.LastOperation) time.Duration {
 	return r.Poll
 }
 
-func (r *Operations) key(op *v1alpha1.BrokerOperation) Key {
-	return Key{Kind: op.Spec.Target.Kind, Namespace: TargetNamespace(op), Name: op.Spec.Target.Name}
+func (r *Operations) key(op *v1alpha1.BrokerOperation) journal.Key {
+	return journal.Key{Kind: op.Spec.Target.Kind, Namespace: journal.TargetNamespace(op), Name: op.Spec.Target.Name}
 }
 
 func (r *Operations) now() time.Time {

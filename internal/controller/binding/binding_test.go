@@ -1,4 +1,4 @@
-package journal
+package binding
 
 import (
 	"context"
@@ -53,7 +53,7 @@ func TestBindingReadySaysWhatHappened(t *testing.T) {
 					Labels: map[string]string{credentials.LabelBindingUID: "b-uid"}}})
 			}
 			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objects...).WithStatusSubresource(&v1alpha1.ServiceBinding{}).Build()
-			r := &BindingFinalizer{Client: c}
+			r := &Reconciler{Client: c}
 			_, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "team", Name: "creds"}})
 			require.NoError(t, err)
 			require.NoError(t, c.Get(context.Background(), client.ObjectKeyFromObject(b), b))

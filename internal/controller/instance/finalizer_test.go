@@ -1,4 +1,4 @@
-package journal
+package instance
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/broker"
 	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
+	"github.com/lockstep-dev/lockstep/internal/journal"
 )
 
 // journalRecord is a deprovision record a finalizer test starts with.
@@ -92,7 +93,7 @@ func TestInstanceFinalizer(t *testing.T) {
 			direct := []client.Object{si.DeepCopy()}
 			if tt.record != nil {
 				rec := &v1alpha1.BrokerOperation{
-					ObjectMeta: metav1.ObjectMeta{Name: "db-deprovision-1", Namespace: tt.record.namespace, Labels: map[string]string{LabelTargetUID: "uid-1"}},
+					ObjectMeta: metav1.ObjectMeta{Name: "db-deprovision-1", Namespace: tt.record.namespace, Labels: map[string]string{journal.LabelTargetUID: "uid-1"}},
 					Spec: v1alpha1.BrokerOperationSpec{Verb: v1alpha1.VerbDeprovision,
 						Target: v1alpha1.OperationTarget{Kind: "ServiceInstance", Name: "db", Namespace: "team", UID: "uid-1"}},
 					Status: v1alpha1.BrokerOperationStatus{Phase: tt.record.phase},
@@ -104,7 +105,7 @@ func TestInstanceFinalizer(t *testing.T) {
 			}
 			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(cached...).Build()
 			apiReader := fake.NewClientBuilder().WithScheme(scheme).WithObjects(direct...).Build()
-			r := &InstanceFinalizer{Client: c, APIReader: apiReader, Namespace: "lockstep-system", Catalogs: cache, Timeout: 5 * time.Second,
+			r := &Reconciler{Client: c, APIReader: apiReader, Namespace: "lockstep-system", Catalogs: cache, Timeout: 5 * time.Second,
 				Poll: broker.PollOptions{MinInterval: time.Millisecond, MaxInterval: time.Millisecond}}
 
 			res, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "team", Name: "db"}})

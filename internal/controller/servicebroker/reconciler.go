@@ -1,4 +1,4 @@
-package catalog
+package servicebroker
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/broker"
+	"github.com/lockstep-dev/lockstep/internal/catalog"
 )
 
 // DefaultRelistInterval applies when a ServiceBroker does not set
@@ -32,7 +33,7 @@ type Reconciler struct {
 	// does not watch every Secret of the cluster).
 	Secrets client.Reader
 	// Cache receives the catalogs.
-	Cache *Cache
+	Cache *catalog.Cache
 	// Timeout bounds each request to a broker.
 	Timeout time.Duration
 	// Now is the clock; nil means time.Now.
@@ -80,7 +81,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 // Fetch fetches the named broker's catalog; it is the Cache's Fetcher.
-func (r *Reconciler) Fetch(ctx context.Context, name string) (*Entry, error) {
+func (r *Reconciler) Fetch(ctx context.Context, name string) (*catalog.Entry, error) {
 	var sb v1alpha1.ServiceBroker
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, &sb); err != nil {
 		return nil, fmt.Errorf("reading ServiceBroker %q: %w", name, err)
@@ -88,8 +89,8 @@ func (r *Reconciler) Fetch(ctx context.Context, name string) (*Entry, error) {
 	return r.fetch(ctx, &sb)
 }
 
-func (r *Reconciler) fetch(ctx context.Context, sb *v1alpha1.ServiceBroker) (*Entry, error) {
-	cfg, err := BrokerConfig(ctx, r.Secrets, sb, r.Timeout)
+func (r *Reconciler) fetch(ctx context.Context, sb *v1alpha1.ServiceBroker) (*catalog.Entry, error) {
+	cfg, err := catalog.BrokerConfig(ctx, r.Secrets, sb, r.Timeout)
 	if err != nil {
 		return nil, err
 	}
@@ -108,7 +109,7 @@ func (r *Reconciler) fetch(ctx context.Context, sb *v1alpha1.ServiceBroker) (*En
 	if err != nil {
 		return nil, err
 	}
-	return NewEntry(sb.Name, c, cat, removed, r.now()), nil
+	return catalog.NewEntry(sb.Name, c, cat, removed, r.now()), nil
 }
 
 // removedInUse returns the plans that were in an earlier catalog (the
@@ -166,7 +167,7 @@ func inCatalog(cat *broker.Catalog, planID string) bool {
 	return false
 }
 
-func (r *Reconciler) writeStatus(ctx context.Context, sb *v1alpha1.ServiceBroker, e *Entry, fetchErr error) error {
+func (r *Reconciler) writeStatus(ctx context.Context, sb *v1alpha1.ServiceBroker, e *catalog.Entry, fetchErr error) error {
 	patch := client.MergeFrom(sb.DeepCopy())
 	cond := metav1.Condition{Type: v1alpha1.ConditionReady, ObservedGeneration: sb.Generation}
 	if fetchErr != nil {
@@ -188,7 +189,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, sb *v1alpha1.ServiceBroker
 
 // summarize turns an entry into the status summary: every service and plan,
 // with removed plans marked.
-func summarize(e *Entry) ([]v1alpha1.ServiceSummary, int) {
+func summarize(e *catalog.Entry) ([]v1alpha1.ServiceSummary, int) {
 	var out []v1alpha1.ServiceSummary
 	index := map[string]int{}
 	plans := 0

@@ -1,4 +1,4 @@
-package catalog
+package servicebroker
 
 import (
 	"context"
@@ -20,6 +20,7 @@ import (
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/broker"
 	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
+	"github.com/lockstep-dev/lockstep/internal/catalog"
 )
 
 func newReconciler(t *testing.T, objects ...client.Object) (*Reconciler, client.Client) {
@@ -29,7 +30,7 @@ func newReconciler(t *testing.T, objects ...client.Object) (*Reconciler, client.
 	require.NoError(t, v1alpha1.AddToScheme(scheme))
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objects...).
 		WithStatusSubresource(&v1alpha1.ServiceBroker{}).Build()
-	r := &Reconciler{Client: c, Secrets: c, Cache: NewCache(time.Hour), Timeout: 5 * time.Second}
+	r := &Reconciler{Client: c, Secrets: c, Cache: catalog.NewCache(time.Hour), Timeout: 5 * time.Second}
 	r.Cache.SetFetcher(r.Fetch)
 	return r, c
 }
@@ -147,7 +148,7 @@ func TestRemovedPlanStaysWhileInstancesUseIt(t *testing.T) {
 
 func TestReconcileForgetsDeletedBrokers(t *testing.T) {
 	r, _ := newReconciler(t)
-	r.Cache.Store(entry("gone"))
+	r.Cache.Store(catalog.NewEntry("gone", nil, &broker.Catalog{}, nil, time.Now()))
 	_, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Name: "gone"}})
 	require.NoError(t, err)
 	_, ok := r.Cache.Get("gone")

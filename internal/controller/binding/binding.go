@@ -1,0 +1,143 @@
+package binding
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/broker"
+	"github.com/lockstep-dev/lockstep/internal/catalog"
+	"github.com/lockstep-dev/lockstep/internal/controller/resync"
+	"github.com/lockstep-dev/lockstep/internal/credentials"
+	"github.com/lockstep-dev/lockstep/internal/journal"
+)
+
+const kind = "ServiceBinding"
+
+// Reconciler is the controller of ServiceBindings.
+type Reconciler struct {
+	Client client.Client
+	// APIReader reads the journal past the cache before the finalizer
+	// concludes that a delete bypassed admission.
+	APIReader client.Reader
+	// Namespace is lockstep's namespace (records of deletes in a namespace
+	// being deleted live there).
+	Namespace string
+	Catalogs  *catalog.Cache
+	Leases    *journal.Leases
+	Recorder  record.EventRecorder
+	// Poll tunes polling of an unbind the finalizer makes.
+	Poll broker.PollOptions
+	// Timeout bounds the broker calls of one pass.
+	Timeout time.Duration
+	// ResyncInterval is the time between two fetches of one binding from
+	// its broker; 0 turns resync off.
+	ResyncInterval time.Duration
+	Limiter        *resync.Limiter
+	Clock          clock.PassiveClock
+
+	schedule resync.Schedule
+}
+
+// SetupWithManager registers the controller; it watches the bindings, the
+// Secrets lockstep wrote for them, and their BrokerOperations.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).For(&v1alpha1.ServiceBinding{}).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(bindingOfSecret)).
+		Watches(&v1alpha1.BrokerOperation{}, handler.EnqueueRequestsFromMapFunc(targetOf)).
+		Named("servicebinding").Complete(r)
+}
+
+// Reconcile finishes the delete of a binding being deleted; for any other,
+// it gives the binding's Secret its owner, and writes into the status what
+// the journal and the Secret say and, when due, what the broker holds.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var b v1alpha1.ServiceBinding
+	if err := r.Client.Get(ctx, req.NamespacedName, &b); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.schedule.Forget(req.NamespacedName)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	if b.DeletionTimestamp != nil {
+		return r.finalize(ctx, &b)
+	}
+	if err := credentials.Adopt(ctx, r.Client, &b); err != nil {
+		return ctrl.Result{}, err
+	}
+	status := b.Status.DeepCopy()
+	if err := r.fromJournal(ctx, &b, status); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.ready(ctx, &b, status); err != nil {
+		return ctrl.Result{}, err
+	}
+	var res ctrl.Result
+	if r.ResyncInterval > 0 {
+		var err error
+		if res, err = r.resync(ctx, &b, status); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return res, r.write(ctx, &b, status)
+}
+
+// write patches the status when it changed, from the version it was read
+// at.
+func (r *Reconciler) write(ctx context.Context, b *v1alpha1.ServiceBinding, status *v1alpha1.ServiceBindingStatus) error {
+	if equality.Semantic.DeepEqual(&b.Status, status) {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(b.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	b.Status = *status
+	if err := r.Client.Status().Patch(ctx, b, patch); err != nil {
+		if apierrors.IsConflict(err) {
+			log.FromContext(ctx).V(1).Info("binding changed while its status was computed; computed again", "error", err.Error())
+			return err
+		}
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("writing the status of binding %s/%s: %w", b.Namespace, b.Name, err)
+	}
+	return nil
+}
+
+// bindingOfSecret maps a Secret lockstep wrote to its binding.
+func bindingOfSecret(_ context.Context, o client.Object) []reconcile.Request {
+	name := credentials.BindingName(o)
+	if name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+}
+
+// targetOf maps a BrokerOperation to its binding.
+func targetOf(_ context.Context, o client.Object) []reconcile.Request {
+	op, ok := o.(*v1alpha1.BrokerOperation)
+	if !ok || op.Spec.Target.Kind != kind {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: journal.TargetNamespace(op), Name: op.Spec.Target.Name}}}
+}
+
+func (r *Reconciler) clock() clock.PassiveClock {
+	if r.Clock != nil {
+		return r.Clock
+	}
+	return clock.RealClock{}
+}

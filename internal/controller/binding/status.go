@@ -1,0 +1,75 @@
+package binding
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/credentials"
+	"github.com/lockstep-dev/lockstep/internal/journal"
+)
+
+// fromJournal folds what the journal says of the binding into status.
+func (r *Reconciler) fromJournal(ctx context.Context, b *v1alpha1.ServiceBinding, status *v1alpha1.ServiceBindingStatus) error {
+	records, err := journal.Records(ctx, r.Client, r.Namespace, b.Namespace, string(b.UID))
+	if err != nil {
+		return fmt.Errorf("reading the operation records of binding %s/%s: %w", b.Namespace, b.Name, err)
+	}
+	applyJournal(status, records)
+	return nil
+}
+
+// applyJournal writes an answered operation into status once: its last
+// operation and, for a committed bind or adoption, InSync. Once the status
+// reports that operation, it is not applied again, so that what resync
+// found since stays. An operation still running hands over its InSync note
+// on every pass.
+func applyJournal(status *v1alpha1.ServiceBindingStatus, records []v1alpha1.BrokerOperation) {
+	answered := journal.Answered(records)
+	isNew := false
+	if answered != nil {
+		last := journal.LastOperation(answered)
+		if !equality.Semantic.DeepEqual(status.LastOperation, last) {
+			status.LastOperation = last
+			if answered.Status.Phase == v1alpha1.PhaseCommitted && (answered.Spec.Verb == v1alpha1.VerbBind || answered.Spec.Verb == v1alpha1.VerbAdopt) {
+				meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: v1alpha1.ConditionInSync, Status: metav1.ConditionTrue,
+					Reason: "Committed", Message: fmt.Sprintf("broker %q holds the binding", answered.Spec.BrokerName), ObservedGeneration: answered.Spec.Generation})
+			}
+			isNew = true
+		}
+	}
+	journal.ApplyNotes(&status.Conditions, answered, isNew, records)
+}
+
+// ready sets the Ready condition: True once the credentials are in the
+// binding's Secret.
+func (r *Reconciler) ready(ctx context.Context, b *v1alpha1.ServiceBinding, status *v1alpha1.ServiceBindingStatus) error {
+	stored, err := credentials.Stored(ctx, r.Client, b)
+	if err != nil {
+		return err
+	}
+	cond := metav1.Condition{Type: v1alpha1.ConditionReady, ObservedGeneration: b.Generation,
+		Status: metav1.ConditionFalse, Reason: "CredentialsPending", Message: "waiting for the broker to finish the bind"}
+	switch {
+	case stored:
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, "CredentialsStored", fmt.Sprintf("credentials are in Secret %q", b.Spec.SecretName)
+	case bound(status):
+		cond.Reason, cond.Message = "CredentialsMissing", fmt.Sprintf(
+			"the bind finished, but Secret %q with its credentials is gone (deleted?); the broker gives credentials only once: delete this binding and create it again for new ones",
+			b.Spec.SecretName)
+	}
+	meta.SetStatusCondition(&status.Conditions, cond)
+	status.ObservedGeneration = b.Generation
+	return nil
+}
+
+// bound reports whether the binding's bind (or adoption) finished at the
+// broker.
+func bound(status *v1alpha1.ServiceBindingStatus) bool {
+	last := status.LastOperation
+	return last != nil && (last.Verb == v1alpha1.VerbBind || last.Verb == v1alpha1.VerbAdopt) && last.State == v1alpha1.StateSucceeded
+}

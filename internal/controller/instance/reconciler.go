@@ -1,0 +1,132 @@
+package instance
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/broker"
+	"github.com/lockstep-dev/lockstep/internal/catalog"
+	"github.com/lockstep-dev/lockstep/internal/controller/resync"
+	"github.com/lockstep-dev/lockstep/internal/journal"
+)
+
+const kind = "ServiceInstance"
+
+// Reconciler is the controller of ServiceInstances.
+type Reconciler struct {
+	Client client.Client
+	// APIReader reads the journal past the cache before the finalizer
+	// concludes that a delete bypassed admission.
+	APIReader client.Reader
+	// Namespace is lockstep's namespace (records of deletes in a namespace
+	// being deleted live there).
+	Namespace string
+	Catalogs  *catalog.Cache
+	Leases    *journal.Leases
+	Journal   *journal.Journal
+	Recorder  record.EventRecorder
+	// Poll tunes polling of a deprovision the finalizer makes.
+	Poll broker.PollOptions
+	// Timeout bounds the broker calls of one pass.
+	Timeout time.Duration
+	// ResyncInterval is the time between two fetches of one instance from
+	// its broker (jittered to 90-100% of it); 0 turns resync off.
+	ResyncInterval time.Duration
+	// Limiter bounds resync's fetches per broker.
+	Limiter *resync.Limiter
+	// Identity is who lockstep is: the requester of its corrections.
+	Identity string
+	// ClusterID goes into the context of a correction, as in admission.
+	ClusterID string
+	Clock     clock.PassiveClock
+
+	schedule resync.Schedule
+}
+
+// SetupWithManager registers the controller; it watches the instances and
+// their BrokerOperations.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).For(&v1alpha1.ServiceInstance{}).
+		Watches(&v1alpha1.BrokerOperation{}, handler.EnqueueRequestsFromMapFunc(targetOf)).
+		Named("serviceinstance").Complete(r)
+}
+
+// targetOf maps a BrokerOperation to its instance.
+func targetOf(_ context.Context, o client.Object) []reconcile.Request {
+	op, ok := o.(*v1alpha1.BrokerOperation)
+	if !ok || op.Spec.Target.Kind != kind {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: journal.TargetNamespace(op), Name: op.Spec.Target.Name}}}
+}
+
+// Reconcile finishes the delete of an instance being deleted; for any
+// other, it writes into the status what the journal says and, when due,
+// what the broker holds.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	var si v1alpha1.ServiceInstance
+	if err := r.Client.Get(ctx, req.NamespacedName, &si); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.schedule.Forget(req.NamespacedName)
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, err
+	}
+	if si.DeletionTimestamp != nil {
+		return r.finalize(ctx, &si)
+	}
+	status := si.Status.DeepCopy()
+	if err := r.fromJournal(ctx, &si, status); err != nil {
+		return reconcile.Result{}, err
+	}
+	var res reconcile.Result
+	if r.ResyncInterval > 0 {
+		var err error
+		if res, err = r.resync(ctx, &si, status); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	return res, r.write(ctx, &si, status)
+}
+
+// write patches the status when it changed, from the version it was read
+// at: a change in between makes the next pass look again.
+func (r *Reconciler) write(ctx context.Context, si *v1alpha1.ServiceInstance, status *v1alpha1.ServiceInstanceStatus) error {
+	if equality.Semantic.DeepEqual(&si.Status, status) {
+		return nil
+	}
+	log.FromContext(ctx).V(1).Info("writing the instance's status")
+	patch := client.MergeFromWithOptions(si.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	si.Status = *status
+	if err := r.Client.Status().Patch(ctx, si, patch); err != nil {
+		if apierrors.IsConflict(err) {
+			log.FromContext(ctx).V(1).Info("instance changed while its status was computed; computed again", "error", err.Error())
+			return err // requeued with backoff
+		}
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("writing the status of instance %s/%s: %w", si.Namespace, si.Name, err)
+	}
+	return nil
+}
+
+func (r *Reconciler) clock() clock.PassiveClock {
+	if r.Clock != nil {
+		return r.Clock
+	}
+	return clock.RealClock{}
+}

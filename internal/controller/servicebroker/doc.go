@@ -1,0 +1,5 @@
+// Package servicebroker is the controller of ServiceBrokers: it loads each
+// broker's catalog into the catalog cache that admission reads, and
+// summarizes it in the broker's status. It runs on every replica, leader
+// or not, because each replica's admission reads its own cache.
+package servicebroker
