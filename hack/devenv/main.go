@@ -11,7 +11,7 @@
 //
 // Everything lives in one state directory (.state/, git-ignored): etcd's
 // data and the embedded broker's store survive a restart; ports are
-// remembered; logs are in .state/logs. One devenv per state directory: a
+// remembered; logs are in .state/logs, appended to at every start. One devenv per state directory: a
 // second one says that the first is running, and how to use or stop it.
 // SIGINT, SIGTERM or SIGHUP stop lockstep, kube-apiserver and etcd, and
 // nothing is left listening.
@@ -107,7 +107,7 @@ func run(ctx context.Context, o options, out io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
-	logs, err := s.openLogs()
+	logs, err := s.openLogs(maxLogSize, time.Now())
 	if err != nil {
 		return err
 	}
