@@ -14,16 +14,17 @@ import (
 // NAME.1 before it) when a run starts: each log takes at most about twice
 // that size, plus what one run writes.
 const (
-	logLockstep  = "lockstep.log"
-	logAPIServer = "kube-apiserver.log"
-	logEtcd      = "etcd.log"
+	logLockstep          = "lockstep.log"
+	logAPIServer         = "kube-apiserver.log"
+	logEtcd              = "etcd.log"
+	logControllerManager = "kube-controller-manager.log"
 
 	maxLogSize = 20 << 20 // 20 MiB
 )
 
 // logFiles are the open log files of one run.
 type logFiles struct {
-	lockstep, apiserver, etcd *os.File
+	lockstep, apiserver, etcd, controllerManager *os.File
 }
 
 // openLogs opens the log files for appending, after moving any larger
@@ -36,7 +37,7 @@ func (s *state) openLogs(maxSize int64, now time.Time) (*logFiles, error) {
 	for _, f := range []struct {
 		name string
 		file **os.File
-	}{{logLockstep, &l.lockstep}, {logAPIServer, &l.apiserver}, {logEtcd, &l.etcd}} {
+	}{{logLockstep, &l.lockstep}, {logAPIServer, &l.apiserver}, {logEtcd, &l.etcd}, {logControllerManager, &l.controllerManager}} {
 		file, err := openLog(filepath.Join(s.logDir(), f.name), maxSize, now)
 		if err != nil {
 			l.close()
@@ -71,7 +72,7 @@ func openLog(path string, maxSize int64, now time.Time) (*os.File, error) {
 }
 
 func (l *logFiles) close() {
-	for _, f := range []*os.File{l.lockstep, l.apiserver, l.etcd} {
+	for _, f := range []*os.File{l.lockstep, l.apiserver, l.etcd, l.controllerManager} {
 		if f != nil {
 			_ = f.Close()
 		}

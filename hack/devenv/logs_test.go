@@ -17,7 +17,7 @@ func writeRun(t *testing.T, s *state, maxSize int64, at time.Time, line string) 
 	t.Helper()
 	l, err := s.openLogs(maxSize, at)
 	require.NoError(t, err)
-	for _, f := range []*os.File{l.lockstep, l.apiserver, l.etcd} {
+	for _, f := range []*os.File{l.lockstep, l.apiserver, l.etcd, l.controllerManager} {
 		_, err := f.WriteString(line + "\n")
 		require.NoError(t, err)
 	}
@@ -30,7 +30,7 @@ func TestLogsOfEarlierRunsAreKept(t *testing.T) {
 	writeRun(t, s, maxLogSize, first, "first run")
 	writeRun(t, s, maxLogSize, first.Add(time.Hour), "second run")
 
-	for _, name := range []string{logLockstep, logAPIServer, logEtcd} {
+	for _, name := range []string{logLockstep, logAPIServer, logEtcd, logControllerManager} {
 		raw, err := os.ReadFile(filepath.Join(s.logDir(), name))
 		require.NoError(t, err)
 		lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
