@@ -175,11 +175,30 @@ func run(ctx context.Context, o options, out io.Writer) (err error) {
 	case <-ctx.Done():
 		fmt.Fprintln(out, "\nmake run: interrupted")
 		return nil
+	case <-cm.Done():
+		if interruptedWithin(ctx, time.Second) {
+			fmt.Fprintln(out, "\nmake run: interrupted")
+			return nil
+		}
+		log := filepath.Join(s.logDir(), logControllerManager)
+		return fmt.Errorf("kube-controller-manager stopped on its own (%v): deleted namespaces would stay Terminating; see %s, then start make run again", cm.Err(), log)
 	case <-ls.stopped:
 		log := filepath.Join(s.logDir(), logLockstep)
 		if err := ls.wait(); err != nil {
 			return fmt.Errorf("lockstep stopped on its own: %w (see %s)", err, log)
 		}
 		return fmt.Errorf("lockstep stopped on its own (see %s)", log)
+	}
+}
+
+// interruptedWithin reports whether make run gets a stop signal within d.
+// Ctrl-C in the terminal reaches kube-controller-manager as well as make
+// run: when make run's own signal follows at once, that is why it ended.
+func interruptedWithin(ctx context.Context, d time.Duration) bool {
+	select {
+	case <-ctx.Done():
+		return true
+	case <-time.After(d):
+		return false
 	}
 }

@@ -24,7 +24,8 @@ import (
 // state directory, and uses it with the real kubectl: state survives a
 // restart and a crash, a second run says that one is running, a crash's
 // leftovers are stopped by the next run, a deleted namespace goes (the
-// namespace controller runs), and SIGINT leaves nothing behind.
+// namespace controller runs), a run whose kube-controller-manager dies
+// says so and stops, and SIGINT leaves nothing behind.
 func TestMakeRun(t *testing.T) {
 	root, err := filepath.Abs("../..")
 	require.NoError(t, err)
@@ -99,6 +100,24 @@ func TestMakeRun(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "3", got)
 	third.interrupt(t)
+	assertNothingLeft(t, state)
+
+	// 6. kube-controller-manager dies: make run says so, with its log, and
+	// stops the rest.
+	fourth := startDevenv(t, bin, root, state, assets)
+	running, err := findLeftovers(state)
+	require.NoError(t, err)
+	killed := false
+	for _, p := range running {
+		if p.name == "kube-controller-manager" {
+			require.NoError(t, syscall.Kill(p.pid, syscall.SIGKILL))
+			killed = true
+		}
+	}
+	require.True(t, killed, "make run runs kube-controller-manager: %v", running)
+	require.ErrorAs(t, fourth.wait(time.Minute), &exit, "make run must end when kube-controller-manager is gone:\n%s", fourth.output())
+	assert.Equal(t, 1, exit.ExitCode())
+	assert.Contains(t, fourth.output(), "make run: kube-controller-manager stopped on its own (signal: killed): deleted namespaces would stay Terminating; see "+filepath.Join(state, "logs", "kube-controller-manager.log"))
 	assertNothingLeft(t, state)
 }
 

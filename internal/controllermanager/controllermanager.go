@@ -198,8 +198,14 @@ func (cm *ControllerManager) Stop() error {
 	return nil
 }
 
-// Pid is the process id.
-func (cm *ControllerManager) Pid() int { return cm.cmd.Process.Pid }
+// Done is closed when the process has ended, stopped or on its own.
+func (cm *ControllerManager) Done() <-chan struct{} { return cm.exited }
+
+// Err is how the process ended, once Done is closed.
+func (cm *ControllerManager) Err() error {
+	<-cm.exited
+	return cm.err
+}
 
 // freePort asks the kernel for a free loopback port.
 func freePort() (int, error) {
