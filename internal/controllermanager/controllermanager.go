@@ -40,8 +40,10 @@ type Options struct {
 	Assets string
 	// Dir holds its kubeconfig and serving certificate; created if missing.
 	Dir string
-	// Out receives its log; discarded when nil.
-	Out io.Writer
+	// Out receives its log. When nil, the log goes to LogFile (created
+	// or truncated; closed when the process ends), or is discarded.
+	Out     io.Writer
+	LogFile string
 	// StartTimeout bounds the wait until it reports healthy; 1 minute
 	// when zero.
 	StartTimeout time.Duration
@@ -69,7 +71,7 @@ func Start(env *envtest.Environment, o Options) (*ControllerManager, error) {
 	}
 	kubeconfig, err := user.KubeConfig()
 	if err != nil {
-		return nil, fmt.Errorf("writing the kube-controller-manager kubeconfig: %w", err)
+		return nil, fmt.Errorf("encoding the kube-controller-manager kubeconfig: %w", err)
 	}
 	return start(o, kubeconfig)
 }
@@ -82,9 +84,6 @@ func start(o Options, kubeconfig []byte) (*ControllerManager, error) {
 	}
 	if o.StopTimeout == 0 {
 		o.StopTimeout = 10 * time.Second
-	}
-	if o.Out == nil {
-		o.Out = io.Discard
 	}
 	binary := filepath.Join(o.Assets, Binary)
 	if _, err := os.Stat(binary); err != nil {
@@ -101,25 +100,47 @@ func start(o Options, kubeconfig []byte) (*ControllerManager, error) {
 	if err != nil {
 		return nil, err
 	}
+	out, closeLog, err := logTo(o)
+	if err != nil {
+		return nil, err
+	}
 	cm := &ControllerManager{
 		cmd:         exec.Command(binary, Args(kubeconfigPath, o.Dir, port)...),
 		healthz:     "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) + "/healthz",
 		stopTimeout: o.StopTimeout,
 		exited:      make(chan struct{}),
 	}
-	cm.cmd.Stdout, cm.cmd.Stderr = o.Out, o.Out
+	cm.cmd.Stdout, cm.cmd.Stderr = out, out
 	if err := cm.cmd.Start(); err != nil {
+		closeLog()
 		return nil, fmt.Errorf("starting %s: %w", binary, err)
 	}
 	go func() {
 		defer close(cm.exited)
 		cm.err = cm.cmd.Wait()
+		closeLog()
 	}()
 	if err := cm.waitHealthy(o.StartTimeout); err != nil {
 		_ = cm.Stop()
 		return nil, err
 	}
 	return cm, nil
+}
+
+// logTo returns where the log goes and how to close it.
+func logTo(o Options) (io.Writer, func(), error) {
+	switch {
+	case o.Out != nil:
+		return o.Out, func() {}, nil
+	case o.LogFile != "":
+		f, err := os.Create(o.LogFile)
+		if err != nil {
+			return nil, nil, fmt.Errorf("creating the kube-controller-manager log: %w", err)
+		}
+		return f, func() { _ = f.Close() }, nil
+	default:
+		return io.Discard, func() {}, nil
+	}
 }
 
 // Args are kube-controller-manager's flags: the controllers above, no

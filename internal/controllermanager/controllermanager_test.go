@@ -61,3 +61,12 @@ func TestStartWritesTheKubeconfigPrivately(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o600), info.Mode().Perm())
 }
+
+func TestTheLogGoesToLogFile(t *testing.T) {
+	logFile := filepath.Join(t.TempDir(), "kcm.log")
+	_, err := start(Options{Assets: fakeBinary(t, `echo "unknown flag: --bad" >&2; exit 1`), Dir: t.TempDir(), LogFile: logFile, StartTimeout: time.Second}, nil)
+	require.Error(t, err)
+	raw, err := os.ReadFile(logFile)
+	require.NoError(t, err)
+	assert.Equal(t, "unknown flag: --bad\n", string(raw))
+}

@@ -179,25 +179,18 @@ func startControllerManager(assets string) (stop func(), err error) {
 	if err != nil {
 		return nil, err
 	}
-	logPath := filepath.Join(os.TempDir(), "lockstep-e2e-kube-controller-manager.log")
-	log, err := os.Create(logPath)
+	logFile := filepath.Join(os.TempDir(), "lockstep-e2e-kube-controller-manager.log")
+	cm, err := controllermanager.Start(cluster.env, controllermanager.Options{Assets: assets, Dir: dir, LogFile: logFile})
 	if err != nil {
 		_ = os.RemoveAll(dir)
-		return nil, err
-	}
-	cm, err := controllermanager.Start(cluster.env, controllermanager.Options{Assets: assets, Dir: dir, Out: log})
-	if err != nil {
-		_ = log.Close()
-		_ = os.RemoveAll(dir)
-		return nil, fmt.Errorf("%w (its log: %s)", err, logPath)
+		return nil, fmt.Errorf("%w (its log: %s)", err, logFile)
 	}
 	return func() {
 		if err := cm.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "e2e:", err)
 		}
-		_ = log.Close()
 		_ = os.RemoveAll(dir)
-		fmt.Fprintln(os.Stderr, "e2e: kube-controller-manager's log is in", logPath)
+		fmt.Fprintln(os.Stderr, "e2e: kube-controller-manager's log is in", logFile)
 	}, nil
 }
 
