@@ -8,12 +8,14 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
+	"github.com/lockstep-dev/lockstep/internal/journal"
 )
 
 // lockstepNamespace is lockstep's own namespace in these tests
@@ -26,8 +28,8 @@ const lockstepNamespace = "lockstep-system"
 // through lockstep to the broker like any other. The namespace is gone
 // within the bound, every binding was unbound and every instance
 // deprovisioned at the broker (once each), nothing of the namespace is
-// left, and the records of those deletes are in lockstep's namespace,
-// each in a final phase.
+// left, the records of those deletes are in lockstep's namespace, each in
+// a final phase, and no lock of its objects is held.
 func TestDeletingANamespaceDeprovisionsEverythingInIt(t *testing.T) {
 	b := freshBroker(t)
 	ns := namespace(t)
@@ -42,9 +44,9 @@ func TestDeletingANamespaceDeprovisionsEverythingInIt(t *testing.T) {
 		_, ok := getSecret(t, ns, name)
 		require.True(t, ok, "binding %s has its Secret", name)
 	}
-	held := brokerSide(b, ns)
-	require.Len(t, held.instances, 3, "the broker holds the instances")
-	require.Len(t, held.bindings, 3, "the broker holds the bindings")
+	atBroker := brokerSide(b, ns)
+	require.Len(t, atBroker.instances, 3, "the broker holds the instances")
+	require.Len(t, atBroker.bindings, 3, "the broker holds the bindings")
 	b.ResetCalls()
 
 	const bound = 45 * time.Second
@@ -97,4 +99,18 @@ func TestDeletingANamespaceDeprovisionsEverythingInIt(t *testing.T) {
 		"deprovision cache", "deprovision db", "deprovision queue",
 		"unbind cache-creds", "unbind db-admin", "unbind db-creds",
 	}, verbs)
+
+	// Every lock of the namespace's objects is released.
+	var held []string
+	require.Eventually(t, func() bool {
+		held = nil
+		var leases coordinationv1.LeaseList
+		require.NoError(t, cluster.client.List(ctx, &leases, client.InNamespace(lockstepNamespace)))
+		for _, l := range leases.Items {
+			if l.Annotations[journal.AnnotationNamespace] == ns {
+				held = append(held, l.Name)
+			}
+		}
+		return len(held) == 0
+	}, 30*time.Second, 100*time.Millisecond, "locks of the deleted namespace's objects are still held: %v", held)
 }
