@@ -5,7 +5,8 @@ SHELL := /usr/bin/env bash
 GO        ?= go
 TESTBIN   := hack/testbin.sh
 # Unit and e2e tests run with the race detector; the e2e tests start their own
-# kube-apiserver and etcd from the binaries hack/testbin.sh provides.
+# kube-apiserver, etcd and kube-controller-manager from the binaries
+# hack/testbin.sh provides.
 TEST_FLAGS ?= -race -count=1 -timeout 45m
 
 .PHONY: help
@@ -26,7 +27,7 @@ certs: ## generate a local CA and serving certificate in certs/
 	$(GO) run ./hack/gencerts -dir certs
 
 .PHONY: testbin
-testbin: ## provide kube-apiserver, etcd and kubectl (built once, cached)
+testbin: ## provide kube-apiserver, kube-controller-manager, etcd and kubectl (built once, cached)
 	@bash $(TESTBIN) >/dev/null
 
 .PHONY: vet
@@ -54,7 +55,7 @@ fuzz: ## fuzz the field-policy engine for a minute
 	$(GO) test ./internal/validate -run '^$$' -fuzz FuzzValidateUpdate -fuzztime 60s
 
 .PHONY: run
-run: ## run lockstep locally: etcd, kube-apiserver, webhook, embedded broker (state in .state/; Ctrl-C stops all)
+run: ## run lockstep locally: etcd, kube-apiserver, kube-controller-manager, webhook, embedded broker (state in .state/; Ctrl-C stops all)
 	@bash hack/run.sh
 
 .PHONY: run-reset

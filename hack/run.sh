@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # run.sh is `make run`: lockstep on this machine, ready for kubectl, with
-# nothing installed but Go. It provides etcd, kube-apiserver and kubectl
-# with the script the tests use (hack/testbin.sh: built once, cached, with
+# nothing installed but Go. It provides etcd, kube-apiserver,
+# kube-controller-manager and kubectl with the script the tests use (hack/testbin.sh: built once, cached, with
 # progress shown), builds lockstep's local environment (hack/devenv) and
 # hands over to it; devenv starts everything, prints what to type next, and
 # stops everything on Ctrl-C. State (etcd data, the embedded broker's store,

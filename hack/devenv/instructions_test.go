@@ -26,6 +26,7 @@ func TestInstructionsSayWhatToTypeNext(t *testing.T) {
 		"from " + root + ":",
 		`ServiceBroker "embedded" at http://127.0.0.1:8099, services: failing, quick`,
 		"http://127.0.0.1:8080/metrics",
+		"controllers      namespace, garbage collector (kube-controller-manager)",
 		"Ctrl-C here stops everything",
 	} {
 		assert.Contains(t, out.String(), want)

@@ -13,10 +13,10 @@ import (
 	"time"
 )
 
-// reapLeftovers stops an etcd or kube-apiserver that a previous devenv on
-// this state directory started and could not stop (it was killed with
-// SIGKILL, say). It runs while this devenv holds the state directory's lock,
-// so no live devenv owns them. Each is asked to stop (SIGTERM), then killed
+// reapLeftovers stops an etcd, kube-apiserver or kube-controller-manager
+// that a previous devenv on this state directory started and could not
+// stop (it was killed with SIGKILL, say). It runs while this devenv holds
+// the state directory's lock, so no live devenv owns them. Each is asked to stop (SIGTERM), then killed
 // after 10 seconds.
 func reapLeftovers(stateDir string, out io.Writer) error {
 	found, err := findLeftovers(stateDir)
@@ -38,9 +38,10 @@ type leftover struct {
 	name string
 }
 
-// findLeftovers lists the running etcd and kube-apiserver processes started
-// for stateDir, kube-apiserver first (without etcd it may not stop when
-// asked).
+// findLeftovers lists the running control plane processes started for
+// stateDir, in the order they are to be stopped: kube-controller-manager,
+// kube-apiserver, then etcd (without etcd, kube-apiserver may not stop
+// when asked).
 func findLeftovers(stateDir string) ([]leftover, error) {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
@@ -60,7 +61,8 @@ func findLeftovers(stateDir string) ([]leftover, error) {
 			found = append(found, leftover{pid: pid, name: filepath.Base(argv[0])})
 		}
 	}
-	sort.SliceStable(found, func(i, j int) bool { return found[i].name == "kube-apiserver" && found[j].name != "kube-apiserver" })
+	order := map[string]int{"kube-controller-manager": 0, "kube-apiserver": 1, "etcd": 2}
+	sort.SliceStable(found, func(i, j int) bool { return order[found[i].name] < order[found[j].name] })
 	return found, nil
 }
 

@@ -3,6 +3,9 @@
 //
 // It starts etcd and kube-apiserver on loopback from the binaries
 // hack/testbin.sh provides (controller-runtime's envtest, as the tests do),
+// and kube-controller-manager with the namespace and garbage-collector
+// controllers (so that a deleted namespace goes, and so do objects whose
+// owner is gone),
 // installs lockstep's CRDs and webhook configurations (deploy/), the latter
 // pointing at a URL on loopback with the CA bundle of locally generated
 // certificates, and runs lockstep in this process (internal/app) with its
@@ -11,10 +14,10 @@
 //
 // Everything lives in one state directory (.state/, git-ignored): etcd's
 // data and the embedded broker's store survive a restart; ports are
-// remembered; logs are in .state/logs. One devenv per state directory: a
+// remembered; logs are in .state/logs, appended to at every start. One devenv per state directory: a
 // second one says that the first is running, and how to use or stop it.
-// SIGINT, SIGTERM or SIGHUP stop lockstep, kube-apiserver and etcd, and
-// nothing is left listening.
+// SIGINT, SIGTERM or SIGHUP stop lockstep, kube-controller-manager,
+// kube-apiserver and etcd, and nothing is left listening.
 package main
 
 import (
@@ -28,13 +31,15 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/lockstep-dev/lockstep/internal/controllermanager"
 )
 
 func main() {
 	var o options
 	flag.StringVar(&o.root, "root", ".", "the lockstep repository (deploy/, examples/)")
 	flag.StringVar(&o.state, "state", ".state", "state directory: etcd data, broker store, kubeconfig, logs")
-	flag.StringVar(&o.assets, "assets", os.Getenv("KUBEBUILDER_ASSETS"), "directory with kube-apiserver, etcd and kubectl (hack/testbin.sh prints it)")
+	flag.StringVar(&o.assets, "assets", os.Getenv("KUBEBUILDER_ASSETS"), "directory with kube-apiserver, kube-controller-manager, etcd and kubectl (hack/testbin.sh prints it)")
 	flag.DurationVar(&o.startTimeout, "start-timeout", 2*time.Minute, "how long to wait for everything to be ready")
 	flag.Parse()
 	if err := o.complete(); err != nil {
@@ -78,7 +83,7 @@ func (o *options) complete() error {
 	if o.assets == "" {
 		return errors.New("no control plane binaries: pass -assets or set KUBEBUILDER_ASSETS (`bash hack/testbin.sh` prints the directory)")
 	}
-	for _, b := range []string{"etcd", "kube-apiserver", "kubectl"} {
+	for _, b := range []string{"etcd", "kube-apiserver", controllermanager.Binary, "kubectl"} {
 		if _, err := os.Stat(filepath.Join(o.assets, b)); err != nil {
 			return fmt.Errorf("%s is not in %s: run `bash hack/testbin.sh` to build it: %w", b, o.assets, err)
 		}
@@ -107,7 +112,7 @@ func run(ctx context.Context, o options, out io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
-	logs, err := s.openLogs()
+	logs, err := s.openLogs(maxLogSize, time.Now())
 	if err != nil {
 		return err
 	}
@@ -121,6 +126,20 @@ func run(ctx context.Context, o options, out io.Writer) (err error) {
 	defer func() {
 		fmt.Fprintln(out, "make run: stopping kube-apiserver and etcd")
 		if stopErr := cp.stop(); stopErr != nil && err == nil {
+			err = stopErr
+		}
+	}()
+
+	fmt.Fprintln(out, "make run: starting kube-controller-manager (namespace and garbage-collector controllers)")
+	cm, err := controllermanager.Start(cp.env, controllermanager.Options{
+		Assets: o.assets, Dir: s.controllerManagerDir(), Out: logs.controllerManager, StartTimeout: o.startTimeout,
+	})
+	if err != nil {
+		return fmt.Errorf("%w (see %s)", err, filepath.Join(s.logDir(), logControllerManager))
+	}
+	defer func() {
+		fmt.Fprintln(out, "make run: stopping kube-controller-manager")
+		if stopErr := cm.Stop(); stopErr != nil && err == nil {
 			err = stopErr
 		}
 	}()
@@ -156,11 +175,30 @@ func run(ctx context.Context, o options, out io.Writer) (err error) {
 	case <-ctx.Done():
 		fmt.Fprintln(out, "\nmake run: interrupted")
 		return nil
+	case <-cm.Done():
+		if interruptedWithin(ctx, time.Second) {
+			fmt.Fprintln(out, "\nmake run: interrupted")
+			return nil
+		}
+		log := filepath.Join(s.logDir(), logControllerManager)
+		return fmt.Errorf("kube-controller-manager stopped on its own (%v): deleted namespaces would stay Terminating; see %s, then start make run again", cm.Err(), log)
 	case <-ls.stopped:
 		log := filepath.Join(s.logDir(), logLockstep)
 		if err := ls.wait(); err != nil {
 			return fmt.Errorf("lockstep stopped on its own: %w (see %s)", err, log)
 		}
 		return fmt.Errorf("lockstep stopped on its own (see %s)", log)
+	}
+}
+
+// interruptedWithin reports whether make run gets a stop signal within d.
+// Ctrl-C in the terminal reaches kube-controller-manager as well as make
+// run: when make run's own signal follows at once, that is why it ended.
+func interruptedWithin(ctx context.Context, d time.Duration) bool {
+	select {
+	case <-ctx.Done():
+		return true
+	case <-time.After(d):
+		return false
 	}
 }

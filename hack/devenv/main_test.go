@@ -17,7 +17,7 @@ func fakeRepo(t *testing.T) (root, assets string) {
 		require.NoError(t, os.MkdirAll(filepath.Join(root, dir), 0o755))
 	}
 	require.NoError(t, os.WriteFile(filepath.Join(root, "deploy/webhook/manifests.yaml"), nil, 0o644))
-	for _, b := range []string{"etcd", "kube-apiserver", "kubectl"} {
+	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kubectl"} {
 		require.NoError(t, os.WriteFile(filepath.Join(assets, b), nil, 0o755))
 	}
 	return root, assets

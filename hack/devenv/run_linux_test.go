@@ -23,7 +23,9 @@ import (
 // TestMakeRun runs the devenv binary as `make run` does, three times on one
 // state directory, and uses it with the real kubectl: state survives a
 // restart and a crash, a second run says that one is running, a crash's
-// leftovers are stopped by the next run, and SIGINT leaves nothing behind.
+// leftovers are stopped by the next run, a deleted namespace goes (the
+// namespace controller runs), a run whose kube-controller-manager dies
+// says so and stops, and SIGINT leaves nothing behind.
 func TestMakeRun(t *testing.T) {
 	root, err := filepath.Abs("../..")
 	require.NoError(t, err)
@@ -49,9 +51,17 @@ func TestMakeRun(t *testing.T) {
 	assert.Contains(t, out, "export KUBECONFIG="+filepath.Join(state, "kubeconfig"))
 	assert.Contains(t, out, "export PATH="+assets+":$PATH")
 	assert.Contains(t, out, "kubectl apply -f examples/instance.yaml")
+	assert.Contains(t, out, "make run: starting kube-controller-manager (namespace and garbage-collector controllers)")
+	assert.Contains(t, out, "controllers      namespace, garbage collector (kube-controller-manager)")
 	got, err := kubectl("apply", "-f", "examples/instance.yaml")
 	require.NoError(t, err)
 	assert.Equal(t, "serviceinstance.lockstep.dev/db created\n", got)
+	// The namespace controller runs: a deleted namespace goes.
+	_, err = kubectl("create", "namespace", "scratch")
+	require.NoError(t, err)
+	got, err = kubectl("delete", "namespace", "scratch", "--timeout=25s")
+	require.NoError(t, err, "the namespace controller must finish the delete")
+	assert.Equal(t, "namespace \"scratch\" deleted\n", got)
 
 	// 2. A second run on the same state says so, and changes nothing.
 	second := exec.Command(bin, "-root", root, "-state", state, "-assets", assets)
@@ -90,6 +100,24 @@ func TestMakeRun(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "3", got)
 	third.interrupt(t)
+	assertNothingLeft(t, state)
+
+	// 6. kube-controller-manager dies: make run says so, with its log, and
+	// stops the rest.
+	fourth := startDevenv(t, bin, root, state, assets)
+	running, err := findLeftovers(state)
+	require.NoError(t, err)
+	killed := false
+	for _, p := range running {
+		if p.name == "kube-controller-manager" {
+			require.NoError(t, syscall.Kill(p.pid, syscall.SIGKILL))
+			killed = true
+		}
+	}
+	require.True(t, killed, "make run runs kube-controller-manager: %v", running)
+	require.ErrorAs(t, fourth.wait(time.Minute), &exit, "make run must end when kube-controller-manager is gone:\n%s", fourth.output())
+	assert.Equal(t, 1, exit.ExitCode())
+	assert.Contains(t, fourth.output(), "make run: kube-controller-manager stopped on its own (signal: killed): deleted namespaces would stay Terminating; see "+filepath.Join(state, "logs", "kube-controller-manager.log"))
 	assertNothingLeft(t, state)
 }
 

@@ -25,6 +25,10 @@ func (s *state) etcdDir() string { return s.path("etcd") }
 // apiserverDir holds kube-apiserver's certificates, new at every start.
 func (s *state) apiserverDir() string { return s.path("apiserver") }
 
+// controllerManagerDir holds kube-controller-manager's kubeconfig and
+// serving certificate, new at every start.
+func (s *state) controllerManagerDir() string { return s.path("controller-manager") }
+
 // brokerDir holds the embedded broker's store and work directory.
 func (s *state) brokerDir() string { return s.path("broker") }
 

@@ -31,6 +31,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/internal/app"
 	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
+	"github.com/lockstep-dev/lockstep/internal/controllermanager"
 )
 
 // variants are the kustomize variants under deploy/ a user can apply.
@@ -101,6 +102,13 @@ func runMain(m *testing.M) int {
 	if err := os.WriteFile(env.kubeconfig, env.testEnv.KubeConfig, 0o600); err != nil {
 		return fail("%v", err)
 	}
+	// The namespace and garbage-collector controllers, as in a cluster.
+	kcmLog := filepath.Join(os.TempDir(), "lockstep-deploy-kube-controller-manager.log")
+	cm, err := controllermanager.Start(env.testEnv, controllermanager.Options{Assets: assets, Dir: filepath.Join(dir, "kcm"), LogFile: kcmLog})
+	if err != nil {
+		return fail("%v (its log: %s)", err, kcmLog)
+	}
+	defer func() { _ = cm.Stop() }()
 
 	// What an operator installs before lockstep starts: its namespace (for
 	// real, so that its Pod Security labels apply to the dry-runs) and its

@@ -1,5 +1,6 @@
 // Package e2e holds lockstep's end-to-end tests: a real kube-apiserver and
-// etcd (controller-runtime envtest), lockstep's CRDs and webhook
+// etcd (controller-runtime envtest), kube-controller-manager with the
+// namespace and garbage-collector controllers, lockstep's CRDs and webhook
 // configurations installed from deploy/, lockstep's webhook server running
 // in-process, and the real kubectl binary, whose output the tests read as a
 // person would.

@@ -24,6 +24,7 @@ import (
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/app"
 	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
+	"github.com/lockstep-dev/lockstep/internal/controllermanager"
 )
 
 // cluster is the environment every e2e test shares.
@@ -76,6 +77,12 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	defer func() { _ = cluster.env.Stop() }()
+	stopControllerManager, err := startControllerManager(assets)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	defer stopControllerManager()
 
 	state, err := os.MkdirTemp("", "lockstep-e2e-broker-")
 	if err != nil {
@@ -168,7 +175,31 @@ func registerBroker(name, url string) error {
 	return fmt.Errorf("ServiceBroker %q did not become Ready: %+v", name, sb.Status.Conditions)
 }
 
-// testBinaries returns the directory with kube-apiserver, etcd and kubectl:
+// startControllerManager runs kube-controller-manager (namespace and
+// garbage-collector controllers) against the test cluster, its log in a
+// file that stays after the run, and returns how to stop it.
+func startControllerManager(assets string) (stop func(), err error) {
+	dir, err := os.MkdirTemp("", "lockstep-e2e-kcm-")
+	if err != nil {
+		return nil, err
+	}
+	logFile := filepath.Join(os.TempDir(), "lockstep-e2e-kube-controller-manager.log")
+	cm, err := controllermanager.Start(cluster.env, controllermanager.Options{Assets: assets, Dir: dir, LogFile: logFile})
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, fmt.Errorf("%w (its log: %s)", err, logFile)
+	}
+	return func() {
+		if err := cm.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "e2e:", err)
+		}
+		_ = os.RemoveAll(dir)
+		fmt.Fprintln(os.Stderr, "e2e: kube-controller-manager's log is in", logFile)
+	}, nil
+}
+
+// testBinaries returns the directory with kube-apiserver,
+// kube-controller-manager, etcd and kubectl:
 // KUBEBUILDER_ASSETS when set (make test sets it), else whatever
 // hack/testbin.sh provides (cached after the first build).
 func testBinaries(root string) (string, error) {

@@ -30,24 +30,30 @@ import (
 // repeated for a few seconds until they match, as a person would wait for
 // status to catch up; commands that change something run once.
 func TestReadmeWalkthrough(t *testing.T) {
-	steps := readmeWalkthrough(t)
+	steps := readmeSection(t, "## Walkthrough")
 	require.GreaterOrEqual(t, len(steps), 10, "the README's walkthrough has its commands in ```console blocks, each line starting with \"$ \"")
 	ns := namespace(t)
-	kubeconfig := walkthroughKubeconfig(t, ns)
 	root, err := filepath.Abs("../..")
 	require.NoError(t, err)
+	runSteps(t, steps, root, walkthroughKubeconfig(t, ns), ns, func(out string) string { return out })
+}
 
+// runSteps runs the steps of a README section in a shell at root and
+// compares what each prints, after rewrite, with what the README shows.
+func runSteps(t *testing.T, steps []step, root, kubeconfig, ns string, rewrite func(string) string) {
+	t.Helper()
+	run := func(command string) string { return rewrite(shell(t, root, kubeconfig, command)) }
 	for i, s := range steps {
 		want := normalize(s.output, ns)
-		got := shell(t, root, kubeconfig, s.command)
+		got := run(s.command)
 		if readOnly(s.command) {
 			deadline := time.Now().Add(15 * time.Second)
 			for normalize(got, ns) != want && time.Now().Before(deadline) {
 				time.Sleep(200 * time.Millisecond)
-				got = shell(t, root, kubeconfig, s.command)
+				got = run(s.command)
 			}
 		}
-		if !assert.Equal(t, want, normalize(got, ns), "step %d: $ %s\nREADME shows:\n%s\nkubectl printed:\n%s", i+1, s.command, s.output, got) {
+		if !assert.Equal(t, want, normalize(got, ns), "step %d: $ %s\nREADME shows:\n%s\nprinted:\n%s", i+1, s.command, s.output, got) {
 			t.FailNow() // later steps build on this one
 		}
 	}
@@ -58,9 +64,9 @@ type step struct {
 	command, output string
 }
 
-// readmeWalkthrough reads the commands and outputs of the README's
-// "## Walkthrough" section.
-func readmeWalkthrough(t *testing.T) []step {
+// readmeSection reads the commands and outputs of the README's section
+// with this heading (such as "## Walkthrough").
+func readmeSection(t *testing.T, heading string) []step {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
 	require.NoError(t, err)
@@ -74,7 +80,7 @@ func readmeWalkthrough(t *testing.T) []step {
 		line := sc.Text()
 		switch {
 		case !inCode && strings.HasPrefix(line, "## "):
-			inSection = strings.TrimSpace(line) == "## Walkthrough"
+			inSection = strings.TrimSpace(line) == heading
 		case !inSection:
 		case !inCode && strings.HasPrefix(line, "```console"):
 			inCode = true
@@ -88,7 +94,7 @@ func readmeWalkthrough(t *testing.T) []step {
 		}
 	}
 	require.NoError(t, sc.Err())
-	require.NotEmpty(t, steps, "README.md has no \"## Walkthrough\" section with ```console blocks")
+	require.NotEmpty(t, steps, "README.md has no %q section with ```console blocks", heading)
 	return steps
 }
 

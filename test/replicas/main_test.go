@@ -28,6 +28,7 @@ import (
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/app"
 	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
+	"github.com/lockstep-dev/lockstep/internal/controllermanager"
 )
 
 var env struct {
@@ -86,6 +87,13 @@ func run(m *testing.M) int {
 		return fail(fmt.Errorf("starting kube-apiserver and etcd: %w", err))
 	}
 	defer func() { _ = env.test.Stop() }()
+	// The namespace and garbage-collector controllers, as in a cluster.
+	kcmLog := filepath.Join(os.TempDir(), "lockstep-replicas-kube-controller-manager.log")
+	cm, err := controllermanager.Start(env.test, controllermanager.Options{Assets: assets, Dir: filepath.Join(env.dir, "kcm"), LogFile: kcmLog})
+	if err != nil {
+		return fail(fmt.Errorf("%w (its log: %s)", err, kcmLog))
+	}
+	defer func() { _ = cm.Stop() }()
 	if env.client, err = client.New(cfg, client.Options{Scheme: app.Scheme()}); err != nil {
 		return fail(err)
 	}
