@@ -1,0 +1,110 @@
+package suite
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lockstep-dev/lockstep/internal/app"
+	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
+)
+
+// The settings reach lockstep as the configuration it reads.
+func TestResyncSettingsEnviron(t *testing.T) {
+	for _, settings := range []ResyncSettings{Full().Resync, Tiny().Resync} {
+		for _, kv := range settings.environ() {
+			k, v, ok := strings.Cut(kv, "=")
+			require.True(t, ok, kv)
+			t.Setenv(k, v)
+		}
+		c, err := app.LoadConfig()
+		require.NoError(t, err)
+		assert.Equal(t, settings.Interval, c.ResyncInterval)
+		assert.Equal(t, settings.QPS, c.ResyncBrokerQPS)
+		assert.Equal(t, settings.Concurrency, c.ResyncBrokerConcurrency)
+	}
+	k, v, _ := strings.Cut(resyncOff, "=")
+	t.Setenv(k, v)
+	c, err := app.LoadConfig()
+	require.NoError(t, err)
+	assert.Zero(t, c.ResyncInterval, "resync off")
+}
+
+// A full pass must be bounded by the limit, not by the interval: the
+// instances are due faster than they may be fetched.
+func TestFullResyncRunsAtTheLimit(t *testing.T) {
+	full := Full()
+	due := float64(full.ScaleInstances) / full.Resync.Interval.Seconds()
+	assert.Greater(t, due, full.Resync.QPS)
+	pass := time.Duration(float64(full.ScaleInstances) / full.Resync.QPS * float64(time.Second))
+	assert.LessOrEqual(t, pass, time.Minute, "a pass of the full benchmark stays short")
+}
+
+func TestWithinLimit(t *testing.T) {
+	tests := []struct {
+		name   string
+		count  int
+		window time.Duration
+		want   bool
+	}{
+		{"at the rate", 10000, 20 * time.Second, true},
+		{"the rate plus the burst", 10008, 20 * time.Second, true},
+		{"one more than the burst", 10009, 20 * time.Second, false},
+		{"burst alone in no time", 8, 0, true},
+		{"under the rate", 4000, 20 * time.Second, true},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, withinLimit(tt.count, tt.window, 500, 8), tt.name)
+	}
+}
+
+func TestFetchRate(t *testing.T) {
+	assert.InDelta(t, 500.0, fetchRate(10000, 20*time.Second), 1e-9)
+	assert.Zero(t, fetchRate(10, 0), "no window, no rate")
+}
+
+func TestPeakRate(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(ms, count int) countSample {
+		return countSample{at: t0.Add(time.Duration(ms) * time.Millisecond), count: count}
+	}
+	tests := []struct {
+		name    string
+		samples []countSample
+		want    float64
+	}{
+		{"no samples", nil, 0},
+		{"shorter than a second", []countSample{at(0, 0), at(500, 300)}, 0},
+		{"steady", []countSample{at(0, 0), at(500, 250), at(1000, 500), at(1500, 750), at(2000, 1000)}, 500},
+		{"a burst in the second second", []countSample{at(0, 0), at(1000, 400), at(1500, 700), at(2000, 1000)}, 600},
+		{"late sample: rate over its real span", []countSample{at(0, 0), at(900, 450), at(1250, 625)}, 500},
+	}
+	for _, tt := range tests {
+		assert.InDelta(t, tt.want, peakRate(tt.samples, time.Second), 1e-9, tt.name)
+	}
+}
+
+func TestCovered(t *testing.T) {
+	want := map[string]bool{"a": true, "b": true, "c": true}
+	calls := []brokertest.Call{{InstanceID: "a"}, {InstanceID: "a"}, {InstanceID: "x"}, {InstanceID: "c"}}
+	assert.Equal(t, 2, covered(calls, want), "each id once; ids of other objects do not count")
+	assert.Equal(t, 3, covered(append(calls, brokertest.Call{InstanceID: "b"}), want))
+}
+
+func TestResyncPassFigures(t *testing.T) {
+	p := resyncPass{cost: cost{writes: map[string]handlerCost{
+		"PUT leases":                    {count: 10},
+		"PATCH serviceinstances/status": {count: 2},
+		"PUT serviceinstances/status":   {count: 1},
+	}}}
+	assert.InDelta(t, 3.0, p.statusWrites(), 1e-9)
+	assert.Equal(t, "PATCH serviceinstances/status 2, PUT leases 10, PUT serviceinstances/status 1", p.writes())
+	assert.Equal(t, "none", resyncPass{}.writes())
+
+	assert.Equal(t, "InSync 9990, GoneAtBroker 5, ParametersDrift 5",
+		resultCounts(map[string]float64{"ParametersDrift": 5, "InSync": 9990, "GoneAtBroker": 5}))
+	assert.Equal(t, "none", resultCounts(nil))
+}
