@@ -109,10 +109,21 @@ type resyncPass struct {
 	// results are lockstep_resync_results_total's increase for
 	// ServiceInstances in the window, by result.
 	results map[string]float64
-	memory  env.Memory
+	// cpu is lockstep's CPU time (user and system) in the window.
+	cpu    time.Duration
+	memory env.Memory
 }
 
 func (p resyncPass) rate() float64 { return fetchRate(p.fetches, p.window) }
+
+// cpuUse formats lockstep's CPU time in the window: in all, as a share of
+// one core, and per fetch.
+func (p resyncPass) cpuUse() string {
+	if p.window <= 0 || p.fetches == 0 {
+		return dur(p.cpu)
+	}
+	return fmt.Sprintf("%s (%.0f%% of one core), %s per fetch", dur(p.cpu), 100*p.cpu.Seconds()/p.window.Seconds(), dur(p.cpu/time.Duration(p.fetches)))
+}
 
 // statusWrites are kube-apiserver's writes of ServiceInstance status in
 // the window, any verb.
@@ -191,10 +202,14 @@ func (s *Suite) measureResync(ctx context.Context, b *brokertest.Broker, ids map
 	if before == nil {
 		return p, fmt.Errorf("no metrics to compare the resync pass with")
 	}
+	cpuBefore, err := s.Env.Lockstep.CPU()
+	if err != nil {
+		return p, err
+	}
 	first := b.Count(brokertest.OpGetInstance)
 	samples := []countSample{{at: time.Now(), count: first}}
 	seen := 0
-	err := env.Poll(ctx, s.Sizes.StepTimeout, 100*time.Millisecond, func(context.Context) (bool, error) {
+	err = env.Poll(ctx, s.Sizes.StepTimeout, 100*time.Millisecond, func(context.Context) (bool, error) {
 		now, count := time.Now(), b.Count(brokertest.OpGetInstance)
 		samples = append(samples, countSample{at: now, count: count})
 		if count-first < n {
@@ -206,6 +221,10 @@ func (s *Suite) measureResync(ctx context.Context, b *brokertest.Broker, ids map
 	if err != nil {
 		return p, fmt.Errorf("resync fetched %d of %d instances: %w", seen, n, err)
 	}
+	cpuAfter, err := s.Env.Lockstep.CPU()
+	if err != nil {
+		return p, err
+	}
 	after := s.scrape(ctx)
 	if after == nil {
 		return p, fmt.Errorf("no metrics at the end of the resync pass")
@@ -213,6 +232,7 @@ func (s *Suite) measureResync(ctx context.Context, b *brokertest.Broker, ids map
 	last := samples[len(samples)-1]
 	p.window, p.fetches = last.at.Sub(samples[0].at), last.count-first
 	p.peak = peakRate(samples, time.Second)
+	p.cpu = cpuAfter - cpuBefore
 	p.cost = costBetween(before, after)
 	p.results = map[string]float64{}
 	const results = "lockstep_resync_results_total"

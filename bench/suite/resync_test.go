@@ -108,3 +108,9 @@ func TestResyncPassFigures(t *testing.T) {
 		resultCounts(map[string]float64{"ParametersDrift": 5, "InSync": 9990, "GoneAtBroker": 5}))
 	assert.Equal(t, "none", resultCounts(nil))
 }
+
+func TestResyncPassCPU(t *testing.T) {
+	p := resyncPass{window: 20 * time.Second, fetches: 10000, cpu: 5 * time.Second}
+	assert.Equal(t, "5.00 s (25% of one core), 500 µs per fetch", p.cpuUse())
+	assert.Equal(t, dur(0), resyncPass{}.cpuUse(), "no pass, no share")
+}

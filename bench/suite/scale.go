@@ -161,8 +161,8 @@ func (s *Suite) manyInstances(ctx context.Context, sec *report.Section) error {
 	sec.Text = append(sec.Text, fmt.Sprintf("**Resync of %d instances.** lockstep is restarted once more with resync on (%s): the instances "+
 		"are due faster than the limit lets them be fetched, so the pass runs at the per-broker limit. Once the instance reconciler's "+
 		"start-up pass is over, the pass is measured from then until the broker has answered a fetch of every instance: fetches counted "+
-		"at the broker (every GET of an instance, the whole window and the highest rate over one second), lockstep's requests to "+
-		"kube-apiserver (client-go's `rest_client_requests_total`), kube-apiserver's writes of the resources lockstep writes "+
+		"at the broker (every GET of an instance, the whole window and the highest rate over one second), lockstep's CPU time "+
+		"(/proc), its requests to kube-apiserver (client-go's `rest_client_requests_total`), kube-apiserver's writes of the resources lockstep writes "+
 		"(`apiserver_request_duration_seconds_count`), and `lockstep_resync_results_total`. Afterwards lockstep is restarted with "+
 		"its defaults for the benchmarks that follow.", n, settings))
 	b, err := s.acmeBroker(ctx)
@@ -285,6 +285,7 @@ func (s *Suite) manyInstances(ctx context.Context, sec *report.Section) error {
 			{"kube-apiserver writes of ServiceInstance status", fmt.Sprintf("%.0f in the pass", pass.statusWrites())},
 			{"kube-apiserver writes of what lockstep writes", pass.writes()},
 			{"lockstep's requests to kube-apiserver, per fetch", pass.cost.api.perOperation(max(pass.fetches, 1))},
+			{"lockstep's CPU time in the pass", pass.cpuUse()},
 		},
 	})
 	sec.Targets = append(sec.Targets,
