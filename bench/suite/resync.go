@@ -103,15 +103,18 @@ type resyncPass struct {
 	// object on that broker), peak the highest rate over a second.
 	fetches int
 	peak    float64
-	// cost is what lockstep's and kube-apiserver's metrics say happened in
-	// the window.
-	cost cost
+	// api are lockstep's requests to kube-apiserver in the window, by
+	// method; writes kube-apiserver's write requests (see writesBetween).
+	api    apiRequests
+	writes map[string]float64
 	// results are lockstep_resync_results_total's increase for
 	// ServiceInstances in the window, by result.
 	results map[string]float64
 	// cpu is lockstep's CPU time (user and system) in the window.
-	cpu    time.Duration
-	memory env.Memory
+	cpu time.Duration
+	// started is lockstep's memory when the window opened (after the
+	// start-up reconcile), memory when it closed.
+	started, memory env.Memory
 }
 
 func (p resyncPass) rate() float64 { return fetchRate(p.fetches, p.window) }
@@ -129,50 +132,58 @@ func (p resyncPass) cpuUse() string {
 // the window, any verb.
 func (p resyncPass) statusWrites() float64 {
 	total := 0.0
-	for k, h := range p.cost.writes {
+	for k, n := range p.writes {
 		if strings.HasSuffix(k, " serviceinstances/status") {
-			total += h.count
+			total += n
 		}
 	}
 	return total
 }
 
-// writes lists kube-apiserver's writes of the resources lockstep writes in
-// the window, "none" when there were none.
-func (p resyncPass) writes() string {
-	if len(p.cost.writes) == 0 {
-		return "none"
+// writesBetween are kube-apiserver's write requests between two scrapes of
+// its metrics, of every resource and from every client, by "VERB
+// resource[/subresource]".
+func writesBetween(before, after env.Metrics) map[string]float64 {
+	const requests = "apiserver_request_duration_seconds_count"
+	out := map[string]float64{}
+	for _, sample := range after {
+		verb := sample.Labels["verb"]
+		if sample.Name != requests || (verb != "POST" && verb != "PUT" && verb != "PATCH" && verb != "DELETE" && verb != "APPLY") {
+			continue
+		}
+		key := verb + " " + sample.Labels["resource"]
+		if sub := sample.Labels["subresource"]; sub != "" {
+			key += "/" + sub
+		}
+		if _, done := out[key]; done {
+			continue
+		}
+		sel := map[string]string{"verb": verb, "resource": sample.Labels["resource"], "subresource": sample.Labels["subresource"]}
+		if d := after.Sum(requests, sel) - before.Sum(requests, sel); d > 0 {
+			out[key] = d
+		}
 	}
-	keys := make([]string, 0, len(p.cost.writes))
-	for k := range p.cost.writes {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s %.0f", k, p.cost.writes[k].count)
-	}
-	return strings.Join(parts, ", ")
+	return out
 }
 
-// resultCounts formats results, most frequent first.
-func resultCounts(results map[string]float64) string {
-	if len(results) == 0 {
+// counts formats counts by key, most frequent first, "none" when empty.
+func counts(m map[string]float64) string {
+	if len(m) == 0 {
 		return "none"
 	}
-	keys := make([]string, 0, len(results))
-	for k := range results {
+	keys := make([]string, 0, len(m))
+	for k := range m {
 		keys = append(keys, k)
 	}
 	sort.Slice(keys, func(i, j int) bool {
-		if results[keys[i]] != results[keys[j]] {
-			return results[keys[i]] > results[keys[j]]
+		if m[keys[i]] != m[keys[j]] {
+			return m[keys[i]] > m[keys[j]]
 		}
 		return keys[i] < keys[j]
 	})
 	parts := make([]string, len(keys))
 	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s %.0f", k, results[k])
+		parts[i] = fmt.Sprintf("%s %.0f", k, m[k])
 	}
 	return strings.Join(parts, ", ")
 }
@@ -198,6 +209,11 @@ func (s *Suite) measureResync(ctx context.Context, b *brokertest.Broker, ids map
 	if err := s.waitReconciled(ctx, n); err != nil {
 		return p, err
 	}
+	started, err := s.Env.Lockstep.Memory()
+	if err != nil {
+		return p, err
+	}
+	p.started = started
 	before := s.scrape(ctx)
 	if before == nil {
 		return p, fmt.Errorf("no metrics to compare the resync pass with")
@@ -233,7 +249,7 @@ func (s *Suite) measureResync(ctx context.Context, b *brokertest.Broker, ids map
 	p.window, p.fetches = last.at.Sub(samples[0].at), last.count-first
 	p.peak = peakRate(samples, time.Second)
 	p.cpu = cpuAfter - cpuBefore
-	p.cost = costBetween(before, after)
+	p.api, p.writes = costBetween(before, after).api, writesBetween(before.apiserver, after.apiserver)
 	p.results = map[string]float64{}
 	const results = "lockstep_resync_results_total"
 	for _, result := range labelValues(after.lockstep, results, "result") {

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lockstep-dev/lockstep/bench/env"
 	"github.com/lockstep-dev/lockstep/internal/app"
 	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
 )
@@ -94,19 +95,32 @@ func TestCovered(t *testing.T) {
 	assert.Equal(t, 3, covered(append(calls, brokertest.Call{InstanceID: "b"}), want))
 }
 
-func TestResyncPassFigures(t *testing.T) {
-	p := resyncPass{cost: cost{writes: map[string]handlerCost{
-		"PUT leases":                    {count: 10},
-		"PATCH serviceinstances/status": {count: 2},
-		"PUT serviceinstances/status":   {count: 1},
-	}}}
-	assert.InDelta(t, 3.0, p.statusWrites(), 1e-9)
-	assert.Equal(t, "PATCH serviceinstances/status 2, PUT leases 10, PUT serviceinstances/status 1", p.writes())
-	assert.Equal(t, "none", resyncPass{}.writes())
-
+func TestWritesBetween(t *testing.T) {
+	parse := func(text string) env.Metrics {
+		m, err := env.ParseMetrics(strings.NewReader(text))
+		require.NoError(t, err)
+		return m
+	}
+	before := parse(`
+apiserver_request_duration_seconds_count{group="coordination.k8s.io",resource="leases",subresource="",verb="PUT",version="v1"} 40
+apiserver_request_duration_seconds_count{group="lockstep.dev",resource="serviceinstances",subresource="status",verb="PUT",version="v1alpha1"} 10000
+apiserver_request_duration_seconds_count{group="lockstep.dev",resource="serviceinstances",subresource="",verb="GET",version="v1alpha1"} 5
+`)
+	after := parse(`
+apiserver_request_duration_seconds_count{group="coordination.k8s.io",resource="leases",subresource="",verb="PUT",version="v1"} 53
+apiserver_request_duration_seconds_count{group="lockstep.dev",resource="serviceinstances",subresource="status",verb="PUT",version="v1alpha1"} 10000
+apiserver_request_duration_seconds_count{group="lockstep.dev",resource="serviceinstances",subresource="status",verb="PATCH",version="v1alpha1"} 2
+apiserver_request_duration_seconds_count{group="lockstep.dev",resource="serviceinstances",subresource="",verb="GET",version="v1alpha1"} 9
+apiserver_request_duration_seconds_count{group="",resource="events",subresource="",verb="POST",version="v1"} 1
+`)
+	writes := writesBetween(before, after)
+	assert.Equal(t, map[string]float64{"PUT leases": 13, "PATCH serviceinstances/status": 2, "POST events": 1}, writes,
+		"reads and unchanged counts left out; a series new since the first scrape counted from zero")
+	assert.InDelta(t, 2.0, resyncPass{writes: writes}.statusWrites(), 1e-9)
+	assert.Equal(t, "PUT leases 13, PATCH serviceinstances/status 2, POST events 1", counts(writes))
+	assert.Equal(t, "none", counts(nil))
 	assert.Equal(t, "InSync 9990, GoneAtBroker 5, ParametersDrift 5",
-		resultCounts(map[string]float64{"ParametersDrift": 5, "InSync": 9990, "GoneAtBroker": 5}))
-	assert.Equal(t, "none", resultCounts(nil))
+		counts(map[string]float64{"ParametersDrift": 5, "InSync": 9990, "GoneAtBroker": 5}))
 }
 
 func TestResyncPassCPU(t *testing.T) {
