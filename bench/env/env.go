@@ -233,9 +233,11 @@ func (e *Env) lockstepEnv() []string {
 }
 
 // StartLockstep starts lockstep's webhook binary and waits until it is
-// ready (its /readyz, then a verified TLS handshake).
-func (e *Env) StartLockstep(ctx context.Context) error {
-	p, err := StartProcess("lockstep", e.bins.Webhook, nil, cleanEnviron(e.lockstepEnv()), filepath.Join(e.Dir, "lockstep.log"))
+// ready (its /readyz, then a verified TLS handshake). settings are extra
+// LOCKSTEP_*=value variables that override the defaults for this process
+// only (a benchmark that needs another resync interval, say).
+func (e *Env) StartLockstep(ctx context.Context, settings ...string) error {
+	p, err := StartProcess("lockstep", e.bins.Webhook, nil, cleanEnviron(append(e.lockstepEnv(), settings...)), filepath.Join(e.Dir, "lockstep.log"))
 	if err != nil {
 		return err
 	}

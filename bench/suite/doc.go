@@ -13,8 +13,10 @@
 //     validating webhook (lock, journal, broker call) against the same
 //     calls made directly to the same test broker, at fixed broker
 //     latencies;
-//   - Scale: lockstep's memory and resync time with many instances, and
-//     admission latency with a small and a large catalog;
+//   - Scale: admission latency with a small and a large catalog, and
+//     with many instances lockstep's memory, its start-up reconcile time
+//     and what a resync pass costs (broker fetches per second against
+//     the limit, API server writes, CPU, memory);
 //   - Embedded: the embedded broker's provisions and binds per second on
 //     its bbolt store, empty and full, and spec reconciliation of many
 //     specs;

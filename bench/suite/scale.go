@@ -27,7 +27,8 @@ const instanceController = "serviceinstance-finalizer"
 const memoryTarget = 256 << 20
 
 // Scale measures admission latency with a small and a large catalog, then
-// lockstep's memory and resync time with many instances in the API server.
+// lockstep's memory and start-up reconcile time with many instances in the
+// API server, and what a resync pass over them costs.
 func (s *Suite) Scale(ctx context.Context) (report.Section, error) {
 	sec := report.Section{Title: "4. Scale"}
 	if err := s.catalogSize(ctx, &sec); err != nil {
@@ -147,18 +148,31 @@ func callsOf(brokers []*brokertest.Broker) int {
 
 // manyInstances stores many instances and measures lockstep's memory and
 // the time its reconciler takes to go through all of them after a
-// restart.
+// restart, with resync off; then what a resync pass over them costs.
 func (s *Suite) manyInstances(ctx context.Context, sec *report.Section) error {
-	n := s.Sizes.ScaleInstances
-	sec.Text = append(sec.Text, fmt.Sprintf("**%d instances.** lockstep is restarted (a fresh process), then %d ServiceInstances are "+
-		"stored as lockstep leaves them after a provision (finalizer, status with conditions and last operation; written directly, "+
-		"in a namespace its instance webhooks skip). lockstep's memory is read from /proc (VmRSS; VmHWM is the peak). Then lockstep is "+
-		"restarted and timed: until it serves (readyz, TLS), and until its instance reconciler has reconciled every instance and its "+
-		"queue is empty (controller-runtime's `controller_runtime_reconcile_total` and `workqueue_depth` metrics).", n, n))
+	n, settings := s.Sizes.ScaleInstances, s.Sizes.Resync
+	sec.Text = append(sec.Text, fmt.Sprintf("**%d instances.** lockstep is restarted (a fresh process, resync off), then %d ServiceInstances are "+
+		"stored as lockstep leaves them after a provision (finalizer, status with conditions, last operation, dashboard URL and "+
+		"lastApplied; written directly, in a namespace its instance webhooks skip, which is far cheaper than provisioning each through "+
+		"admission), and the instant test broker is given the same instances (same plan and parameters), so that nothing has drifted. "+
+		"lockstep's memory is read from /proc (VmRSS; VmHWM is the peak). Then lockstep is restarted and timed: until it serves "+
+		"(readyz, TLS), and until its instance reconciler has reconciled every instance and its queue is empty (controller-runtime's "+
+		"`controller_runtime_reconcile_total` and `workqueue_depth` metrics).", n, n))
+	sec.Text = append(sec.Text, fmt.Sprintf("**Resync of %d instances.** lockstep is restarted once more with resync on (%s): the instances "+
+		"are due faster than the limit lets them be fetched, so the pass runs at the per-broker limit. Once the instance reconciler's "+
+		"start-up pass is over, the pass is measured from then until the broker has answered a fetch of every instance: fetches counted "+
+		"at the broker (every GET of an instance, the whole window and the highest rate over one second), lockstep's CPU time "+
+		"(/proc), its requests to kube-apiserver (client-go's `rest_client_requests_total`), kube-apiserver's write requests "+
+		"of every resource (`apiserver_request_duration_seconds_count`; the benchmark itself writes nothing meanwhile), and `lockstep_resync_results_total`. Afterwards lockstep is restarted with "+
+		"its defaults for the benchmarks that follow.", n, settings))
+	b, err := s.acmeBroker(ctx)
+	if err != nil {
+		return err
+	}
 	if err := s.Env.StopLockstep(); err != nil {
 		return err
 	}
-	if err := s.Env.StartLockstep(ctx); err != nil {
+	if err := s.Env.StartLockstep(ctx, resyncOff); err != nil {
 		return err
 	}
 	if err := s.waitReconciled(ctx, 0); err != nil {
@@ -175,10 +189,23 @@ func (s *Suite) manyInstances(ctx context.Context, sec *report.Section) error {
 	}
 	s.Logf("scale: storing %d instances", n)
 	c := s.Env.Client
+	ids := make(map[string]bool, n)
+	for i := range n {
+		si := scaleInstance(ns, i)
+		ids[si.Spec.ExternalID] = true
+		b.PutInstance(brokertest.Instance{ID: si.Spec.ExternalID, ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanSmallID,
+			Parameters: map[string]any{"storageGB": 10}})
+	}
 	stored, err := loadgen.Run(ctx, loadgen.Load{Concurrency: 16, Requests: n, MaxDuration: s.Sizes.StepTimeout}, 0, loadgen.Work{
 		Do: func(ctx context.Context, i int) error {
-			si := instance(ns, fmt.Sprintf("si-%05d", i), acme, brokertest.ServiceDB, brokertest.PlanSmall, `{"storageGB":10}`)
+			si := scaleInstance(ns, i)
+			held, ok := b.Instance(si.Spec.ExternalID)
+			if !ok {
+				return fmt.Errorf("the test broker does not hold instance %s", si.Spec.ExternalID)
+			}
 			status := si.Status
+			status.DashboardURL = held.DashboardURL
+			status.LastApplied = &v1alpha1.AppliedInstance{PlanName: si.Spec.PlanName, PlanID: held.PlanID, Parameters: si.Spec.Parameters.DeepCopy()}
 			si.UID, si.ResourceVersion, si.CreationTimestamp, si.ManagedFields, si.Generation = "", "", metav1.Time{}, nil, 0
 			if err := c.Create(ctx, si); err != nil {
 				return err
@@ -206,16 +233,28 @@ func (s *Suite) manyInstances(ctx context.Context, sec *report.Section) error {
 		return err
 	}
 	start := time.Now()
-	if err := s.Env.StartLockstep(ctx); err != nil {
+	if err := s.Env.StartLockstep(ctx, resyncOff); err != nil {
 		return err
 	}
 	ready := time.Since(start)
 	if err := s.waitReconciled(ctx, n); err != nil {
 		return err
 	}
-	resync := time.Since(start)
+	reconciled := time.Since(start)
 	restarted, err := s.Env.Lockstep.Memory()
 	if err != nil {
+		return err
+	}
+
+	pass, err := s.measureResync(ctx, b, ids, settings)
+	if err != nil {
+		return err
+	}
+	s.Logf("scale: restarting lockstep with its defaults")
+	if err := s.Env.StopLockstep(); err != nil {
+		return err
+	}
+	if err := s.Env.StartLockstep(ctx); err != nil {
 		return err
 	}
 
@@ -223,21 +262,52 @@ func (s *Suite) manyInstances(ctx context.Context, sec *report.Section) error {
 		Caption: fmt.Sprintf("**%d instances** (stored at %s with 16 writers, each a create and a status update)", n, rate(stored.Throughput())),
 		Header:  []string{"lockstep process", "RSS", "peak RSS"},
 		Rows: [][]string{
-			{"fresh, no instances", mib(idle.RSS), mib(idle.Peak)},
-			{fmt.Sprintf("after watching %d instances being stored", n), mib(running.RSS), mib(running.Peak)},
-			{fmt.Sprintf("restarted with %d instances, after its resync", n), mib(restarted.RSS), mib(restarted.Peak)},
+			{"fresh, no instances, resync off", mib(idle.RSS), mib(idle.Peak)},
+			{fmt.Sprintf("after watching %d instances being stored, resync off", n), mib(running.RSS), mib(running.Peak)},
+			{fmt.Sprintf("restarted with %d instances, after its start-up reconcile, resync off", n), mib(restarted.RSS), mib(restarted.Peak)},
+			{fmt.Sprintf("restarted with %d instances, resync on, after its start-up reconcile (the pass begins)", n), mib(pass.started.RSS), mib(pass.started.Peak)},
+			{fmt.Sprintf("restarted with %d instances, resync on, after one resync pass", n), mib(pass.memory.RSS), mib(pass.memory.Peak)},
 		},
 	}, report.Table{
-		Header: []string{"restart with instances", "time"},
+		Header: []string{"restart with instances (resync off)", "time"},
 		Rows: [][]string{
 			{"until it serves admission (readyz and TLS)", dur(ready)},
-			{fmt.Sprintf("until every instance was reconciled and the queue is empty (resync of %d)", n), dur(resync)},
+			{fmt.Sprintf("until every instance was reconciled and the queue is empty (start-up reconcile of %d)", n), dur(reconciled)},
+		},
+	}, report.Table{
+		Caption: fmt.Sprintf("**Resync pass over %d instances** (%s)", n, settings),
+		Header:  []string{"what", "measured"},
+		Rows: [][]string{
+			{"pass (until every instance was fetched once)", dur(pass.window)},
+			{"broker fetches (GET of an instance)", fmt.Sprintf("%d, %s over the pass; highest over one second %s", pass.fetches, rate(pass.rate()), rate(pass.peak))},
+			{"configured limit", fmt.Sprintf("%s (burst %d): at most %.0f in the pass", rate(settings.QPS), settings.Concurrency,
+				settings.QPS*pass.window.Seconds()+float64(settings.Concurrency))},
+			{"resync results (lockstep_resync_results_total, ServiceInstance)", counts(pass.results)},
+			{"kube-apiserver writes of ServiceInstance status", fmt.Sprintf("%.0f in the pass", pass.statusWrites())},
+			{"kube-apiserver write requests of any resource, any client", counts(pass.writes)},
+			{"lockstep's requests to kube-apiserver, per fetch", pass.api.perOperation(max(pass.fetches, 1))},
+			{"lockstep's CPU time in the pass", pass.cpuUse()},
 		},
 	})
-	worst := max(running.RSS, restarted.RSS, restarted.Peak)
+	sec.Targets = append(sec.Targets,
+		report.Check(fmt.Sprintf("resync fetches at %d instances", n), fmt.Sprintf("<= %s + burst %d", rate(settings.QPS), settings.Concurrency),
+			fmt.Sprintf("%s over %s (%d fetches)", rate(pass.rate()), dur(pass.window), pass.fetches),
+			withinLimit(pass.fetches, pass.window, settings.QPS, settings.Concurrency)),
+		report.Check("status writes per resync pass, nothing drifted", "0",
+			fmt.Sprintf("%.0f (results: %s)", pass.statusWrites(), counts(pass.results)), pass.statusWrites() == 0))
+	// VmHWM is read from counters the kernel sums lazily: take every
+	// reading, not only the last.
+	peak := max(running.Peak, restarted.Peak, pass.started.Peak, pass.memory.Peak)
+	worst := max(peak, running.RSS, restarted.RSS, pass.started.RSS, pass.memory.RSS)
 	sec.Targets = append(sec.Targets, report.Check(fmt.Sprintf("memory with %d instances", n), "< 256 MiB RSS",
-		fmt.Sprintf("%s RSS after resync, %s peak", mib(restarted.RSS), mib(max(running.Peak, restarted.Peak))), worst < memoryTarget))
+		fmt.Sprintf("%s RSS after the start-up reconcile, %s after a resync pass, %s peak", mib(restarted.RSS), mib(pass.memory.RSS),
+			mib(peak)), worst < memoryTarget))
 	return nil
+}
+
+// scaleInstance is the scale benchmark's instance i in namespace ns.
+func scaleInstance(ns string, i int) *v1alpha1.ServiceInstance {
+	return instance(ns, fmt.Sprintf("si-%05d", i), acme, brokertest.ServiceDB, brokertest.PlanSmall, `{"storageGB":10}`)
 }
 
 // waitReconciled waits until lockstep's instance reconciler has

@@ -24,8 +24,10 @@ type Sizes struct {
 	BrokerPath int
 	// BrokerLatencies are the test broker's fixed latencies.
 	BrokerLatencies []time.Duration
-	// ScaleInstances are the instances stored for the scale benchmark.
+	// ScaleInstances are the instances stored for the scale benchmark;
+	// Resync the resync settings of its resync pass over them.
 	ScaleInstances int
+	Resync         ResyncSettings
 	// CatalogPlans are the catalog sizes compared (small, large).
 	CatalogPlans [2]int
 	// CatalogRequests per arm and kind of request.
@@ -53,6 +55,8 @@ func Full() Sizes {
 		BrokerPath:      100,
 		BrokerLatencies: []time.Duration{0, 50 * time.Millisecond},
 		ScaleInstances:  10000,
+		// Due at 1000/s against a limit of 500/s: a pass takes 20 s.
+		Resync:          ResyncSettings{Interval: 10 * time.Second, QPS: 500, Concurrency: 8},
 		CatalogPlans:    [2]int{10, 1000},
 		CatalogRequests: 3000,
 		EmbeddedOps:     2000, EmbeddedStored: 10000, EmbeddedSpecs: 10000,
@@ -72,6 +76,7 @@ func Tiny() Sizes {
 		BrokerPath:      3,
 		BrokerLatencies: []time.Duration{0, 10 * time.Millisecond},
 		ScaleInstances:  10,
+		Resync:          ResyncSettings{Interval: time.Second, QPS: 5, Concurrency: 2},
 		CatalogPlans:    [2]int{2, 20},
 		CatalogRequests: 20,
 		EmbeddedOps:     10, EmbeddedStored: 10, EmbeddedSpecs: 10,
