@@ -20,7 +20,7 @@ import (
 
 // instanceController is the name of lockstep's reconciler of
 // ServiceInstances, as its metrics label it.
-const instanceController = "serviceinstance-finalizer"
+const instanceController = "serviceinstance"
 
 // memoryTarget is the most RSS lockstep may use with the scale benchmark's
 // instances.
@@ -333,7 +333,7 @@ func (s *Suite) waitReconciled(ctx context.Context, n int) error {
 	})
 	if err != nil {
 		if !found {
-			return fmt.Errorf("lockstep's metrics have no reconciler named %q (has it been renamed? see internal/journal): %w", instanceController, err)
+			return fmt.Errorf("lockstep's metrics have no reconciler named %q (has it been renamed? see internal/controller/instance): %w", instanceController, err)
 		}
 		return fmt.Errorf("lockstep reconciled %.0f of %d instances (queue depth %.0f): %w", total, n, depth, err)
 	}

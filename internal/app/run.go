@@ -138,14 +138,14 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 	if err := (&instance.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespace: c.Namespace, Catalogs: catalogs,
 		Leases: leases, Journal: records, Recorder: mgr.GetEventRecorderFor("lockstep"), Poll: poll, Timeout: c.AdmissionBudget,
-		ResyncInterval: c.ResyncInterval, Limiter: limiter, Identity: self, ClusterID: clusterID,
+		ResyncInterval: c.ResyncInterval, Limiter: limiter, Workers: c.ResyncBrokerConcurrency, Identity: self, ClusterID: clusterID,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the instance controller: %w", err)
 	}
 	if err := (&binding.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespace: c.Namespace, Catalogs: catalogs,
 		Leases: leases, Recorder: mgr.GetEventRecorderFor("lockstep"), Poll: poll, Timeout: c.AdmissionBudget,
-		ResyncInterval: c.ResyncInterval, Limiter: limiter,
+		ResyncInterval: c.ResyncInterval, Limiter: limiter, Workers: c.ResyncBrokerConcurrency,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the binding controller: %w", err)
 	}

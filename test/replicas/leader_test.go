@@ -70,6 +70,10 @@ func TestOneLeaderFollowsOperationsAndAnotherTakesOver(t *testing.T) {
 	},
 		10*time.Second, 100*time.Millisecond, "the leader runs the operations reconciler")
 	assert.False(t, follower.logged(`"controller": "brokeroperation"`), "the other replica never starts the operations reconciler")
+	for _, c := range []string{"serviceinstance", "servicebinding"} {
+		assert.True(t, leader.logged(`"controller": "`+c+`"`), "the leader runs the %s controller (status, resync, finalizers)", c)
+		assert.False(t, follower.logged(`"controller": "`+c+`"`), "the other replica never resyncs or compensates: no %s controller", c)
+	}
 	assert.True(t, follower.logged(`"controller": "servicebroker"`), "but it loads the catalog, for its own admission")
 
 	leader.kill() // the leader dies while the broker still works

@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -47,7 +48,9 @@ type Reconciler struct {
 	// its broker; 0 turns resync off.
 	ResyncInterval time.Duration
 	Limiter        *resync.Limiter
-	Clock          clock.PassiveClock
+	// Workers is how many bindings are reconciled at once (at least 1).
+	Workers int
+	Clock   clock.PassiveClock
 
 	schedule resync.Schedule
 }
@@ -58,6 +61,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).For(&v1alpha1.ServiceBinding{}).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(bindingOfSecret)).
 		Watches(&v1alpha1.BrokerOperation{}, handler.EnqueueRequestsFromMapFunc(targetOf)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
 		Named("servicebinding").Complete(r)
 }
 

@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -47,6 +48,9 @@ type Reconciler struct {
 	ResyncInterval time.Duration
 	// Limiter bounds resync's fetches per broker.
 	Limiter *resync.Limiter
+	// Workers is how many objects are reconciled at once (at least 1), so
+	// that resync's fetches at one slow broker do not hold up the others.
+	Workers int
 	// Identity is who lockstep is: the requester of its corrections.
 	Identity string
 	// ClusterID goes into the context of a correction, as in admission.
@@ -61,6 +65,7 @@ type Reconciler struct {
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).For(&v1alpha1.ServiceInstance{}).
 		Watches(&v1alpha1.BrokerOperation{}, handler.EnqueueRequestsFromMapFunc(targetOf)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
 		Named("serviceinstance").Complete(r)
 }
 
