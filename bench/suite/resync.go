@@ -206,7 +206,7 @@ func (s *Suite) measureResync(ctx context.Context, b *brokertest.Broker, ids map
 	}
 	// The instance reconciler's start-up pass over every instance is over
 	// before the window opens; the resync is then under way.
-	if err := s.waitReconciled(ctx, n); err != nil {
+	if err := s.waitReconciled(ctx, n, false); err != nil {
 		return p, err
 	}
 	started, err := s.Env.Lockstep.Memory()
