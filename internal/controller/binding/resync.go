@@ -2,12 +2,10 @@ package binding
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -76,7 +74,7 @@ func (r *Reconciler) resync(ctx context.Context, b *v1alpha1.ServiceBinding, sta
 		set(metav1.ConditionFalse, resync.ReasonBrokerUnreachable, fmt.Sprintf(
 			"lockstep could not read binding %q from broker %q to compare it: %v; it tries again in %s", b.Name, entry.Broker, err, r.ResyncInterval))
 	default:
-		drift, err := resync.Compare(resync.State{Parameters: raw(b.Spec.Parameters)}, resync.State{Parameters: got.Parameters})
+		drift, err := resync.Compare(resync.State{Parameters: resync.Parameters(b.Spec.Parameters)}, resync.State{Parameters: got.Parameters})
 		switch {
 		case err != nil:
 			set(metav1.ConditionFalse, resync.ReasonBrokerUnreachable, fmt.Sprintf(
@@ -119,11 +117,4 @@ func (r *Reconciler) event(b *v1alpha1.ServiceBinding, reason, msg string) {
 	if r.Recorder != nil {
 		r.Recorder.Event(b, "Warning", reason, msg)
 	}
-}
-
-func raw(p *runtime.RawExtension) json.RawMessage {
-	if p == nil || len(p.Raw) == 0 {
-		return nil
-	}
-	return p.Raw
 }

@@ -2,12 +2,10 @@ package instance
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -79,7 +77,7 @@ func (r *Reconciler) resync(ctx context.Context, si *v1alpha1.ServiceInstance, s
 		status.DashboardURL = got.DashboardURL
 	}
 	last := lastApplied(si, status, plan.Plan.ID)
-	drift, err := resync.Compare(resync.State{PlanID: last.PlanID, Parameters: raw(last.Parameters)}, resync.State{PlanID: got.PlanID, Parameters: got.Parameters})
+	drift, err := resync.Compare(resync.State{PlanID: last.PlanID, Parameters: resync.Parameters(last.Parameters)}, resync.State{PlanID: got.PlanID, Parameters: got.Parameters})
 	if err != nil {
 		r.result(si, resync.ReasonBrokerUnreachable, nil)
 		setInSync(status, metav1.ConditionFalse, resync.ReasonBrokerUnreachable, fmt.Sprintf(
@@ -160,11 +158,4 @@ func lastApplied(si *v1alpha1.ServiceInstance, status *v1alpha1.ServiceInstanceS
 		return *status.LastApplied
 	}
 	return v1alpha1.AppliedInstance{PlanName: si.Spec.PlanName, PlanID: planID, Parameters: si.Spec.Parameters}
-}
-
-func raw(p *runtime.RawExtension) json.RawMessage {
-	if p == nil || len(p.Raw) == 0 {
-		return nil
-	}
-	return p.Raw
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/lockstep-dev/lockstep/internal/jsonnum"
 )
@@ -154,4 +155,13 @@ func (d Drift) Reason() string {
 		return ReasonPlanDrift
 	}
 	return ReasonParametersDrift
+}
+
+// Parameters returns an object's parameters for a State: nil when it has
+// none.
+func Parameters(p *runtime.RawExtension) json.RawMessage {
+	if p == nil || len(p.Raw) == 0 {
+		return nil
+	}
+	return p.Raw
 }
