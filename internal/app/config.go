@@ -48,6 +48,9 @@ type Config struct {
 	RefusalMemory time.Duration `split_words:"true" default:"1s"`
 	// KeepOperations is how many BrokerOperations are kept per object.
 	KeepOperations int `split_words:"true" default:"10"`
+	// OperationRetention is how long the final BrokerOperations of an
+	// object that no longer exists are kept; 0 keeps them for ever.
+	OperationRetention time.Duration `split_words:"true" default:"168h"`
 	// ResyncInterval is how often each instance and binding is read again
 	// from its broker and compared with what lockstep last applied
 	// (jittered to 90-100% of it); 0 turns resync off.
@@ -131,6 +134,8 @@ func (c Config) Validate() error {
 	case c.ResyncInterval < 0 || c.ResyncInterval > 0 && (c.ResyncBrokerConcurrency <= 0 || c.ResyncBrokerQPS <= 0):
 		return fmt.Errorf("LOCKSTEP_RESYNC_INTERVAL=%s, _BROKER_CONCURRENCY=%d, _BROKER_QPS=%g: the interval must be 0 (off) or more, the limits more than 0",
 			c.ResyncInterval, c.ResyncBrokerConcurrency, c.ResyncBrokerQPS)
+	case c.OperationRetention < 0:
+		return fmt.Errorf("LOCKSTEP_OPERATION_RETENTION=%s: must be 0 (keep for ever) or more", c.OperationRetention)
 	case c.Namespace == "":
 		return fmt.Errorf("LOCKSTEP_NAMESPACE is empty: it must name lockstep's own namespace (where its locks live)")
 	case c.LogLevel != "debug" && c.LogLevel != "info" && c.LogLevel != "error":

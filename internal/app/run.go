@@ -131,7 +131,7 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 	if err := (&operations.Operations{
 		Client: mgr.GetClient(), Catalogs: catalogs, Leases: leases, Journal: records,
 		Poll: c.PollInterval, Grace: c.CommitGrace, PendingTimeout: c.AdmissionBudget + c.CommitGrace,
-		Keep: c.KeepOperations, Timeout: c.AdmissionBudget,
+		Keep: c.KeepOperations, Retention: c.OperationRetention, Timeout: c.AdmissionBudget,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the operations reconciler: %w", err)
 	}

@@ -18,6 +18,19 @@ var operationPhases = prometheus.NewCounterVec(prometheus.CounterOpts{
 		"Compensated), by phase.",
 }, []string{"phase"})
 
+var operationsPruned = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Namespace: namespace,
+	Subsystem: "operation",
+	Name:      "records_pruned_total",
+	Help: "Final BrokerOperations removed from the journal, by reason: kept (beyond the newest LOCKSTEP_KEEP_OPERATIONS of " +
+		"an object) or expired (of an object that no longer exists, older than LOCKSTEP_OPERATION_RETENTION).",
+}, []string{"reason"})
+
+// OperationPruned counts one final record removed from the journal.
+func OperationPruned(reason string) {
+	operationsPruned.WithLabelValues(reason).Inc()
+}
+
 // LockContention counts one change refused because another operation held
 // the object's lock.
 func LockContention(kind string) {

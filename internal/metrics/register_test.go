@@ -23,6 +23,7 @@ func TestServedByTheManagersRegistry(t *testing.T) {
 	OperationPhase("Committed")
 	ResyncResult("ServiceInstance", "PlanDrift")
 	ResyncCorrection("ServiceInstance", "started")
+	OperationPruned("expired")
 
 	tests := []struct {
 		name, kind, sample string
@@ -33,6 +34,7 @@ func TestServedByTheManagersRegistry(t *testing.T) {
 			`lockstep_broker_request_duration_seconds_bucket{status="200",verb="catalog",le="0.005"}`},
 		{"lockstep_lock_contention_total", "counter", `lockstep_lock_contention_total{kind="ServiceInstance"}`},
 		{"lockstep_operation_phase_transitions_total", "counter", `lockstep_operation_phase_transitions_total{phase="Committed"}`},
+		{"lockstep_operation_records_pruned_total", "counter", `lockstep_operation_records_pruned_total{reason="expired"}`},
 		{"lockstep_resync_results_total", "counter", `lockstep_resync_results_total{kind="ServiceInstance",result="PlanDrift"}`},
 		{"lockstep_resync_corrections_total", "counter", `lockstep_resync_corrections_total{kind="ServiceInstance",outcome="started"}`},
 	}

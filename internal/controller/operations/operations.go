@@ -17,6 +17,7 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/catalog"
 	"github.com/lockstep-dev/lockstep/internal/credentials"
 	"github.com/lockstep-dev/lockstep/internal/journal"
+	"github.com/lockstep-dev/lockstep/internal/metrics"
 )
 
 // Operations takes every BrokerOperation to a final phase. The webhook
@@ -62,6 +63,9 @@ type Operations struct {
 	PendingTimeout time.Duration
 	// Keep is how many records are kept per object.
 	Keep int
+	// Retention is how long the final records of an object that no longer
+	// exists are kept; 0 keeps them for ever.
+	Retention time.Duration
 	// Timeout bounds the broker calls of one reconcile.
 	Timeout time.Duration
 	// Now is the clock; nil means time.Now.
@@ -90,10 +94,11 @@ func (r *Operations) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return r.commit(ctx, &op)
 	case v1alpha1.PhaseOrphaned:
 		return r.compensate(ctx, &op)
-	case v1alpha1.PhaseFailed:
-		return ctrl.Result{}, r.finish(ctx, &op)
-	default: // Committed, Compensated
-		return ctrl.Result{}, r.finish(ctx, &op)
+	default: // Failed, Committed, Compensated
+		if err := r.finish(ctx, &op); err != nil {
+			return ctrl.Result{}, err
+		}
+		return r.expire(ctx, &op)
 	}
 }
 
@@ -444,6 +449,7 @@ func (r *Operations) prune(ctx context.Context, op *v1alpha1.BrokerOperation) er
 		if err := r.Client.Delete(ctx, &old); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("pruning %s/%s: %w", old.Namespace, old.Name, err)
 		}
+		metrics.OperationPruned("kept")
 	}
 	return nil
 }

@@ -303,3 +303,43 @@ func TestOperationsFollowAPlanChangeWithThePlanFromBefore(t *testing.T) {
 	require.True(t, ok, "the reconciler asked the broker")
 	assert.Equal(t, brokertest.PlanSmallID, poll.Query.Get("plan_id"))
 }
+
+// TestOperationsExpireTheRecordsOfObjectsThatAreGone: the final records of
+// an object that no longer exists are removed once older than the
+// retention; those of an object that exists stay (Keep bounds them).
+func TestOperationsExpireTheRecordsOfObjectsThatAreGone(t *testing.T) {
+	spec := v1alpha1.ServiceInstanceSpec{BrokerName: "acme", ServiceName: "db", PlanName: "small", ExternalID: "ext-1"}
+	for _, tc := range []struct {
+		name     string
+		exists   bool
+		wantLeft []string
+	}{
+		{name: "object gone: the expired record goes, the young one waits", wantLeft: []string{"young"}},
+		{name: "object still there: nothing expires", exists: true, wantLeft: []string{"old", "young"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			now := time.Now()
+			objects := []client.Object{
+				opRecord("old", v1alpha1.VerbProvision, v1alpha1.PhaseCommitted, spec, now.Add(-48*time.Hour)),
+				opRecord("young", v1alpha1.VerbDeprovision, v1alpha1.PhaseCommitted, spec, now.Add(-time.Hour)),
+			}
+			if tc.exists {
+				objects = append(objects, &v1alpha1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "team", UID: "uid-1"}, Spec: spec})
+			}
+			h := newOpsHarness(t, objects...)
+			h.r.Retention = 24 * time.Hour
+			res := h.reconcile(t, "young")
+
+			var ops v1alpha1.BrokerOperationList
+			require.NoError(t, h.client.List(context.Background(), &ops))
+			var left []string
+			for _, op := range ops.Items {
+				left = append(left, op.Name)
+			}
+			assert.ElementsMatch(t, tc.wantLeft, left)
+			if !tc.exists {
+				assert.InDelta(t, float64(23*time.Hour), float64(res.RequeueAfter), float64(time.Minute), "looked at again when the young one expires")
+			}
+		})
+	}
+}
