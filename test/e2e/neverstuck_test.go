@@ -271,3 +271,70 @@ func TestNamespacesWithTheirBrokerDownOrGoneAreNeverStuck(t *testing.T) {
 		assert.Zero(t, tt.b.Count(brokertest.OpDeprovision, brokertest.OpUnbind), "broker of %s was asked to let go", tt.ns)
 	}
 }
+
+// TestServiceBrokerInUseIsDeletedOnlyOnceEveryObjectLetsGo: a ServiceBroker
+// that lockstep manages instances and bindings at cannot be deleted; the
+// refusal counts them and names the first few. Each object annotated
+// detach-on-delete or observe stops holding it; once every one is, the
+// ServiceBroker can be deleted, and the objects, now without a
+// ServiceBroker, can still be deleted (the broker keeps what they hold).
+func TestServiceBrokerInUseIsDeletedOnlyOnceEveryObjectLetsGo(t *testing.T) {
+	ns := namespace(t)
+	name := "inuse-" + ns
+	b := startBroker(t, name)
+	instances := []string{"a", "b", "c", "d", "e", "f"}
+	for _, instance := range instances {
+		r := kubectl(t, fmt.Sprintf(`apiVersion: lockstep.dev/v1alpha1
+kind: ServiceInstance
+metadata: {name: %s, namespace: %s}
+spec: {brokerName: %s, serviceName: db, planName: small, externalID: %s-%s}
+`, instance, ns, name, ns, instance), "apply", "-f", "-")
+		require.Equal(t, 0, r.ExitCode, r.Output())
+	}
+	for _, instance := range []string{"a", "b"} {
+		r := kubectl(t, bindingYAML(ns, instance+"-creds", instance, ns+"-"+instance+"-creds", ""), "apply", "-f", "-")
+		require.Equal(t, 0, r.ExitCode, r.Output())
+	}
+
+	r := kubectl(t, "", "delete", "servicebroker", name, "--wait=false")
+	require.NotEqual(t, 0, r.ExitCode)
+	assert.Contains(t, r.Stderr, `admission webhook "servicebrokers.validate.lockstep.dev" denied the request: `+
+		`ServiceBroker "`+name+`" cannot be deleted: lockstep manages 8 object(s) at it (`+
+		`servicebinding `+ns+`/a-creds, servicebinding `+ns+`/b-creds, serviceinstance `+ns+`/a, serviceinstance `+ns+`/b, serviceinstance `+ns+`/c and 3 more)`)
+	assert.Contains(t, r.Stderr, "kubectl annotate <kind> <name> -n <namespace> lockstep.dev/reconcile-policy=detach-on-delete; the ServiceBroker stays")
+
+	// Everything but instance f lets go: the bindings and a-c keep the
+	// broker's resources on delete, d and e are observed.
+	r = kubectl(t, "", "annotate", "servicebindings", "--all", "-n", ns, "lockstep.dev/reconcile-policy=detach-on-delete")
+	require.Equal(t, 0, r.ExitCode, r.Output())
+	r = kubectl(t, "", "annotate", "serviceinstances", "a", "b", "c", "-n", ns, "lockstep.dev/reconcile-policy=detach-on-delete")
+	require.Equal(t, 0, r.ExitCode, r.Output())
+	r = kubectl(t, "", "annotate", "serviceinstances", "d", "e", "-n", ns, "lockstep.dev/reconcile-policy=observe")
+	require.Equal(t, 0, r.ExitCode, r.Output())
+	want := `ServiceBroker "` + name + `" cannot be deleted: lockstep manages 1 object(s) at it (serviceinstance ` + ns + `/f)`
+	// The guard reads lockstep's cache, which sees the annotations a
+	// moment after the API server stored them.
+	require.True(t, poll(10*time.Second, 100*time.Millisecond, func() bool {
+		r = kubectl(t, "", "delete", "servicebroker", name, "--wait=false")
+		return r.ExitCode != 0 && strings.Contains(r.Stderr, want)
+	}), "last answer: %s", r.Output())
+
+	r = kubectl(t, "", "annotate", "serviceinstance", "f", "-n", ns, "lockstep.dev/reconcile-policy=observe")
+	require.Equal(t, 0, r.ExitCode, r.Output())
+	r = retried(t, "", "delete", "servicebroker", name, "--timeout=20s")
+	assert.Equal(t, `servicebroker.lockstep.dev "`+name+`" deleted`+"\n", r.Stdout)
+	require.True(t, poll(20*time.Second, 100*time.Millisecond, func() bool {
+		return apierrors.IsNotFound(cluster.client.Get(context.Background(), client.ObjectKey{Name: name}, &v1alpha1.ServiceBroker{}))
+	}), "the ServiceBroker is gone")
+
+	// Nothing is stuck without it: the namespace goes, the broker keeps
+	// what it holds and was never asked to let go.
+	b.ResetCalls()
+	const bound = 60 * time.Second
+	r = kubectl(t, "", "delete", "namespace", ns, "--timeout="+bound.String())
+	require.Equal(t, 0, r.ExitCode, "the namespace must be gone within %s:\n%s", bound, r.Output())
+	held := brokerSide(b, ns)
+	assert.Len(t, held.instances, len(instances), "the broker keeps its instances")
+	assert.Len(t, held.bindings, 2, "the broker keeps its bindings")
+	assert.Zero(t, b.Count(brokertest.OpDeprovision, brokertest.OpUnbind))
+}
