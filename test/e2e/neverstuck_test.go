@@ -166,6 +166,28 @@ func TestNamespacesWithTheirBrokerDownOrGoneAreNeverStuck(t *testing.T) {
 		r = kubectl(t, "", "get", "namespace", tt.ns)
 		assert.Contains(t, r.Stdout, "Terminating")
 	}
+	// In A the refused unbind is also on the binding: its last operation
+	// says why, and Ready says its credentials are gone (the namespace
+	// controller deletes Secrets, which lockstep does not guard).
+	var refused *v1alpha1.ServiceBinding
+	require.True(t, poll(20*time.Second, 100*time.Millisecond, func() bool {
+		var bindings v1alpha1.ServiceBindingList
+		require.NoError(t, cluster.client.List(ctx, &bindings, client.InNamespace(nsA)))
+		for i, b := range bindings.Items {
+			last, ready := b.Status.LastOperation, meta.FindStatusCondition(b.Status.Conditions, v1alpha1.ConditionReady)
+			if last != nil && last.Verb == v1alpha1.VerbUnbind && last.State == v1alpha1.StateFailed && ready != nil && ready.Reason == "CredentialsMissing" {
+				refused = &bindings.Items[i]
+				return true
+			}
+		}
+		return false
+	}), "no binding in %s reports its refused unbind and its missing credentials", nsA)
+	r = kubectl(t, "", "get", "servicebinding", refused.Name, "-n", nsA, "-o",
+		`jsonpath={.status.lastOperation.verb} {.status.lastOperation.state}: {.status.lastOperation.description}{"\n"}{.status.conditions[?(@.type=="Ready")].reason}`)
+	assert.Contains(t, r.Stdout, "unbind failed: could not unbind binding \""+refused.Name+"\"")
+	assert.Contains(t, r.Stdout, "connection refused")
+	assert.Contains(t, r.Stdout, "\nCredentialsMissing")
+
 	// Nothing was deleted yet: everything stays as it was.
 	for _, ns := range []string{nsA, nsB} {
 		for binding, instance := range stuckObjects {
