@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
 	admissionv1 "k8s.io/api/admission/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -89,12 +89,25 @@ func (g *reconcilePolicy[T]) Pass(ctx context.Context, a *Attributes[T]) (bool, 
 // detach records the delete of an object whose broker keeps what it holds:
 // one record, final at once (nothing to follow or undo), so that
 // `kubectl get brokeroperations` shows who let go of what.
+//
+// An object is detached once. The API server may ask again for the same
+// delete: it runs admission again when the delete's write conflicts with
+// another write of the object (its status, say). The record's name derives
+// from the object's uid, so a second ask finds the record written, and
+// only commits it should the first ask have failed to.
 func (g *reconcilePolicy[T]) detach(ctx context.Context, a *Attributes[T], policy v1alpha1.ReconcilePolicy) error {
 	obj := a.Old
-	rec, err := g.journal.Begin(ctx, journal.Intent{
-		ID: uuid.NewString(), Target: obj, Kind: g.kind.Kind, ExternalID: externalID(obj), Broker: brokerOf(obj),
+	in := journal.Intent{
+		ID: string(obj.GetUID()), Target: obj, Kind: g.kind.Kind, ExternalID: externalID(obj), Broker: brokerOf(obj),
 		Verb: v1alpha1.VerbDetach, User: a.User,
-	})
+	}
+	rec, err := g.journal.Begin(ctx, in)
+	if apierrors.IsAlreadyExists(err) {
+		rec, err = g.journal.Find(ctx, obj.GetNamespace(), journal.OperationName(obj.GetName(), in.Verb, in.ID))
+		if err != nil || rec == nil || rec.Status.Phase == v1alpha1.PhaseCommitted {
+			return err
+		}
+	}
 	if err != nil {
 		return err
 	}

@@ -34,6 +34,7 @@ func TestReconcilePolicy(t *testing.T) {
 		op         admissionv1.Operation
 		old, new   Instance
 		dryRun     bool
+		asks       int // how often admission is asked for the request; 0 is once
 		objects    []runtime.Object
 		wantCode   int32
 		wantMsg    []string
@@ -45,6 +46,9 @@ func TestReconcilePolicy(t *testing.T) {
 			old:        instance("small", "", withAnnotations(policy, "detach-on-delete")),
 			wantWarn:   `serviceinstance "db" is deleted without its broker (lockstep.dev/reconcile-policy=detach-on-delete): the broker keeps what it holds`,
 			wantRecord: v1alpha1.VerbDetach},
+		{name: "detach-on-delete asked again for the same delete (the API server re-runs admission after a write conflict): one record", op: admissionv1.Delete,
+			old: instance("small", "", withAnnotations(policy, "detach-on-delete")), asks: 2, wantRecord: v1alpha1.VerbDetach,
+			wantWarn: "deleted without its broker"},
 		{name: "observe: deleted without the broker", op: admissionv1.Delete,
 			old: instance("small", "", withAnnotations(policy, "observe")), wantRecord: v1alpha1.VerbDetach,
 			wantWarn: `serviceinstance "db" is deleted without its broker (lockstep.dev/reconcile-policy=observe)`},
@@ -74,6 +78,10 @@ func TestReconcilePolicy(t *testing.T) {
 			h := newHarness(t, tt.objects...)
 			h.broker.PutInstance(existing)
 			warnings, err := h.admit(tt.op, tt.old, tt.new, tt.dryRun)
+			for range tt.asks - 1 {
+				require.NoError(t, err)
+				warnings, err = h.admit(tt.op, tt.old, tt.new, tt.dryRun)
+			}
 			if tt.wantCode == 0 {
 				require.NoError(t, err)
 			} else {

@@ -21,7 +21,8 @@ import (
 )
 
 // TestBindingReadySaysWhatHappened: Ready tells a bind still running from
-// a finished one whose Secret was deleted since.
+// a finished one whose Secret was deleted since, also after a refused
+// unbind.
 func TestBindingReadySaysWhatHappened(t *testing.T) {
 	bound := &v1alpha1.LastOperation{Verb: v1alpha1.VerbBind, State: v1alpha1.StateSucceeded}
 	tests := []struct {
@@ -36,6 +37,8 @@ func TestBindingReadySaysWhatHappened(t *testing.T) {
 		{name: "bind still running", wantStatus: metav1.ConditionFalse, wantReason: "CredentialsPending", wantMsg: "waiting for the broker to finish the bind"},
 		{name: "bind finished, Secret deleted since", last: bound, wantStatus: metav1.ConditionFalse, wantReason: "CredentialsMissing",
 			wantMsg: `Secret "creds" with its credentials is gone (deleted?); the broker gives credentials only once: delete this binding and create it again`},
+		{name: "unbind refused, Secret deleted since", last: &v1alpha1.LastOperation{Verb: v1alpha1.VerbUnbind, State: v1alpha1.StateFailed},
+			wantStatus: metav1.ConditionFalse, wantReason: "CredentialsMissing", wantMsg: `Secret "creds" with its credentials is gone`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

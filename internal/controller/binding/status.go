@@ -68,8 +68,20 @@ func (r *Reconciler) ready(ctx context.Context, b *v1alpha1.ServiceBinding, stat
 }
 
 // bound reports whether the binding's bind (or adoption) finished at the
-// broker.
+// broker. An unbind is only asked of a bound binding, and one that did not
+// succeed leaves it bound: a binding whose unbind was refused (its broker
+// down, say, while its namespace is deleted and the namespace controller
+// deletes the Secret) has lost its credentials, not waiting for them.
 func bound(status *v1alpha1.ServiceBindingStatus) bool {
 	last := status.LastOperation
-	return last != nil && (last.Verb == v1alpha1.VerbBind || last.Verb == v1alpha1.VerbAdopt) && last.State == v1alpha1.StateSucceeded
+	if last == nil {
+		return false
+	}
+	switch last.Verb {
+	case v1alpha1.VerbBind, v1alpha1.VerbAdopt:
+		return last.State == v1alpha1.StateSucceeded
+	case v1alpha1.VerbUnbind:
+		return last.State != v1alpha1.StateSucceeded
+	}
+	return false
 }
