@@ -18,6 +18,11 @@ type ServiceBindingSpec struct {
 	// +kubebuilder:validation:Type=object
 	// +optional
 	Parameters *runtime.RawExtension `json:"parameters,omitempty" lockstep:"createonly"`
+	// ParametersFrom are Secret keys whose JSON objects are merged into the
+	// parameters during admission, sent to the broker and written nowhere
+	// else.
+	// +optional
+	ParametersFrom []ParametersFromSource `json:"parametersFrom,omitempty" lockstep:"createonly"`
 	// SecretName is the Secret that receives the credentials. Defaulted to
 	// the binding's name.
 	// +optional
