@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -98,6 +99,9 @@ func NewInstanceValidator(d Deps, hooks *validate.Hooks[Instance]) *Validator[In
 				return validate.ServiceInstanceSpec(&a.New.Spec, field.NewPath("spec")), nil, nil
 			}},
 			hookCheck(hooks),
+			&parametersFrom[Instance]{secrets: d.Secrets, of: func(si Instance) (*runtime.RawExtension, []v1alpha1.ParametersFromSource) {
+				return si.Spec.Parameters, si.Spec.ParametersFrom
+			}},
 			cat,
 		},
 		DeleteChecks: []Check[Instance]{

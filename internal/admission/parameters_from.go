@@ -1,0 +1,93 @@
+package admission
+
+import (
+	"context"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/parametersfrom"
+)
+
+// parametersFrom resolves spec.parametersFrom: it reads the named Secrets
+// (uncached) and merges their JSON objects into the parameters that the
+// catalog check validates and the broker step sends. A missing Secret or
+// key, a value that is not a JSON object, or a parameter set in two places
+// is a field error naming the Secret and key, never the value. It runs
+// before the catalog check; on UPDATE it also resolves the persisted
+// object's parameters, with the Secrets' current values, for the
+// create-only check.
+type parametersFrom[T client.Object] struct {
+	secrets client.Reader
+	// of returns an object's spec.parameters and spec.parametersFrom.
+	of func(T) (*runtime.RawExtension, []v1alpha1.ParametersFromSource)
+}
+
+func (c *parametersFrom[T]) Name() string { return "parameters-from" }
+
+func (c *parametersFrom[T]) Check(ctx context.Context, a *Attributes[T]) (field.ErrorList, admission.Warnings, error) {
+	if a.Operation == admissionv1.Delete {
+		return nil, nil, nil
+	}
+	params, from := c.of(a.New)
+	res, errs, err := parametersfrom.Resolve(ctx, c.secrets, a.New.GetNamespace(), params, from, field.NewPath("spec", "parametersFrom"))
+	if err != nil {
+		return nil, nil, unavailable("%v; nothing was changed and the broker was not called: retry", err)
+	}
+	if len(errs) > 0 {
+		return errs, nil, nil
+	}
+	a.Params = &res
+	if a.Operation == admissionv1.Update {
+		oldParams, oldFrom := c.of(a.Old)
+		old, errs, err := parametersfrom.Resolve(ctx, c.secrets, a.Old.GetNamespace(), oldParams, oldFrom, field.NewPath("spec", "parametersFrom"))
+		if err != nil {
+			return nil, nil, unavailable("%v; nothing was changed and the broker was not called: retry", err)
+		}
+		if len(errs) > 0 {
+			// The persisted references no longer resolve (a Secret was
+			// deleted): compare with spec.parameters alone.
+			old = parametersfrom.Resolved{Parameters: oldParams}
+		}
+		a.OldParams = &old
+	}
+	return nil, nil, nil
+}
+
+// mergedParams returns the parameters to validate and send: the resolved
+// ones, or the spec's own when nothing was resolved.
+func mergedParams(r *parametersfrom.Resolved, own *runtime.RawExtension) *runtime.RawExtension {
+	if r == nil {
+		return own
+	}
+	return r.Parameters
+}
+
+// redact hides the values from Secrets in the field errors of a check of
+// the merged parameters.
+func redact(errs field.ErrorList, path *field.Path, rs ...*parametersfrom.Resolved) field.ErrorList {
+	var all parametersfrom.Resolved
+	for _, r := range rs {
+		if r != nil {
+			all = all.With(*r)
+		}
+	}
+	return all.Redact(errs, path)
+}
+
+// parametersDigest is the digest of the merged parameters when some came
+// from Secrets, for the journal and status; "" otherwise.
+func parametersDigest(r *parametersfrom.Resolved) string {
+	if r == nil || !r.FromSecrets() {
+		return ""
+	}
+	d, err := parametersfrom.Digest(r.Parameters.Raw)
+	if err != nil {
+		return ""
+	}
+	return d
+}
