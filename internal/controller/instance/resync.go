@@ -79,7 +79,8 @@ func (r *Reconciler) resync(ctx context.Context, si *v1alpha1.ServiceInstance, s
 		status.DashboardURL = got.DashboardURL
 	}
 	last := lastApplied(si, status, plan.Plan.ID)
-	drift, err := resync.Compare(resync.State{PlanID: last.PlanID, Parameters: raw(last.Parameters)}, resync.State{PlanID: got.PlanID, Parameters: got.Parameters})
+	applied := resync.State{PlanID: last.PlanID, Parameters: raw(last.Parameters), ParametersDigest: last.ParametersDigest}
+	drift, err := resync.Compare(applied, resync.State{PlanID: got.PlanID, Parameters: got.Parameters})
 	if err != nil {
 		r.result(si, resync.ReasonBrokerUnreachable, nil)
 		setInSync(status, metav1.ConditionFalse, resync.ReasonBrokerUnreachable, fmt.Sprintf(
