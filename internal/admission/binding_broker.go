@@ -47,7 +47,7 @@ func (s *bindingBroker) Admit(ctx context.Context, a *Attributes[Binding]) (admi
 		ParametersDigest: parametersDigest(a.Params),
 	}, func(meta broker.RequestMeta, ans *journal.Answer) (admission.Warnings, bool, error) {
 		if a.Operation == admissionv1.Create && v1alpha1.Adopting(b) {
-			return nil, false, s.adoptBinding(ctx, b, t, meta, ans)
+			return nil, false, s.adoptBinding(ctx, b, a.Params, t, meta, ans)
 		}
 		if a.Operation == admissionv1.Create {
 			return s.bind(ctx, a, meta, ans)

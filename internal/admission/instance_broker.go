@@ -72,7 +72,7 @@ func (s *instanceBroker) call(ctx context.Context, a *Attributes[Instance], meta
 	case admissionv1.Create:
 		si := a.New
 		if v1alpha1.Adopting(si) {
-			return nil, false, s.adoptInstance(ctx, si, t, meta, ans)
+			return nil, false, s.adoptInstance(ctx, si, a.Params, t, meta, ans)
 		}
 		ch := change{
 			broker: t.Entry.Broker,
