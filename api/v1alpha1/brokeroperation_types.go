@@ -94,6 +94,10 @@ type BrokerOperationSpec struct {
 	// merged in; never the values.
 	// +optional
 	ParametersDigest string `json:"parametersDigest,omitempty" lockstep:"createonly"`
+	// CreateOnlyDigest is, with ParametersDigest, a digest of the
+	// create-only parameters sent.
+	// +optional
+	CreateOnlyDigest string `json:"createOnlyDigest,omitempty" lockstep:"createonly"`
 	// Generation of the target the operation applies.
 	// +optional
 	Generation int64 `json:"generation,omitempty" lockstep:"createonly"`

@@ -82,6 +82,11 @@ type AppliedInstance struct {
 	// keeping the values.
 	// +optional
 	ParametersDigest string `json:"parametersDigest,omitempty"`
+	// CreateOnlyDigest is set when parameters came from Secrets: a digest
+	// (SHA-256) of the create-only parameters sent, so that admission can
+	// refuse a re-apply after a Secret changed one of them.
+	// +optional
+	CreateOnlyDigest string `json:"createOnlyDigest,omitempty"`
 }
 
 // ServiceInstance is an instance of a service held by an OSB broker.

@@ -107,7 +107,11 @@ func (c *instanceCatalog) Check(ctx context.Context, a *Attributes[Instance]) (f
 			return errs, nil, nil // the parametersFrom check reported why they could not be resolved
 		}
 		oldParams, newParams := mergedParams(a.OldParams, old.Spec.Parameters), mergedParams(a.Params, si.Spec.Parameters)
-		return append(errs, redact(plan.Schemas.ValidateUpdate(oldParams, newParams, params), params, a.OldParams, a.Params)...), nil, nil
+		paramErrs := redact(plan.Schemas.ValidateUpdate(oldParams, newParams, params), params, a.OldParams, a.Params)
+		if len(paramErrs) == 0 {
+			paramErrs = createOnlyFromSecrets(plan.Schemas, old, a.Params, spec.Child("parametersFrom"))
+		}
+		return append(errs, paramErrs...), nil, nil
 	}
 	return nil, nil, nil
 }

@@ -2,6 +2,8 @@ package admission
 
 import (
 	"context"
+	"fmt"
+	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/parametersfrom"
+	"github.com/lockstep-dev/lockstep/internal/validate/schema"
 )
 
 // parametersFrom resolves spec.parametersFrom: it reads the named Secrets
@@ -90,4 +93,58 @@ func parametersDigest(r *parametersfrom.Resolved) string {
 		return ""
 	}
 	return d
+}
+
+// createOnlyDigest is the digest of the create-only parameters among the
+// merged parameters when some came from Secrets; "" otherwise.
+func createOnlyDigest(s *schema.PlanSchemas, r *parametersfrom.Resolved) string {
+	if r == nil || !r.FromSecrets() {
+		return ""
+	}
+	values, err := s.CreateOnlyValues(r.Parameters)
+	if err != nil {
+		return ""
+	}
+	d, err := parametersfrom.Digest(values)
+	if err != nil {
+		return ""
+	}
+	return d
+}
+
+// createOnlyFromSecrets refuses an update whose create-only parameters
+// differ from those the broker was last given, when some come from
+// Secrets: one of the Secrets changed since. Only a digest of the values
+// was kept, so the refusal names the create-only parameters that come
+// from Secrets, and no value.
+func createOnlyFromSecrets(s *schema.PlanSchemas, old Instance, r *parametersfrom.Resolved, path *field.Path) field.ErrorList {
+	last := old.Status.LastApplied
+	if r == nil || !r.FromSecrets() || last == nil || last.CreateOnlyDigest == "" || createOnlyDigest(s, r) == last.CreateOnlyDigest {
+		return nil
+	}
+	var names []string
+	for _, p := range s.CreateOnly() {
+		if where, ok := r.Sources[rootOf(p)]; ok {
+			names = append(names, fmt.Sprintf("%s (from %s)", p, where))
+		}
+	}
+	if len(names) == 0 {
+		return nil // none from a Secret: the create-only check of spec.parameters speaks
+	}
+	return field.ErrorList{field.Forbidden(path, fmt.Sprintf(
+		"the create-only parameters from Secrets hold other values than the broker was given: %s; a create-only parameter cannot be changed after creation: "+
+			"put the values back into the Secret, or delete and recreate the instance to change them", strings.Join(names, ", ")))}
+}
+
+// rootOf returns the top-level parameter of a create-only path as
+// CreateOnly writes it ("storage.class", "[a.b].c").
+func rootOf(p string) string {
+	if rest, ok := strings.CutPrefix(p, "["); ok {
+		name, _, _ := strings.Cut(rest, "]")
+		return name
+	}
+	if i := strings.IndexAny(p, ".["); i >= 0 {
+		return p[:i]
+	}
+	return p
 }

@@ -172,6 +172,25 @@ func TestInstanceParametersFrom(t *testing.T) {
 			wantCalls: map[brokertest.Op]int{},
 		},
 		{
+			name: "re-apply after a Secret changed a create-only parameter is refused", op: admissionv1.Update,
+			old: instance("small", "", from("db-admin/params"), appliedCreateOnly(`{"region":"s3cr3t-before"}`)),
+			new: instance("small", "", from("db-admin/params"), appliedCreateOnly(`{"region":"s3cr3t-before"}`),
+				func(si *v1alpha1.ServiceInstance) { si.Spec.ParametersFromGeneration = 2 }),
+			secrets:  []runtime.Object{admin},
+			wantCode: 422, wantMsg: []string{`spec.parametersFrom: Forbidden: the create-only parameters from Secrets hold other values than the broker was given: ` +
+				`region (from Secret "db-admin" key "params"); a create-only parameter cannot be changed after creation: put the values back into the Secret`},
+			wantCalls: map[brokertest.Op]int{},
+		},
+		{
+			name: "re-apply with the create-only parameters as they were", op: admissionv1.Update,
+			old: instance("small", "", from("db-admin/params", "db-size/params"), appliedCreateOnly(`{"region":"s3cr3t-eu"}`)),
+			new: instance("small", "", from("db-admin/params", "db-size/params"), appliedCreateOnly(`{"region":"s3cr3t-eu"}`),
+				func(si *v1alpha1.ServiceInstance) { si.Spec.ParametersFromGeneration = 2 }),
+			secrets:    []runtime.Object{admin, paramsSecret("db-size", map[string]string{"params": `{"storageGB":6}`})},
+			wantCalls:  map[brokertest.Op]int{brokertest.OpUpdate: 1},
+			wantParams: map[string]any{"storageGB": float64(6)},
+		},
+		{
 			name: "re-apply with a Secret that is gone is refused", op: admissionv1.Update,
 			old:      instance("small", "", from("db-size/params")),
 			new:      instance("small", "", from("db-size/params"), func(si *v1alpha1.ServiceInstance) { si.Spec.ParametersFromGeneration = 3 }),
@@ -219,6 +238,18 @@ func TestInstanceParametersFrom(t *testing.T) {
 	}
 }
 
+// appliedCreateOnly gives an instance the status of one whose create-only
+// parameters, given to the broker, were values.
+func appliedCreateOnly(values string) func(*v1alpha1.ServiceInstance) {
+	return func(si *v1alpha1.ServiceInstance) {
+		d, err := parametersfrom.Digest([]byte(values))
+		if err != nil {
+			panic(err)
+		}
+		si.Status.LastApplied = &v1alpha1.AppliedInstance{PlanName: "small", PlanID: brokertest.PlanSmallID, CreateOnlyDigest: d}
+	}
+}
+
 // assertRecordsHideSecrets checks the operation records: a digest of the
 // parameters sent when some came from Secrets, never a value.
 func assertRecordsHideSecrets(t *testing.T, h *harness, si Instance) {
@@ -248,6 +279,9 @@ func TestInstanceParametersFromDigestIsOfWhatWasSent(t *testing.T) {
 	want, err := parametersfrom.Digest([]byte(`{"region":"s3cr3t-eu","storageGB":2}`))
 	require.NoError(t, err)
 	assert.Equal(t, want, ops.Items[0].Spec.ParametersDigest)
+	createOnly, err := parametersfrom.Digest([]byte(`{"region":"s3cr3t-eu"}`))
+	require.NoError(t, err)
+	assert.Equal(t, createOnly, ops.Items[0].Spec.CreateOnlyDigest, "and of its create-only parameters")
 	assert.Contains(t, string(c.Body), `"region":"s3cr3t-eu"`, "the broker, and only the broker, receives the value")
 }
 

@@ -65,6 +65,9 @@ type Intent struct {
 	// ParametersDigest is the digest of the parameters sent when some came
 	// from Secrets (never their values).
 	ParametersDigest string
+	// CreateOnlyDigest is, with ParametersDigest, the digest of the
+	// create-only parameters sent.
+	CreateOnlyDigest string
 }
 
 // Answer is the broker's answer to an operation.
@@ -113,6 +116,7 @@ func (j *Journal) Begin(ctx context.Context, in Intent) (*v1alpha1.BrokerOperati
 			Requester:        v1alpha1.Requester{Username: in.User.Username, UID: in.User.UID, Groups: in.User.Groups},
 			SpecHash:         in.SpecHash,
 			ParametersDigest: in.ParametersDigest,
+			CreateOnlyDigest: in.CreateOnlyDigest,
 			Generation:       in.Target.GetGeneration(),
 		},
 	}

@@ -48,6 +48,11 @@ func (r *Reconciler) correct(ctx context.Context, si *v1alpha1.ServiceInstance, 
 		Verb: v1alpha1.VerbUpdate, User: authenticationv1.UserInfo{Username: r.Identity}, SpecHash: journal.SpecHash(si.Spec),
 		ServiceID: plan.Service.ID, PlanID: plan.Plan.ID, ParametersDigest: digest,
 	}
+	if si.Status.LastApplied != nil && digest != "" {
+		// An update never sends create-only parameters: those the broker
+		// was given stay what they were.
+		in.CreateOnlyDigest = si.Status.LastApplied.CreateOnlyDigest
+	}
 	if heldPlanID != plan.Plan.ID {
 		in.PreviousPlanID = heldPlanID
 	}

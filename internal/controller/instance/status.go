@@ -63,6 +63,6 @@ func committed(si *v1alpha1.ServiceInstance, status *v1alpha1.ServiceInstanceSta
 		// spec.parameters only, and the digest of the parameters sent
 		// when some came from Secrets: never the Secrets' values.
 		status.LastApplied = &v1alpha1.AppliedInstance{PlanName: si.Spec.PlanName, PlanID: op.Spec.PlanID, Parameters: si.Spec.Parameters.DeepCopy(),
-			ParametersDigest: op.Spec.ParametersDigest}
+			ParametersDigest: op.Spec.ParametersDigest, CreateOnlyDigest: op.Spec.CreateOnlyDigest}
 	}
 }
