@@ -95,7 +95,7 @@ spec:
 		got := getInstance(t, ns, "vault")
 		c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionInSync)
 		return got.Status.ObservedGeneration == got.Generation && c != nil && c.Status == "True" &&
-			got.Status.LastApplied != nil && got.Status.LastApplied.ParametersDigest != ""
+			got.Status.LastApplied != nil && got.Status.LastApplied.ParametersDigest != "" && got.Status.LastApplied.CreateOnlyDigest != ""
 	}, 20*time.Second, 200*time.Millisecond, "the instance is committed and in sync, compared by digest")
 
 	for _, what := range [][]string{
