@@ -77,6 +77,24 @@ func TestInstanceResyncWithParametersFromSecrets(t *testing.T) {
 	}
 }
 
+// Without a digest of what was sent (status behind the operation that
+// sent the Secrets' values), resync compares the plan only and shows
+// nothing of the broker's parameters.
+func TestInstanceResyncWithParametersFromSecretsButNoDigest(t *testing.T) {
+	si := confirmed("small", brokertest.PlanSmallID, `{"storageGB":10}`, nil)
+	si.Spec.ParametersFrom = []v1alpha1.ParametersFromSource{{SecretKeyRef: v1alpha1.SecretKeyReference{Name: "db-version", Key: "params"}}}
+	h := newHarness(t, nil, si)
+	h.broker.PutInstance(brokertest.Instance{ID: "ext-1", ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanSmallID,
+		Parameters: map[string]any{"storageGB": 10, "version": "s3cr3t"}, DashboardURL: dashboard})
+	h.resync(t)
+	got := h.instance(t)
+	inSync := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionInSync)
+	require.NotNil(t, inSync)
+	assert.Equal(t, metav1.ConditionTrue, inSync.Status)
+	assert.NotContains(t, inSync.Message, "s3cr3t")
+	assert.Zero(t, h.broker.Count(brokertest.OpUpdate), "no correction")
+}
+
 // What status keeps of a committed operation: spec.parameters and the
 // digest the record holds, never the Secrets' values.
 func TestLastAppliedKeepsTheDigestOnly(t *testing.T) {

@@ -80,7 +80,14 @@ func (r *Reconciler) resync(ctx context.Context, si *v1alpha1.ServiceInstance, s
 	}
 	last := lastApplied(si, status, plan.Plan.ID)
 	applied := resync.State{PlanID: last.PlanID, Parameters: raw(last.Parameters), ParametersDigest: last.ParametersDigest}
-	drift, err := resync.Compare(applied, resync.State{PlanID: got.PlanID, Parameters: got.Parameters})
+	held := resync.State{PlanID: got.PlanID, Parameters: got.Parameters}
+	if last.ParametersDigest == "" && len(si.Spec.ParametersFrom) > 0 {
+		// Parameters from Secrets without a digest of what was sent (the
+		// status has not caught up with the operation that sent them):
+		// compare the plan only, and never show the broker's parameters.
+		held.Parameters = nil
+	}
+	drift, err := resync.Compare(applied, held)
 	if err != nil {
 		r.result(si, resync.ReasonBrokerUnreachable, nil)
 		setInSync(status, metav1.ConditionFalse, resync.ReasonBrokerUnreachable, fmt.Sprintf(
