@@ -98,15 +98,37 @@ spec:
 			got.Status.LastApplied != nil && got.Status.LastApplied.ParametersDigest != "" && got.Status.LastApplied.CreateOnlyDigest != ""
 	}, 20*time.Second, 200*time.Millisecond, "the instance is committed and in sync, compared by digest")
 
+	// A binding takes its parameters from a Secret too.
+	require.Equal(t, 0, run(fmt.Sprintf("apiVersion: v1\nkind: Secret\nmetadata: {name: bind-role, namespace: %s}\nstringData:\n  parameters: '{\"role\": \"write\"}'\n", ns), "apply", "-f", "-").ExitCode)
+	r = run(fmt.Sprintf(`apiVersion: lockstep.dev/v1alpha1
+kind: ServiceBinding
+metadata: {name: vault-creds, namespace: %s}
+spec:
+  instanceName: vault
+  parametersFrom:
+  - secretKeyRef: {name: bind-role, key: parameters}
+`, ns), "apply", "-f", "-")
+	require.Equal(t, 0, r.ExitCode, r.Output())
+	creds, ok := getSecret(t, ns, "vault-creds")
+	require.True(t, ok)
+	assert.Equal(t, "write", string(creds.Data["role"]), "the bind received the role from the Secret")
+	require.Eventually(t, func() bool {
+		var b v1alpha1.ServiceBinding
+		require.NoError(t, cluster.client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "vault-creds"}, &b))
+		return b.Status.ParametersDigest != ""
+	}, 20*time.Second, 200*time.Millisecond, "the binding's status keeps the digest of what was sent")
+
 	for _, what := range [][]string{
 		{"get", "serviceinstance", "vault", "-n", ns, "-o", "yaml"},
 		{"get", "brokeroperations", "-n", ns, "-o", "yaml"},
+		{"get", "servicebinding", "vault-creds", "-n", ns, "-o", "yaml"},
 		{"get", "events", "-n", ns, "-o", "yaml"},
 		{"describe", "serviceinstance", "vault", "-n", ns},
 	} {
 		r := run("", what...)
 		require.Equal(t, 0, r.ExitCode, r.Output())
 	}
+	require.Equal(t, 0, run("", "delete", "servicebinding", "vault-creds", "-n", ns, "--timeout=30s").ExitCode)
 	require.Equal(t, 0, run("", "delete", "serviceinstance", "vault", "-n", ns, "--timeout=30s").ExitCode)
 
 	logs := cluster.logs.String()
