@@ -62,7 +62,7 @@ func NewBindingValidator(d Deps, hooks *validate.Hooks[Binding]) *Validator[Bind
 				return validate.ServiceBindingSpec(&a.New.Spec, field.NewPath("spec")), nil, nil
 			}},
 			hookCheck(hooks),
-			&parametersFrom[Binding]{secrets: d.Secrets, of: func(b Binding) (*runtime.RawExtension, []v1alpha1.ParametersFromSource) {
+			&parametersFrom[Binding]{secrets: d.Secrets, access: d.Access, of: func(b Binding) (*runtime.RawExtension, []v1alpha1.ParametersFromSource) {
 				return b.Spec.Parameters, b.Spec.ParametersFrom
 			}},
 			&bindingInstance{reader: d.Reader, cache: d.Catalogs, leases: d.Leases},

@@ -33,6 +33,9 @@ type Deps struct {
 	// Secrets reads Secrets from the API server (lockstep does not cache
 	// the cluster's Secrets).
 	Secrets client.Reader
+	// Access tells whether the requester may read a Secret that
+	// spec.parametersFrom names; nil asks nobody.
+	Access SecretAccess
 	// Catalogs holds every broker's catalog.
 	Catalogs *catalog.Cache
 	// Journal records every broker operation.
@@ -99,7 +102,7 @@ func NewInstanceValidator(d Deps, hooks *validate.Hooks[Instance]) *Validator[In
 				return validate.ServiceInstanceSpec(&a.New.Spec, field.NewPath("spec")), nil, nil
 			}},
 			hookCheck(hooks),
-			&parametersFrom[Instance]{secrets: d.Secrets, of: func(si Instance) (*runtime.RawExtension, []v1alpha1.ParametersFromSource) {
+			&parametersFrom[Instance]{secrets: d.Secrets, access: d.Access, of: func(si Instance) (*runtime.RawExtension, []v1alpha1.ParametersFromSource) {
 				return si.Spec.Parameters, si.Spec.ParametersFrom
 			}},
 			cat,

@@ -26,6 +26,9 @@ import (
 // create-only check.
 type parametersFrom[T client.Object] struct {
 	secrets client.Reader
+	// access, when set, is asked whether the requester may read each
+	// Secret: lockstep reads it with its own rights.
+	access SecretAccess
 	// of returns an object's spec.parameters and spec.parametersFrom.
 	of func(T) (*runtime.RawExtension, []v1alpha1.ParametersFromSource)
 }
@@ -37,6 +40,9 @@ func (c *parametersFrom[T]) Check(ctx context.Context, a *Attributes[T]) (field.
 		return nil, nil, nil
 	}
 	params, from := c.of(a.New)
+	if errs, err := c.mayRead(ctx, a, from); err != nil || len(errs) > 0 {
+		return errs, nil, err
+	}
 	res, errs, err := parametersfrom.Resolve(ctx, c.secrets, a.New.GetNamespace(), params, from, field.NewPath("spec", "parametersFrom"))
 	if err != nil {
 		return nil, nil, unavailable("%v; nothing was changed and the broker was not called: retry", err)
@@ -59,6 +65,34 @@ func (c *parametersFrom[T]) Check(ctx context.Context, a *Attributes[T]) (field.
 		a.OldParams = &old
 	}
 	return nil, nil, nil
+}
+
+// mayRead refuses references to Secrets the requester may not get
+// (each Secret asked about once).
+func (c *parametersFrom[T]) mayRead(ctx context.Context, a *Attributes[T], from []v1alpha1.ParametersFromSource) (field.ErrorList, error) {
+	if c.access == nil {
+		return nil, nil
+	}
+	var errs field.ErrorList
+	asked := map[string]bool{}
+	ns := a.New.GetNamespace()
+	for i, src := range from {
+		name := src.SecretKeyRef.Name
+		if asked[name] {
+			continue
+		}
+		asked[name] = true
+		ok, err := c.access.CanGetSecret(ctx, a.User, ns, name)
+		if err != nil {
+			return nil, unavailable("%v; nothing was changed and the broker was not called: retry", err)
+		}
+		if !ok {
+			errs = append(errs, field.Forbidden(field.NewPath("spec", "parametersFrom").Index(i).Child("secretKeyRef", "name"), fmt.Sprintf(
+				"user %q may not get Secret %q in namespace %q, and lockstep sends a Secret's values only for users who may read it themselves; "+
+					"ask for get on it (RBAC), or name another Secret", a.User.Username, name, ns)))
+		}
+	}
+	return errs, nil
 }
 
 // mergedParams returns the parameters to validate and send: the resolved

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admission/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -328,6 +329,57 @@ func TestBindingParametersFrom(t *testing.T) {
 			c, ok := h.broker.LastCall(brokertest.OpBind)
 			require.True(t, ok)
 			assert.Equal(t, tt.wantParams, c.JSON["parameters"])
+		})
+	}
+}
+
+// readers is a SecretAccess that lets each user read the Secrets listed.
+type readers map[string][]string
+
+func (r readers) CanGetSecret(_ context.Context, user authenticationv1.UserInfo, _, name string) (bool, error) {
+	for _, s := range r[user.Username] {
+		if s == name {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// lockstep reads a Secret for a user only if the user may read it: a user
+// who may create instances but not read a Secret cannot have it sent.
+func TestParametersFromNeedsTheRightToReadTheSecret(t *testing.T) {
+	secrets := []runtime.Object{
+		paramsSecret("db-admin", map[string]string{"params": `{"region":"s3cr3t-eu"}`}),
+		paramsSecret("db-size", map[string]string{"params": `{"storageGB":3}`}),
+	}
+	tests := []struct {
+		name     string
+		from     []string
+		wantCode int32
+		wantMsg  string
+	}{
+		{name: "may read every Secret", from: []string{"db-size/params"}},
+		{name: "may not read one", from: []string{"db-size/params", "db-admin/params"}, wantCode: 422,
+			wantMsg: `spec.parametersFrom[1].secretKeyRef.name: Forbidden: user "alice" may not get Secret "db-admin" in namespace "team", and lockstep sends a Secret's values only for users who may read it themselves`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, secrets...)
+			d := h.deps
+			d.Access = readers{"alice": {"db-size"}}
+			h.validator = NewInstanceValidator(d, nil)
+			_, err := h.admit(admissionv1.Create, nil, instance("small", "", from(tt.from...)), false)
+			if tt.wantCode == 0 {
+				require.NoError(t, err)
+				assert.Equal(t, 1, h.broker.Count(brokertest.OpProvision))
+				return
+			}
+			require.Error(t, err)
+			var status apierrors.APIStatus
+			require.ErrorAs(t, err, &status)
+			assert.Equal(t, tt.wantCode, status.Status().Code)
+			assert.Contains(t, err.Error(), tt.wantMsg)
+			assert.Empty(t, h.broker.Calls(), "the broker is not called")
 		})
 	}
 }

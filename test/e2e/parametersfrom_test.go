@@ -12,8 +12,14 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/broker"
@@ -170,4 +176,56 @@ func heldAdminPassword(t *testing.T, si *v1alpha1.ServiceInstance) string {
 	}
 	require.NoError(t, json.Unmarshal(got.Parameters, &params))
 	return params.AdminPassword
+}
+
+// TestParametersFromNeedsTheRightToReadTheSecret: a user who may create
+// instances in a namespace but not read its Secrets cannot have a Secret
+// sent to a broker; lockstep asks the API server (SubjectAccessReview)
+// before it reads one for a request.
+func TestParametersFromNeedsTheRightToReadTheSecret(t *testing.T) {
+	awaitEmbeddedBroker(t)
+	ns := namespace(t)
+	ctx := context.Background()
+	require.NoError(t, cluster.client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "admin", Namespace: ns},
+		StringData: map[string]string{"parameters": `{"adminPassword":"not-for-mallory"}`}}))
+	require.NoError(t, cluster.client.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "instances", Namespace: ns},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"serviceinstances"}, Verbs: []string{"get", "list", "create"}}}}))
+	require.NoError(t, cluster.client.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "mallory", Namespace: ns},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "instances"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "mallory"}}}))
+	kubeconfig := userKubeconfig(t, "mallory", ns)
+	root, err := filepath.Abs("../..")
+	require.NoError(t, err)
+	manifest := fmt.Sprintf(`apiVersion: lockstep.dev/v1alpha1
+kind: ServiceInstance
+metadata: {name: sneaky, namespace: %s}
+spec:
+  brokerName: embedded
+  serviceName: quick
+  planName: small
+  parametersFrom:
+  - secretKeyRef: {name: admin, key: parameters}
+`, ns)
+	out := shell(t, root, kubeconfig, "kubectl apply -f - <<'EOF'\n"+manifest+"EOF")
+	assert.Contains(t, out, `spec.parametersFrom[0].secretKeyRef.name: Forbidden: user "mallory" may not get Secret "admin" in namespace "`+ns+`"`)
+	var list v1alpha1.ServiceInstanceList
+	require.NoError(t, cluster.client.List(ctx, &list, client.InNamespace(ns)))
+	assert.Empty(t, list.Items, "nothing was created")
+}
+
+// userKubeconfig writes a kubeconfig for a user with no groups, whose
+// context's namespace is ns.
+func userKubeconfig(t *testing.T, name, ns string) string {
+	t.Helper()
+	user, err := cluster.env.AddUser(envtest.User{Name: name}, nil)
+	require.NoError(t, err)
+	cfg := user.Config()
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["lockstep"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
+	kc.Contexts["lockstep"] = &clientcmdapi.Context{Cluster: "lockstep", AuthInfo: name, Namespace: ns}
+	kc.CurrentContext = "lockstep"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, clientcmd.WriteToFile(*kc, path))
+	return path
 }
