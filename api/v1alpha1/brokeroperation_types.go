@@ -89,6 +89,15 @@ type BrokerOperationSpec struct {
 	// SpecHash is a hash of the spec the operation applies.
 	// +optional
 	SpecHash string `json:"specHash,omitempty" lockstep:"createonly"`
+	// ParametersDigest is, for an object with spec.parametersFrom, a
+	// digest (SHA-256) of the parameters sent with the Secrets' values
+	// merged in; never the values.
+	// +optional
+	ParametersDigest string `json:"parametersDigest,omitempty" lockstep:"createonly"`
+	// CreateOnlyDigest is, with ParametersDigest, a digest of the
+	// create-only parameters sent.
+	// +optional
+	CreateOnlyDigest string `json:"createOnlyDigest,omitempty" lockstep:"createonly"`
 	// Generation of the target the operation applies.
 	// +optional
 	Generation int64 `json:"generation,omitempty" lockstep:"createonly"`

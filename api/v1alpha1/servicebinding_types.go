@@ -18,6 +18,11 @@ type ServiceBindingSpec struct {
 	// +kubebuilder:validation:Type=object
 	// +optional
 	Parameters *runtime.RawExtension `json:"parameters,omitempty" lockstep:"createonly"`
+	// ParametersFrom are Secret keys whose JSON objects are merged into the
+	// parameters during admission, sent to the broker and written nowhere
+	// else.
+	// +optional
+	ParametersFrom []ParametersFromSource `json:"parametersFrom,omitempty" lockstep:"createonly"`
 	// SecretName is the Secret that receives the credentials. Defaulted to
 	// the binding's name.
 	// +optional
@@ -40,6 +45,12 @@ type ServiceBindingStatus struct {
 	// ObservedGeneration is the generation the broker last confirmed.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty" lockstep:"readonly"`
+	// ParametersDigest is set when parameters came from Secrets
+	// (spec.parametersFrom): a digest (SHA-256) of all the parameters the
+	// broker was sent, so that resync can compare what the broker holds
+	// without keeping the Secrets' values.
+	// +optional
+	ParametersDigest string `json:"parametersDigest,omitempty" lockstep:"readonly"`
 }
 
 // ServiceBinding is a binding to a ServiceInstance; its credentials go into

@@ -24,6 +24,17 @@ type ServiceInstanceSpec struct {
 	// +kubebuilder:validation:Type=object
 	// +optional
 	Parameters *runtime.RawExtension `json:"parameters,omitempty"`
+	// ParametersFrom are Secret keys whose JSON objects are merged into the
+	// parameters during admission. A Secret's change reaches the broker only
+	// with a change of the spec: bump ParametersFromGeneration to send the
+	// Secrets' current values again.
+	// +optional
+	ParametersFrom []ParametersFromSource `json:"parametersFrom,omitempty"`
+	// ParametersFromGeneration is any number the user changes to re-read
+	// the Secrets of ParametersFrom and send the parameters to the broker
+	// again (a Secret's change alone changes nothing).
+	// +optional
+	ParametersFromGeneration int64 `json:"parametersFromGeneration,omitempty"`
 	// ExternalID is the OSB instance_id. Defaulted to a new UUID.
 	// +optional
 	ExternalID string `json:"externalID,omitempty" lockstep:"createonly"`
@@ -58,11 +69,24 @@ type AppliedInstance struct {
 	// PlanName and PlanID are the plan the broker holds the instance on.
 	PlanName string `json:"planName"`
 	PlanID   string `json:"planID"`
-	// Parameters are the parameters as last applied.
+	// Parameters are spec.parameters as last applied: without the
+	// parameters from Secrets (spec.parametersFrom), whose values are never
+	// written into status.
 	// +optional
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +kubebuilder:validation:Type=object
 	Parameters *runtime.RawExtension `json:"parameters,omitempty"`
+	// ParametersDigest is set when parameters came from Secrets: a digest
+	// (SHA-256) of all the parameters the broker was sent, Secrets' values
+	// included, so that resync can compare what the broker holds without
+	// keeping the values.
+	// +optional
+	ParametersDigest string `json:"parametersDigest,omitempty"`
+	// CreateOnlyDigest is set when parameters came from Secrets: a digest
+	// (SHA-256) of the create-only parameters sent, so that admission can
+	// refuse a re-apply after a Secret changed one of them.
+	// +optional
+	CreateOnlyDigest string `json:"createOnlyDigest,omitempty"`
 }
 
 // ServiceInstance is an instance of a service held by an OSB broker.

@@ -14,6 +14,7 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/credentials"
 	"github.com/lockstep-dev/lockstep/internal/journal"
 	"github.com/lockstep-dev/lockstep/internal/jsonnum"
+	"github.com/lockstep-dev/lockstep/internal/parametersfrom"
 )
 
 // Adoption: a create annotated lockstep.dev/adopt=true names, in
@@ -26,7 +27,7 @@ import (
 
 // adoptInstance reads the instance the new object names and compares it
 // with the spec.
-func (s *instanceBroker) adoptInstance(ctx context.Context, si Instance, t *Target, meta broker.RequestMeta, ans *journal.Answer) error {
+func (s *instanceBroker) adoptInstance(ctx context.Context, si Instance, params *parametersfrom.Resolved, t *Target, meta broker.RequestMeta, ans *journal.Answer) error {
 	c := t.Entry.Client
 	if !t.Plan.Service.InstancesRetrievable {
 		return statusError(http.StatusUnprocessableEntity, metav1.StatusReasonInvalid,
@@ -47,8 +48,8 @@ func (s *instanceBroker) adoptInstance(ctx context.Context, si Instance, t *Targ
 	if got.PlanID != "" && got.PlanID != t.Plan.Plan.ID {
 		differs = append(differs, fmt.Sprintf("plan %q (the spec says %q)", t.Entry.PlanName(got.PlanID), si.Spec.PlanName))
 	}
-	if got.Parameters != nil && !sameJSON(got.Parameters, raw(si.Spec.Parameters)) {
-		differs = append(differs, fmt.Sprintf("parameters %s (the spec says %s)", compact(got.Parameters), compact(raw(si.Spec.Parameters))))
+	if want := raw(mergedParams(params, si.Spec.Parameters)); got.Parameters != nil && !sameJSON(got.Parameters, want) {
+		differs = append(differs, parametersDiffer(got.Parameters, want, params))
 	}
 	if len(differs) > 0 {
 		return conflict("instance %q cannot adopt %q: broker %q holds it with %s; nothing was created; write the broker's values into the spec to adopt it as it is",
@@ -60,7 +61,7 @@ func (s *instanceBroker) adoptInstance(ctx context.Context, si Instance, t *Targ
 // adoptBinding reads the binding the new object names, compares its
 // parameters with the spec, and stores its credentials in the binding's
 // Secret, as a bind does.
-func (s *bindingBroker) adoptBinding(ctx context.Context, b Binding, t *Target, meta broker.RequestMeta, ans *journal.Answer) error {
+func (s *bindingBroker) adoptBinding(ctx context.Context, b Binding, params *parametersfrom.Resolved, t *Target, meta broker.RequestMeta, ans *journal.Answer) error {
 	c := t.Entry.Client
 	if !t.Plan.Service.BindingsRetrievable {
 		return statusError(http.StatusUnprocessableEntity, metav1.StatusReasonInvalid,
@@ -78,15 +79,25 @@ func (s *bindingBroker) adoptBinding(ctx context.Context, b Binding, t *Target, 
 		return change{broker: t.Entry.Broker, what: fmt.Sprintf("read binding %q to adopt it", b.Spec.ExternalID), stays: "nothing was created"}.refusal(err)
 	}
 	ans.HTTPStatus = http.StatusOK
-	if got.Parameters != nil && !sameJSON(got.Parameters, raw(b.Spec.Parameters)) {
-		return conflict("binding %q cannot adopt %q: broker %q holds it with parameters %s (the spec says %s); nothing was created; "+
-			"write the broker's values into the spec to adopt it as it is", b.Name, b.Spec.ExternalID, t.Entry.Broker, compact(got.Parameters), compact(raw(b.Spec.Parameters)))
+	if want := raw(mergedParams(params, b.Spec.Parameters)); got.Parameters != nil && !sameJSON(got.Parameters, want) {
+		return conflict("binding %q cannot adopt %q: broker %q holds it with %s; nothing was created; "+
+			"write the broker's values into the spec to adopt it as it is", b.Name, b.Spec.ExternalID, t.Entry.Broker, parametersDiffer(got.Parameters, want, params))
 	}
 	if err := credentials.Write(ctx, s.writer, b, got.Credentials); err != nil {
 		return unavailable("binding %q adopted %q, but lockstep could not write Secret %q: %v; nothing was created (the broker keeps the binding): retry",
 			b.Name, b.Spec.ExternalID, b.Spec.SecretName, err)
 	}
 	return nil
+}
+
+// parametersDiffer says that the broker holds other parameters than the
+// spec: with both values, or, when some parameters come from Secrets,
+// with neither (the broker's would show what it holds for them).
+func parametersDiffer(held, want json.RawMessage, params *parametersfrom.Resolved) string {
+	if params != nil && params.FromSecrets() {
+		return "other parameters than the spec and its Secrets (spec.parametersFrom) say (the values are not shown, as some come from Secrets)"
+	}
+	return fmt.Sprintf("parameters %s (the spec says %s)", compact(held), compact(want))
 }
 
 // sameJSON reports whether two JSON documents mean the same (numbers by

@@ -26,16 +26,25 @@ func TestAdoptInstance(t *testing.T) {
 	adopt := withAnnotations(v1alpha1.AnnotationAdopt, "true")
 	held := brokertest.Instance{ID: "ext-1", ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanSmallID,
 		Parameters: map[string]any{"storageGB": 10.0}}
+	heldWithSecret := held
+	heldWithSecret.Parameters = map[string]any{"storageGB": 10.0, "region": "s3cr3t-eu"}
+	adminSecret := paramsSecret("db-admin", map[string]string{"params": `{"region":"s3cr3t-eu"}`})
 	tests := []struct {
 		name string
 		held *brokertest.Instance
 		new  Instance
 		// hidden: the catalog says instances of the service cannot be read
 		hidden   bool
+		objects  []runtime.Object
 		wantCode int32
 		wantMsg  string
 	}{
 		{name: "equal: adopted", held: &held, new: instance("small", `{"storageGB": 10}`, adopt)},
+		{name: "equal with the parameters from a Secret: adopted", held: &heldWithSecret, new: instance("small", `{"storageGB": 10}`, adopt, from("db-admin/params")),
+			objects: []runtime.Object{adminSecret}},
+		{name: "other parameters from a Secret: refused without the values", held: &heldWithSecret, new: instance("small", `{"storageGB": 10}`, adopt, from("other/params")),
+			objects:  []runtime.Object{paramsSecret("other", map[string]string{"params": `{"region":"s3cr3t-us"}`})},
+			wantCode: http.StatusConflict, wantMsg: `holds it with other parameters than the spec and its Secrets (spec.parametersFrom) say (the values are not shown`},
 		{name: "other plan: refused with the broker's plan", held: &held, new: instance("large", `{"storageGB": 10}`, adopt),
 			wantCode: http.StatusConflict, wantMsg: `instance "db" cannot adopt "ext-1": broker "acme" holds it with plan "small" (the spec says "large"); nothing was created; write the broker's values into the spec`},
 		{name: "other parameters: refused with the broker's parameters", held: &held, new: instance("small", `{"storageGB": 20}`, adopt),
@@ -49,7 +58,7 @@ func TestAdoptInstance(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := newHarness(t)
+			h := newHarness(t, tt.objects...)
 			if tt.held != nil {
 				h.broker.PutInstance(*tt.held)
 			}
@@ -70,6 +79,7 @@ func TestAdoptInstance(t *testing.T) {
 				require.ErrorAs(t, err, &status)
 				assert.Equal(t, tt.wantCode, status.Status().Code, err.Error())
 				assert.Contains(t, err.Error(), tt.wantMsg)
+				assert.NotContains(t, err.Error(), secretMark)
 			}
 			assert.Zero(t, h.broker.Count(brokertest.OpProvision, brokertest.OpUpdate, brokertest.OpDeprovision), "adoption changes nothing at the broker")
 			var ops v1alpha1.BrokerOperationList

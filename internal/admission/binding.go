@@ -6,6 +6,7 @@ import (
 	"github.com/google/uuid"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -61,6 +62,9 @@ func NewBindingValidator(d Deps, hooks *validate.Hooks[Binding]) *Validator[Bind
 				return validate.ServiceBindingSpec(&a.New.Spec, field.NewPath("spec")), nil, nil
 			}},
 			hookCheck(hooks),
+			&parametersFrom[Binding]{secrets: d.Secrets, access: d.Access, of: func(b Binding) (*runtime.RawExtension, []v1alpha1.ParametersFromSource) {
+				return b.Spec.Parameters, b.Spec.ParametersFrom
+			}},
 			&bindingInstance{reader: d.Reader, cache: d.Catalogs, leases: d.Leases},
 			&bindingSecret{reader: d.Secrets},
 		},

@@ -44,9 +44,10 @@ func (s *bindingBroker) Admit(ctx context.Context, a *Attributes[Binding]) (admi
 	return s.carry.carryOut(ctx, journal.Intent{
 		ID: uuid.NewString(), Target: b, Kind: "ServiceBinding", ExternalID: b.Spec.ExternalID, Broker: t.Entry.Broker,
 		Verb: verb, User: a.User, SpecHash: journal.SpecHash(b.Spec), ServiceID: t.Plan.Service.ID, PlanID: t.Plan.Plan.ID, InstanceID: t.Instance.Spec.ExternalID,
+		ParametersDigest: parametersDigest(a.Params),
 	}, func(meta broker.RequestMeta, ans *journal.Answer) (admission.Warnings, bool, error) {
 		if a.Operation == admissionv1.Create && v1alpha1.Adopting(b) {
-			return nil, false, s.adoptBinding(ctx, b, t, meta, ans)
+			return nil, false, s.adoptBinding(ctx, b, a.Params, t, meta, ans)
 		}
 		if a.Operation == admissionv1.Create {
 			return s.bind(ctx, a, meta, ans)
@@ -68,7 +69,7 @@ func (s *bindingBroker) bind(ctx context.Context, a *Attributes[Binding], meta b
 	resp, err := c.Bind(ctx, meta, broker.BindRequest{
 		InstanceID: ids.instance, BindingID: ids.binding, ServiceID: ids.service, PlanID: ids.plan,
 		Context:    broker.Context{Platform: broker.Platform, Namespace: b.Namespace, InstanceName: t.Instance.Name, ClusterID: s.opts.ClusterID},
-		Parameters: raw(b.Spec.Parameters),
+		Parameters: raw(mergedParams(a.Params, b.Spec.Parameters)),
 	})
 	if err != nil {
 		ans.HTTPStatus, ans.Mitigate = brokerStatus(err), broker.NeedsOrphanMitigation(err)

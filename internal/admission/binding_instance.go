@@ -87,5 +87,9 @@ func (c *bindingInstance) Check(ctx context.Context, a *Attributes[Binding]) (fi
 	if plan.SchemaError != nil {
 		return field.ErrorList{field.InternalError(spec.Child("parameters"), plan.SchemaError)}, nil, nil
 	}
-	return plan.Schemas.ValidateBind(b.Spec.Parameters, spec.Child("parameters")), nil, nil
+	if a.Params == nil && len(b.Spec.ParametersFrom) > 0 {
+		return nil, nil, nil // the parametersFrom check reported why they could not be resolved
+	}
+	params := spec.Child("parameters")
+	return redact(plan.Schemas.ValidateBind(mergedParams(a.Params, b.Spec.Parameters), params), params, a.Params), nil, nil
 }

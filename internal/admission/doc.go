@@ -13,9 +13,10 @@
 //  1. classify the request (request.go, handler.go): metadata-only updates
 //     and updates of objects being deleted are allowed at once, with no
 //     checks at all, so that nothing ever blocks finalizer removal;
-//  2. static checks (no I/O beyond in-memory caches), all failures reported
-//     together as one 422, as apierrors.NewInvalid builds it (invalid.go),
-//     so that kubectl shows the field paths;
+//  2. static checks (no I/O beyond in-memory caches, except the Secrets
+//     that spec.parametersFrom names, read uncached: parameters_from.go),
+//     all failures reported together as one 422, as apierrors.NewInvalid
+//     builds it (invalid.go), so that kubectl shows the field paths;
 //  3. dry-run stops here: the broker is never called for a dry run;
 //  4. broker steps, which carry the change out at the broker (carry.go:
 //     lock and write-ahead record, written at the same time, then the

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -32,6 +33,9 @@ type Deps struct {
 	// Secrets reads Secrets from the API server (lockstep does not cache
 	// the cluster's Secrets).
 	Secrets client.Reader
+	// Access tells whether the requester may read a Secret that
+	// spec.parametersFrom names; nil asks nobody.
+	Access SecretAccess
 	// Catalogs holds every broker's catalog.
 	Catalogs *catalog.Cache
 	// Journal records every broker operation.
@@ -98,6 +102,9 @@ func NewInstanceValidator(d Deps, hooks *validate.Hooks[Instance]) *Validator[In
 				return validate.ServiceInstanceSpec(&a.New.Spec, field.NewPath("spec")), nil, nil
 			}},
 			hookCheck(hooks),
+			&parametersFrom[Instance]{secrets: d.Secrets, access: d.Access, of: func(si Instance) (*runtime.RawExtension, []v1alpha1.ParametersFromSource) {
+				return si.Spec.Parameters, si.Spec.ParametersFrom
+			}},
 			cat,
 		},
 		DeleteChecks: []Check[Instance]{

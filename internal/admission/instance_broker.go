@@ -55,7 +55,8 @@ func (s *instanceBroker) Admit(ctx context.Context, a *Attributes[Instance]) (ad
 	return s.carry.carryOut(ctx, journal.Intent{
 		ID: uuid.NewString(), Target: si, Kind: "ServiceInstance", ExternalID: si.Spec.ExternalID, Broker: t.Entry.Broker,
 		Verb: verb, User: a.User, SpecHash: journal.SpecHash(si.Spec), ServiceID: t.Plan.Service.ID, PlanID: t.Plan.Plan.ID,
-		PreviousPlanID: t.previousPlanID(),
+		PreviousPlanID: t.previousPlanID(), ParametersDigest: parametersDigest(a.Params),
+		CreateOnlyDigest: createOnlyDigest(t.Plan.Schemas, a.Params),
 	}, func(meta broker.RequestMeta, ans *journal.Answer) (admission.Warnings, bool, error) {
 		return s.call(ctx, a, meta, ans)
 	})
@@ -72,7 +73,7 @@ func (s *instanceBroker) call(ctx context.Context, a *Attributes[Instance], meta
 	case admissionv1.Create:
 		si := a.New
 		if v1alpha1.Adopting(si) {
-			return nil, false, s.adoptInstance(ctx, si, t, meta, ans)
+			return nil, false, s.adoptInstance(ctx, si, a.Params, t, meta, ans)
 		}
 		ch := change{
 			broker: t.Entry.Broker,
@@ -85,7 +86,7 @@ func (s *instanceBroker) call(ctx context.Context, a *Attributes[Instance], meta
 			ServiceID:  t.Plan.Service.ID,
 			PlanID:     t.Plan.Plan.ID,
 			Context:    s.context(si),
-			Parameters: raw(si.Spec.Parameters),
+			Parameters: raw(mergedParams(a.Params, si.Spec.Parameters)),
 		})
 		if err != nil {
 			ans.HTTPStatus, ans.Mitigate = brokerStatus(err), broker.NeedsOrphanMitigation(err)
@@ -114,8 +115,8 @@ func (s *instanceBroker) call(ctx context.Context, a *Attributes[Instance], meta
 		if old.Spec.PlanName != si.Spec.PlanName {
 			req.PlanID = t.Plan.Plan.ID
 		}
-		if !equality.Semantic.DeepEqual(old.Spec.Parameters, si.Spec.Parameters) {
-			params, err := t.Plan.Schemas.UpdateParameters(si.Spec.Parameters)
+		if parametersChanged(old, si) {
+			params, err := t.Plan.Schemas.UpdateParameters(mergedParams(a.Params, si.Spec.Parameters))
 			if err != nil {
 				return nil, false, ch.refusal(err)
 			}
@@ -208,7 +209,7 @@ func (s *instanceBroker) context(si Instance) broker.Context {
 
 func updateChange(brokerName string, old, si Instance) change {
 	planChanged := old.Spec.PlanName != si.Spec.PlanName
-	paramsChanged := !equality.Semantic.DeepEqual(old.Spec.Parameters, si.Spec.Parameters)
+	paramsChanged := parametersChanged(old, si)
 	ch := change{broker: brokerName, ifDone: "if the broker applied the update, lockstep applies the instance's current spec again"}
 	switch {
 	case planChanged && paramsChanged:
@@ -222,6 +223,16 @@ func updateChange(brokerName string, old, si Instance) change {
 		ch.stays = "the instance keeps its current parameters"
 	}
 	return ch
+}
+
+// parametersChanged reports whether an update sends parameters: when
+// spec.parameters changed, and on every update of an instance with
+// spec.parametersFrom (the Secrets' current values are sent with every
+// change of the spec; spec.parametersFromGeneration is the change to make
+// when nothing else changes).
+func parametersChanged(old, si Instance) bool {
+	return !equality.Semantic.DeepEqual(old.Spec.Parameters, si.Spec.Parameters) ||
+		len(si.Spec.ParametersFrom) > 0 || len(old.Spec.ParametersFrom) > 0
 }
 
 func instanceVerb(op admissionv1.Operation) v1alpha1.Verb {

@@ -72,7 +72,10 @@ func (c *instanceCatalog) Check(ctx context.Context, a *Attributes[Instance]) (f
 		if plan.SchemaError != nil {
 			return field.ErrorList{field.InternalError(params, plan.SchemaError)}, nil, nil
 		}
-		return plan.Schemas.ValidateProvision(si.Spec.Parameters, params), nil, nil
+		if a.Params == nil && len(si.Spec.ParametersFrom) > 0 {
+			return nil, nil, nil // the parametersFrom check reported why they could not be resolved
+		}
+		return redact(plan.Schemas.ValidateProvision(mergedParams(a.Params, si.Spec.Parameters), params), params, a.Params), nil, nil
 
 	case admissionv1.Update:
 		old := a.Old
@@ -100,7 +103,15 @@ func (c *instanceCatalog) Check(ctx context.Context, a *Attributes[Instance]) (f
 		if plan.SchemaError != nil {
 			return append(errs, field.InternalError(params, plan.SchemaError)), nil, nil
 		}
-		return append(errs, plan.Schemas.ValidateUpdate(old.Spec.Parameters, si.Spec.Parameters, params)...), nil, nil
+		if a.Params == nil && len(si.Spec.ParametersFrom) > 0 {
+			return errs, nil, nil // the parametersFrom check reported why they could not be resolved
+		}
+		oldParams, newParams := mergedParams(a.OldParams, old.Spec.Parameters), mergedParams(a.Params, si.Spec.Parameters)
+		paramErrs := redact(plan.Schemas.ValidateUpdate(oldParams, newParams, params), params, a.OldParams, a.Params)
+		if len(paramErrs) == 0 {
+			paramErrs = createOnlyFromSecrets(plan.Schemas, old, a.Params, spec.Child("parametersFrom"))
+		}
+		return append(errs, paramErrs...), nil, nil
 	}
 	return nil, nil, nil
 }

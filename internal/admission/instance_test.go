@@ -39,6 +39,7 @@ type harness struct {
 	leases    *journal.Leases
 	answers   *Answers
 	cache     *catalog.Cache
+	deps      Deps
 }
 
 func newHarness(t testing.TB, objects ...runtime.Object) *harness {
@@ -74,6 +75,7 @@ func newInterceptedHarness(t testing.TB, funcs interceptor.Funcs, objects ...run
 			Log:  logr.Discard(),
 		},
 	}
+	h.deps = deps
 	h.validator = NewInstanceValidator(deps, nil)
 	h.bindings = NewBindingValidator(deps, nil)
 	return h

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
+	"github.com/lockstep-dev/lockstep/internal/parametersfrom"
 )
 
 // Attributes describe one admission request for an object of type T, as the
@@ -29,6 +30,10 @@ type Attributes[T client.Object] struct {
 	New T
 	// Target is what the catalog check resolved for the broker steps.
 	Target *Target
+	// Params are New's parameters with the Secrets of spec.parametersFrom
+	// merged in, OldParams Old's (on UPDATE); set by the parametersFrom
+	// check, nil when a reference could not be resolved.
+	Params, OldParams *parametersfrom.Resolved
 }
 
 // Target is the broker and plan a request is about, as the catalog check

@@ -16,7 +16,22 @@ import (
 // spec and not here.
 func sameInstanceSpec(a, b *v1alpha1.ServiceInstanceSpec) bool {
 	return a.BrokerName == b.BrokerName && a.ServiceName == b.ServiceName && a.PlanName == b.PlanName &&
-		a.ExternalID == b.ExternalID && sameRaw(a.Parameters, b.Parameters)
+		a.ExternalID == b.ExternalID && sameRaw(a.Parameters, b.Parameters) &&
+		a.ParametersFromGeneration == b.ParametersFromGeneration && sameSources(a.ParametersFrom, b.ParametersFrom)
+}
+
+// sameSources compares two lists of parameter sources in order; nil and
+// empty are the same, as for equality.Semantic.
+func sameSources(a, b []v1alpha1.ParametersFromSource) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // sameRaw compares two optional raw JSON values byte for byte, as

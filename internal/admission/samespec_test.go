@@ -28,6 +28,11 @@ func TestSameInstanceSpecAgreesWithSemanticDeepEqual(t *testing.T) {
 		},
 		"no parameters":    func(s *v1alpha1.ServiceInstanceSpec) { s.Parameters = nil },
 		"empty parameters": func(s *v1alpha1.ServiceInstanceSpec) { s.Parameters = &runtime.RawExtension{} },
+		"parameters from a Secret": func(s *v1alpha1.ServiceInstanceSpec) {
+			s.ParametersFrom = []v1alpha1.ParametersFromSource{{SecretKeyRef: v1alpha1.SecretKeyReference{Name: "s", Key: "k"}}}
+		},
+		"parameters from, empty":     func(s *v1alpha1.ServiceInstanceSpec) { s.ParametersFrom = []v1alpha1.ParametersFromSource{} },
+		"parameters from generation": func(s *v1alpha1.ServiceInstanceSpec) { s.ParametersFromGeneration = 2 },
 		"parameters, same content": func(s *v1alpha1.ServiceInstanceSpec) {
 			s.Parameters = &runtime.RawExtension{Raw: []byte(`{"region":"eu"}`)}
 		},
@@ -61,6 +66,10 @@ func TestSameInstanceSpecComparesEveryField(t *testing.T) {
 				if raw, ok := v.Interface().(*runtime.RawExtension); ok {
 					raw.Raw = []byte(`{}`)
 				}
+			case reflect.Int64:
+				v.SetInt(1)
+			case reflect.Slice:
+				v.Set(reflect.MakeSlice(v.Type(), 1, 1))
 			default:
 				t.Fatalf("field %s of kind %s: teach this test (and sameInstanceSpec) about it", f.Name, v.Kind())
 			}

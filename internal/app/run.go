@@ -129,7 +129,7 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 	records := &journal.Journal{Client: mgr.GetClient(), Namespace: c.Namespace, Recorder: mgr.GetEventRecorderFor("lockstep")}
 	limiter := &resync.Limiter{Concurrent: c.ResyncBrokerConcurrency, PerSecond: c.ResyncBrokerQPS}
 	if err := (&operations.Operations{
-		Client: mgr.GetClient(), Catalogs: catalogs, Leases: leases, Journal: records,
+		Client: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Catalogs: catalogs, Leases: leases, Journal: records,
 		Poll: c.PollInterval, Grace: c.CommitGrace, PendingTimeout: c.AdmissionBudget + c.CommitGrace,
 		Keep: c.KeepOperations, Retention: c.OperationRetention, Timeout: c.AdmissionBudget,
 	}).SetupWithManager(mgr); err != nil {
@@ -152,6 +152,7 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 
 	deps := admission.Deps{
 		Reader: mgr.GetClient(), Writer: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Catalogs: catalogs,
+		Access:  admission.SubjectAccessReviews{Client: mgr.GetClient()},
 		Journal: records, Leases: leases, Budget: c.AdmissionBudget, RefusalMemory: c.RefusalMemory,
 		Broker:  admission.BrokerOptions{Poll: poll, ClusterID: clusterID, Log: ctrl.Log.WithName("broker")},
 		Answers: admission.NewAnswers(),

@@ -62,6 +62,12 @@ type Intent struct {
 	ServiceID, PlanID, InstanceID string
 	// PreviousPlanID is the plan before an update that changes it.
 	PreviousPlanID string
+	// ParametersDigest is the digest of the parameters sent when some came
+	// from Secrets (never their values).
+	ParametersDigest string
+	// CreateOnlyDigest is, with ParametersDigest, the digest of the
+	// create-only parameters sent.
+	CreateOnlyDigest string
 }
 
 // Answer is the broker's answer to an operation.
@@ -102,14 +108,16 @@ func (j *Journal) Begin(ctx context.Context, in Intent) (*v1alpha1.BrokerOperati
 				Kind: in.Kind, Name: in.Target.GetName(), Namespace: in.Target.GetNamespace(), UID: in.Target.GetUID(),
 				ExternalID: in.ExternalID, InstanceID: in.InstanceID,
 			},
-			BrokerName:     in.Broker,
-			ServiceID:      in.ServiceID,
-			PlanID:         in.PlanID,
-			PreviousPlanID: in.PreviousPlanID,
-			Verb:           in.Verb,
-			Requester:      v1alpha1.Requester{Username: in.User.Username, UID: in.User.UID, Groups: in.User.Groups},
-			SpecHash:       in.SpecHash,
-			Generation:     in.Target.GetGeneration(),
+			BrokerName:       in.Broker,
+			ServiceID:        in.ServiceID,
+			PlanID:           in.PlanID,
+			PreviousPlanID:   in.PreviousPlanID,
+			Verb:             in.Verb,
+			Requester:        v1alpha1.Requester{Username: in.User.Username, UID: in.User.UID, Groups: in.User.Groups},
+			SpecHash:         in.SpecHash,
+			ParametersDigest: in.ParametersDigest,
+			CreateOnlyDigest: in.CreateOnlyDigest,
+			Generation:       in.Target.GetGeneration(),
 		},
 	}
 	started := metav1.NewTime(j.now())

@@ -79,3 +79,16 @@ func TestSpecHashIgnoresEncoding(t *testing.T) {
 	b := v1alpha1.ServiceInstanceSpec{PlanName: "small", Parameters: &runtime.RawExtension{Raw: []byte(`{"a":2,"b":1}`)}}
 	assert.Equal(t, SpecHash(a), SpecHash(b))
 }
+
+// A Secret's content is not in the spec: what changes the spec hash when
+// parameters from Secrets are sent again is the spec's references and
+// spec.parametersFromGeneration.
+func TestSpecHashFollowsParametersFrom(t *testing.T) {
+	ref := []v1alpha1.ParametersFromSource{{SecretKeyRef: v1alpha1.SecretKeyReference{Name: "db-admin", Key: "parameters"}}}
+	a := v1alpha1.ServiceInstanceSpec{PlanName: "small", ParametersFrom: ref}
+	other := v1alpha1.ServiceInstanceSpec{PlanName: "small", ParametersFrom: []v1alpha1.ParametersFromSource{{SecretKeyRef: v1alpha1.SecretKeyReference{Name: "db-admin", Key: "other"}}}}
+	again := v1alpha1.ServiceInstanceSpec{PlanName: "small", ParametersFrom: ref, ParametersFromGeneration: 2}
+	assert.NotEqual(t, SpecHash(a), SpecHash(v1alpha1.ServiceInstanceSpec{PlanName: "small"}))
+	assert.NotEqual(t, SpecHash(a), SpecHash(other))
+	assert.NotEqual(t, SpecHash(a), SpecHash(again))
+}

@@ -46,16 +46,24 @@ func TestLeastPrivilegeRBAC(t *testing.T) {
 
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "rbac-test"}}
 	require.NoError(t, c.Create(ctx, ns))
+	// Parameters from a Secret: lockstep asks whether the requester may
+	// read it (SubjectAccessReview), then reads it.
+	require.NoError(t, c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "db-version"},
+		StringData: map[string]string{"parameters": `{"version":"16"}`}}))
 	si := &v1alpha1.ServiceInstance{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "db"},
 		Spec: v1alpha1.ServiceInstanceSpec{
 			BrokerName: sb.Name, ServiceName: brokertest.ServiceDB, PlanName: brokertest.PlanSmall,
-			Parameters: params(t, map[string]any{"storageGB": 1, "region": "eu"}),
+			Parameters:     params(t, map[string]any{"storageGB": 1, "region": "eu"}),
+			ParametersFrom: []v1alpha1.ParametersFromSource{{SecretKeyRef: v1alpha1.SecretKeyReference{Name: "db-version", Key: "parameters"}}},
 		},
 	}
 	require.NoError(t, c.Create(ctx, si), "provision")
 	waitCommitted(ctx, t, si, v1alpha1.VerbProvision)
-	assert.Len(t, env.broker.Instances(), 1)
+	require.Len(t, env.broker.Instances(), 1)
+	for _, held := range env.broker.Instances() {
+		assert.Equal(t, "16", held.Parameters["version"], "the parameter from the Secret reached the broker")
+	}
 
 	for _, size := range []int{2, 3} {
 		require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(si), si))

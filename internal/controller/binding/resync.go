@@ -74,7 +74,13 @@ func (r *Reconciler) resync(ctx context.Context, b *v1alpha1.ServiceBinding, sta
 		set(metav1.ConditionFalse, resync.ReasonBrokerUnreachable, fmt.Sprintf(
 			"lockstep could not read binding %q from broker %q to compare it: %v; it tries again in %s", b.Name, entry.Broker, err, r.ResyncInterval))
 	default:
-		drift, err := resync.Compare(resync.State{Parameters: resync.Parameters(b.Spec.Parameters)}, resync.State{Parameters: got.Parameters})
+		held := resync.State{Parameters: got.Parameters}
+		if status.ParametersDigest == "" && len(b.Spec.ParametersFrom) > 0 {
+			// Parameters from Secrets without a digest of what was sent:
+			// nothing to compare them with, and the broker's are never shown.
+			held.Parameters = nil
+		}
+		drift, err := resync.Compare(resync.State{Parameters: resync.Parameters(b.Spec.Parameters), ParametersDigest: status.ParametersDigest}, held)
 		switch {
 		case err != nil:
 			set(metav1.ConditionFalse, resync.ReasonBrokerUnreachable, fmt.Sprintf(

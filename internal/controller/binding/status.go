@@ -38,6 +38,7 @@ func applyJournal(status *v1alpha1.ServiceBindingStatus, records []v1alpha1.Brok
 			if answered.Status.Phase == v1alpha1.PhaseCommitted && (answered.Spec.Verb == v1alpha1.VerbBind || answered.Spec.Verb == v1alpha1.VerbAdopt) {
 				meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: v1alpha1.ConditionInSync, Status: metav1.ConditionTrue,
 					Reason: "Committed", Message: fmt.Sprintf("broker %q holds the binding", answered.Spec.BrokerName), ObservedGeneration: answered.Spec.Generation})
+				status.ParametersDigest = answered.Spec.ParametersDigest
 			}
 			isNew = true
 		}

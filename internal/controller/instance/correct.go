@@ -12,6 +12,7 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/broker"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
 	"github.com/lockstep-dev/lockstep/internal/journal"
+	"github.com/lockstep-dev/lockstep/internal/parametersfrom"
 )
 
 // errBusy: another operation took the object's lock first.
@@ -27,6 +28,12 @@ func (r *Reconciler) correct(ctx context.Context, si *v1alpha1.ServiceInstance, 
 	if heldPlanID == "" {
 		heldPlanID = plan.Plan.ID
 	}
+	// The Secrets of spec.parametersFrom are read again: their current
+	// values are what this object's spec says now.
+	params, digest, err := parametersfrom.Current(ctx, r.APIReader, si.Namespace, si.Spec.Parameters, si.Spec.ParametersFrom)
+	if err != nil {
+		return err
+	}
 	id := uuid.NewString()
 	key := journal.Key{Kind: kind, Namespace: si.Namespace, Name: si.Name}
 	lock := &journal.Operation{ID: id, Verb: v1alpha1.VerbUpdate, User: r.Identity, Started: r.clock().Now(),
@@ -39,7 +46,12 @@ func (r *Reconciler) correct(ctx context.Context, si *v1alpha1.ServiceInstance, 
 	in := journal.Intent{
 		ID: id, Target: si, Kind: kind, ExternalID: si.Spec.ExternalID, Broker: entry.Broker,
 		Verb: v1alpha1.VerbUpdate, User: authenticationv1.UserInfo{Username: r.Identity}, SpecHash: journal.SpecHash(si.Spec),
-		ServiceID: plan.Service.ID, PlanID: plan.Plan.ID,
+		ServiceID: plan.Service.ID, PlanID: plan.Plan.ID, ParametersDigest: digest,
+	}
+	if si.Status.LastApplied != nil && digest != "" {
+		// An update never sends create-only parameters: those the broker
+		// was given stay what they were.
+		in.CreateOnlyDigest = si.Status.LastApplied.CreateOnlyDigest
 	}
 	if heldPlanID != plan.Plan.ID {
 		in.PreviousPlanID = heldPlanID
@@ -58,7 +70,7 @@ func (r *Reconciler) correct(ctx context.Context, si *v1alpha1.ServiceInstance, 
 	if heldPlanID != plan.Plan.ID {
 		req.PlanID = plan.Plan.ID
 	}
-	if req.Parameters, err = plan.Schemas.UpdateParameters(si.Spec.Parameters); err != nil {
+	if req.Parameters, err = plan.Schemas.UpdateParameters(params); err != nil {
 		r.fail(ctx, op, si, key, 0, err)
 		return err
 	}

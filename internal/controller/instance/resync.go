@@ -77,7 +77,15 @@ func (r *Reconciler) resync(ctx context.Context, si *v1alpha1.ServiceInstance, s
 		status.DashboardURL = got.DashboardURL
 	}
 	last := lastApplied(si, status, plan.Plan.ID)
-	drift, err := resync.Compare(resync.State{PlanID: last.PlanID, Parameters: resync.Parameters(last.Parameters)}, resync.State{PlanID: got.PlanID, Parameters: got.Parameters})
+	applied := resync.State{PlanID: last.PlanID, Parameters: resync.Parameters(last.Parameters), ParametersDigest: last.ParametersDigest}
+	held := resync.State{PlanID: got.PlanID, Parameters: got.Parameters}
+	if last.ParametersDigest == "" && len(si.Spec.ParametersFrom) > 0 {
+		// Parameters from Secrets without a digest of what was sent (the
+		// status has not caught up with the operation that sent them):
+		// compare the plan only, and never show the broker's parameters.
+		held.Parameters = nil
+	}
+	drift, err := resync.Compare(applied, held)
 	if err != nil {
 		r.result(si, resync.ReasonBrokerUnreachable, nil)
 		setInSync(status, metav1.ConditionFalse, resync.ReasonBrokerUnreachable, fmt.Sprintf(

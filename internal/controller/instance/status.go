@@ -60,6 +60,9 @@ func committed(si *v1alpha1.ServiceInstance, status *v1alpha1.ServiceInstanceSta
 	}
 	status.ObservedGeneration = max(status.ObservedGeneration, op.Spec.Generation)
 	if journal.SpecHash(si.Spec) == op.Spec.SpecHash {
-		status.LastApplied = &v1alpha1.AppliedInstance{PlanName: si.Spec.PlanName, PlanID: op.Spec.PlanID, Parameters: si.Spec.Parameters.DeepCopy()}
+		// spec.parameters only, and the digest of the parameters sent
+		// when some came from Secrets: never the Secrets' values.
+		status.LastApplied = &v1alpha1.AppliedInstance{PlanName: si.Spec.PlanName, PlanID: op.Spec.PlanID, Parameters: si.Spec.Parameters.DeepCopy(),
+			ParametersDigest: op.Spec.ParametersDigest, CreateOnlyDigest: op.Spec.CreateOnlyDigest}
 	}
 }

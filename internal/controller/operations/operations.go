@@ -18,6 +18,7 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/credentials"
 	"github.com/lockstep-dev/lockstep/internal/journal"
 	"github.com/lockstep-dev/lockstep/internal/metrics"
+	"github.com/lockstep-dev/lockstep/internal/parametersfrom"
 )
 
 // Operations takes every BrokerOperation to a final phase. The webhook
@@ -49,7 +50,10 @@ import (
 // outcome from the record (its phase, and TargetInSync where the phase
 // alone does not tell).
 type Operations struct {
-	Client   client.Client
+	Client client.Client
+	// Secrets reads the Secrets of spec.parametersFrom, uncached, when a
+	// persisted spec is applied again.
+	Secrets  client.Reader
 	Catalogs *catalog.Cache
 	Leases   *journal.Leases
 	Journal  *journal.Journal
@@ -391,7 +395,11 @@ func (r *Operations) reapply(ctx context.Context, c *broker.Client, op *v1alpha1
 	if err != nil {
 		return err
 	}
-	params, err := plan.Schemas.UpdateParameters(si.Spec.Parameters)
+	merged, _, err := parametersfrom.Current(ctx, r.Secrets, si.Namespace, si.Spec.Parameters, si.Spec.ParametersFrom)
+	if err != nil {
+		return err
+	}
+	params, err := plan.Schemas.UpdateParameters(merged)
 	if err != nil {
 		return err
 	}

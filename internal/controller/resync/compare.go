@@ -29,6 +29,12 @@ const (
 type State struct {
 	PlanID     string
 	Parameters json.RawMessage
+	// ParametersDigest, on the applied side, is set when some parameters
+	// came from Secrets: Parameters then holds spec.parameters only, and
+	// the broker's parameters are compared with the digest. A difference
+	// names the fields of spec.parameters that differ, and never shows
+	// the values of the others.
+	ParametersDigest string
 }
 
 // Drift is what differs between what lockstep applied and what the broker
@@ -44,10 +50,13 @@ type Drift struct {
 	// Patch is the JSON merge patch that turns the applied parameters into
 	// the broker's.
 	Patch json.RawMessage
+	// FromSecrets is set when the parameters differ by digest only: the
+	// parameters from Secrets, or parameters the broker added.
+	FromSecrets bool
 }
 
 // None reports whether nothing differs.
-func (d Drift) None() bool { return d.Plan == "" && len(d.Fields) == 0 }
+func (d Drift) None() bool { return d.Plan == "" && len(d.Fields) == 0 && !d.FromSecrets }
 
 // Compare computes what differs between applied and held. Parameters are
 // compared by their JSON meaning: key order and number spelling do not
@@ -59,6 +68,9 @@ func Compare(applied, held State) (Drift, error) {
 	}
 	if held.Parameters == nil {
 		return d, nil
+	}
+	if applied.ParametersDigest != "" {
+		return compareDigest(d, applied, held)
 	}
 	from, to := object(applied.Parameters), object(held.Parameters)
 	patch, err := jsonpatch.CreateMergePatch(from, to)
@@ -122,6 +134,9 @@ func (d Drift) Message(broker string, planName func(id string) string, appliedPl
 	var parts []string
 	if d.Plan != "" {
 		parts = append(parts, fmt.Sprintf("plan is %q at the broker, %q here", planName(d.Plan), appliedPlan))
+	}
+	if d.FromSecrets && len(d.Fields) == 0 {
+		parts = append(parts, "parameters differ from what lockstep sent (compared by digest, as some came from Secrets: spec.parametersFrom; the values are not shown)")
 	}
 	if len(d.Fields) > 0 {
 		var fields []string

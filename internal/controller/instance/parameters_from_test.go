@@ -1,0 +1,110 @@
+package instance
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
+	"github.com/lockstep-dev/lockstep/internal/controller/resync"
+	"github.com/lockstep-dev/lockstep/internal/journal"
+	"github.com/lockstep-dev/lockstep/internal/parametersfrom"
+)
+
+// An instance whose parameters partly came from a Secret keeps only
+// spec.parameters and a digest in status; resync compares the broker's
+// parameters with the digest, never shows the Secret's values, and a
+// correction reads the Secret again.
+func TestInstanceResyncWithParametersFromSecrets(t *testing.T) {
+	const spec, sent = `{"storageGB":10}`, `{"storageGB":10,"version":"16"}`
+	digest, err := parametersfrom.Digest([]byte(sent))
+	require.NoError(t, err)
+	object := func() *v1alpha1.ServiceInstance {
+		si := confirmed("small", brokertest.PlanSmallID, spec, nil)
+		si.Spec.ParametersFrom = []v1alpha1.ParametersFromSource{{SecretKeyRef: v1alpha1.SecretKeyReference{Name: "db-version", Key: "params"}}}
+		si.Status.LastApplied.ParametersDigest = digest
+		return si
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "db-version", Namespace: "team"}, Data: map[string][]byte{"params": []byte(`{"version":"16"}`)}}
+	tests := []struct {
+		name       string
+		held       map[string]any
+		wantReason string // "" : in sync, nothing written
+		wantMsg    string
+		wantUpdate map[string]any
+	}{
+		{name: "the broker holds what was sent", held: map[string]any{"storageGB": 10, "version": "16"}},
+		{name: "a parameter from the Secret changed at the broker", held: map[string]any{"storageGB": 10, "version": "17"},
+			wantReason: resync.ReasonParametersDrift, wantMsg: "compared by digest, as some came from Secrets",
+			wantUpdate: map[string]any{"storageGB": float64(10), "version": "16"}},
+		{name: "a parameter of spec.parameters changed at the broker", held: map[string]any{"storageGB": 30, "version": "16"},
+			wantReason: resync.ReasonParametersDrift, wantMsg: "storageGB (broker: 30, here: 10)",
+			wantUpdate: map[string]any{"storageGB": float64(10), "version": "16"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, nil, object(), secret)
+			h.r.APIReader = h.client
+			h.broker.PutInstance(brokertest.Instance{ID: "ext-1", ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanSmallID, Parameters: tt.held, DashboardURL: dashboard})
+			before := h.instance(t).ResourceVersion
+			h.resync(t)
+			si := h.instance(t)
+			inSync := meta.FindStatusCondition(si.Status.Conditions, v1alpha1.ConditionInSync)
+			require.NotNil(t, inSync)
+			if tt.wantReason == "" {
+				assert.Equal(t, before, si.ResourceVersion, "nothing written")
+				assert.Zero(t, h.broker.Count(brokertest.OpUpdate))
+				return
+			}
+			assert.Equal(t, tt.wantReason, inSync.Reason)
+			assert.Contains(t, inSync.Message, tt.wantMsg)
+			assert.NotContains(t, inSync.Message, `"16"`, "the Secret's value is never shown")
+			assert.NotContains(t, inSync.Message, `"17"`, "nor the broker's value of a parameter from a Secret")
+			call, ok := h.broker.LastCall(brokertest.OpUpdate)
+			require.True(t, ok, "the correction re-applies the spec with the Secret's values")
+			assert.Equal(t, tt.wantUpdate, call.JSON["parameters"])
+			var ops v1alpha1.BrokerOperationList
+			require.NoError(t, h.client.List(context.Background(), &ops))
+			require.Len(t, ops.Items, 1)
+			assert.Equal(t, digest, ops.Items[0].Spec.ParametersDigest, "the correction journals the digest of what it sent")
+		})
+	}
+}
+
+// Without a digest of what was sent (status behind the operation that
+// sent the Secrets' values), resync compares the plan only and shows
+// nothing of the broker's parameters.
+func TestInstanceResyncWithParametersFromSecretsButNoDigest(t *testing.T) {
+	si := confirmed("small", brokertest.PlanSmallID, `{"storageGB":10}`, nil)
+	si.Spec.ParametersFrom = []v1alpha1.ParametersFromSource{{SecretKeyRef: v1alpha1.SecretKeyReference{Name: "db-version", Key: "params"}}}
+	h := newHarness(t, nil, si)
+	h.broker.PutInstance(brokertest.Instance{ID: "ext-1", ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanSmallID,
+		Parameters: map[string]any{"storageGB": 10, "version": "s3cr3t"}, DashboardURL: dashboard})
+	h.resync(t)
+	got := h.instance(t)
+	inSync := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionInSync)
+	require.NotNil(t, inSync)
+	assert.Equal(t, metav1.ConditionTrue, inSync.Status)
+	assert.NotContains(t, inSync.Message, "s3cr3t")
+	assert.Zero(t, h.broker.Count(brokertest.OpUpdate), "no correction")
+}
+
+// What status keeps of a committed operation: spec.parameters and the
+// digest the record holds, never the Secrets' values.
+func TestLastAppliedKeepsTheDigestOnly(t *testing.T) {
+	si := confirmed("small", brokertest.PlanSmallID, `{"storageGB":10}`, nil)
+	si.Status = v1alpha1.ServiceInstanceStatus{}
+	op := &v1alpha1.BrokerOperation{Spec: v1alpha1.BrokerOperationSpec{Verb: v1alpha1.VerbProvision, PlanID: brokertest.PlanSmallID,
+		SpecHash: journal.SpecHash(si.Spec), ParametersDigest: "abc"}}
+	var status v1alpha1.ServiceInstanceStatus
+	committed(si, &status, op)
+	require.NotNil(t, status.LastApplied)
+	assert.Equal(t, `{"storageGB":10}`, string(status.LastApplied.Parameters.Raw))
+	assert.Equal(t, "abc", status.LastApplied.ParametersDigest)
+}

@@ -1,0 +1,5 @@
+package parametersfrom
+
+import "encoding/json"
+
+func jsonNumber(s string) json.Number { return json.Number(s) }
