@@ -23,6 +23,7 @@ func TestServedByTheManagersRegistry(t *testing.T) {
 	OperationPhase("Committed")
 	ResyncResult("ServiceInstance", "PlanDrift")
 	ResyncCorrection("ServiceInstance", "started")
+	MarketplaceWrite("ServicePlan", "create")
 
 	tests := []struct {
 		name, kind, sample string
@@ -35,6 +36,7 @@ func TestServedByTheManagersRegistry(t *testing.T) {
 		{"lockstep_operation_phase_transitions_total", "counter", `lockstep_operation_phase_transitions_total{phase="Committed"}`},
 		{"lockstep_resync_results_total", "counter", `lockstep_resync_results_total{kind="ServiceInstance",result="PlanDrift"}`},
 		{"lockstep_resync_corrections_total", "counter", `lockstep_resync_corrections_total{kind="ServiceInstance",outcome="started"}`},
+		{"lockstep_marketplace_writes_total", "counter", `lockstep_marketplace_writes_total{kind="ServicePlan",verb="create"}`},
 	}
 	families, err := ctrlmetrics.Registry.Gather()
 	require.NoError(t, err)
