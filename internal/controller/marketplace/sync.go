@@ -115,6 +115,7 @@ func (s *sync) writePlan(ctx context.Context, cur, d *v1alpha1.ServicePlan) erro
 	}
 	if cur == nil {
 		created := d.DeepCopy()
+		created.Status = v1alpha1.MarketplaceStatus{} // the API server drops it; written next
 		if err := s.create(ctx, created, "ServicePlan"); err != nil {
 			return err
 		}
@@ -196,6 +197,7 @@ func (s *sync) writeOffering(ctx context.Context, cur, d *v1alpha1.ServiceOfferi
 	}
 	if cur == nil {
 		created := d.DeepCopy()
+		created.Status = v1alpha1.MarketplaceStatus{} // the API server drops it; written next
 		if err := s.create(ctx, created, "ServiceOffering"); err != nil {
 			return err
 		}
@@ -232,8 +234,6 @@ func setBrokerLabel(m *metav1.ObjectMeta, want map[string]string) {
 }
 
 func (s *sync) create(ctx context.Context, obj client.Object, kind string) error {
-	// The API server drops the status of a create: obj comes back
-	// without it, and the caller writes it next.
 	if err := s.client.Create(ctx, obj); err != nil {
 		return fmt.Errorf("creating %s %q: %w", kind, obj.GetName(), err)
 	}
