@@ -53,7 +53,10 @@ type PlanSchemas struct {
 }
 
 // PlanParameter is one top-level parameter of a plan's create schema, for a
-// person reading `kubectl describe serviceplan`.
+// person reading `kubectl describe serviceplan`. describe prints the
+// fields in alphabetical order and the items of a list without a
+// separator: createOnly is always present and sorts first, so that each
+// parameter starts with it.
 type PlanParameter struct {
 	// Name of the parameter (a key of spec.parameters).
 	Name string `json:"name"`
@@ -67,16 +70,16 @@ type PlanParameter struct {
 	// Required is true when the create schema requires the parameter.
 	// +optional
 	Required bool `json:"required,omitempty"`
-	// AllowedValues are the schema's "enum" (or "const"), each as JSON.
+	// Values are the allowed values: the schema's "enum" (or "const"),
+	// each as JSON.
 	// +optional
-	AllowedValues []string `json:"allowedValues,omitempty"`
+	Values []string `json:"values,omitempty"`
 	// Default is the schema's "default", as JSON.
 	// +optional
 	Default string `json:"default,omitempty"`
 	// CreateOnly is true when the parameter (or a part of it) cannot change
 	// after creation: it is in the create schema, not in the update schema.
-	// +optional
-	CreateOnly bool `json:"createOnly,omitempty"`
+	CreateOnly bool `json:"createOnly"`
 }
 
 // ServiceOfferingSpec is one service of a broker's catalog.

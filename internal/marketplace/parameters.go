@@ -47,10 +47,10 @@ func Parameters(createSchema json.RawMessage, createOnly []string) []v1alpha1.Pl
 				p.Description = prop.Title
 			}
 			for _, v := range prop.Enum {
-				p.AllowedValues = append(p.AllowedValues, compact(v))
+				p.Values = append(p.Values, compact(v))
 			}
 			if len(prop.Const) > 0 && len(prop.Enum) == 0 {
-				p.AllowedValues = []string{compact(prop.Const)}
+				p.Values = []string{compact(prop.Const)}
 			}
 			if len(prop.Default) > 0 {
 				p.Default = compact(prop.Default)

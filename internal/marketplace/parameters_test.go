@@ -28,9 +28,9 @@ func TestParameters(t *testing.T) {
 			[]string{"region"},
 			[]v1alpha1.PlanParameter{
 				{Name: "anything"},
-				{Name: "region", Type: "string", Description: "where it runs", AllowedValues: []string{`"eu"`, `"us"`}, CreateOnly: true},
+				{Name: "region", Type: "string", Description: "where it runs", Values: []string{`"eu"`, `"us"`}, CreateOnly: true},
 				{Name: "size", Type: "integer", Description: "number of nodes", Required: true, Default: "1"},
-				{Name: "tier", Type: "string|null", AllowedValues: []string{`"gold"`}},
+				{Name: "tier", Type: "string|null", Values: []string{`"gold"`}},
 			}},
 		{"a nested create-only part makes its parameter create-only",
 			`{"properties":{"storage":{"type":"object"},"store":{"type":"string"},"labels":{"type":"object"}}}`,
