@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -206,4 +207,16 @@ func TestUnusableSchemaIsReportedOnThePlanAndTheBroker(t *testing.T) {
 	}, 20*time.Second, 200*time.Millisecond, "the plan says why")
 	r := kubectl(t, "", "get", "servicebroker", name, "-o", `jsonpath={.status.conditions[?(@.type=="SchemasUsable")].message}`)
 	assert.Contains(t, r.Stdout, "1 plans have a parameter schema lockstep cannot use: queue/standard (RemoteReference)")
+}
+
+// TestReadmeMarketplace runs the README's section "## What can I
+// provision?" as TestReadmeWalkthrough runs the walkthrough: against the
+// embedded broker serving examples/bundles, as `make run` registers it.
+func TestReadmeMarketplace(t *testing.T) {
+	steps := readmeSection(t, "## What can I provision?")
+	require.GreaterOrEqual(t, len(steps), 3)
+	ns := namespace(t)
+	root, err := filepath.Abs("../..")
+	require.NoError(t, err)
+	runSteps(t, steps, root, walkthroughKubeconfig(t, ns), ns, func(out string) string { return out })
 }
