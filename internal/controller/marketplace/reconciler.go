@@ -2,7 +2,9 @@ package marketplace
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -18,6 +20,9 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/catalog"
 	"github.com/lockstep-dev/lockstep/internal/marketplace"
 )
+
+// staleRetry is how soon a pass runs again after it found the cache behind.
+const staleRetry = time.Second
 
 // Reconciler writes the marketplace of one ServiceBroker per reconcile.
 type Reconciler struct {
@@ -78,7 +83,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	s := &sync{client: r.Client, broker: &sb}
-	if err := s.run(ctx, marketplace.Desired(&sb, entry)); err != nil {
+	err := s.run(ctx, marketplace.Desired(&sb, entry))
+	if errors.Is(err, errStale) {
+		return ctrl.Result{RequeueAfter: staleRetry}, nil
+	}
+	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("writing the marketplace of ServiceBroker %q (%d writes done): %w", sb.Name, s.writes, err)
 	}
 	if s.writes > 0 {

@@ -2,8 +2,10 @@ package marketplace
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -20,6 +22,11 @@ type sync struct {
 	broker *v1alpha1.ServiceBroker
 	writes int
 }
+
+// errStale says the cache was behind the API server (an object created or
+// changed by the previous pass is not in it yet): the pass stops and runs
+// again shortly, with nothing logged as an error.
+var errStale = errors.New("the cache is behind the API server")
 
 // planKey is what ServiceInstances name a plan by.
 type planKey struct{ service, plan string }
@@ -235,6 +242,9 @@ func setBrokerLabel(m *metav1.ObjectMeta, want map[string]string) {
 
 func (s *sync) create(ctx context.Context, obj client.Object, kind string) error {
 	if err := s.client.Create(ctx, obj); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return errStale
+		}
 		return fmt.Errorf("creating %s %q: %w", kind, obj.GetName(), err)
 	}
 	s.count(kind, "create")
@@ -243,6 +253,9 @@ func (s *sync) create(ctx context.Context, obj client.Object, kind string) error
 
 func (s *sync) update(ctx context.Context, obj client.Object, kind string) error {
 	if err := s.client.Update(ctx, obj); err != nil {
+		if apierrors.IsConflict(err) {
+			return errStale
+		}
 		return fmt.Errorf("updating %s %q: %w", kind, obj.GetName(), err)
 	}
 	s.count(kind, "update")
@@ -251,6 +264,9 @@ func (s *sync) update(ctx context.Context, obj client.Object, kind string) error
 
 func (s *sync) updateStatus(ctx context.Context, obj client.Object, kind string) error {
 	if err := s.client.Status().Update(ctx, obj); err != nil {
+		if apierrors.IsConflict(err) {
+			return errStale
+		}
 		return fmt.Errorf("writing the status of %s %q: %w", kind, obj.GetName(), err)
 	}
 	s.count(kind, "status")
