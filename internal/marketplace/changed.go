@@ -1,6 +1,7 @@
 package marketplace
 
 import (
+	"bytes"
 	"encoding/json"
 	"reflect"
 
@@ -65,10 +66,15 @@ func sameSchemas(a, b *v1alpha1.PlanSchemas) bool {
 		sameJSON(a.BindingCreate, b.BindingCreate)
 }
 
-// sameJSON compares two raw JSON values as values.
+// sameJSON compares two raw JSON values as values. Equal bytes are the
+// common case (the API server gives back the compact, key-sorted JSON that
+// Desired writes) and cost no decoding.
 func sameJSON(a, b *runtime.RawExtension) bool {
 	if a == nil || b == nil {
 		return a == nil && b == nil
+	}
+	if bytes.Equal(a.Raw, b.Raw) {
+		return true
 	}
 	var va, vb any
 	if json.Unmarshal(a.Raw, &va) != nil || json.Unmarshal(b.Raw, &vb) != nil {
