@@ -7,6 +7,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
@@ -284,4 +285,11 @@ func (s *sync) delete(ctx context.Context, obj client.Object, kind string) error
 func (s *sync) count(kind, verb string) {
 	s.writes++
 	metrics.MarketplaceWrite(kind, verb)
+}
+
+// ptrUID is obj's UID, for a delete that must not hit a newer object of
+// the same name.
+func ptrUID(obj client.Object) *types.UID {
+	uid := obj.GetUID()
+	return &uid
 }
