@@ -1,6 +1,7 @@
 // Package v1alpha1 holds lockstep's API types, group lockstep.dev, version
 // v1alpha1: ServiceBroker, ServiceInstance, ServiceBinding and
-// BrokerOperation.
+// BrokerOperation, and the marketplace that lockstep writes from the
+// brokers' catalogs: ServiceOffering and ServicePlan.
 //
 // Field policies live in the struct tags of the fields they describe, so one
 // glance at this package tells what users may change:

@@ -18,6 +18,8 @@ const (
 	ValidateBindingPath  = "/validate-lockstep-dev-v1alpha1-servicebinding"
 	ValidateStatusPath   = "/validate-lockstep-dev-v1alpha1-status"
 	ValidateBrokerPath   = "/validate-lockstep-dev-v1alpha1-servicebroker"
+	// ValidateMarketplacePath serves ServiceOfferings and ServicePlans.
+	ValidateMarketplacePath = "/validate-lockstep-dev-v1alpha1-marketplace"
 )
 
 // Handlers are the handlers lockstep serves.
@@ -28,6 +30,7 @@ type Handlers struct {
 	BindingValidator  *Validator[Binding]
 	StatusGuard       *StatusGuard
 	BrokerGuard       *BrokerGuard
+	MarketplaceGuard  *MarketplaceGuard
 }
 
 // webhookLog is the logger controller-runtime gives its webhooks.
@@ -51,6 +54,9 @@ func Register(srv webhook.Server, scheme *runtime.Scheme, h Handlers) {
 	srv.Register(ValidateStatusPath, withLogger(&admission.Webhook{Handler: h.StatusGuard}))
 	if h.BrokerGuard != nil {
 		srv.Register(ValidateBrokerPath, withLogger(&admission.Webhook{Handler: h.BrokerGuard}))
+	}
+	if h.MarketplaceGuard != nil {
+		srv.Register(ValidateMarketplacePath, withLogger(&admission.Webhook{Handler: h.MarketplaceGuard}))
 	}
 }
 

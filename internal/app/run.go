@@ -32,6 +32,7 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/catalog"
 	"github.com/lockstep-dev/lockstep/internal/controller/binding"
 	"github.com/lockstep-dev/lockstep/internal/controller/instance"
+	"github.com/lockstep-dev/lockstep/internal/controller/marketplace"
 	"github.com/lockstep-dev/lockstep/internal/controller/operations"
 	"github.com/lockstep-dev/lockstep/internal/controller/resync"
 	"github.com/lockstep-dev/lockstep/internal/controller/servicebroker"
@@ -116,6 +117,9 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the catalog reconciler: %w", err)
 	}
+	if err := (&marketplace.Reconciler{Client: mgr.GetClient(), Catalogs: catalogs}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the marketplace controller: %w", err)
+	}
 	clusterID, err := clusterID(ctx, restConfig, c.ClusterID)
 	if err != nil {
 		return err
@@ -180,6 +184,7 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 	admission.Register(mgr.GetWebhookServer(), scheme, admission.Handlers{
 		StatusGuard:       &admission.StatusGuard{Writers: writers},
 		BrokerGuard:       &admission.BrokerGuard{Reader: mgr.GetClient()},
+		MarketplaceGuard:  &admission.MarketplaceGuard{Writers: writers, Brokers: mgr.GetAPIReader()},
 		InstanceDefaulter: admission.NewInstanceDefaulter(mgr.GetClient()),
 		InstanceValidator: admission.NewInstanceValidator(deps, nil),
 		BindingDefaulter:  admission.NewBindingDefaulter(),

@@ -144,3 +144,9 @@ func (e *Entry) PlanName(id string) string {
 	}
 	return id
 }
+
+// PlanSchemas returns the compiled schemas of the plan with this OSB id
+// (current or removed), or why the broker's schemas for it are unusable.
+func (e *Entry) PlanSchemas(planID string) (*schema.PlanSchemas, error) {
+	return e.schemas[planID], e.schemaErrors[planID]
+}

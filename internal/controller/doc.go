@@ -11,6 +11,8 @@
 //     owner reference, and the bindings' finalizer;
 //   - servicebroker: loads every catalog into admission's cache and writes
 //     ServiceBroker status; it runs on every replica;
+//   - marketplace: the only writer of ServiceOfferings and ServicePlans,
+//     from the catalogs servicebroker loaded;
 //   - resync: what instance and binding need to compare an object with
 //     what its broker holds (comparison, per-broker limits, schedule).
 //

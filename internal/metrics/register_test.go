@@ -24,6 +24,7 @@ func TestServedByTheManagersRegistry(t *testing.T) {
 	ResyncResult("ServiceInstance", "PlanDrift")
 	ResyncCorrection("ServiceInstance", "started")
 	OperationPruned("expired")
+	MarketplaceWrite("ServicePlan", "create")
 
 	tests := []struct {
 		name, kind, sample string
@@ -37,6 +38,7 @@ func TestServedByTheManagersRegistry(t *testing.T) {
 		{"lockstep_operation_records_pruned_total", "counter", `lockstep_operation_records_pruned_total{reason="expired"}`},
 		{"lockstep_resync_results_total", "counter", `lockstep_resync_results_total{kind="ServiceInstance",result="PlanDrift"}`},
 		{"lockstep_resync_corrections_total", "counter", `lockstep_resync_corrections_total{kind="ServiceInstance",outcome="started"}`},
+		{"lockstep_marketplace_writes_total", "counter", `lockstep_marketplace_writes_total{kind="ServicePlan",verb="create"}`},
 	}
 	families, err := ctrlmetrics.Registry.Gather()
 	require.NoError(t, err)

@@ -179,6 +179,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, sb *v1alpha1.ServiceBroker
 		sb.Status.LastCatalogSync = &now
 		cond.Status, cond.Reason = metav1.ConditionTrue, "CatalogLoaded"
 		cond.Message = fmt.Sprintf("catalog loaded: %d services, %d plans", len(e.Catalog.Services), plans)
+		meta.SetStatusCondition(&sb.Status.Conditions, schemasCondition(e, sb.Generation))
 	}
 	meta.SetStatusCondition(&sb.Status.Conditions, cond)
 	if err := r.Client.Status().Patch(ctx, sb, patch); err != nil {

@@ -156,15 +156,16 @@ func compileDoc(w which, doc any, draft *jsonschema.Draft) (*jsonschema.Schema, 
 	return c.Compile(loc)
 }
 
-// errRemoteRef is why noRemoteLoader loads nothing.
-var errRemoteRef = errors.New("lockstep resolves $ref only within the schema itself and never fetches remote or file references")
+// ErrRemoteRef is why noRemoteLoader loads nothing; a compile error of a
+// schema with a remote or file "$ref" wraps it.
+var ErrRemoteRef = errors.New("lockstep resolves $ref only within the schema itself and never fetches remote or file references")
 
 // noRemoteLoader refuses every URL: a schema's "$ref" may only point into
 // the schema itself (the draft metaschemas are built into the library and
 // never reach a loader).
 type noRemoteLoader struct{}
 
-func (noRemoteLoader) Load(string) (any, error) { return nil, errRemoteRef }
+func (noRemoteLoader) Load(string) (any, error) { return nil, ErrRemoteRef }
 
 // compileError is a schema that does not compile: its message is written
 // for a person, and it unwraps to the library's error.
@@ -191,8 +192,8 @@ func describeCompileError(w which, err error, draft string) error {
 	switch {
 	case errors.As(err, &invalid):
 		return compileErrorf(w, err, "is not a valid JSON Schema (read as %s): %s", draft, compileReason(err))
-	case errors.As(err, &load) && errors.Is(load.Err, errRemoteRef):
-		return compileErrorf(w, err, "refers to %q, outside the schema: %v; the broker must inline what it refers to", load.URL, errRemoteRef)
+	case errors.As(err, &load) && errors.Is(load.Err, ErrRemoteRef):
+		return compileErrorf(w, errors.Join(err, ErrRemoteRef), "refers to %q, outside the schema: %v; the broker must inline what it refers to", load.URL, ErrRemoteRef)
 	}
 	return compileErrorf(w, err, "does not compile: %s", compileReason(err))
 }

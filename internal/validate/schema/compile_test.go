@@ -137,7 +137,8 @@ func TestCompileErrorUnwrapsToTheLibrary(t *testing.T) {
 	var load *jsonschema.LoadURLError
 	require.True(t, errors.As(err, &load), "error %v", err)
 	assert.Equal(t, "http://example.com/s.json", load.URL)
-	assert.ErrorIs(t, load.Err, errRemoteRef)
+	assert.ErrorIs(t, load.Err, ErrRemoteRef)
+	assert.ErrorIs(t, err, ErrRemoteRef, "a remote reference can be told from other compile errors")
 }
 
 // TestCompileFetchesNothing points every kind of remote reference at a

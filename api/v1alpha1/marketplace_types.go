@@ -1,0 +1,254 @@
+package v1alpha1
+
+import (
+	"k8s.io/apimachinery/pkg/runtime"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// The marketplace: ServiceOfferings and ServicePlans show what the
+// registered brokers' catalogs offer, one object per service and per plan.
+// lockstep writes them from each broker's catalog, and only lockstep: the
+// validating webhook refuses every other writer. Admission never reads them;
+// it reads the catalog cache.
+
+// LabelBroker is on every ServiceOffering and ServicePlan: the ServiceBroker
+// whose catalog it comes from (when the broker's name fits a label value).
+const LabelBroker = "lockstep.dev/broker"
+
+// ConditionSchemasUsable is the condition type that says whether lockstep
+// can use a plan's parameter schemas (on a ServicePlan), or every plan's
+// (on a ServiceBroker).
+const ConditionSchemasUsable = "SchemasUsable"
+
+// MaintenanceInfo is a plan's maintenance version, as the broker gave it.
+type MaintenanceInfo struct {
+	// Version of the plan's maintenance (semantic version).
+	Version string `json:"version"`
+	// Description of what the version brings.
+	// +optional
+	Description string `json:"description,omitempty"`
+}
+
+// PlanSchemas are a plan's three parameter schemas, as the broker gave them.
+type PlanSchemas struct {
+	// InstanceCreate is the schema of a provision's parameters
+	// (service_instance.create.parameters).
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +optional
+	InstanceCreate *runtime.RawExtension `json:"instanceCreate,omitempty"`
+	// InstanceUpdate is the schema of an update's parameters
+	// (service_instance.update.parameters).
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +optional
+	InstanceUpdate *runtime.RawExtension `json:"instanceUpdate,omitempty"`
+	// BindingCreate is the schema of a bind's parameters
+	// (service_binding.create.parameters).
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +optional
+	BindingCreate *runtime.RawExtension `json:"bindingCreate,omitempty"`
+}
+
+// PlanParameter is one top-level parameter of a plan's create schema, for a
+// person reading `kubectl describe serviceplan`. describe prints the
+// fields in alphabetical order and the items of a list without a
+// separator: createOnly is always present and sorts first, so that each
+// parameter starts with it.
+type PlanParameter struct {
+	// Name of the parameter (a key of spec.parameters).
+	Name string `json:"name"`
+	// Type is the schema's "type" ("string", "integer", "object"...; several
+	// joined by "|"); empty when the schema does not say.
+	// +optional
+	Type string `json:"type,omitempty"`
+	// Description is the schema's "description" (or else its "title").
+	// +optional
+	Description string `json:"description,omitempty"`
+	// Required is true when the create schema requires the parameter.
+	// +optional
+	Required bool `json:"required,omitempty"`
+	// Values are the allowed values: the schema's "enum" (or "const"),
+	// each as JSON.
+	// +optional
+	Values []string `json:"values,omitempty"`
+	// Default is the schema's "default", as JSON.
+	// +optional
+	Default string `json:"default,omitempty"`
+	// CreateOnly is true when the parameter (or a part of it) cannot change
+	// after creation: it is in the create schema, not in the update schema.
+	CreateOnly bool `json:"createOnly"`
+}
+
+// ServiceOfferingSpec is one service of a broker's catalog.
+type ServiceOfferingSpec struct {
+	// BrokerName is the ServiceBroker whose catalog has the service.
+	BrokerName string `json:"brokerName" lockstep:"readonly"`
+	// Name of the service at the broker (what ServiceInstances name in
+	// spec.serviceName).
+	Name string `json:"name" lockstep:"readonly"`
+	// ID of the service at the broker.
+	ID string `json:"id" lockstep:"readonly"`
+	// Description of the service, from the broker.
+	// +optional
+	Description string `json:"description,omitempty" lockstep:"readonly"`
+	// Bindable is true when instances of the service can be bound (a plan
+	// may say otherwise).
+	// +optional
+	Bindable bool `json:"bindable,omitempty" lockstep:"readonly"`
+	// PlanUpdateable is true when instances may change plan (a plan may say
+	// otherwise).
+	// +optional
+	PlanUpdateable bool `json:"planUpdateable,omitempty" lockstep:"readonly"`
+	// InstancesRetrievable is true when the broker lets lockstep read its
+	// instances (needed for adoption and drift detection).
+	// +optional
+	InstancesRetrievable bool `json:"instancesRetrievable,omitempty" lockstep:"readonly"`
+	// BindingsRetrievable is true when the broker lets lockstep read its
+	// bindings.
+	// +optional
+	BindingsRetrievable bool `json:"bindingsRetrievable,omitempty" lockstep:"readonly"`
+	// Tags of the service, from the broker.
+	// +optional
+	Tags []string `json:"tags,omitempty" lockstep:"readonly"`
+	// Metadata of the service, as the broker gave it.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +optional
+	Metadata *runtime.RawExtension `json:"metadata,omitempty" lockstep:"readonly"`
+}
+
+// MarketplaceStatus is the status of a ServiceOffering or ServicePlan.
+type MarketplaceStatus struct {
+	// RemovedFromCatalog is true when the entry left the broker's catalog
+	// while instances still use it: it takes no new instances, and goes
+	// once no instance uses it.
+	// +optional
+	RemovedFromCatalog bool `json:"removedFromCatalog,omitempty" lockstep:"readonly"`
+	// Conditions: SchemasUsable (plans) is False when lockstep cannot use
+	// a schema the broker gave, with the reason.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty" lockstep:"readonly"`
+}
+
+// ServiceOffering is one service of a registered broker's catalog, written
+// by lockstep from the catalog; read-only for everybody else.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster,shortName=offering;offerings,categories=marketplace;lockstep
+// +kubebuilder:subresource:status
+// +kubebuilder:selectablefield:JSONPath=`.spec.brokerName`
+// +kubebuilder:selectablefield:JSONPath=`.spec.name`
+// +kubebuilder:printcolumn:name="Broker",type=string,JSONPath=`.spec.brokerName`
+// +kubebuilder:printcolumn:name="Service",type=string,JSONPath=`.spec.name`
+// +kubebuilder:printcolumn:name="Bindable",type=boolean,JSONPath=`.spec.bindable`
+// +kubebuilder:printcolumn:name="Removed",type=boolean,JSONPath=`.status.removedFromCatalog`
+// +kubebuilder:printcolumn:name="Description",type=string,JSONPath=`.spec.description`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type ServiceOffering struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   ServiceOfferingSpec `json:"spec"`
+	Status MarketplaceStatus   `json:"status,omitempty"`
+}
+
+// ServiceOfferingList is a list of ServiceOfferings.
+//
+// +kubebuilder:object:root=true
+type ServiceOfferingList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ServiceOffering `json:"items"`
+}
+
+// ServicePlanSpec is one plan of a broker's catalog.
+type ServicePlanSpec struct {
+	// BrokerName is the ServiceBroker whose catalog has the plan.
+	BrokerName string `json:"brokerName" lockstep:"readonly"`
+	// ServiceName is the plan's service (what ServiceInstances name in
+	// spec.serviceName).
+	ServiceName string `json:"serviceName" lockstep:"readonly"`
+	// ServiceID is the OSB id of the plan's service.
+	ServiceID string `json:"serviceID" lockstep:"readonly"`
+	// Name of the plan at the broker (what ServiceInstances name in
+	// spec.planName).
+	Name string `json:"name" lockstep:"readonly"`
+	// ID of the plan at the broker.
+	ID string `json:"id" lockstep:"readonly"`
+	// Description of the plan, from the broker.
+	// +optional
+	Description string `json:"description,omitempty" lockstep:"readonly"`
+	// Free is true when the plan costs nothing.
+	Free bool `json:"free" lockstep:"readonly"`
+	// Bindable is true when instances of the plan can be bound (the plan's
+	// own value, or else its service's).
+	Bindable bool `json:"bindable" lockstep:"readonly"`
+	// PlanUpdateable is true when an instance may change to or from this
+	// plan (the plan's own value, or else its service's).
+	PlanUpdateable bool `json:"planUpdateable" lockstep:"readonly"`
+	// MaintenanceInfo is the plan's maintenance version, from the broker.
+	// +optional
+	MaintenanceInfo *MaintenanceInfo `json:"maintenanceInfo,omitempty" lockstep:"readonly"`
+	// Metadata of the plan, as the broker gave it.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +optional
+	Metadata *runtime.RawExtension `json:"metadata,omitempty" lockstep:"readonly"`
+	// Schemas are the plan's parameter schemas, as the broker gave them (a
+	// schema too large to keep here is left out; see the SchemasUsable
+	// condition).
+	// +optional
+	Schemas *PlanSchemas `json:"schemas,omitempty" lockstep:"readonly"`
+	// CreateOnlyParameters are the parameters that cannot change after
+	// creation (in the create schema, not in the update schema), as paths
+	// below spec.parameters.
+	// +optional
+	CreateOnlyParameters []string `json:"createOnlyParameters,omitempty" lockstep:"readonly"`
+	// Parameters are the create schema's top-level parameters, with their
+	// types, descriptions and allowed values.
+	// +optional
+	Parameters []PlanParameter `json:"parameters,omitempty" lockstep:"readonly"`
+}
+
+// ServicePlan is one plan of a registered broker's catalog, written by
+// lockstep from the catalog; read-only for everybody else.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster,shortName=plan;plans,categories=marketplace;lockstep
+// +kubebuilder:subresource:status
+// +kubebuilder:selectablefield:JSONPath=`.spec.brokerName`
+// +kubebuilder:selectablefield:JSONPath=`.spec.serviceName`
+// +kubebuilder:selectablefield:JSONPath=`.spec.name`
+// +kubebuilder:printcolumn:name="Broker",type=string,JSONPath=`.spec.brokerName`
+// +kubebuilder:printcolumn:name="Service",type=string,JSONPath=`.spec.serviceName`
+// +kubebuilder:printcolumn:name="Plan",type=string,JSONPath=`.spec.name`
+// +kubebuilder:printcolumn:name="Free",type=boolean,JSONPath=`.spec.free`
+// +kubebuilder:printcolumn:name="Bindable",type=boolean,JSONPath=`.spec.bindable`
+// +kubebuilder:printcolumn:name="Removed",type=boolean,JSONPath=`.status.removedFromCatalog`
+// +kubebuilder:printcolumn:name="Description",type=string,JSONPath=`.spec.description`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type ServicePlan struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   ServicePlanSpec   `json:"spec"`
+	Status MarketplaceStatus `json:"status,omitempty"`
+}
+
+// ServicePlanList is a list of ServicePlans.
+//
+// +kubebuilder:object:root=true
+type ServicePlanList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ServicePlan `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&ServiceOffering{}, &ServiceOfferingList{}, &ServicePlan{}, &ServicePlanList{})
+}

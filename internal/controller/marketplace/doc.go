@@ -1,0 +1,11 @@
+// Package marketplace is the controller that writes each registered
+// broker's catalog as ServiceOfferings and ServicePlans (see
+// internal/marketplace for what it writes). It reads the catalog the
+// servicebroker controller loaded into the replica's catalog cache, runs in
+// the elected replica only (one writer), and writes an object only when it
+// differs from what the catalog says. A plan that leaves the catalog is
+// marked removedFromCatalog while a ServiceInstance uses it (by broker,
+// service and plan name) and deleted once none does; a service goes with its
+// last plan. Everything a ServiceBroker's catalog wrote is owned by it, so
+// the garbage collector deletes it with the broker.
+package marketplace

@@ -1,0 +1,218 @@
+package marketplace
+
+import (
+	"context"
+	"encoding/json"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/broker"
+	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
+	"github.com/lockstep-dev/lockstep/internal/catalog"
+)
+
+// harness is the reconciler over a fake API server that counts writes.
+type harness struct {
+	t        *testing.T
+	client   client.Client
+	catalogs *catalog.Cache
+	r        *Reconciler
+	writes   int
+}
+
+func newHarness(t *testing.T, objs ...client.Object) *harness {
+	scheme := runtime.NewScheme()
+	require.NoError(t, v1alpha1.AddToScheme(scheme))
+	h := &harness{t: t, catalogs: catalog.NewCache(time.Second)}
+	sb := &v1alpha1.ServiceBroker{ObjectMeta: metav1.ObjectMeta{Name: "acme", UID: "acme-uid"}}
+	count := func() { h.writes++ }
+	h.client = fake.NewClientBuilder().WithScheme(scheme).
+		WithObjects(append(objs, sb)...).
+		WithStatusSubresource(&v1alpha1.ServiceOffering{}, &v1alpha1.ServicePlan{}, &v1alpha1.ServiceBroker{}).
+		WithInterceptorFuncs(interceptor.Funcs{
+			Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+				count()
+				return c.Create(ctx, obj, opts...)
+			},
+			Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+				count()
+				return c.Update(ctx, obj, opts...)
+			},
+			Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
+				count()
+				return c.Patch(ctx, obj, p, opts...)
+			},
+			Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+				count()
+				return c.Delete(ctx, obj, opts...)
+			},
+			SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+				count()
+				return c.SubResource(sub).Update(ctx, obj, opts...)
+			},
+		}).Build()
+	h.r = &Reconciler{Client: h.client, Catalogs: h.catalogs}
+	return h
+}
+
+// sync stores cat (with the removed plans in use) as the broker's catalog,
+// reconciles, and returns how many writes it made.
+func (h *harness) sync(cat broker.Catalog, removed ...broker.ServicePlan) int {
+	h.t.Helper()
+	require.NoError(h.t, cat.Validate())
+	h.catalogs.Store(catalog.NewEntry("acme", nil, &cat, removed, time.Now()))
+	before := h.writes
+	_, err := h.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKey{Name: "acme"}})
+	require.NoError(h.t, err)
+	return h.writes - before
+}
+
+func (h *harness) plans() map[string]v1alpha1.ServicePlan {
+	var list v1alpha1.ServicePlanList
+	require.NoError(h.t, h.client.List(context.Background(), &list))
+	out := map[string]v1alpha1.ServicePlan{}
+	for _, p := range list.Items {
+		out[p.Name] = p
+	}
+	return out
+}
+
+func (h *harness) offerings() []string {
+	var list v1alpha1.ServiceOfferingList
+	require.NoError(h.t, h.client.List(context.Background(), &list))
+	var out []string
+	for _, o := range list.Items {
+		name := o.Name
+		if o.Status.RemovedFromCatalog {
+			name += " (removed)"
+		}
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func keys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func TestSyncWritesOnlyWhatChanged(t *testing.T) {
+	h := newHarness(t)
+	cat := brokertest.DefaultCatalog()
+
+	// 2 offerings (a create each) and 5 plans (a create and a status write each).
+	assert.Equal(t, 12, h.sync(cat), "first sync")
+	assert.Equal(t, []string{"acme.db", "acme.queue"}, h.offerings())
+	assert.Equal(t, []string{"acme.db.fixed", "acme.db.large", "acme.db.small", "acme.queue.shared", "acme.queue.standard"}, keys(h.plans()))
+
+	small := h.plans()["acme.db.small"]
+	assert.Equal(t, "db", small.Spec.ServiceName)
+	assert.Equal(t, []string{"region"}, small.Spec.CreateOnlyParameters)
+	assert.Equal(t, []metav1.OwnerReference{{APIVersion: "lockstep.dev/v1alpha1", Kind: "ServiceBroker", Name: "acme", UID: "acme-uid", Controller: ptr.To(true)}},
+		small.OwnerReferences)
+	assert.Equal(t, "acme", small.Labels[v1alpha1.LabelBroker])
+	require.NotNil(t, small.Spec.Schemas)
+	require.NotNil(t, small.Spec.Schemas.InstanceCreate)
+
+	tests := []struct {
+		name   string
+		change func(c *broker.Catalog)
+		writes int
+	}{
+		{"nothing changed", func(*broker.Catalog) {}, 0},
+		{"nothing changed, schemas re-spaced and re-ordered by the broker", func(c *broker.Catalog) {
+			s := c.Services[0].Plans[0].Schemas.ServiceInstance.Create
+			var v map[string]any
+			require.NoError(t, json.Unmarshal(s.Parameters, &v))
+			s.Parameters, _ = json.MarshalIndent(v, "", "    ")
+		}, 0},
+		{"a plan's description", func(c *broker.Catalog) { c.Services[0].Plans[0].Description = "changed" }, 1},
+		{"a service's tags", func(c *broker.Catalog) { c.Services[1].Tags = []string{"new"} }, 1},
+		{"a plan's schema", func(c *broker.Catalog) {
+			c.Services[0].Plans[1].Schemas.ServiceInstance.Update.Parameters = json.RawMessage(`{"type":"object"}`)
+		}, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.change(&cat)
+			assert.Equal(t, tt.writes, h.sync(cat))
+			assert.Equal(t, 0, h.sync(cat), "again, unchanged")
+		})
+	}
+}
+
+func TestRemovedPlansAreMarkedWhileInUseThenDeleted(t *testing.T) {
+	instance := &v1alpha1.ServiceInstance{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "db"},
+		Spec:       v1alpha1.ServiceInstanceSpec{BrokerName: "acme", ServiceName: "db", PlanName: "small"},
+	}
+	h := newHarness(t, instance)
+	full := brokertest.DefaultCatalog()
+	h.sync(full)
+
+	// "queue" leaves the catalog (no instance uses it), and so does "small"
+	// (an instance uses it).
+	cut := brokertest.DefaultCatalog()
+	cut.Services = cut.Services[:1]
+	small := cut.Services[0].Plans[0]
+	cut.Services[0].Plans = cut.Services[0].Plans[1:]
+	removed := broker.ServicePlan{Service: &full.Services[0], Plan: &small}
+	h.sync(cut, removed)
+	assert.Equal(t, []string{"acme.db"}, h.offerings(), "an unused service goes with its plans")
+	plans := h.plans()
+	assert.Equal(t, []string{"acme.db.fixed", "acme.db.large", "acme.db.small"}, keys(plans))
+	assert.True(t, plans["acme.db.small"].Status.RemovedFromCatalog, "in use: marked")
+	assert.False(t, plans["acme.db.large"].Status.RemovedFromCatalog)
+	assert.Equal(t, 0, h.sync(cut, removed), "marked once")
+
+	// The whole service leaves; its plan in use keeps it, marked.
+	h.sync(broker.Catalog{Services: []broker.Service{}}, removed)
+	assert.Equal(t, []string{"acme.db (removed)"}, h.offerings())
+	assert.Equal(t, []string{"acme.db.small"}, keys(h.plans()))
+
+	// The instance goes: so do the plan and its service.
+	require.NoError(t, h.client.Delete(context.Background(), instance))
+	h.sync(broker.Catalog{Services: []broker.Service{}}, removed)
+	assert.Empty(t, h.offerings())
+	assert.Empty(t, h.plans())
+}
+
+func TestUnusableSchemasAreConditions(t *testing.T) {
+	h := newHarness(t)
+	cat := brokertest.DefaultCatalog()
+	plans := cat.Services[1].Plans
+	plans[0].Schemas = &broker.Schemas{ServiceInstance: &broker.ServiceInstanceSchemas{
+		Create: &broker.InputParameters{Parameters: json.RawMessage(`{"type":"object","properties":{"a":{"$ref":"https://example.com/a.json"}}}`)}}}
+	plans[1].Schemas = &broker.Schemas{ServiceInstance: &broker.ServiceInstanceSchemas{
+		Create: &broker.InputParameters{Parameters: json.RawMessage(`{"type":"string"}`)}}}
+	h.sync(cat)
+	got := h.plans()
+	reason := func(name string) string {
+		for _, c := range got[name].Status.Conditions {
+			if c.Type == v1alpha1.ConditionSchemasUsable {
+				return string(c.Status) + " " + c.Reason
+			}
+		}
+		return "none"
+	}
+	assert.Equal(t, "True Usable", reason("acme.db.small"))
+	assert.Equal(t, "False RemoteReference", reason("acme.queue.standard"))
+	assert.Equal(t, "False NotAnObjectSchema", reason("acme.queue.shared"))
+}

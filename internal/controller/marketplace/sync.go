@@ -1,0 +1,295 @@
+package marketplace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/marketplace"
+	"github.com/lockstep-dev/lockstep/internal/metrics"
+)
+
+// sync is one pass over one broker's marketplace: it compares what the API
+// server holds (the cache) with what the catalog says, and writes only the
+// differences.
+type sync struct {
+	client client.Client
+	broker *v1alpha1.ServiceBroker
+	writes int
+}
+
+// errStale says the cache was behind the API server (an object created or
+// changed by the previous pass is not in it yet): the pass stops and runs
+// again shortly, with nothing logged as an error.
+var errStale = errors.New("the cache is behind the API server")
+
+// planKey is what ServiceInstances name a plan by.
+type planKey struct{ service, plan string }
+
+func (s *sync) run(ctx context.Context, want marketplace.Catalog) error {
+	inUse, err := s.plansInUse(ctx)
+	if err != nil {
+		return err
+	}
+	keptServices, err := s.syncPlans(ctx, want.Plans, inUse)
+	if err != nil {
+		return err
+	}
+	return s.syncOfferings(ctx, want.Offerings, keptServices)
+}
+
+// plansInUse are the plans of this broker that some ServiceInstance names.
+func (s *sync) plansInUse(ctx context.Context) (map[planKey]bool, error) {
+	var instances v1alpha1.ServiceInstanceList
+	if err := s.client.List(ctx, &instances); err != nil {
+		return nil, fmt.Errorf("listing ServiceInstances to find the plans in use: %w", err)
+	}
+	out := map[planKey]bool{}
+	for _, si := range instances.Items {
+		if si.Spec.BrokerName == s.broker.Name {
+			out[planKey{si.Spec.ServiceName, si.Spec.PlanName}] = true
+		}
+	}
+	return out, nil
+}
+
+// syncPlans writes the broker's ServicePlans, matched to catalog plans by
+// OSB id, and returns the ids of the services that keep a ServicePlan.
+func (s *sync) syncPlans(ctx context.Context, want []v1alpha1.ServicePlan, inUse map[planKey]bool) (map[string]bool, error) {
+	var list v1alpha1.ServicePlanList
+	if err := s.client.List(ctx, &list); err != nil {
+		return nil, fmt.Errorf("listing ServicePlans: %w", err)
+	}
+	stored := map[string]*v1alpha1.ServicePlan{} // by plan id
+	for i := range list.Items {
+		if p := &list.Items[i]; p.Spec.BrokerName == s.broker.Name {
+			stored[p.Spec.ID] = p
+		}
+	}
+	kept := map[string]bool{}
+	wanted := map[string]bool{}
+	for i := range want {
+		d := &want[i]
+		wanted[d.Spec.ID] = true
+		used := inUse[planKey{d.Spec.ServiceName, d.Spec.Name}]
+		cur := stored[d.Spec.ID]
+		if d.Status.RemovedFromCatalog && !used {
+			if cur != nil {
+				if err := s.delete(ctx, cur, "ServicePlan"); err != nil {
+					return nil, err
+				}
+			}
+			continue
+		}
+		kept[d.Spec.ServiceID] = true
+		if err := s.writePlan(ctx, cur, d); err != nil {
+			return nil, err
+		}
+	}
+	// Plans no catalog knows any more (not even as removed and in use).
+	for id, cur := range stored {
+		if wanted[id] {
+			continue
+		}
+		if !inUse[planKey{cur.Spec.ServiceName, cur.Spec.Name}] {
+			if err := s.delete(ctx, cur, "ServicePlan"); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		kept[cur.Spec.ServiceID] = true
+		d := cur.DeepCopy()
+		d.Status.RemovedFromCatalog = true
+		if err := s.writePlan(ctx, cur, d); err != nil {
+			return nil, err
+		}
+	}
+	return kept, nil
+}
+
+// writePlan makes the stored plan cur (nil: none yet) what d says.
+func (s *sync) writePlan(ctx context.Context, cur, d *v1alpha1.ServicePlan) error {
+	if cur != nil && cur.Name != d.Name { // renamed at the broker
+		if err := s.delete(ctx, cur, "ServicePlan"); err != nil {
+			return err
+		}
+		cur = nil
+	}
+	if cur == nil {
+		created := d.DeepCopy()
+		created.Status = v1alpha1.MarketplaceStatus{} // the API server drops it; written next
+		if err := s.create(ctx, created, "ServicePlan"); err != nil {
+			return err
+		}
+		cur = created
+	} else if marketplace.PlanSpecChanged(cur, d) {
+		next := cur.DeepCopy()
+		next.Spec, next.OwnerReferences = d.Spec, d.OwnerReferences
+		setBrokerLabel(&next.ObjectMeta, d.Labels)
+		if err := s.update(ctx, next, "ServicePlan"); err != nil {
+			return err
+		}
+		cur = next
+	}
+	status, changed := marketplace.StatusChanged(cur.Status, d.Status)
+	if !changed {
+		return nil
+	}
+	next := cur.DeepCopy()
+	next.Status = status
+	return s.updateStatus(ctx, next, "ServicePlan")
+}
+
+// syncOfferings writes the broker's ServiceOfferings: one per service of
+// the catalog, and one marked removed per service that left it but keeps
+// a plan in use (keptServices, by id).
+func (s *sync) syncOfferings(ctx context.Context, want []v1alpha1.ServiceOffering, keptServices map[string]bool) error {
+	var list v1alpha1.ServiceOfferingList
+	if err := s.client.List(ctx, &list); err != nil {
+		return fmt.Errorf("listing ServiceOfferings: %w", err)
+	}
+	stored := map[string]*v1alpha1.ServiceOffering{} // by service id
+	for i := range list.Items {
+		if o := &list.Items[i]; o.Spec.BrokerName == s.broker.Name {
+			stored[o.Spec.ID] = o
+		}
+	}
+	wanted := map[string]bool{}
+	for i := range want {
+		d := &want[i]
+		wanted[d.Spec.ID] = true
+		if d.Status.RemovedFromCatalog && !keptServices[d.Spec.ID] {
+			if cur := stored[d.Spec.ID]; cur != nil {
+				if err := s.delete(ctx, cur, "ServiceOffering"); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		if err := s.writeOffering(ctx, stored[d.Spec.ID], d); err != nil {
+			return err
+		}
+	}
+	for id, cur := range stored {
+		if wanted[id] {
+			continue
+		}
+		if !keptServices[id] {
+			if err := s.delete(ctx, cur, "ServiceOffering"); err != nil {
+				return err
+			}
+			continue
+		}
+		d := cur.DeepCopy()
+		d.Status.RemovedFromCatalog = true
+		if err := s.writeOffering(ctx, cur, d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeOffering makes the stored offering cur (nil: none yet) what d says.
+func (s *sync) writeOffering(ctx context.Context, cur, d *v1alpha1.ServiceOffering) error {
+	if cur != nil && cur.Name != d.Name {
+		if err := s.delete(ctx, cur, "ServiceOffering"); err != nil {
+			return err
+		}
+		cur = nil
+	}
+	if cur == nil {
+		created := d.DeepCopy()
+		created.Status = v1alpha1.MarketplaceStatus{} // the API server drops it; written next
+		if err := s.create(ctx, created, "ServiceOffering"); err != nil {
+			return err
+		}
+		cur = created
+	} else if marketplace.OfferingSpecChanged(cur, d) {
+		next := cur.DeepCopy()
+		next.Spec, next.OwnerReferences = d.Spec, d.OwnerReferences
+		setBrokerLabel(&next.ObjectMeta, d.Labels)
+		if err := s.update(ctx, next, "ServiceOffering"); err != nil {
+			return err
+		}
+		cur = next
+	}
+	status, changed := marketplace.StatusChanged(cur.Status, d.Status)
+	if !changed {
+		return nil
+	}
+	next := cur.DeepCopy()
+	next.Status = status
+	return s.updateStatus(ctx, next, "ServiceOffering")
+}
+
+// setBrokerLabel sets (or removes) the broker label as want has it, and
+// keeps every other label.
+func setBrokerLabel(m *metav1.ObjectMeta, want map[string]string) {
+	if v, ok := want[v1alpha1.LabelBroker]; ok {
+		if m.Labels == nil {
+			m.Labels = map[string]string{}
+		}
+		m.Labels[v1alpha1.LabelBroker] = v
+		return
+	}
+	delete(m.Labels, v1alpha1.LabelBroker)
+}
+
+func (s *sync) create(ctx context.Context, obj client.Object, kind string) error {
+	if err := s.client.Create(ctx, obj); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return errStale
+		}
+		return fmt.Errorf("creating %s %q: %w", kind, obj.GetName(), err)
+	}
+	s.count(kind, "create")
+	return nil
+}
+
+func (s *sync) update(ctx context.Context, obj client.Object, kind string) error {
+	if err := s.client.Update(ctx, obj); err != nil {
+		if apierrors.IsConflict(err) {
+			return errStale
+		}
+		return fmt.Errorf("updating %s %q: %w", kind, obj.GetName(), err)
+	}
+	s.count(kind, "update")
+	return nil
+}
+
+func (s *sync) updateStatus(ctx context.Context, obj client.Object, kind string) error {
+	if err := s.client.Status().Update(ctx, obj); err != nil {
+		if apierrors.IsConflict(err) {
+			return errStale
+		}
+		return fmt.Errorf("writing the status of %s %q: %w", kind, obj.GetName(), err)
+	}
+	s.count(kind, "status")
+	return nil
+}
+
+func (s *sync) delete(ctx context.Context, obj client.Object, kind string) error {
+	if err := ignoreGone(s.client.Delete(ctx, obj, client.Preconditions{UID: ptrUID(obj)})); err != nil {
+		return fmt.Errorf("deleting %s %q: %w", kind, obj.GetName(), err)
+	}
+	s.count(kind, "delete")
+	return nil
+}
+
+func (s *sync) count(kind, verb string) {
+	s.writes++
+	metrics.MarketplaceWrite(kind, verb)
+}
+
+// ptrUID is obj's UID, for a delete that must not hit a newer object of
+// the same name.
+func ptrUID(obj client.Object) *types.UID {
+	uid := obj.GetUID()
+	return &uid
+}

@@ -1,0 +1,222 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/broker"
+	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
+)
+
+// marketBroker registers a test broker of its own as ServiceBroker name,
+// so that its catalog can change without disturbing other tests.
+func marketBroker(t *testing.T, name string) *brokertest.Broker {
+	t.Helper()
+	b, err := brokertest.Start()
+	require.NoError(t, err)
+	t.Cleanup(b.Close)
+	require.NoError(t, registerBroker(name, b.URL()))
+	return b
+}
+
+// refreshBroker makes the catalog reconciler fetch the named broker's
+// catalog again and waits until it has.
+func refreshBroker(t *testing.T, name string) {
+	t.Helper()
+	var sb v1alpha1.ServiceBroker
+	require.NoError(t, cluster.client.Get(context.Background(), client.ObjectKey{Name: name}, &sb))
+	before := sb.Status.LastCatalogSync
+	if before != nil {
+		time.Sleep(time.Until(before.Add(time.Second))) // stored to the second
+	}
+	r := kubectl(t, "", "annotate", "servicebroker", name, "--overwrite", fmt.Sprintf("e2e.lockstep.dev/refresh=%d", time.Now().UnixNano()))
+	require.Equal(t, 0, r.ExitCode, r.Output())
+	require.Eventually(t, func() bool {
+		require.NoError(t, cluster.client.Get(context.Background(), client.ObjectKey{Name: name}, &sb))
+		return sb.Status.LastCatalogSync != nil && (before == nil || sb.Status.LastCatalogSync.After(before.Time))
+	}, 10*time.Second, 50*time.Millisecond)
+}
+
+// plansOf lists, as kubectl shows them, the names of the ServicePlans
+// selected by a field selector, one a line, sorted, with " removed" after
+// those marked removedFromCatalog.
+func plansOf(t *testing.T, selector string) string {
+	t.Helper()
+	r := kubectl(t, "", "get", "serviceplans", "--field-selector", selector,
+		"-o", `jsonpath={range .items[*]}{.metadata.name}={.status.removedFromCatalog}{"\n"}{end}`)
+	require.Equal(t, 0, r.ExitCode, r.Output())
+	var lines []string
+	for _, l := range strings.Fields(r.Stdout) {
+		name, removed, _ := strings.Cut(l, "=")
+		if removed == "true" {
+			name += " removed"
+		}
+		lines = append(lines, name)
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
+}
+
+// eventuallyPlans waits until the plans selected are want.
+func eventuallyPlans(t *testing.T, selector, want string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	got := plansOf(t, selector)
+	for got != want && time.Now().Before(deadline) {
+		time.Sleep(200 * time.Millisecond)
+		got = plansOf(t, selector)
+	}
+	require.Equal(t, want, got, "kubectl get serviceplans --field-selector %s", selector)
+}
+
+func TestMarketplaceFollowsTheCatalog(t *testing.T) {
+	const name = "market"
+	b := marketBroker(t, name)
+	sel := "spec.brokerName=" + name
+
+	// The catalog appears: every plan, selectable by service.
+	eventuallyPlans(t, sel, "market.db.fixed\nmarket.db.large\nmarket.db.small\nmarket.queue.shared\nmarket.queue.standard")
+	eventuallyPlans(t, sel+",spec.serviceName=db", "market.db.fixed\nmarket.db.large\nmarket.db.small")
+
+	r := kubectl(t, "", "get", "marketplace", "-l", v1alpha1.LabelBroker+"="+name)
+	require.Equal(t, 0, r.ExitCode, r.Output())
+	for _, want := range []string{"serviceoffering.lockstep.dev/market.db", "serviceoffering.lockstep.dev/market.queue",
+		"serviceplan.lockstep.dev/market.db.small", "SERVICE", "PLAN", "FREE", "BINDABLE", "REMOVED"} {
+		assert.Contains(t, r.Stdout, want, "kubectl get marketplace lists both kinds")
+	}
+	r = kubectl(t, "", "describe", "serviceplan", "market.db.small")
+	require.Equal(t, 0, r.ExitCode, r.Output())
+	for _, want := range []string{"Create Only Parameters:", "region", "Values:", `"17"`, "Create Only:", "true", "false", "Type:", "integer", "SchemasUsable"} {
+		assert.Contains(t, r.Stdout, want, "kubectl describe shows the parameters")
+	}
+
+	// An instance uses "small"; then the catalog changes: a description,
+	// "small" leaves (in use: marked), "queue" leaves (unused: gone).
+	ns := namespace(t)
+	manifest := strings.Replace(instanceWith(ns, "db", "small", ns+"-db", `{"region": "eu"}`), "brokerName: acme", "brokerName: "+name, 1)
+	r = kubectl(t, manifest, "apply", "-f", "-")
+	require.Equal(t, 0, r.ExitCode, r.Output())
+
+	changed := brokertest.DefaultCatalog()
+	changed.Services[0].Plans[1].Description = "a larger database"
+	changed.Services[0].Plans = changed.Services[0].Plans[1:] // without "small"
+	changed.Services = changed.Services[:1]                   // without "queue"
+	require.NoError(t, b.SetCatalog(changed))
+	refreshBroker(t, name)
+	eventuallyPlans(t, sel, "market.db.fixed\nmarket.db.large\nmarket.db.small removed")
+	r = kubectl(t, "", "get", "serviceplan", "market.db.large", "-o", "wide")
+	assert.Contains(t, r.Stdout, "a larger database", "updated, shown at -o wide")
+	r = kubectl(t, "", "get", "serviceofferings", "--field-selector", sel, "-o", "name")
+	assert.Equal(t, "serviceoffering.lockstep.dev/market.db\n", r.Stdout, "the unused service is gone")
+
+	// The instance goes: so does its removed plan.
+	r = kubectl(t, "", "delete", "serviceinstance", "db", "-n", ns, "--timeout=20s")
+	require.Equal(t, 0, r.ExitCode, r.Output())
+	eventuallyPlans(t, sel, "market.db.fixed\nmarket.db.large")
+
+	// The ServiceBroker goes: so does its marketplace (garbage collector).
+	require.NoError(t, cluster.client.Delete(context.Background(), &v1alpha1.ServiceBroker{ObjectMeta: metav1.ObjectMeta{Name: name}}))
+	eventuallyPlans(t, sel, "")
+	require.Eventually(t, func() bool {
+		var offerings v1alpha1.ServiceOfferingList
+		require.NoError(t, cluster.client.List(context.Background(), &offerings, client.MatchingFields{"spec.brokerName": name}))
+		return len(offerings.Items) == 0
+	}, 30*time.Second, 200*time.Millisecond, "the offerings go with their ServiceBroker")
+}
+
+func TestMarketplaceIsReadOnlyForEverybodyButLockstep(t *testing.T) {
+	const plan = "acme.db.small"
+	eventuallyPlans(t, "spec.brokerName=acme,spec.name=small", plan)
+	refused := `ServicePlans are written by lockstep from broker "acme"'s catalog; user "alice" may not`
+	for _, tt := range []struct {
+		name  string
+		stdin string
+		args  []string
+	}{
+		{"delete", "", []string{"delete", "serviceplan", plan}},
+		{"label", "", []string{"label", "serviceplan", plan, "mine=yes"}},
+		{"patch the spec", "", []string{"patch", "serviceplan", plan, "--type=merge", "-p", `{"spec":{"free":false}}`}},
+		{"patch the status", "", []string{"patch", "serviceplan", plan, "--subresource=status", "--type=merge", "-p", `{"status":{"removedFromCatalog":true}}`}},
+		{"create", `apiVersion: lockstep.dev/v1alpha1
+kind: ServicePlan
+metadata:
+  name: acme.db.forged
+spec:
+  brokerName: acme
+  serviceName: db
+  serviceID: db-service-id
+  name: forged
+  id: forged-id
+  free: true
+  bindable: true
+  planUpdateable: true
+`, []string{"create", "-f", "-"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := kubectl(t, tt.stdin, tt.args...)
+			assert.NotEqual(t, 0, r.ExitCode, "alice is a cluster administrator, and still refused")
+			assert.Contains(t, r.Stderr, refused)
+			assert.Contains(t, r.Stderr, "Forbidden")
+		})
+	}
+	r := kubectl(t, "", "delete", "serviceoffering", "acme.db")
+	assert.NotEqual(t, 0, r.ExitCode)
+	assert.Contains(t, r.Stderr, `ServiceOfferings are written by lockstep from broker "acme"'s catalog`)
+
+	var p v1alpha1.ServicePlan
+	require.NoError(t, cluster.client.Get(context.Background(), client.ObjectKey{Name: plan}, &p))
+	assert.True(t, p.Spec.Free)
+	assert.False(t, p.Status.RemovedFromCatalog)
+	assert.Empty(t, p.Labels["mine"])
+	err := cluster.client.Get(context.Background(), client.ObjectKey{Name: "acme.db.forged"}, &p)
+	assert.True(t, apierrors.IsNotFound(err), "nothing forged: %v", err)
+}
+
+func TestUnusableSchemaIsReportedOnThePlanAndTheBroker(t *testing.T) {
+	const name = "badschema"
+	b := marketBroker(t, name)
+	t.Cleanup(func() {
+		_ = cluster.client.Delete(context.Background(), &v1alpha1.ServiceBroker{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	})
+	cat := brokertest.DefaultCatalog()
+	cat.Services[1].Plans[0].Schemas = &broker.Schemas{ServiceInstance: &broker.ServiceInstanceSchemas{
+		Create: &broker.InputParameters{Parameters: []byte(`{"type": "object", "properties": {"a": {"$ref": "https://example.com/a.json"}}}`)}}}
+	require.NoError(t, b.SetCatalog(cat))
+	refreshBroker(t, name)
+
+	require.Eventually(t, func() bool {
+		var p v1alpha1.ServicePlan
+		if cluster.client.Get(context.Background(), client.ObjectKey{Name: name + ".queue.standard"}, &p) != nil {
+			return false
+		}
+		c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionSchemasUsable)
+		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == "RemoteReference"
+	}, 20*time.Second, 200*time.Millisecond, "the plan says why")
+	r := kubectl(t, "", "get", "servicebroker", name, "-o", `jsonpath={.status.conditions[?(@.type=="SchemasUsable")].message}`)
+	assert.Contains(t, r.Stdout, "1 plans have a parameter schema lockstep cannot use: queue/standard (RemoteReference)")
+}
+
+// TestReadmeMarketplace runs the README's section "## What can I
+// provision?" as TestReadmeWalkthrough runs the walkthrough: against the
+// embedded broker serving examples/bundles, as `make run` registers it.
+func TestReadmeMarketplace(t *testing.T) {
+	steps := readmeSection(t, "## What can I provision?")
+	require.GreaterOrEqual(t, len(steps), 3)
+	ns := namespace(t)
+	root, err := filepath.Abs("../..")
+	require.NoError(t, err)
+	runSteps(t, steps, root, walkthroughKubeconfig(t, ns), ns, func(out string) string { return out })
+}
