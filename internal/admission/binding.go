@@ -54,7 +54,7 @@ func NewBindingDefaulter() *Defaulter[Binding] {
 func NewBindingValidator(d Deps, hooks *validate.Hooks[Binding]) *Validator[Binding] {
 	return &Validator[Binding]{
 		Kind:     bindingKind,
-		Gate:     &reconcilePolicy[Binding]{kind: bindingKind, journal: d.Journal},
+		Gate:     &reconcilePolicy[Binding]{kind: bindingKind, journal: d.Journal, reader: d.Reader},
 		SameSpec: func(old, new Binding) bool { return equality.Semantic.DeepEqual(old.Spec, new.Spec) },
 		Checks: []Check[Binding]{
 			fieldPolicy[Binding](),

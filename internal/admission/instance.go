@@ -94,7 +94,7 @@ func NewInstanceValidator(d Deps, hooks *validate.Hooks[Instance]) *Validator[In
 	cat := &instanceCatalog{reader: d.Reader, cache: d.Catalogs}
 	return &Validator[Instance]{
 		Kind:     instanceKind,
-		Gate:     &reconcilePolicy[Instance]{kind: instanceKind, journal: d.Journal},
+		Gate:     &reconcilePolicy[Instance]{kind: instanceKind, journal: d.Journal, reader: d.Reader},
 		SameSpec: func(old, new Instance) bool { return sameInstanceSpec(&old.Spec, &new.Spec) },
 		Checks: []Check[Instance]{
 			fieldPolicy[Instance](),
@@ -145,6 +145,8 @@ func (c *liveBindings) Check(ctx context.Context, a *Attributes[Instance]) (fiel
 		return nil, nil, nil
 	}
 	sort.Strings(names)
-	return nil, nil, conflict("instance %q still has %d binding(s): %s; delete them first (kubectl delete servicebinding %s -n %s); the instance stays as it was",
-		si.Name, len(names), strings.Join(names, ", "), strings.Join(names, " "), si.Namespace)
+	return nil, nil, conflict("instance %q still has %d binding(s): %s; delete them first (kubectl delete servicebinding %s -n %s); the instance stays as it was; "+
+		"if their broker cannot unbind them, let them go without it: kubectl annotate servicebinding %s -n %s %s=%s",
+		si.Name, len(names), strings.Join(names, ", "), strings.Join(names, " "), si.Namespace,
+		strings.Join(names, " "), si.Namespace, v1alpha1.AnnotationReconcilePolicy, v1alpha1.PolicyDetachOnDelete)
 }

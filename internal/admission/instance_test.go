@@ -291,7 +291,7 @@ func TestInstanceValidator(t *testing.T) {
 				&v1alpha1.ServiceBinding{ObjectMeta: metav1.ObjectMeta{Name: "b1", Namespace: "team"}, Spec: v1alpha1.ServiceBindingSpec{InstanceName: "db"}},
 				&v1alpha1.ServiceBinding{ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: "team"}, Spec: v1alpha1.ServiceBindingSpec{InstanceName: "cache"}},
 			},
-			wantCode: http.StatusConflict, wantMsg: []string{`instance "db" still has 2 binding(s): b1, b2`},
+			wantCode: http.StatusConflict, wantMsg: []string{`instance "db" still has 2 binding(s): b1, b2`, "kubectl annotate servicebinding b1 b2 -n team lockstep.dev/reconcile-policy=detach-on-delete"},
 			wantCalls: map[brokertest.Op]int{},
 		},
 		{

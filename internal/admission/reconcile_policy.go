@@ -41,6 +41,8 @@ type Gate[T client.Object] interface {
 type reconcilePolicy[T client.Object] struct {
 	kind    schema.GroupKind
 	journal *journal.Journal
+	// reader finds a binding's instance, whose broker a detach names.
+	reader client.Reader
 }
 
 func (g *reconcilePolicy[T]) Pass(ctx context.Context, a *Attributes[T]) (bool, admission.Warnings, error) {
@@ -98,7 +100,7 @@ func (g *reconcilePolicy[T]) Pass(ctx context.Context, a *Attributes[T]) (bool, 
 func (g *reconcilePolicy[T]) detach(ctx context.Context, a *Attributes[T], policy v1alpha1.ReconcilePolicy) error {
 	obj := a.Old
 	in := journal.Intent{
-		ID: string(obj.GetUID()), Target: obj, Kind: g.kind.Kind, ExternalID: externalID(obj), Broker: brokerOf(obj),
+		ID: string(obj.GetUID()), Target: obj, Kind: g.kind.Kind, ExternalID: externalID(obj), Broker: g.brokerOf(ctx, obj),
 		Verb: v1alpha1.VerbDetach, User: a.User,
 	}
 	rec, err := g.journal.Begin(ctx, in)
@@ -127,9 +129,17 @@ func externalID(obj client.Object) string {
 	return ""
 }
 
-func brokerOf(obj client.Object) string {
-	if si, ok := obj.(*v1alpha1.ServiceInstance); ok {
-		return si.Spec.BrokerName
+// brokerOf names the ServiceBroker of an instance, or of a binding's
+// instance; "" when the instance is gone.
+func (g *reconcilePolicy[T]) brokerOf(ctx context.Context, obj client.Object) string {
+	switch o := obj.(type) {
+	case *v1alpha1.ServiceInstance:
+		return o.Spec.BrokerName
+	case *v1alpha1.ServiceBinding:
+		var si v1alpha1.ServiceInstance
+		if g.reader != nil && g.reader.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.Spec.InstanceName}, &si) == nil {
+			return si.Spec.BrokerName
+		}
 	}
 	return ""
 }

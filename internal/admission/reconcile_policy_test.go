@@ -132,3 +132,21 @@ func TestDeleteRefusalsNameTheWayOut(t *testing.T) {
 		})
 	}
 }
+
+// TestDetachedBindingNamesItsBroker: the record of a binding deleted
+// without its broker names the broker of its instance.
+func TestDetachedBindingNamesItsBroker(t *testing.T) {
+	h := newHarness(t, instance("small", ""))
+	b := binding("", withBindingAnnotations(map[string]string{v1alpha1.AnnotationReconcilePolicy: string(v1alpha1.PolicyDetachOnDelete)}))
+	_, err := h.admitBinding(admissionv1.Delete, b, nil, false)
+	require.NoError(t, err)
+	records := h.records(t)
+	require.Len(t, records, 1)
+	assert.Equal(t, v1alpha1.VerbDetach, records[0].Spec.Verb)
+	assert.Equal(t, "acme", records[0].Spec.BrokerName)
+	assert.Zero(t, h.broker.Count(brokertest.OpUnbind), "the broker keeps the binding")
+}
+
+func withBindingAnnotations(a map[string]string) func(*v1alpha1.ServiceBinding) {
+	return func(b *v1alpha1.ServiceBinding) { b.Annotations = a }
+}

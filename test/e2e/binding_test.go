@@ -102,6 +102,8 @@ func TestBindWritesTheCredentialsIntoAnOwnedSecret(t *testing.T) {
 	r = kubectl(t, "", "delete", "serviceinstance", "db", "-n", ns, "--wait=false")
 	assert.NotEqual(t, 0, r.ExitCode)
 	assert.Contains(t, r.Stderr, `instance "db" still has 1 binding(s): creds`)
+	assert.Contains(t, r.Stderr, "kubectl annotate servicebinding creds -n "+ns+" lockstep.dev/reconcile-policy=detach-on-delete",
+		"the way out when the broker cannot unbind")
 	assert.Nil(t, getInstance(t, ns, "db").DeletionTimestamp)
 }
 
