@@ -27,7 +27,7 @@ func (r *Reconciler) finalize(ctx context.Context, b *v1alpha1.ServiceBinding) (
 	}
 	recorded, err := journal.DeleteConfirmed, error(nil)
 	if !v1alpha1.KeepsBrokerOnDelete(b) { // else the broker keeps the binding
-		recorded, err = journal.DeleteRecorded(ctx, r.Client, r.APIReader, r.Namespace, b.Namespace, b.UID, v1alpha1.VerbUnbind)
+		recorded, err = journal.DeleteRecorded(ctx, r.Client, r.APIReader, r.Leases, r.Namespace, journal.KeyOf(kind, b), b.UID, v1alpha1.VerbUnbind)
 	}
 	if err != nil {
 		return ctrl.Result{}, err

@@ -31,7 +31,7 @@ func (r *Reconciler) finalize(ctx context.Context, si *v1alpha1.ServiceInstance)
 	}
 	recorded, err := journal.DeleteConfirmed, error(nil)
 	if !v1alpha1.KeepsBrokerOnDelete(si) { // else the broker keeps the instance
-		recorded, err = journal.DeleteRecorded(ctx, r.Client, r.APIReader, r.Namespace, si.Namespace, si.UID, v1alpha1.VerbDeprovision)
+		recorded, err = journal.DeleteRecorded(ctx, r.Client, r.APIReader, r.Leases, r.Namespace, journal.KeyOf(kind, si), si.UID, v1alpha1.VerbDeprovision)
 	}
 	if err != nil {
 		return ctrl.Result{}, err
