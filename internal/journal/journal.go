@@ -28,8 +28,9 @@ const (
 	LabelTargetUID  = "lockstep.dev/target-uid"
 )
 
-// Journal writes the BrokerOperation records: one before every broker call
-// (write-ahead), then the broker's answer. Records never hold credentials:
+// Journal writes the BrokerOperation records: one for every broker call,
+// with the broker's answer (the lock carries it until then, see Carrier).
+// Records never hold credentials:
 // only who asked, what, the spec hash, the broker's status and description.
 type Journal struct {
 	Client client.Client
