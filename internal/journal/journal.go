@@ -302,6 +302,11 @@ func SpecHash(spec any) string {
 	return hex.EncodeToString(sum[:8])
 }
 
+// SameSpec reports whether two specs mean the same: the same SpecHash.
+func SameSpec(a, b any) bool {
+	return SpecHash(a) == SpecHash(b)
+}
+
 // SpecOf is the spec of an operation's object (nil for another kind).
 func SpecOf(obj client.Object) any {
 	switch t := obj.(type) {
