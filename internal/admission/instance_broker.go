@@ -30,10 +30,11 @@ type BrokerOptions struct {
 
 // instanceBroker carries an instance's create, spec update or delete out at
 // the broker: provision, update, deprovision. It takes the object's lock
-// first, so that two admissions for one object never both reach the
-// broker, and records the operation before calling the broker. The lock is
-// released at once when the broker refuses; otherwise the operations
-// reconciler releases it once the change is committed.
+// first, carrying the operation's record, so that two admissions for one
+// object never both reach the broker and every broker call is attributable.
+// The record follows the reply; a refusal's lock is released once it is
+// written, otherwise the operations reconciler releases the lock once the
+// change is committed.
 type instanceBroker struct {
 	carry *carrier
 	opts  BrokerOptions

@@ -71,8 +71,9 @@ func (k Key) LeaseName() string {
 // in flight per object, coordinated through the API server with one
 // coordination.k8s.io Lease per object, created if absent. A lock whose
 // holder stopped renewing it expires after Duration, so nothing stays
-// locked forever; only a holder whose record is still Pending keeps it
-// until the operations reconciler settled that record (see live).
+// locked forever; only a holder whose record is not written yet or still
+// Pending keeps it until the operations reconciler settled that record
+// (see live).
 type Leases struct {
 	Client client.Client
 	// Namespace is where the Leases live: lockstep's own namespace, never
