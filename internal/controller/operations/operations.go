@@ -31,9 +31,12 @@ import (
 //     persisted → Orphaned;
 //   - Orphaned: compensated (deprovision, unbind, re-apply the persisted
 //     spec, or finish the delete) → Compensated;
-//   - Pending for longer than an admission can last: lockstep stopped
-//     before the broker's answer was recorded (the record was restored
-//     from the object's lock, see Locks, or its answer was lost). When
+//   - Pending for longer than an admission can last, and not named by the
+//     object's lock: it never took the lock, so the broker was never
+//     called → deleted;
+//   - Pending for longer than an admission can last, named by the lock:
+//     lockstep stopped before the broker's answer was recorded (the record
+//     was restored from the lock, see Locks, or its answer was lost). When
 //     the API server holds the change as recorded, it was allowed, so the
 //     broker carried it out: Succeeded (answers of allowed operations are
 //     written after the reply). Otherwise treated as orphaned where the
@@ -109,9 +112,23 @@ func (r *Operations) pending(ctx context.Context, op *v1alpha1.BrokerOperation) 
 	if age < r.PendingTimeout {
 		return ctrl.Result{RequeueAfter: r.PendingTimeout - age}, nil
 	}
-	// A record is written only by the holder of the object's lock, after
-	// the broker call, or restored from the lock: the broker may have
-	// acted on it. Its answer is settled from what the API server holds.
+	held, err := r.Leases.HeldBy(ctx, r.key(op))
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if held != op.Name {
+		// A record is written while the object's lock names it, and the
+		// lock stays with it until it is settled (see Leases.live): a
+		// Pending record the lock does not name never took the lock, so
+		// the broker was never called. No orphan mitigation: the instance
+		// or binding with this external id may be the lock holder's.
+		log.FromContext(ctx).Info("deleting an operation record that never took the lock; the broker was not called",
+			"operation", op.Name, "lockHeldBy", held)
+		return ctrl.Result{}, r.Journal.Discard(ctx, op)
+	}
+	// The record is the lock holder's, written after the broker call or
+	// restored from the lock: the broker may have acted on it. Its answer
+	// is settled from what the API server holds.
 	target, err := r.target(ctx, op)
 	if err != nil {
 		return ctrl.Result{}, err

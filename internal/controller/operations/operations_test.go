@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -151,6 +152,7 @@ func TestOperationsPendingTooLongIsSettled(t *testing.T) {
 		}
 		return si
 	}
+	const deleted v1alpha1.OperationPhase = "(deleted)"
 	tests := []struct {
 		name   string
 		verb   v1alpha1.Verb
@@ -180,6 +182,12 @@ func TestOperationsPendingTooLongIsSettled(t *testing.T) {
 			"the broker says in progress: followed, not settled"},
 		{"deprovision the broker finished", v1alpha1.VerbDeprovision, "", "op", instance(spec, 1, false), v1alpha1.PhaseInProgress,
 			"the broker no longer knows the instance (410): followed, so that the delete is finished"},
+		{"provision that lost the lock", v1alpha1.VerbProvision, "", "winner", nil, deleted,
+			"the lock went to another operation: the broker was never called, nothing to mitigate"},
+		{"provision that lost the lock, winner persisted", v1alpha1.VerbProvision, "", "winner", instance(spec, 1, false), deleted,
+			"the object the winner created is not this record's doing"},
+		{"update without a lock", v1alpha1.VerbUpdate, "", "", instance(other, 1, false), deleted,
+			"no lock names the record: it never took the lock, so never reached the broker"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -206,7 +214,19 @@ func TestOperationsPendingTooLongIsSettled(t *testing.T) {
 				require.True(t, ok)
 			}
 			h.reconcile(t, "op")
-			assert.Equal(t, tt.want, h.phase(t, "op"), tt.why)
+			if tt.want != deleted {
+				assert.Equal(t, tt.want, h.phase(t, "op"), tt.why)
+				return
+			}
+			err := h.client.Get(context.Background(), client.ObjectKey{Namespace: "team", Name: "op"}, &v1alpha1.BrokerOperation{})
+			assert.True(t, apierrors.IsNotFound(err), tt.why)
+			assert.Zero(t, h.reconcile(t, "op"), "nothing left to reconcile")
+			assert.Empty(t, h.broker.Calls(), "the broker is not called for a record that never took the lock")
+			_, held := h.broker.Instance("ext-1")
+			assert.True(t, held, "whatever the broker holds under the external id stays")
+			held2, err := h.r.Leases.HeldBy(context.Background(), key)
+			require.NoError(t, err)
+			assert.Equal(t, tt.lock, held2, "another operation's lock is left alone")
 		})
 	}
 }
