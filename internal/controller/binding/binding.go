@@ -26,7 +26,7 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/journal"
 )
 
-const kind = "ServiceBinding"
+const kind = v1alpha1.KindServiceBinding
 
 // Reconciler is the controller of ServiceBindings.
 type Reconciler struct {

@@ -24,7 +24,7 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/journal"
 )
 
-const kind = "ServiceInstance"
+const kind = v1alpha1.KindServiceInstance
 
 // Reconciler is the controller of ServiceInstances.
 type Reconciler struct {
