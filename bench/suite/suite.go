@@ -54,6 +54,7 @@ func Benchmarks() []Benchmark {
 		{Name: "admission", NeedsEnv: true, Run: (*Suite).Admission},
 		{Name: "e2e", NeedsEnv: true, Run: (*Suite).EndToEnd},
 		{Name: "broker", NeedsEnv: true, Run: (*Suite).BrokerPath},
+		{Name: "journal", NeedsEnv: true, Run: (*Suite).Journal},
 		{Name: "scale", NeedsEnv: true, Run: (*Suite).Scale},
 		{Name: "embedded", Run: (*Suite).Embedded},
 	}
