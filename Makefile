@@ -74,5 +74,5 @@ manifests: ## print the deployment with cert-manager (kubectl kustomize deploy/c
 	@"$$(bash $(TESTBIN))/kubectl" kustomize deploy/cert-manager
 
 .PHONY: bench
-bench: ## run the benchmark suite (not part of make test) and write a results file under bench/
-	@bash hack/bench.sh
+bench: ## run the benchmark suite (not part of make test) and write bench/RESULTS.md (BEFORE=<commit>: compare with that commit too)
+	@bash hack/bench.sh $(if $(BEFORE),-before $(BEFORE))
