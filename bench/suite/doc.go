@@ -1,7 +1,7 @@
 // Package suite is lockstep's benchmark suite. Each benchmark
 // measures lockstep and its baseline in the same run, alternating, and
 // returns a report.Section with p50/p99 latency, throughput and their
-// ratio, and the targets with what was measured:
+// ratio, and the targets with what was measured:
 //
 //   - Admission: real AdmissionReviews over TLS to lockstep's webhook
 //     server at fixed concurrency levels, against an allow-all
