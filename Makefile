@@ -18,9 +18,10 @@ build: ## build the binaries into bin/
 	$(GO) build -o bin/ ./cmd/...
 
 .PHONY: generate
-generate: ## regenerate deepcopy code and CRD manifests (deploy/crds)
+generate: ## regenerate deepcopy code and CRD manifests (deploy/crds, with CEL rules from the field-policy tags)
 	$(GO) tool controller-gen object paths=./api/...
 	$(GO) tool controller-gen crd paths=./api/... output:crd:artifacts:config=deploy/crds
+	$(GO) run ./hack/celgen -dir deploy/crds
 
 .PHONY: certs
 certs: ## generate a local CA and serving certificate in certs/
