@@ -53,7 +53,7 @@ func For(t reflect.Type, kind string, schema *apiextensionsv1.JSONSchemaProps) (
 			left = append(left, Left{Path: r.Path, Kind: r.Kind, Why: why})
 			continue
 		}
-		rule, why, err := createOnly(r.Path, kind, schema)
+		rule, why, err := createOnly(t, r.Path, kind, schema)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", kind, err)
 		}
@@ -80,7 +80,7 @@ var reserved = map[string]bool{
 
 // createOnly builds the rule of the create-only field at path, or says why
 // it gets none.
-func createOnly(path, kind string, root *apiextensionsv1.JSONSchemaProps) (Rule, string, error) {
+func createOnly(t reflect.Type, path, kind string, root *apiextensionsv1.JSONSchemaProps) (Rule, string, error) {
 	if strings.Contains(path, "[") {
 		return Rule{}, "it is inside a list element or map value, which the engine matches by index or key", nil
 	}
@@ -109,8 +109,12 @@ func createOnly(path, kind string, root *apiextensionsv1.JSONSchemaProps) (Rule,
 	if opaque(s) {
 		return Rule{}, "CEL cannot see its contents (raw JSON kept as it is)", nil
 	}
+	goType, ok := validate.FieldType(t, path)
+	if !ok {
+		return Rule{}, "", fmt.Errorf("the Go type has no field %s", path)
+	}
 	f := field{segs: segs[1:]}
-	rule, ok := equal(f, s)
+	rule, ok := equal(f, s, goType)
 	if !ok {
 		return Rule{}, "its schema has a part without a type a rule can compare", nil
 	}
@@ -143,16 +147,21 @@ func createOnly(path, kind string, root *apiextensionsv1.JSONSchemaProps) (Rule,
 	}, "", nil
 }
 
-// equal builds the expression that holds when the field f, of schema s,
-// is equal in self and oldSelf, the way the engine compares: an absent
-// value equals its zero value, lists and maps are compared whole (absent
-// equals empty), and objects field by field, so that an absent object
+// equal builds the expression that holds when the field f, of schema s
+// and Go type gt, is equal in self and oldSelf, the way the engine
+// compares: an absent value equals its zero value, except that a Go
+// pointer is present whenever it is set; lists and maps are compared whole
+// (absent equals empty); objects field by field, so that an absent struct
 // equals one whose fields are all zero.
-func equal(f field, s *apiextensionsv1.JSONSchemaProps) (string, bool) {
+func equal(f field, s *apiextensionsv1.JSONSchemaProps, gt reflect.Type) (string, bool) {
+	presence := ""
+	if gt != nil && gt.Kind() == reflect.Pointer {
+		presence = fmt.Sprintf("(%s) == (%s) && ", f.has("self"), f.has("oldSelf"))
+	}
 	switch s.Type {
 	case "string", "integer", "number", "boolean":
 		zero := scalar(s.Type)
-		return fmt.Sprintf("%s == %s", f.value("self", zero), f.value("oldSelf", zero)), true
+		return fmt.Sprintf("%s%s == %s", presence, f.value("self", zero), f.value("oldSelf", zero)), true
 	case "array":
 		return sized(f), true
 	case "object":
@@ -169,13 +178,17 @@ func equal(f field, s *apiextensionsv1.JSONSchemaProps) (string, bool) {
 				return "", false
 			}
 			p := s.Properties[name]
-			part, ok := equal(f.child(name), &p)
+			var sub reflect.Type
+			if gt != nil {
+				sub, _ = validate.FieldType(gt, name)
+			}
+			part, ok := equal(f.child(name), &p, sub)
 			if !ok {
 				return "", false
 			}
 			parts = append(parts, "("+part+")")
 		}
-		return strings.Join(parts, " && "), true
+		return presence + strings.Join(parts, " && "), true
 	}
 	return "", false
 }
