@@ -139,7 +139,7 @@ func createOnly(t reflect.Type, path, kind string, root *apiextensionsv1.JSONSch
 		Path:     path,
 		Validation: apiextensionsv1.ValidationRule{
 			Rule:              rule,
-			Message:           fmt.Sprintf("create-only field: it cannot be set, changed or removed after the %s is created; delete and re-create the %s to change it", kind, kind),
+			Message:           fmt.Sprintf("create-only field: it cannot be set, changed or removed after the %s is created; delete and recreate the %s to change it", kind, kind),
 			MessageExpression: msg,
 			FieldPath:         "." + strings.Join(segs[1:], "."),
 			Reason:            ptr(apiextensionsv1.FieldValueForbidden),
@@ -261,9 +261,9 @@ func scalar(typ string) string {
 // building a message from values of unbounded size costs more than the
 // API server's budget allows.
 func messages(kind, wasUnset, isUnset string) string {
-	set := fmt.Sprintf("'create-only field: it cannot be set after the %s is created (it was not set then); delete and re-create the %s to set it'", kind, kind)
-	removed := fmt.Sprintf("'create-only field: it cannot be removed after the %s is created; put the old value back, or delete and re-create the %s'", kind, kind)
-	changed := fmt.Sprintf("'create-only field: it cannot be changed after the %s is created; delete and re-create the %s to change it'", kind, kind)
+	set := fmt.Sprintf("'create-only field: it cannot be set after the %s is created (it was not set then); delete and recreate the %s to set it'", kind, kind)
+	removed := fmt.Sprintf("'create-only field: it cannot be removed after the %s is created; put the old value back, or delete and recreate the %s'", kind, kind)
+	changed := fmt.Sprintf("'create-only field: it cannot be changed after the %s is created; delete and recreate the %s to change it'", kind, kind)
 	return fmt.Sprintf("%s ? %s : %s ? %s : %s", wasUnset, set, isUnset, removed, changed)
 }
 

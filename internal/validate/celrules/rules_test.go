@@ -241,11 +241,11 @@ func TestMessagesSayWhatWasRefused(t *testing.T) {
 	require.NoError(t, err)
 	validator := cel.NewValidator(structural, true, celconfig.PerCallLimit)
 	for _, tt := range []struct{ old, new, want string }{
-		{`"name":"a"`, `"name":"b"`, "spec.name: Forbidden: create-only field: it cannot be changed after the Widget is created; delete and re-create the Widget to change it"},
-		{`"name":"a"`, ``, "spec.name: Forbidden: create-only field: it cannot be removed after the Widget is created; put the old value back, or delete and re-create the Widget"},
-		{``, `"name":"a"`, "spec.name: Forbidden: create-only field: it cannot be set after the Widget is created (it was not set then); delete and re-create the Widget to set it"},
-		{`"ref":{"name":"r"}`, `"ref":{"name":"s"}`, "spec.ref: Forbidden: create-only field: it cannot be changed after the Widget is created; delete and re-create the Widget to change it"},
-		{`"list":["x"]`, ``, "spec.list: Forbidden: create-only field: it cannot be removed after the Widget is created; put the old value back, or delete and re-create the Widget"},
+		{`"name":"a"`, `"name":"b"`, "spec.name: Forbidden: create-only field: it cannot be changed after the Widget is created; delete and recreate the Widget to change it"},
+		{`"name":"a"`, ``, "spec.name: Forbidden: create-only field: it cannot be removed after the Widget is created; put the old value back, or delete and recreate the Widget"},
+		{``, `"name":"a"`, "spec.name: Forbidden: create-only field: it cannot be set after the Widget is created (it was not set then); delete and recreate the Widget to set it"},
+		{`"ref":{"name":"r"}`, `"ref":{"name":"s"}`, "spec.ref: Forbidden: create-only field: it cannot be changed after the Widget is created; delete and recreate the Widget to change it"},
+		{`"list":["x"]`, ``, "spec.list: Forbidden: create-only field: it cannot be removed after the Widget is created; put the old value back, or delete and recreate the Widget"},
 	} {
 		errs, _ := validator.Validate(context.Background(), nil, structural, object(t, tt.new), object(t, tt.old), celconfig.RuntimeCELCostBudget)
 		require.Len(t, errs, 1, "%s -> %s", tt.old, tt.new)
