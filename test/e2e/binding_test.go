@@ -240,7 +240,8 @@ func TestBindingSpecChangeIsRejected(t *testing.T) {
 	assert.Contains(t, r.Stderr, "delete and recreate")
 	r = kubectl(t, "", "patch", "servicebinding", "creds", "-n", ns, "--type=merge", "-p", `{"spec":{"instanceName":"other"}}`)
 	assert.NotEqual(t, 0, r.ExitCode)
-	assert.Contains(t, r.Stderr, `spec.instanceName: Invalid value: "other"`)
+	assert.Contains(t, r.Stderr, `spec.instanceName: Forbidden: create-only field: it cannot be changed after the ServiceBinding is created; `+
+		`delete and recreate the ServiceBinding to change it`)
 	assert.Empty(t, callsIn(b, ns), "no broker call")
 }
 
