@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+
+	"github.com/lockstep-dev/lockstep/internal/osbapi"
 )
 
 // BindRequest asks the broker to create a binding.
@@ -15,53 +17,11 @@ type BindRequest struct {
 	PlanID     string
 	// Context says where the binding lives; Platform defaults to
 	// "kubernetes".
-	Context Context
+	Context osbapi.Context
 	// Parameters is the user's configuration: a JSON object, or empty.
 	Parameters   json.RawMessage
-	BindResource *BindResource
+	BindResource *osbapi.BindResource
 }
-
-// BindResource is the OSB "bind_resource" object.
-type BindResource struct {
-	AppGUID string `json:"app_guid,omitempty"`
-	Route   string `json:"route,omitempty"`
-}
-
-type bindBody struct {
-	ServiceID    string          `json:"service_id"`
-	PlanID       string          `json:"plan_id"`
-	Context      Context         `json:"context"`
-	BindResource *BindResource   `json:"bind_resource,omitempty"`
-	Parameters   json.RawMessage `json:"parameters,omitempty"`
-}
-
-// Endpoint is a network endpoint a binding gives access to.
-type Endpoint struct {
-	Host     string   `json:"host"`
-	Ports    []string `json:"ports"`
-	Protocol string   `json:"protocol,omitempty"`
-}
-
-// Binding is what a broker returns for a binding. Credentials are secret:
-// String and GoString never show them.
-type Binding struct {
-	Credentials     map[string]any   `json:"credentials,omitempty"`
-	SyslogDrainURL  string           `json:"syslog_drain_url,omitempty"`
-	RouteServiceURL string           `json:"route_service_url,omitempty"`
-	VolumeMounts    json.RawMessage  `json:"volume_mounts,omitempty"`
-	Endpoints       []Endpoint       `json:"endpoints,omitempty"`
-	Metadata        *BindingMetadata `json:"metadata,omitempty"`
-	// Parameters is only returned by GetBinding.
-	Parameters json.RawMessage `json:"parameters,omitempty"`
-}
-
-// String describes the binding without its credentials.
-func (b Binding) String() string {
-	return fmt.Sprintf("binding with %d credential key(s) (values hidden), %d endpoint(s)", len(b.Credentials), len(b.Endpoints))
-}
-
-// GoString is String, so that %#v does not print credentials either.
-func (b Binding) GoString() string { return b.String() }
 
 // BindResponse is the broker's acceptance of a bind.
 type BindResponse struct {
@@ -72,7 +32,7 @@ type BindResponse struct {
 	Async      bool
 	Operation  string
 	// Binding holds the credentials for 200 and 201.
-	Binding Binding
+	Binding osbapi.Binding
 }
 
 // String describes the response without credentials.
@@ -94,13 +54,18 @@ func (c *Client) Bind(ctx context.Context, meta RequestMeta, req BindRequest) (*
 	if err != nil {
 		return nil, err
 	}
+	body := osbapi.BindRequest{ServiceID: req.ServiceID, PlanID: req.PlanID, Parameters: params}
+	if body.Context, err = json.Marshal(req.Context.WithPlatform()); err != nil {
+		return nil, err
+	}
+	if req.BindResource != nil {
+		if body.BindResource, err = json.Marshal(req.BindResource); err != nil {
+			return nil, err
+		}
+	}
 	cl := call{
 		op: OpBind, method: http.MethodPut, path: bindingPath(req.InstanceID, req.BindingID),
-		query: query("accepts_incomplete", "true"),
-		body: bindBody{
-			ServiceID: req.ServiceID, PlanID: req.PlanID, Context: req.Context.withPlatform(),
-			BindResource: req.BindResource, Parameters: params,
-		},
+		query: query("accepts_incomplete", "true"), body: body,
 	}
 	a, err := c.do(ctx, meta, cl)
 	if err != nil {
@@ -114,13 +79,11 @@ func (c *Client) Bind(ctx context.Context, meta RequestMeta, req BindRequest) (*
 		}
 		return out, nil
 	case http.StatusAccepted:
-		var body struct {
-			Operation string `json:"operation"`
-		}
-		if err := decode(cl, a, &body); err != nil {
+		var answer osbapi.OperationResponse
+		if err := decode(cl, a, &answer); err != nil {
 			return nil, err
 		}
-		return &BindResponse{HTTPStatus: a.status, Async: true, Operation: body.Operation}, nil
+		return &BindResponse{HTTPStatus: a.status, Async: true, Operation: answer.Operation}, nil
 	default:
 		return nil, unexpected(cl, a)
 	}
@@ -162,7 +125,7 @@ type GetBindingRequest struct {
 // .../service_bindings/:id). A 404 (IsNotFound) means the binding does not
 // exist or an asynchronous bind is still in progress: keep polling. Its
 // answer is never quoted in an error.
-func (c *Client) GetBinding(ctx context.Context, meta RequestMeta, req GetBindingRequest) (*Binding, error) {
+func (c *Client) GetBinding(ctx context.Context, meta RequestMeta, req GetBindingRequest) (*osbapi.Binding, error) {
 	if err := required(OpGetBinding, "an instance ID", req.InstanceID, "a binding ID", req.BindingID); err != nil {
 		return nil, err
 	}
@@ -177,7 +140,7 @@ func (c *Client) GetBinding(ctx context.Context, meta RequestMeta, req GetBindin
 	if a.status != http.StatusOK {
 		return nil, unexpected(cl, a)
 	}
-	var out Binding
+	var out osbapi.Binding
 	if err := decode(cl, a, &out); err != nil {
 		return nil, err
 	}

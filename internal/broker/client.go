@@ -16,6 +16,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/lockstep-dev/lockstep/internal/osbapi"
 )
 
 // ErrInvalidRequest is wrapped by errors for requests that were never sent
@@ -79,7 +81,7 @@ func (c *Client) URL() string { return c.base.String() }
 
 // String describes the client without any credential.
 func (c *Client) String() string {
-	return fmt.Sprintf("OSB %s client for %s (%s)", APIVersion, c.base, c.auth)
+	return fmt.Sprintf("OSB %s client for %s (%s)", osbapi.APIVersion, c.base, c.auth)
 }
 
 // Close releases idle connections. The client stays usable.

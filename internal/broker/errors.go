@@ -7,14 +7,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
-)
 
-// OSB error codes a broker puts in the "error" field of an error answer.
-const (
-	ErrorCodeAsyncRequired           = "AsyncRequired"
-	ErrorCodeConcurrency             = "ConcurrencyError"
-	ErrorCodeRequiresApp             = "RequiresApp"
-	ErrorCodeMaintenanceInfoConflict = "MaintenanceInfoConflict"
+	"github.com/lockstep-dev/lockstep/internal/osbapi"
 )
 
 // maxDescriptionInError bounds how much of a broker's description Error()
@@ -177,17 +171,19 @@ func hasCode(err error, code string) bool {
 
 // IsAsyncRequired reports a 422 AsyncRequired refusal: the broker only
 // serves the request asynchronously.
-func IsAsyncRequired(err error) bool { return hasCode(err, ErrorCodeAsyncRequired) }
+func IsAsyncRequired(err error) bool { return hasCode(err, osbapi.ErrorCodeAsyncRequired) }
 
 // IsConcurrencyError reports a 422 ConcurrencyError refusal: another
 // operation on the same resource is in progress at the broker.
-func IsConcurrencyError(err error) bool { return hasCode(err, ErrorCodeConcurrency) }
+func IsConcurrencyError(err error) bool { return hasCode(err, osbapi.ErrorCodeConcurrency) }
 
 // IsRequiresApp reports a 422 RequiresApp refusal of a bind.
-func IsRequiresApp(err error) bool { return hasCode(err, ErrorCodeRequiresApp) }
+func IsRequiresApp(err error) bool { return hasCode(err, osbapi.ErrorCodeRequiresApp) }
 
 // IsMaintenanceInfoConflict reports a 422 MaintenanceInfoConflict refusal.
-func IsMaintenanceInfoConflict(err error) bool { return hasCode(err, ErrorCodeMaintenanceInfoConflict) }
+func IsMaintenanceInfoConflict(err error) bool {
+	return hasCode(err, osbapi.ErrorCodeMaintenanceInfoConflict)
+}
 
 // IsBadRequest reports a 400 answer.
 func IsBadRequest(err error) bool { return hasStatus(err, http.StatusBadRequest) }
@@ -249,7 +245,7 @@ func Retryable(err error) bool {
 	case h.StatusCode >= 500,
 		h.StatusCode == http.StatusRequestTimeout,
 		h.StatusCode == http.StatusTooManyRequests,
-		h.ErrorCode == ErrorCodeConcurrency:
+		h.ErrorCode == osbapi.ErrorCodeConcurrency:
 		return true
 	}
 	return false

@@ -6,19 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-)
 
-// OSB headers sent on every request.
-const (
-	HeaderAPIVersion          = "X-Broker-API-Version"
-	HeaderOriginatingIdentity = "X-Broker-API-Originating-Identity"
-	HeaderRequestIdentity     = "X-Broker-API-Request-Identity"
-
-	// APIVersion is the OSB API version this client speaks.
-	APIVersion = "2.17"
-	// Platform is the OSB platform name lockstep sends in contexts and in
-	// the originating identity header.
-	Platform = "kubernetes"
+	"github.com/lockstep-dev/lockstep/internal/osbapi"
 )
 
 // Identity is the Kubernetes user on whose behalf a request is made, as OSB's
@@ -48,7 +37,7 @@ func (id Identity) HeaderValue() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("encode originating identity: %w", err)
 	}
-	return Platform + " " + base64.StdEncoding.EncodeToString(raw), nil
+	return osbapi.KubernetesPlatform + " " + base64.StdEncoding.EncodeToString(raw), nil
 }
 
 // RequestMeta travels with every call: who asked and which operation the
@@ -63,19 +52,19 @@ type RequestMeta struct {
 }
 
 func (m RequestMeta) apply(h http.Header) error {
-	h.Set(HeaderAPIVersion, APIVersion)
+	h.Set(osbapi.HeaderAPIVersion, osbapi.APIVersion)
 	if !m.Identity.IsZero() {
 		v, err := m.Identity.HeaderValue()
 		if err != nil {
 			return err
 		}
-		h.Set(HeaderOriginatingIdentity, v)
+		h.Set(osbapi.HeaderOriginatingIdentity, v)
 	}
 	if m.RequestID != "" {
 		if strings.IndexFunc(m.RequestID, isControl) >= 0 {
 			return fmt.Errorf("%w: request id %q contains control characters, which cannot go into a header", ErrInvalidRequest, m.RequestID)
 		}
-		h.Set(HeaderRequestIdentity, m.RequestID)
+		h.Set(osbapi.HeaderRequestIdentity, m.RequestID)
 	}
 	return nil
 }

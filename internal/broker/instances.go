@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+
+	"github.com/lockstep-dev/lockstep/internal/osbapi"
 )
 
 // ProvisionRequest asks the broker to create a service instance.
@@ -13,25 +15,15 @@ type ProvisionRequest struct {
 	PlanID     string
 	// Context says where the instance lives; Platform defaults to
 	// "kubernetes".
-	Context Context
+	Context osbapi.Context
 	// Parameters is the user's configuration: a JSON object, or empty.
 	Parameters      json.RawMessage
-	MaintenanceInfo *MaintenanceInfo
+	MaintenanceInfo *osbapi.MaintenanceInfo
 	// OrganizationGUID and SpaceGUID are required by the specification
 	// (deprecated in favour of Context); when empty they are derived from
 	// Context (see Context.OrganizationGUID and SpaceGUID).
 	OrganizationGUID string
 	SpaceGUID        string
-}
-
-type provisionBody struct {
-	ServiceID        string           `json:"service_id"`
-	PlanID           string           `json:"plan_id"`
-	Context          Context          `json:"context"`
-	OrganizationGUID string           `json:"organization_guid"`
-	SpaceGUID        string           `json:"space_guid"`
-	Parameters       json.RawMessage  `json:"parameters,omitempty"`
-	MaintenanceInfo  *MaintenanceInfo `json:"maintenance_info,omitempty"`
 }
 
 // ProvisionResponse is the broker's acceptance of a provision.
@@ -45,17 +37,11 @@ type ProvisionResponse struct {
 	// be empty even for 202.
 	Operation    string
 	DashboardURL string
-	Metadata     *InstanceMetadata
+	Metadata     *osbapi.InstanceMetadata
 }
 
 // AlreadyExisted reports a 200: nothing was created.
 func (r *ProvisionResponse) AlreadyExisted() bool { return r.HTTPStatus == http.StatusOK }
-
-type instanceAnswer struct {
-	DashboardURL string            `json:"dashboard_url"`
-	Operation    string            `json:"operation"`
-	Metadata     *InstanceMetadata `json:"metadata"`
-}
 
 // Provision creates a service instance (PUT /v2/service_instances/:id,
 // accepts_incomplete=true).
@@ -67,8 +53,12 @@ func (c *Client) Provision(ctx context.Context, meta RequestMeta, req ProvisionR
 	if err != nil {
 		return nil, err
 	}
-	pb := provisionBody{
-		ServiceID: req.ServiceID, PlanID: req.PlanID, Context: req.Context.withPlatform(),
+	reqContext, err := json.Marshal(req.Context.WithPlatform())
+	if err != nil {
+		return nil, err
+	}
+	pb := osbapi.ProvisionRequest{
+		ServiceID: req.ServiceID, PlanID: req.PlanID, Context: reqContext,
 		OrganizationGUID: req.OrganizationGUID, SpaceGUID: req.SpaceGUID,
 		Parameters: params, MaintenanceInfo: req.MaintenanceInfo,
 	}
@@ -91,7 +81,7 @@ func (c *Client) Provision(ctx context.Context, meta RequestMeta, req ProvisionR
 	default:
 		return nil, unexpected(cl, a)
 	}
-	var body instanceAnswer
+	var body osbapi.InstanceResponse
 	if err := decode(cl, a, &body); err != nil {
 		return nil, err
 	}
@@ -108,33 +98,15 @@ type UpdateRequest struct {
 	// PlanID is the new plan; empty when the plan does not change.
 	PlanID string
 	// Context, when set, is sent as the update's context.
-	Context *Context
+	Context *osbapi.Context
 	// Parameters is the new configuration: a JSON object, or empty to leave
 	// parameters out.
 	Parameters json.RawMessage
-	// PreviousValues describes the instance before the update.
-	PreviousValues  *PreviousValues
-	MaintenanceInfo *MaintenanceInfo
-}
-
-// PreviousValues is the OSB "previous_values" object of an update. When
-// the update carries a Context, OrganizationID and SpaceID default to the
-// GUIDs derived from it, as for the provision.
-type PreviousValues struct {
-	ServiceID       string           `json:"service_id,omitempty"`
-	PlanID          string           `json:"plan_id,omitempty"`
-	OrganizationID  string           `json:"organization_id,omitempty"`
-	SpaceID         string           `json:"space_id,omitempty"`
-	MaintenanceInfo *MaintenanceInfo `json:"maintenance_info,omitempty"`
-}
-
-type updateBody struct {
-	ServiceID       string           `json:"service_id"`
-	PlanID          string           `json:"plan_id,omitempty"`
-	Context         *Context         `json:"context,omitempty"`
-	Parameters      json.RawMessage  `json:"parameters,omitempty"`
-	PreviousValues  *PreviousValues  `json:"previous_values,omitempty"`
-	MaintenanceInfo *MaintenanceInfo `json:"maintenance_info,omitempty"`
+	// PreviousValues describes the instance before the update. When the
+	// update carries a Context, OrganizationID and SpaceID default to the
+	// GUIDs derived from it, as for the provision.
+	PreviousValues  *osbapi.PreviousValues
+	MaintenanceInfo *osbapi.MaintenanceInfo
 }
 
 // UpdateResponse is the broker's acceptance of an update.
@@ -144,7 +116,7 @@ type UpdateResponse struct {
 	Async        bool
 	Operation    string
 	DashboardURL string
-	Metadata     *InstanceMetadata
+	Metadata     *osbapi.InstanceMetadata
 }
 
 // Update changes a service instance (PATCH /v2/service_instances/:id,
@@ -157,13 +129,15 @@ func (c *Client) Update(ctx context.Context, meta RequestMeta, req UpdateRequest
 	if err != nil {
 		return nil, err
 	}
-	body := updateBody{
+	body := osbapi.UpdateRequest{
 		ServiceID: req.ServiceID, PlanID: req.PlanID, Parameters: params,
 		PreviousValues: req.PreviousValues, MaintenanceInfo: req.MaintenanceInfo,
 	}
 	if req.Context != nil {
-		ctxObj := req.Context.withPlatform()
-		body.Context = &ctxObj
+		ctxObj := req.Context.WithPlatform()
+		if body.Context, err = json.Marshal(ctxObj); err != nil {
+			return nil, err
+		}
 		if prev := req.PreviousValues; prev != nil {
 			withIDs := *prev
 			if withIDs.OrganizationID == "" {
@@ -188,7 +162,7 @@ func (c *Client) Update(ctx context.Context, meta RequestMeta, req UpdateRequest
 	default:
 		return nil, unexpected(cl, a)
 	}
-	var answer instanceAnswer
+	var answer osbapi.InstanceResponse
 	if err := decode(cl, a, &answer); err != nil {
 		return nil, err
 	}
@@ -226,20 +200,10 @@ type GetInstanceRequest struct {
 	PlanID     string
 }
 
-// GetInstanceResponse is a service instance as the broker holds it.
-type GetInstanceResponse struct {
-	ServiceID       string            `json:"service_id"`
-	PlanID          string            `json:"plan_id"`
-	DashboardURL    string            `json:"dashboard_url"`
-	Parameters      json.RawMessage   `json:"parameters"`
-	MaintenanceInfo *MaintenanceInfo  `json:"maintenance_info"`
-	Metadata        *InstanceMetadata `json:"metadata"`
-}
-
 // GetInstance reads a service instance (GET /v2/service_instances/:id). A
 // 404 (IsNotFound) means it does not exist or is still being provisioned; a
 // 422 ConcurrencyError that it is being updated.
-func (c *Client) GetInstance(ctx context.Context, meta RequestMeta, req GetInstanceRequest) (*GetInstanceResponse, error) {
+func (c *Client) GetInstance(ctx context.Context, meta RequestMeta, req GetInstanceRequest) (*osbapi.GetInstanceResponse, error) {
 	if err := required(OpGetInstance, "an instance ID", req.InstanceID); err != nil {
 		return nil, err
 	}
@@ -254,7 +218,7 @@ func (c *Client) GetInstance(ctx context.Context, meta RequestMeta, req GetInsta
 	if a.status != http.StatusOK {
 		return nil, unexpected(cl, a)
 	}
-	var out GetInstanceResponse
+	var out osbapi.GetInstanceResponse
 	if err := decode(cl, a, &out); err != nil {
 		return nil, err
 	}

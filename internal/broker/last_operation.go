@@ -7,27 +7,16 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/lockstep-dev/lockstep/internal/osbapi"
 )
-
-// State is the state of an asynchronous operation.
-type State string
-
-// The states last_operation reports.
-const (
-	StateInProgress State = "in progress"
-	StateSucceeded  State = "succeeded"
-	StateFailed     State = "failed"
-)
-
-// Final reports whether s ends the operation.
-func (s State) Final() bool { return s == StateSucceeded || s == StateFailed }
 
 // LastOperation is the broker's answer to a last_operation poll.
 type LastOperation struct {
 	// HTTPStatus is 200, or 410 when Gone.
 	HTTPStatus int
 	// State is empty when Gone; Poll maps Gone to a final state.
-	State       State
+	State       osbapi.State
 	Description string
 	// InstanceUsable and UpdateRepeatable are the optional OSB fields of a
 	// failed update or deprovision; nil when absent.
@@ -102,20 +91,15 @@ func (c *Client) lastOperation(ctx context.Context, meta RequestMeta, cl call) (
 	default:
 		return nil, unexpected(cl, a)
 	}
-	var body struct {
-		State            State  `json:"state"`
-		Description      string `json:"description"`
-		InstanceUsable   *bool  `json:"instance_usable"`
-		UpdateRepeatable *bool  `json:"update_repeatable"`
-	}
+	var body osbapi.LastOperationResponse
 	if err := decode(cl, a, &body); err != nil {
 		return nil, err
 	}
 	switch body.State {
-	case StateInProgress, StateSucceeded, StateFailed:
+	case osbapi.StateInProgress, osbapi.StateSucceeded, osbapi.StateFailed:
 	default:
 		return nil, malformed(cl, a, fmt.Sprintf("state %q is not one of %q, %q, %q",
-			body.State, StateInProgress, StateSucceeded, StateFailed), nil)
+			body.State, osbapi.StateInProgress, osbapi.StateSucceeded, osbapi.StateFailed), nil)
 	}
 	return &LastOperation{
 		HTTPStatus: a.status, State: body.State, Description: body.Description,

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/lockstep-dev/lockstep/internal/osbapi"
 )
 
 // ErrStillInProgress is matched (errors.Is) by a *StillInProgressError: the
@@ -151,9 +153,9 @@ func poll(ctx context.Context, opts PollOptions, fetch func(context.Context) (*L
 			transient++
 		case op.Gone:
 			final := *op
-			final.State = StateSucceeded
+			final.State = osbapi.StateSucceeded
 			if !o.Deleting {
-				final.State = StateFailed
+				final.State = osbapi.StateFailed
 				final.Description = "the broker no longer knows the resource (410 Gone)"
 			}
 			return &final, nil

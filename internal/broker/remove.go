@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/lockstep-dev/lockstep/internal/osbapi"
 )
 
 // Removal is what to remove at a broker: an instance, or a binding of an
@@ -44,7 +46,7 @@ func (c *Client) Remove(ctx context.Context, meta RequestMeta, r Removal, opts P
 		return false, nil
 	case err != nil:
 		return false, err
-	case last.State != StateSucceeded:
+	case last.State != osbapi.StateSucceeded:
 		return false, fmt.Errorf("the broker failed: %s", last.Description)
 	}
 	return true, nil

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+
+	"github.com/lockstep-dev/lockstep/internal/osbapi"
 )
 
 // bind: 201 with credentials, 200 with the same credentials for an identical
@@ -35,15 +37,15 @@ func (b *Broker) bind(q *request) outcome {
 	key := bindingKey{q.instanceID, q.bindingID}
 	if have, ok := b.bindings[key]; ok {
 		if reflect.DeepEqual(have.Parameters, m.params) {
-			return success(http.StatusOK, map[string]any{"credentials": have.Credentials})
+			return success(http.StatusOK, osbapi.Binding{Credentials: have.Credentials})
 		}
 		return failure(http.StatusConflict, "", fmt.Sprintf("binding %s already exists with different parameters", q.bindingID))
 	}
 	bnd := Binding{
 		InstanceID: q.instanceID, ID: q.bindingID, ServiceID: m.ServiceID, PlanID: m.PlanID,
-		Parameters: m.params, Context: m.Context, Credentials: newCredentials(q.bindingID),
+		Parameters: m.params, Context: m.context, Credentials: newCredentials(q.bindingID),
 	}
-	out := success(http.StatusCreated, map[string]any{"credentials": bnd.Credentials})
+	out := success(http.StatusCreated, osbapi.Binding{Credentials: bnd.Credentials})
 	out.apply = func() { b.bindings[key] = bnd.clone() }
 	return out
 }
@@ -72,9 +74,9 @@ func (b *Broker) unbind(q *request) outcome {
 	}
 	key := bindingKey{q.instanceID, q.bindingID}
 	if _, ok := b.bindings[key]; !ok {
-		return success(http.StatusGone, map[string]any{})
+		return success(http.StatusGone, osbapi.OperationResponse{})
 	}
-	out := success(http.StatusOK, map[string]any{})
+	out := success(http.StatusOK, osbapi.OperationResponse{})
 	out.apply = func() { delete(b.bindings, key) }
 	return out
 }
@@ -89,9 +91,5 @@ func (b *Broker) getBinding(q *request) outcome {
 	if !ok {
 		return failure(http.StatusNotFound, "", fmt.Sprintf("binding %s does not exist", q.bindingID))
 	}
-	body := map[string]any{"credentials": have.Credentials}
-	if have.Parameters != nil {
-		body["parameters"] = have.Parameters
-	}
-	return success(http.StatusOK, body)
+	return success(http.StatusOK, osbapi.Binding{Credentials: have.Credentials, Parameters: encodeParams(have.Parameters)})
 }

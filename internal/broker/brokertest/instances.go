@@ -8,20 +8,16 @@ import (
 	"reflect"
 	"strings"
 
-	"github.com/lockstep-dev/lockstep/internal/broker"
+	"github.com/lockstep-dev/lockstep/internal/osbapi"
 )
 
-// mutation is the body of a provision, update or bind.
+// mutation is the body of a provision, update or bind: read as a
+// provision, whose fields the others share (organization_guid and
+// space_guid are required on a provision only).
 type mutation struct {
-	ServiceID  string          `json:"service_id"`
-	PlanID     string          `json:"plan_id"`
-	Context    map[string]any  `json:"context"`
-	Parameters json.RawMessage `json:"parameters"`
-	// OrganizationGUID and SpaceGUID are required on a provision, as the
-	// specification says.
-	OrganizationGUID string `json:"organization_guid"`
-	SpaceGUID        string `json:"space_guid"`
+	osbapi.ProvisionRequest
 
+	context   map[string]any // Context decoded; nil when absent
 	params    map[string]any // Parameters decoded; nil when absent
 	hasParams bool
 }
@@ -29,9 +25,15 @@ type mutation struct {
 // decodeMutation reads a request body; a failure is a 400 outcome.
 func decodeMutation(raw []byte) (mutation, *outcome) {
 	var m mutation
-	if err := json.Unmarshal(raw, &m); err != nil {
+	if err := json.Unmarshal(raw, &m.ProvisionRequest); err != nil {
 		out := failure(http.StatusBadRequest, "", "the request body is not a JSON object: "+err.Error())
 		return m, &out
+	}
+	if len(m.Context) > 0 {
+		if err := json.Unmarshal(m.Context, &m.context); err != nil {
+			out := failure(http.StatusBadRequest, "", "context must be a JSON object")
+			return m, &out
+		}
 	}
 	p := strings.TrimSpace(string(m.Parameters))
 	if p == "" || p == "null" {
@@ -62,7 +64,7 @@ func missingGUIDs(m mutation) []string {
 
 // concurrency is the answer while another operation runs on the same target.
 func concurrency(op *operation) outcome {
-	return failure(http.StatusUnprocessableEntity, broker.ErrorCodeConcurrency,
+	return failure(http.StatusUnprocessableEntity, osbapi.ErrorCodeConcurrency,
 		fmt.Sprintf("operation %q (%s) is in progress on instance %s", op.key, op.op, op.instanceID))
 }
 
@@ -88,7 +90,7 @@ func (b *Broker) provision(q *request) outcome {
 	if op := b.busyLocked(q.instanceID, ""); op != nil {
 		return concurrency(op)
 	}
-	dashboard := map[string]any{"dashboard_url": b.dashboardURL(q.instanceID)}
+	dashboard := osbapi.InstanceResponse{DashboardURL: b.dashboardURL(q.instanceID)}
 	if have, ok := b.instances[q.instanceID]; ok {
 		if have.ServiceID == m.ServiceID && have.PlanID == m.PlanID && reflect.DeepEqual(have.Parameters, m.params) {
 			return success(http.StatusOK, dashboard)
@@ -97,7 +99,7 @@ func (b *Broker) provision(q *request) outcome {
 	}
 	inst := Instance{
 		ID: q.instanceID, ServiceID: m.ServiceID, PlanID: m.PlanID,
-		Parameters: m.params, Context: m.Context, DashboardURL: b.dashboardURL(q.instanceID),
+		Parameters: m.params, Context: m.context, DashboardURL: b.dashboardURL(q.instanceID),
 	}
 	out := success(http.StatusCreated, dashboard)
 	out.apply = func() { b.instances[inst.ID] = inst.clone() }
@@ -139,10 +141,10 @@ func (b *Broker) update(q *request) outcome {
 	if m.hasParams {
 		next.Parameters = m.params
 	}
-	if m.Context != nil {
-		next.Context = m.Context
+	if m.context != nil {
+		next.Context = m.context
 	}
-	out := success(http.StatusOK, map[string]any{})
+	out := success(http.StatusOK, osbapi.InstanceResponse{})
 	out.apply = func() { b.instances[next.ID] = next.clone() }
 	return out
 }
@@ -159,7 +161,7 @@ func (b *Broker) deprovision(q *request) outcome {
 	}
 	have, ok := b.instances[q.instanceID]
 	if !ok {
-		return success(http.StatusGone, map[string]any{})
+		return success(http.StatusGone, osbapi.OperationResponse{})
 	}
 	if have.ServiceID != serviceID || have.PlanID != planID {
 		return failure(http.StatusBadRequest, "", fmt.Sprintf("instance %s has service %q and plan %q, not %q and %q",
@@ -169,7 +171,7 @@ func (b *Broker) deprovision(q *request) outcome {
 		return failure(http.StatusBadRequest, "", fmt.Sprintf("instance %s still has bindings %s; unbind them first",
 			q.instanceID, strings.Join(ids, ", ")))
 	}
-	out := success(http.StatusOK, map[string]any{})
+	out := success(http.StatusOK, osbapi.OperationResponse{})
 	out.apply = func() { delete(b.instances, q.instanceID) }
 	return out
 }
@@ -184,9 +186,17 @@ func (b *Broker) getInstance(q *request) outcome {
 	if !ok {
 		return failure(http.StatusNotFound, "", fmt.Sprintf("instance %s does not exist", q.instanceID))
 	}
-	body := map[string]any{"service_id": have.ServiceID, "plan_id": have.PlanID, "dashboard_url": have.DashboardURL}
-	if have.Parameters != nil {
-		body["parameters"] = have.Parameters
+	return success(http.StatusOK, osbapi.GetInstanceResponse{
+		ServiceID: have.ServiceID, PlanID: have.PlanID, DashboardURL: have.DashboardURL,
+		Parameters: encodeParams(have.Parameters),
+	})
+}
+
+// encodeParams is the JSON of parameters the broker holds; nil when it
+// holds none.
+func encodeParams(params map[string]any) json.RawMessage {
+	if params == nil {
+		return nil
 	}
-	return success(http.StatusOK, body)
+	return encodeBody(params)
 }

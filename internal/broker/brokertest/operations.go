@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/lockstep-dev/lockstep/internal/broker"
+	"github.com/lockstep-dev/lockstep/internal/osbapi"
 )
 
 // operation is an asynchronous operation started by a scripted Async answer.
@@ -70,9 +70,9 @@ func (b *Broker) startAsync(q *request, script Respond) reply {
 	b.operations[key] = op
 	b.latestOp[bindingKey{q.instanceID, q.bindingID}] = op
 
-	body := map[string]any{}
+	body := osbapi.OperationResponse{}
 	if !a.OmitOperation {
-		body["operation"] = key
+		body.Operation = key
 	}
 	status := script.Status
 	if status == 0 {
@@ -111,13 +111,13 @@ func (b *Broker) lastOperation(q *request) outcome {
 	}
 	if op == nil {
 		if b.targetExistsLocked(target) {
-			return success(http.StatusOK, map[string]any{"state": broker.StateSucceeded})
+			return success(http.StatusOK, osbapi.LastOperationResponse{State: osbapi.StateSucceeded})
 		}
-		return success(http.StatusGone, map[string]any{})
+		return success(http.StatusGone, osbapi.OperationResponse{})
 	}
 	if op.remaining > 0 {
 		op.remaining--
-		out := success(http.StatusOK, stateBody(broker.StateInProgress, op.async.ProgressDescription))
+		out := success(http.StatusOK, stateBody(osbapi.StateInProgress, op.async.ProgressDescription))
 		if op.async.RetryAfter != "" {
 			out.header = http.Header{"Retry-After": {op.async.RetryAfter}}
 		}
@@ -131,20 +131,16 @@ func (b *Broker) lastOperation(q *request) outcome {
 	}
 	switch {
 	case op.async.Fail:
-		return success(http.StatusOK, stateBody(broker.StateFailed, op.async.Description))
+		return success(http.StatusOK, stateBody(osbapi.StateFailed, op.async.Description))
 	case op.async.Gone:
-		return success(http.StatusGone, map[string]any{})
+		return success(http.StatusGone, osbapi.OperationResponse{})
 	default:
-		return success(http.StatusOK, stateBody(broker.StateSucceeded, op.async.Description))
+		return success(http.StatusOK, stateBody(osbapi.StateSucceeded, op.async.Description))
 	}
 }
 
-func stateBody(state broker.State, description string) map[string]any {
-	body := map[string]any{"state": state}
-	if description != "" {
-		body["description"] = description
-	}
-	return body
+func stateBody(state osbapi.State, description string) osbapi.LastOperationResponse {
+	return osbapi.LastOperationResponse{State: state, Description: description}
 }
 
 func (b *Broker) targetExistsLocked(k bindingKey) bool {

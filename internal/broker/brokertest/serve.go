@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lockstep-dev/lockstep/internal/broker"
+	"github.com/lockstep-dev/lockstep/internal/osbapi"
 )
 
 // maxRequestBody caps what the broker reads of a request.
@@ -280,13 +281,8 @@ func encodeBody(v any) []byte {
 	return raw
 }
 
-type osbError struct {
-	Error       string `json:"error,omitempty"`
-	Description string `json:"description,omitempty"`
-}
-
-func errorBody(code, description string) osbError {
-	return osbError{Error: code, Description: description}
+func errorBody(code, description string) osbapi.ErrorResponse {
+	return osbapi.ErrorResponse{Error: code, Description: description}
 }
 
 // errorsArray is an error answer in the shape many brokers outside the
