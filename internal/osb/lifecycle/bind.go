@@ -2,7 +2,6 @@ package lifecycle
 
 import (
 	"context"
-	"encoding/json"
 
 	"github.com/lockstep-dev/lockstep/internal/osb/bundle"
 	"github.com/lockstep-dev/lockstep/internal/osb/store"
@@ -154,9 +153,5 @@ func repeatBind(tx store.Tx, req BindRequest, want, b *store.Binding) (*Result, 
 	if j != nil && j.Method == store.Unbind && !j.State.Finished() {
 		return nil, concurrency("binding %s is being unbound (operation %s)", b.ID, j.Token)
 	}
-	creds := b.Credentials
-	if len(creds) == 0 {
-		creds = json.RawMessage(`{}`)
-	}
-	return &Result{Status: OK, Credentials: creds}, nil
+	return &Result{Status: OK, Credentials: credentialsOf(b.Credentials)}, nil
 }
