@@ -18,20 +18,7 @@ func (c *Catalog) Validate() error {
 		if s.Name != "" {
 			where = fmt.Sprintf("service %q", s.Name)
 		}
-		switch {
-		case s.ID == "":
-			problems = append(problems, where+" has no id")
-		case serviceIDs[s.ID]:
-			problems = append(problems, fmt.Sprintf("%s repeats service id %q", where, s.ID))
-		}
-		serviceIDs[s.ID] = true
-		switch {
-		case s.Name == "":
-			problems = append(problems, where+" has no name")
-		case serviceNames[s.Name]:
-			problems = append(problems, where+" appears twice")
-		}
-		serviceNames[s.Name] = true
+		problems = append(problems, identify(where, "service", s.ID, s.Name, serviceIDs, serviceNames)...)
 		if len(s.Plans) == 0 {
 			problems = append(problems, where+" has no plans")
 		}
@@ -41,20 +28,7 @@ func (c *Catalog) Validate() error {
 			if p.Name != "" {
 				pwhere = fmt.Sprintf("%s plan %q", where, p.Name)
 			}
-			switch {
-			case p.ID == "":
-				problems = append(problems, pwhere+" has no id")
-			case planIDs[p.ID]:
-				problems = append(problems, fmt.Sprintf("%s repeats plan id %q", pwhere, p.ID))
-			}
-			planIDs[p.ID] = true
-			switch {
-			case p.Name == "":
-				problems = append(problems, pwhere+" has no name")
-			case planNames[p.Name]:
-				problems = append(problems, pwhere+" appears twice")
-			}
-			planNames[p.Name] = true
+			problems = append(problems, identify(pwhere, "plan", p.ID, p.Name, planIDs, planNames)...)
 			sp := ServicePlan{Service: &c.Services[i], Plan: &c.Services[i].Plans[j]}
 			for _, schema := range []struct {
 				kind string
@@ -70,4 +44,25 @@ func (c *Catalog) Validate() error {
 		return nil
 	}
 	return errors.New("invalid catalog: " + strings.Join(problems, "; "))
+}
+
+// identify checks that an entry (a service or a plan, at where) has an id
+// and a name, neither seen before in ids and names, and records both.
+func identify(where, kind, id, name string, ids, names map[string]bool) []string {
+	var problems []string
+	switch {
+	case id == "":
+		problems = append(problems, where+" has no id")
+	case ids[id]:
+		problems = append(problems, fmt.Sprintf("%s repeats %s id %q", where, kind, id))
+	}
+	ids[id] = true
+	switch {
+	case name == "":
+		problems = append(problems, where+" has no name")
+	case names[name]:
+		problems = append(problems, where+" appears twice")
+	}
+	names[name] = true
+	return problems
 }
