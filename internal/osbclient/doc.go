@@ -9,6 +9,8 @@
 // JSON>") and which lockstep operation the request belongs to
 // ("X-Broker-API-Request-Identity").
 //
+// Request and answer bodies are the wire types of package osbapi; the
+// catalog comes back as an osbapi.Catalog, a binding as an osbapi.Binding.
 // Answers come back as typed results that keep the HTTP status, so that a
 // caller can tell a 200 ("already there, identical") from a 201 ("created")
 // and a 202 ("accepted, poll the operation"). Refusals come back as

@@ -1,5 +1,8 @@
-// Package fakebroker is a scriptable Open Service Broker (OSB) API v2.17
-// server for lockstep's tests.
+// Package fakebroker is an in-process Open Service Broker (OSB) API v2.17
+// broker for lockstep's tests: scriptable, in memory, and nothing like the
+// embedded broker beside it (package osb), which runs real bundles. It
+// speaks the wire types of package osbapi, and Config gives an osbclient
+// configuration that reaches it.
 //
 // A Broker is a real HTTP server on 127.0.0.1 (httptest). Left alone it is a
 // correct, stateful, synchronous broker: it keeps instances and bindings in
