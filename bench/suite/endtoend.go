@@ -17,7 +17,7 @@ import (
 	"github.com/lockstep-dev/lockstep/bench/env"
 	"github.com/lockstep-dev/lockstep/bench/loadgen"
 	"github.com/lockstep-dev/lockstep/bench/report"
-	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
+	"github.com/lockstep-dev/lockstep/internal/osb/fakebroker"
 )
 
 // e2eArm is one way of holding ServiceInstances in the API server.
@@ -164,7 +164,7 @@ func e2eObject(gvk schema.GroupVersionKind, ns, name string) *unstructured.Unstr
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"metadata": map[string]any{"labels": map[string]any{"app.kubernetes.io/name": "orders"}},
 		"spec": map[string]any{
-			"brokerName": acme, "serviceName": brokertest.ServiceDB, "planName": brokertest.PlanSmall,
+			"brokerName": acme, "serviceName": fakebroker.ServiceDB, "planName": fakebroker.PlanSmall,
 			"externalID": uuid.NewString(), "parameters": map[string]any{"storageGB": int64(10)},
 		},
 	}}
