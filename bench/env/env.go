@@ -134,13 +134,9 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 		return nil, err
 	}
 
-	user, err := e.test.AddUser(envtest.User{Name: "lockstep", Groups: []string{"system:masters"}}, nil)
+	kubeconfig, err := serviceAccountKubeconfig(ctx, cfg, e.Client, opts.Root)
 	if err != nil {
-		return nil, fmt.Errorf("adding lockstep's user: %w", err)
-	}
-	kubeconfig, err := user.KubeConfig()
-	if err != nil {
-		return nil, fmt.Errorf("writing lockstep's kubeconfig: %w", err)
+		return nil, err
 	}
 	e.lockstepKubeconfig = filepath.Join(dir, "lockstep.kubeconfig")
 	if err := os.WriteFile(e.lockstepKubeconfig, kubeconfig, 0o600); err != nil {

@@ -9,15 +9,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/broker"
 	"github.com/lockstep-dev/lockstep/internal/journal"
 	"github.com/lockstep-dev/lockstep/internal/metrics"
+	"github.com/lockstep-dev/lockstep/internal/osbclient"
 )
 
 // brokerCall makes an admission's broker call; it fills in the broker's
 // answer and reports whether the operation is still running at the end of
 // the budget.
-type brokerCall func(meta broker.RequestMeta, ans *journal.Answer) (admission.Warnings, bool, error)
+type brokerCall func(meta osbclient.RequestMeta, ans *journal.Answer) (admission.Warnings, bool, error)
 
 // carrier is the broker phase common to every kind: it hands the operation
 // to the journal's Carrier (lock, call, record) and turns how it ended
@@ -36,7 +36,7 @@ func newCarrier(d Deps) *carrier {
 	}
 }
 
-// carryOut carries the change in out at the broker. The reply waits for
+// carryOut carries the change in out at the osbclient. The reply waits for
 // one API server write, the object's lock, before the broker call; the
 // record with the broker's answer is written after the reply (see
 // journal.Carrier). A refusal is remembered for a moment, so that the API
@@ -47,7 +47,7 @@ func (c *carrier) carryOut(ctx context.Context, in journal.Intent, call brokerCa
 		return nil, err
 	}
 	var warnings admission.Warnings
-	out := c.run.Run(ctx, in, func(meta broker.RequestMeta, ans *journal.Answer) (bool, error) {
+	out := c.run.Run(ctx, in, func(meta osbclient.RequestMeta, ans *journal.Answer) (bool, error) {
 		w, inProgress, err := call(meta, ans)
 		warnings = w
 		return inProgress, err

@@ -20,11 +20,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/broker"
-	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
 	"github.com/lockstep-dev/lockstep/internal/controller/operations"
 	"github.com/lockstep-dev/lockstep/internal/journal"
+	"github.com/lockstep-dev/lockstep/internal/osb/fakebroker"
+	"github.com/lockstep-dev/lockstep/internal/osbclient"
 )
 
 // faults makes chosen writes of the harness's API server fail while set.
@@ -82,9 +82,9 @@ func (h *harness) lockHeldBy(t *testing.T) string {
 // broker, with a clock far enough ahead that every Pending record is due.
 func (h *harness) operations(t *testing.T) *operations.Operations {
 	t.Helper()
-	c, err := broker.New(h.broker.Config())
+	c, err := osbclient.New(h.broker.Config())
 	require.NoError(t, err)
-	cat := brokertest.DefaultCatalog()
+	cat := fakebroker.DefaultCatalog()
 	cache := catalog.NewCache(time.Hour)
 	cache.Store(catalog.NewEntry("acme", c, &cat, nil, time.Now()))
 	later := func() time.Time { return time.Now().Add(time.Hour) }
@@ -134,16 +134,16 @@ func TestCarrierWritesOnceBeforeTheReply(t *testing.T) {
 		name      string
 		op        admissionv1.Operation
 		old, new  Instance
-		script    func(*brokertest.Broker)
+		script    func(*fakebroker.Broker)
 		wantPhase v1alpha1.OperationPhase
 		wantLock  bool
 	}{
 		{"provision", admissionv1.Create, nil, instance("small", ""), nil, v1alpha1.PhaseSucceeded, true},
-		{"refused update", admissionv1.Update, instance("small", ""), instance("large", ""), func(b *brokertest.Broker) {
-			b.Script(brokertest.OpUpdate, brokertest.Respond{Status: http.StatusUnprocessableEntity, Description: "plan change not supported"})
+		{"refused update", admissionv1.Update, instance("small", ""), instance("large", ""), func(b *fakebroker.Broker) {
+			b.Script(fakebroker.OpUpdate, fakebroker.Respond{Status: http.StatusUnprocessableEntity, Description: "plan change not supported"})
 		}, v1alpha1.PhaseFailed, false},
-		{"provision that needs orphan mitigation", admissionv1.Create, nil, instance("small", ""), func(b *brokertest.Broker) {
-			b.Script(brokertest.OpProvision, brokertest.Respond{Status: http.StatusInternalServerError})
+		{"provision that needs orphan mitigation", admissionv1.Create, nil, instance("small", ""), func(b *fakebroker.Broker) {
+			b.Script(fakebroker.OpProvision, fakebroker.Respond{Status: http.StatusInternalServerError})
 		}, v1alpha1.PhaseOrphaned, true},
 	}
 	for _, tt := range tests {
@@ -155,7 +155,7 @@ func TestCarrierWritesOnceBeforeTheReply(t *testing.T) {
 					return c.Create(ctx, obj, opts...)
 				},
 			})
-			h.broker.PutInstance(brokertest.Instance{ID: "ext-1", ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanSmallID})
+			h.broker.PutInstance(fakebroker.Instance{ID: "ext-1", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID})
 			if tt.script != nil {
 				tt.script(h.broker)
 			}
@@ -200,10 +200,10 @@ func TestCarrierCrashPointsAreClosed(t *testing.T) {
 		{journal.BeforeLock, admissionv1.Create, never, 0, "", ""},
 		{journal.BeforeCall, admissionv1.Create, never, 0, v1alpha1.PhaseCompensated, ""},
 		{journal.BeforeReply, admissionv1.Create, never, 1, v1alpha1.PhaseCompensated, ""},
-		{journal.BeforeAnswer, admissionv1.Create, persists, 1, v1alpha1.PhaseCommitted, brokertest.PlanSmallID},
-		{journal.BeforeCall, admissionv1.Update, never, 0, v1alpha1.PhaseCompensated, brokertest.PlanSmallID},
-		{journal.BeforeReply, admissionv1.Update, never, 1, v1alpha1.PhaseCompensated, brokertest.PlanSmallID},
-		{journal.BeforeAnswer, admissionv1.Update, persists, 1, v1alpha1.PhaseCommitted, brokertest.PlanLargeID},
+		{journal.BeforeAnswer, admissionv1.Create, persists, 1, v1alpha1.PhaseCommitted, fakebroker.PlanSmallID},
+		{journal.BeforeCall, admissionv1.Update, never, 0, v1alpha1.PhaseCompensated, fakebroker.PlanSmallID},
+		{journal.BeforeReply, admissionv1.Update, never, 1, v1alpha1.PhaseCompensated, fakebroker.PlanSmallID},
+		{journal.BeforeAnswer, admissionv1.Update, persists, 1, v1alpha1.PhaseCommitted, fakebroker.PlanLargeID},
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.op)+" "+string(tt.point), func(t *testing.T) {
@@ -211,14 +211,14 @@ func TestCarrierCrashPointsAreClosed(t *testing.T) {
 			updated := instance("large", "", func(si *v1alpha1.ServiceInstance) { si.Generation = 2 })
 			created := instance("small", "", func(si *v1alpha1.ServiceInstance) { si.Generation = 1 })
 			var objects []runtime.Object
-			verb := brokertest.OpProvision
+			verb := fakebroker.OpProvision
 			if tt.op == admissionv1.Update {
 				objects = append(objects, old.DeepCopy())
-				verb = brokertest.OpUpdate
+				verb = fakebroker.OpUpdate
 			}
 			h := newHarness(t, objects...)
 			if tt.op == admissionv1.Update {
-				h.broker.PutInstance(brokertest.Instance{ID: "ext-1", ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanSmallID})
+				h.broker.PutInstance(fakebroker.Instance{ID: "ext-1", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID})
 			}
 			c := h.validator.Steps[0].(*instanceBroker).carry
 			c.run.Crash = func(p journal.Point) bool { return p == tt.point }

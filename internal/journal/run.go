@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/broker"
+	"github.com/lockstep-dev/lockstep/internal/osbclient"
 )
 
 // Carrier carries broker operations out, one per object at a time, with
@@ -64,18 +64,18 @@ var ErrStopped = errors.New("stopped at a crash point")
 // Call makes the broker call of an operation: it fills in the broker's
 // answer and reports whether the operation goes on after the reply (still
 // running, or its outcome unknown). Its error is what the user is told.
-type Call func(meta broker.RequestMeta, ans *Answer) (inProgress bool, err error)
+type Call func(meta osbclient.RequestMeta, ans *Answer) (inProgress bool, err error)
 
 // Outcome is how Run ended.
 type Outcome struct {
 	// Holder is the live operation holding the object's lock: nothing was
-	// asked of the broker.
+	// asked of the osbclient.
 	Holder *Operation
 	// Identical says the holder already carried out this very change: the
 	// request is allowed without a broker call.
 	Identical bool
 	// LockErr is why the lock could not be written: nothing was asked of
-	// the broker.
+	// the osbclient.
 	LockErr error
 	// Record names the operation's record when the broker was called.
 	Record string
@@ -123,7 +123,7 @@ func (c *Carrier) Run(ctx context.Context, in Intent, call Call) Outcome {
 		return out
 	}
 	ans := &Answer{}
-	out.InProgress, out.Err = call(broker.RequestMeta{Identity: Identity(in.User), RequestID: in.ID}, ans)
+	out.InProgress, out.Err = call(osbclient.RequestMeta{Identity: Identity(in.User), RequestID: in.ID}, ans)
 	decide(ans, out.InProgress, out.Err)
 	out.Answer = *ans
 	c.Log.Info("broker operation", "verb", in.Verb, "kind", in.Kind, "object", client.ObjectKeyFromObject(in.Target).String(),

@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/broker"
+	"github.com/lockstep-dev/lockstep/internal/osbclient"
 )
 
 func newCarrier(t *testing.T) (*Carrier, client.Client) {
@@ -73,8 +73,8 @@ func TestRunWritesTheLockOnlyBeforeTheCall(t *testing.T) {
 			c, api := newCarrier(t)
 			si := dbInstance()
 			key := KeyOf(v1alpha1.KindServiceInstance, si)
-			var meta broker.RequestMeta
-			out := c.Run(context.Background(), intentFor(si, v1alpha1.VerbUpdate), func(m broker.RequestMeta, ans *Answer) (bool, error) {
+			var meta osbclient.RequestMeta
+			out := c.Run(context.Background(), intentFor(si, v1alpha1.VerbUpdate), func(m osbclient.RequestMeta, ans *Answer) (bool, error) {
 				meta = m
 				assert.Empty(t, records(t, api), "no record before the call")
 				var lease coordinationv1.Lease
@@ -111,14 +111,14 @@ func TestRunWritesTheLockOnlyBeforeTheCall(t *testing.T) {
 func TestRunRefusesWhileAnotherOperationHoldsTheLock(t *testing.T) {
 	c, api := newCarrier(t)
 	si := dbInstance()
-	first := c.Run(context.Background(), intentFor(si, v1alpha1.VerbUpdate), func(broker.RequestMeta, *Answer) (bool, error) { return true, nil })
+	first := c.Run(context.Background(), intentFor(si, v1alpha1.VerbUpdate), func(osbclient.RequestMeta, *Answer) (bool, error) { return true, nil })
 	require.True(t, first.Called())
 
 	second := intentFor(si, v1alpha1.VerbUpdate)
 	second.ID = "abcdefabcdef"
 	second.User.Username = "bob"
 	called := false
-	out := c.Run(context.Background(), second, func(broker.RequestMeta, *Answer) (bool, error) { called = true; return false, nil })
+	out := c.Run(context.Background(), second, func(osbclient.RequestMeta, *Answer) (bool, error) { called = true; return false, nil })
 	assert.False(t, called)
 	assert.False(t, out.Called())
 	require.NotNil(t, out.Holder)
@@ -133,7 +133,7 @@ func TestRestoreWritesTheRecordALockCarries(t *testing.T) {
 	c, api := newCarrier(t)
 	si := dbInstance()
 	c.Crash = func(p Point) bool { return p == BeforeAnswer }
-	out := c.Run(context.Background(), intentFor(si, v1alpha1.VerbProvision), func(broker.RequestMeta, *Answer) (bool, error) { return false, nil })
+	out := c.Run(context.Background(), intentFor(si, v1alpha1.VerbProvision), func(osbclient.RequestMeta, *Answer) (bool, error) { return false, nil })
 	require.NoError(t, out.Err)
 	require.Empty(t, records(t, api))
 
@@ -202,12 +202,12 @@ func TestRunAllowsTheRetryOfAChangeCarriedOut(t *testing.T) {
 	close(release)
 	c.After.Wait()
 
-	first := c.Run(context.Background(), in, func(broker.RequestMeta, *Answer) (bool, error) { return false, nil })
+	first := c.Run(context.Background(), in, func(osbclient.RequestMeta, *Answer) (bool, error) { return false, nil })
 	require.True(t, first.Called())
 	c.After.Wait()
 	retry := in
 	retry.ID = "fedcba987654"
-	out := c.Run(context.Background(), retry, func(broker.RequestMeta, *Answer) (bool, error) {
+	out := c.Run(context.Background(), retry, func(osbclient.RequestMeta, *Answer) (bool, error) {
 		t.Fatal("the broker is not called again")
 		return false, nil
 	})

@@ -30,8 +30,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/lockstep-dev/lockstep/internal/app"
-	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
 	"github.com/lockstep-dev/lockstep/internal/controllermanager"
+	"github.com/lockstep-dev/lockstep/internal/osb/fakebroker"
 )
 
 // variants are the kustomize variants under deploy/ a user can apply.
@@ -48,7 +48,7 @@ var env struct {
 	// lockstep runs as its service account, with the deployed RBAC.
 	serviceAccount string // system:serviceaccount:<ns>:<name>
 	logs           *syncWriter
-	broker         *brokertest.Broker
+	broker         *fakebroker.Broker
 }
 
 func TestMain(m *testing.M) {
@@ -116,7 +116,7 @@ func runMain(m *testing.M) int {
 	if err := installNamespaceAndRBAC(context.Background()); err != nil {
 		return fail("%v", err)
 	}
-	env.broker, err = brokertest.Start()
+	env.broker, err = fakebroker.Start()
 	if err != nil {
 		return fail("starting the test broker: %v", err)
 	}

@@ -23,8 +23,8 @@ import (
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/app"
-	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
 	"github.com/lockstep-dev/lockstep/internal/controllermanager"
+	"github.com/lockstep-dev/lockstep/internal/osb/fakebroker"
 )
 
 // cluster is the environment every e2e test shares.
@@ -35,7 +35,7 @@ var cluster struct {
 	kubeconfig string // for kubectl, as user "alice"
 	kubectl    string // path of the real kubectl binary
 	logs       *syncWriter
-	broker     *brokertest.Broker // registered as ServiceBroker "acme"
+	broker     *fakebroker.Broker // registered as ServiceBroker "acme"
 }
 
 // brokerName is the ServiceBroker every test uses unless it says otherwise.
@@ -137,7 +137,7 @@ func runMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	cluster.broker, err = brokertest.Start()
+	cluster.broker, err = fakebroker.Start()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: starting the test broker:", err)
 		return 1

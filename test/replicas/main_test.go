@@ -27,8 +27,8 @@ import (
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/app"
-	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
 	"github.com/lockstep-dev/lockstep/internal/controllermanager"
+	"github.com/lockstep-dev/lockstep/internal/osb/fakebroker"
 )
 
 var env struct {
@@ -37,7 +37,7 @@ var env struct {
 	binary     string // the lockstep webhook binary
 	kubeconfig string // lockstep's identity
 	dir        string
-	broker     *brokertest.Broker
+	broker     *fakebroker.Broker
 	front      *front
 }
 
@@ -114,7 +114,7 @@ func run(m *testing.M) int {
 	}
 	defer env.front.close()
 
-	if env.broker, err = brokertest.Start(); err != nil {
+	if env.broker, err = fakebroker.Start(); err != nil {
 		return fail(err)
 	}
 	defer env.broker.Close()

@@ -9,9 +9,10 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/broker"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
 	"github.com/lockstep-dev/lockstep/internal/journal"
+	"github.com/lockstep-dev/lockstep/internal/osbapi"
+	"github.com/lockstep-dev/lockstep/internal/osbclient"
 	"github.com/lockstep-dev/lockstep/internal/parametersfrom"
 )
 
@@ -52,11 +53,11 @@ func (r *Reconciler) correct(ctx context.Context, si *v1alpha1.ServiceInstance, 
 	leases := *r.Leases
 	leases.Wait = 0
 	carrier := &journal.Carrier{Leases: &leases, Journal: r.Journal}
-	out := carrier.Run(ctx, in, func(meta broker.RequestMeta, ans *journal.Answer) (bool, error) {
-		req := broker.UpdateRequest{
+	out := carrier.Run(ctx, in, func(meta osbclient.RequestMeta, ans *journal.Answer) (bool, error) {
+		req := osbclient.UpdateRequest{
 			InstanceID: si.Spec.ExternalID, ServiceID: plan.Service.ID,
-			Context:        &broker.Context{Platform: broker.Platform, Namespace: si.Namespace, InstanceName: si.Name, ClusterID: r.ClusterID},
-			PreviousValues: &broker.PreviousValues{ServiceID: plan.Service.ID, PlanID: heldPlanID},
+			Context:        &osbapi.Context{Platform: osbapi.KubernetesPlatform, Namespace: si.Namespace, InstanceName: si.Name, ClusterID: r.ClusterID},
+			PreviousValues: &osbapi.PreviousValues{ServiceID: plan.Service.ID, PlanID: heldPlanID},
 		}
 		if heldPlanID != plan.Plan.ID {
 			req.PlanID = plan.Plan.ID
@@ -67,7 +68,7 @@ func (r *Reconciler) correct(ctx context.Context, si *v1alpha1.ServiceInstance, 
 		}
 		resp, err := entry.Client.Update(ctx, meta, req)
 		if err != nil {
-			if h, ok := broker.AsHTTPError(err); ok {
+			if h, ok := osbclient.AsHTTPError(err); ok {
 				ans.HTTPStatus = h.StatusCode
 			}
 			return false, err
