@@ -44,6 +44,16 @@ func (m Metrics) Sum(name string, match map[string]string) float64 {
 	return total
 }
 
+// Has reports whether a sample named name is present.
+func (m Metrics) Has(name string) bool {
+	for _, s := range m {
+		if s.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
 // ScrapeMetrics reads the Prometheus metrics served at url.
 func ScrapeMetrics(ctx context.Context, url string) (Metrics, error) {
 	return scrape(ctx, http.DefaultClient, url)
