@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockstep-dev/lockstep/test/framework"
+
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -16,8 +18,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -217,15 +217,9 @@ spec:
 // context's namespace is ns.
 func userKubeconfig(t *testing.T, name, ns string) string {
 	t.Helper()
-	user, err := cluster.env.AddUser(envtest.User{Name: name}, nil)
+	user, err := cluster.Env.AddUser(envtest.User{Name: name}, nil)
 	require.NoError(t, err)
-	cfg := user.Config()
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["lockstep"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
-	kc.Contexts["lockstep"] = &clientcmdapi.Context{Cluster: "lockstep", AuthInfo: name, Namespace: ns}
-	kc.CurrentContext = "lockstep"
 	path := filepath.Join(t.TempDir(), "kubeconfig")
-	require.NoError(t, clientcmd.WriteToFile(*kc, path))
+	require.NoError(t, framework.WriteKubeconfig(user.Config(), name, ns, path))
 	return path
 }

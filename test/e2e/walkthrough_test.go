@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockstep-dev/lockstep/test/framework"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
@@ -102,16 +102,10 @@ func readmeSection(t *testing.T, heading string) []step {
 // admin like `make run`'s, whose context's namespace is ns.
 func walkthroughKubeconfig(t *testing.T, ns string) string {
 	t.Helper()
-	user, err := cluster.env.AddUser(envtest.User{Name: "dev", Groups: []string{"system:masters"}}, nil)
+	user, err := cluster.Env.AddUser(envtest.User{Name: "dev", Groups: []string{"system:masters"}}, nil)
 	require.NoError(t, err)
-	cfg := user.Config()
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["lockstep"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos["dev"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
-	kc.Contexts["lockstep"] = &clientcmdapi.Context{Cluster: "lockstep", AuthInfo: "dev", Namespace: ns}
-	kc.CurrentContext = "lockstep"
 	path := filepath.Join(t.TempDir(), "kubeconfig")
-	require.NoError(t, clientcmd.WriteToFile(*kc, path))
+	require.NoError(t, framework.WriteKubeconfig(user.Config(), "dev", ns, path))
 	return path
 }
 

@@ -1,0 +1,190 @@
+package framework
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/lockstep-dev/lockstep/internal/app"
+	"github.com/lockstep-dev/lockstep/internal/controllermanager"
+)
+
+// Options say what control plane Start starts.
+type Options struct {
+	// Name names the suite in the temporary directory and in the log files
+	// kept after the run (lockstep-<Name>-...).
+	Name string
+	// Root is the repository root; Root() when empty.
+	Root string
+	// Assets is the directory with the control plane binaries; Assets(Root)
+	// when empty.
+	Assets string
+	// ExtraCRDPaths are CRD files or directories installed besides
+	// deploy/crds; CRDs are CRDs installed from memory.
+	ExtraCRDPaths []string
+	CRDs          []*apiextensionsv1.CustomResourceDefinition
+	// MutatingWebhooks and ValidatingWebhooks replace the webhook
+	// configurations of deploy/webhook/manifests.yaml when either is set.
+	// envtest points them at a port on loopback with a CA of its own.
+	MutatingWebhooks   []*admissionregistrationv1.MutatingWebhookConfiguration
+	ValidatingWebhooks []*admissionregistrationv1.ValidatingWebhookConfiguration
+	// ControllerManager runs kube-controller-manager with the namespace
+	// and garbage-collector controllers, as in a cluster: deleted
+	// namespaces go, owned objects are collected.
+	ControllerManager bool
+}
+
+// ControlPlane is a running etcd and kube-apiserver (and
+// kube-controller-manager when asked for) with lockstep's CRDs and webhook
+// configurations installed. Stop it when done.
+type ControlPlane struct {
+	// Env is envtest's environment; its WebhookInstallOptions hold the
+	// serving host, port and certificates of the webhook configurations.
+	Env *envtest.Environment
+	// Config reaches the API server as a cluster administrator.
+	Config *rest.Config
+	// Root, Assets and Kubectl are the repository root, the directory of
+	// the control plane binaries and the real kubectl in it.
+	Root, Assets, Kubectl string
+	// Dir is a temporary directory for kubeconfigs and other files of the
+	// run; Stop removes it.
+	Dir string
+	// ControllerManagerLog is kube-controller-manager's log file, kept
+	// after the run.
+	ControllerManagerLog string
+
+	cm *controllermanager.ControllerManager
+}
+
+// Start starts the control plane and installs lockstep's CRDs and webhook
+// configurations.
+func Start(o Options) (_ *ControlPlane, err error) {
+	if o.Name == "" {
+		return nil, errors.New("framework: Options.Name is empty")
+	}
+	if o.Root == "" {
+		if o.Root, err = Root(); err != nil {
+			return nil, err
+		}
+	}
+	if o.Assets == "" {
+		if o.Assets, err = Assets(o.Root); err != nil {
+			return nil, err
+		}
+	}
+	cp := &ControlPlane{Root: o.Root, Assets: o.Assets, Kubectl: filepath.Join(o.Assets, "kubectl")}
+	if cp.Dir, err = os.MkdirTemp("", "lockstep-"+o.Name+"-"); err != nil {
+		return nil, fmt.Errorf("creating a working directory: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = cp.Stop()
+		}
+	}()
+	webhooks := envtest.WebhookInstallOptions{LocalServingHost: "127.0.0.1"}
+	if o.MutatingWebhooks != nil || o.ValidatingWebhooks != nil {
+		webhooks.MutatingWebhooks, webhooks.ValidatingWebhooks = o.MutatingWebhooks, o.ValidatingWebhooks
+	} else {
+		webhooks.Paths = []string{filepath.Join(o.Root, "deploy", "webhook", "manifests.yaml")}
+	}
+	cp.Env = &envtest.Environment{
+		BinaryAssetsDirectory: o.Assets,
+		CRDDirectoryPaths:     append([]string{filepath.Join(o.Root, "deploy", "crds")}, o.ExtraCRDPaths...),
+		CRDs:                  o.CRDs,
+		ErrorIfCRDPathMissing: true,
+		WebhookInstallOptions: webhooks,
+	}
+	if cp.Config, err = cp.Env.Start(); err != nil {
+		return nil, fmt.Errorf("starting kube-apiserver and etcd from %s: %w", o.Assets, err)
+	}
+	if o.ControllerManager {
+		cp.ControllerManagerLog = filepath.Join(os.TempDir(), "lockstep-"+o.Name+"-kube-controller-manager.log")
+		cp.cm, err = controllermanager.Start(cp.Env, controllermanager.Options{
+			Assets: o.Assets, Dir: filepath.Join(cp.Dir, "kcm"), LogFile: cp.ControllerManagerLog,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("%w (its log: %s)", err, cp.ControllerManagerLog)
+		}
+	}
+	return cp, nil
+}
+
+// Stop stops kube-controller-manager, kube-apiserver and etcd, and removes
+// the working directory.
+func (cp *ControlPlane) Stop() error {
+	var errs []error
+	if cp.cm != nil {
+		if err := cp.cm.Stop(); err != nil {
+			errs = append(errs, err)
+		}
+		cp.cm = nil
+	}
+	if cp.Env != nil {
+		if err := cp.Env.Stop(); err != nil {
+			errs = append(errs, fmt.Errorf("stopping kube-apiserver and etcd: %w", err))
+		}
+	}
+	if cp.Dir != "" {
+		_ = os.RemoveAll(cp.Dir)
+	}
+	return errors.Join(errs...)
+}
+
+// Client is a client with lockstep's scheme, as the cluster administrator.
+func (cp *ControlPlane) Client() (client.Client, error) {
+	c, err := client.New(cp.Config, client.Options{Scheme: app.Scheme()})
+	if err != nil {
+		return nil, fmt.Errorf("creating a client: %w", err)
+	}
+	return c, nil
+}
+
+// Kubeconfig provisions a user with the groups and writes a kubeconfig for
+// it into the working directory; it returns the file's path and the user's
+// configuration.
+func (cp *ControlPlane) Kubeconfig(name string, groups ...string) (string, *rest.Config, error) {
+	user, err := cp.Env.AddUser(envtest.User{Name: name, Groups: groups}, nil)
+	if err != nil {
+		return "", nil, fmt.Errorf("adding user %q: %w", name, err)
+	}
+	raw, err := user.KubeConfig()
+	if err != nil {
+		return "", nil, fmt.Errorf("encoding the kubeconfig of %q: %w", name, err)
+	}
+	path := filepath.Join(cp.Dir, name+".kubeconfig")
+	if err := os.WriteFile(path, raw, 0o600); err != nil {
+		return "", nil, fmt.Errorf("writing the kubeconfig of %q: %w", name, err)
+	}
+	return path, user.Config(), nil
+}
+
+// WebhookAddr is the address the API server calls the webhooks at.
+func (cp *ControlPlane) WebhookAddr() string {
+	o := cp.Env.WebhookInstallOptions
+	return net.JoinHostPort(o.LocalServingHost, strconv.Itoa(o.LocalServingPort))
+}
+
+// WriteKubeconfig writes a kubeconfig for cfg's user, named user, whose
+// context's namespace is namespace (none when empty).
+func WriteKubeconfig(cfg *rest.Config, user, namespace, path string) error {
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["lockstep"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos[user] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
+	kc.Contexts["lockstep"] = &clientcmdapi.Context{Cluster: "lockstep", AuthInfo: user, Namespace: namespace}
+	kc.CurrentContext = "lockstep"
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		return fmt.Errorf("writing the kubeconfig of %q: %w", user, err)
+	}
+	return nil
+}
