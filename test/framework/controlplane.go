@@ -39,6 +39,10 @@ type Options struct {
 	// envtest points them at a port on loopback with a CA of its own.
 	MutatingWebhooks   []*admissionregistrationv1.MutatingWebhookConfiguration
 	ValidatingWebhooks []*admissionregistrationv1.ValidatingWebhookConfiguration
+	// Dir is the working directory for kubeconfigs and other files of the
+	// run, left in place by Stop; when empty, a temporary directory that
+	// Stop removes.
+	Dir string
 	// ControllerManager runs kube-controller-manager with the namespace
 	// and garbage-collector controllers, as in a cluster: deleted
 	// namespaces go, owned objects are collected.
@@ -57,14 +61,14 @@ type ControlPlane struct {
 	// Root, Assets and Kubectl are the repository root, the directory of
 	// the control plane binaries and the real kubectl in it.
 	Root, Assets, Kubectl string
-	// Dir is a temporary directory for kubeconfigs and other files of the
-	// run; Stop removes it.
+	// Dir holds kubeconfigs and other files of the run (Options.Dir).
 	Dir string
 	// ControllerManagerLog is kube-controller-manager's log file, kept
 	// after the run.
 	ControllerManagerLog string
 
-	cm *controllermanager.ControllerManager
+	cm        *controllermanager.ControllerManager
+	removeDir bool
 }
 
 // Start starts the control plane and installs lockstep's CRDs and webhook
@@ -84,8 +88,12 @@ func Start(o Options) (_ *ControlPlane, err error) {
 		}
 	}
 	cp := &ControlPlane{Root: o.Root, Assets: o.Assets, Kubectl: filepath.Join(o.Assets, "kubectl")}
-	if cp.Dir, err = os.MkdirTemp("", "lockstep-"+o.Name+"-"); err != nil {
-		return nil, fmt.Errorf("creating a working directory: %w", err)
+	cp.Dir = o.Dir
+	if cp.Dir == "" {
+		if cp.Dir, err = os.MkdirTemp("", "lockstep-"+o.Name+"-"); err != nil {
+			return nil, fmt.Errorf("creating a working directory: %w", err)
+		}
+		cp.removeDir = true
 	}
 	defer func() {
 		if err != nil {
@@ -121,7 +129,7 @@ func Start(o Options) (_ *ControlPlane, err error) {
 }
 
 // Stop stops kube-controller-manager, kube-apiserver and etcd, and removes
-// the working directory.
+// the working directory unless Options.Dir named it.
 func (cp *ControlPlane) Stop() error {
 	var errs []error
 	if cp.cm != nil {
@@ -135,7 +143,7 @@ func (cp *ControlPlane) Stop() error {
 			errs = append(errs, fmt.Errorf("stopping kube-apiserver and etcd: %w", err))
 		}
 	}
-	if cp.Dir != "" {
+	if cp.removeDir {
 		_ = os.RemoveAll(cp.Dir)
 	}
 	return errors.Join(errs...)
