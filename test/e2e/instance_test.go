@@ -308,24 +308,11 @@ func TestRemovedPlanTakesNoNewInstancesButExistingOnesGoOn(t *testing.T) {
 	require.Equal(t, 0, r.ExitCode, "and deletes: %s", r.Output())
 }
 
-// refreshCatalog makes the catalog reconciler fetch the catalog again and
-// waits until it has.
+// refreshCatalog makes the catalog reconciler fetch the catalog of the
+// test broker again and waits until it has.
 func refreshCatalog(t *testing.T) {
 	t.Helper()
-	var sb v1alpha1.ServiceBroker
-	require.NoError(t, cluster.client.Get(context.Background(), client.ObjectKey{Name: brokerName}, &sb))
-	before := sb.Status.LastCatalogSync
-	if before != nil {
-		// The sync time is stored to the second: start the refresh in a
-		// later second than the last sync, or it cannot be told apart.
-		time.Sleep(time.Until(before.Add(time.Second)))
-	}
-	r := kubectl(t, "", "annotate", "servicebroker", brokerName, "--overwrite", fmt.Sprintf("e2e.lockstep.dev/refresh=%d", time.Now().UnixNano()))
-	require.Equal(t, 0, r.ExitCode, r.Output())
-	require.Eventually(t, func() bool {
-		require.NoError(t, cluster.client.Get(context.Background(), client.ObjectKey{Name: brokerName}, &sb))
-		return sb.Status.LastCatalogSync != nil && (before == nil || sb.Status.LastCatalogSync.After(before.Time))
-	}, 10*time.Second, 50*time.Millisecond)
+	refreshBroker(t, brokerName)
 }
 
 func TestBrokerFailuresAreClearAndPersistNothing(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lockstep-dev/lockstep/test/framework"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -47,11 +48,14 @@ func runSteps(t *testing.T, steps []step, root, kubeconfig, ns string, rewrite f
 		want := normalize(s.output, ns)
 		got := run(s.command)
 		if readOnly(s.command) {
-			deadline := time.Now().Add(15 * time.Second)
-			for normalize(got, ns) != want && time.Now().Before(deadline) {
-				time.Sleep(200 * time.Millisecond)
+			// What it reads may not be there yet: read again until it is.
+			_ = wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 15*time.Second, false, func(context.Context) (bool, error) {
+				if normalize(got, ns) == want {
+					return true, nil
+				}
 				got = run(s.command)
-			}
+				return false, nil
+			})
 		}
 		if !assert.Equal(t, want, normalize(got, ns), "step %d: $ %s\nREADME shows:\n%s\nprinted:\n%s", i+1, s.command, s.output, got) {
 			t.FailNow() // later steps build on this one

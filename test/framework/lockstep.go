@@ -3,6 +3,7 @@ package framework
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -15,7 +16,8 @@ import (
 
 // Lockstep is lockstep's manager running in the test's process.
 type Lockstep struct {
-	// Logs is what lockstep (and client-go in it) logs.
+	// Logs is what lockstep (client-go and the embedded broker in it
+	// included) logs.
 	Logs *LogBuffer
 
 	cancel context.CancelFunc
@@ -38,6 +40,8 @@ func (cp *ControlPlane) RunLockstep(ctx context.Context, cfg app.Config, restCon
 	logger := zap.New(zap.WriteTo(l.Logs), zap.UseDevMode(true))
 	ctrl.SetLogger(logger)
 	klog.SetLogger(logger.WithName("client-go"))
+	// The embedded broker logs through slog's default logger.
+	slog.SetDefault(slog.New(slog.NewTextHandler(l.Logs, nil)))
 	ctx, l.cancel = context.WithCancel(ctx)
 	go func() {
 		defer close(l.done)
