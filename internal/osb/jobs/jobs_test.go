@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	clocktesting "k8s.io/utils/clock/testing"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -78,7 +80,7 @@ func (e *env) runner(t *testing.T, st store.Store, id string, exec executor.Exec
 	t.Helper()
 	o := jobs.Options{Store: st, Catalog: e.catalog, Executor: exec, RunnerID: id,
 		Timeout: time.Minute, RunnerTimeout: time.Minute, ShutdownGrace: time.Minute,
-		Now: func() time.Time { return e.now }}
+		Clock: clocktesting.NewFakePassiveClock(e.now)}
 	for _, f := range opts {
 		f(&o)
 	}
