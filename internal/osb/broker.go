@@ -15,6 +15,7 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/osb/server"
 	"github.com/lockstep-dev/lockstep/internal/osb/specs"
 	"github.com/lockstep-dev/lockstep/internal/osb/store"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // Broker is the embedded OSB broker. It is an http.Handler.
@@ -155,19 +156,11 @@ func (b *Broker) loop(ctx context.Context, period time.Duration, now bool, fn fu
 	b.loops.Add(1)
 	go func() {
 		defer b.loops.Done()
-		if now {
+		// The condition never holds: the loop ends when ctx does.
+		_ = wait.PollUntilContextCancel(ctx, period, now, func(ctx context.Context) (bool, error) {
 			fn(ctx)
-		}
-		t := time.NewTicker(period)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				fn(ctx)
-			}
-		}
+			return false, nil
+		})
 	}()
 }
 
