@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -133,7 +134,7 @@ func TestUpdateRefusedByTheBrokerKeepsTheSpec(t *testing.T) {
 	ns := namespace(t)
 	require.Equal(t, 0, kubectl(t, instanceWith(ns, "db", "small", ns+"-db", ""), "apply", "-f", "-").ExitCode)
 
-	b.ScriptInstance(brokertest.OpUpdate, ns+"-db", brokertest.Respond{Status: 422, Error: "PlanChangeNotSupported", Description: "no capacity for large instances in eu"})
+	b.ScriptInstance(brokertest.OpUpdate, ns+"-db", brokertest.Respond{Status: http.StatusUnprocessableEntity, Error: "PlanChangeNotSupported", Description: "no capacity for large instances in eu"})
 	r := kubectl(t, instanceWith(ns, "db", "large", ns+"-db", ""), "apply", "-f", "-")
 	assert.NotEqual(t, 0, r.ExitCode)
 	assert.Contains(t, r.Stderr, `broker "acme" refused to change plan of instance "db" from "small" to "large"`)
@@ -158,7 +159,7 @@ func TestDeleteRefusedByTheBrokerIsRolledBack(t *testing.T) {
 	ns := namespace(t)
 	require.Equal(t, 0, kubectl(t, instanceWith(ns, "db", "small", ns+"-db", ""), "apply", "-f", "-").ExitCode)
 
-	b.ScriptInstance(brokertest.OpDeprovision, ns+"-db", brokertest.Respond{Status: 500, Description: "storage backend unavailable"})
+	b.ScriptInstance(brokertest.OpDeprovision, ns+"-db", brokertest.Respond{Status: http.StatusInternalServerError, Description: "storage backend unavailable"})
 	r := kubectl(t, "", "delete", "serviceinstance", "db", "-n", ns, "--wait=false")
 	assert.NotEqual(t, 0, r.ExitCode)
 	assert.Contains(t, r.Stderr, `broker "acme" failed to deprovision instance "db"`)
@@ -322,10 +323,10 @@ func TestBrokerFailuresAreClearAndPersistNothing(t *testing.T) {
 		want    string
 	}{
 		{"broker slow past the budget", brokertest.Respond{Hang: true}, `broker "acme" did not answer in time to provision instance "db"`},
-		{"broker answering garbage", brokertest.Respond{Status: 201, Malformed: true}, `could not provision instance "db" (service "db", plan "small") at broker "acme"`},
+		{"broker answering garbage", brokertest.Respond{Status: http.StatusCreated, Malformed: true}, `could not provision instance "db" (service "db", plan "small") at broker "acme"`},
 		{"broker closing the connection", brokertest.Respond{CloseConnection: true}, `could not provision instance "db" (service "db", plan "small") at broker "acme"`},
-		{"broker failing", brokertest.Respond{Status: 503, Description: "maintenance"}, `broker "acme" failed to provision instance "db"`},
-		{"broker refusing in an errors array", brokertest.Respond{Status: 400, Body: `{"errors":[{"msg":"Missing organization_guid"}]}`},
+		{"broker failing", brokertest.Respond{Status: http.StatusServiceUnavailable, Description: "maintenance"}, `broker "acme" failed to provision instance "db"`},
+		{"broker refusing in an errors array", brokertest.Respond{Status: http.StatusBadRequest, Body: `{"errors":[{"msg":"Missing organization_guid"}]}`},
 			`broker "acme" refused to provision instance "db" (service "db", plan "small"): "Missing organization_guid" (HTTP 400)`},
 	}
 	for _, tt := range tests {
