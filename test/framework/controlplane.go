@@ -43,6 +43,12 @@ type Options struct {
 	// run, left in place by Stop; when empty, a temporary directory that
 	// Stop removes.
 	Dir string
+	// WebhookPort is the port the webhook configurations call on loopback;
+	// a free port when zero.
+	WebhookPort int
+	// Configure, when set, adjusts envtest's environment before it starts
+	// (etcd's data directory, fixed ports, where the processes log).
+	Configure func(*envtest.Environment)
 	// ControllerManager runs kube-controller-manager with the namespace
 	// and garbage-collector controllers, as in a cluster: deleted
 	// namespaces go, owned objects are collected.
@@ -100,7 +106,7 @@ func Start(o Options) (_ *ControlPlane, err error) {
 			_ = cp.Stop()
 		}
 	}()
-	webhooks := envtest.WebhookInstallOptions{LocalServingHost: "127.0.0.1"}
+	webhooks := envtest.WebhookInstallOptions{LocalServingHost: "127.0.0.1", LocalServingPort: o.WebhookPort}
 	if o.MutatingWebhooks != nil || o.ValidatingWebhooks != nil {
 		webhooks.MutatingWebhooks, webhooks.ValidatingWebhooks = o.MutatingWebhooks, o.ValidatingWebhooks
 	} else {
@@ -112,6 +118,9 @@ func Start(o Options) (_ *ControlPlane, err error) {
 		CRDs:                  o.CRDs,
 		ErrorIfCRDPathMissing: true,
 		WebhookInstallOptions: webhooks,
+	}
+	if o.Configure != nil {
+		o.Configure(cp.Env)
 	}
 	if cp.Config, err = cp.Env.Start(); err != nil {
 		return nil, fmt.Errorf("starting kube-apiserver and etcd from %s: %w", o.Assets, err)
