@@ -17,11 +17,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockstep-dev/lockstep/test/framework"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/lockstep-dev/lockstep/test/framework"
 )
 
 // TestMain doubles as the broker binary: the restart test runs this test

@@ -15,10 +15,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockstep-dev/lockstep/test/framework"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/lockstep-dev/lockstep/test/framework"
 )
 
 // TestMakeRun runs the devenv binary as `make run` does, three times on one

@@ -9,13 +9,14 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
+
 	"github.com/lockstep-dev/lockstep/internal/osb/executor"
 	"github.com/lockstep-dev/lockstep/internal/osb/jobs"
 	"github.com/lockstep-dev/lockstep/internal/osb/lifecycle"
 	"github.com/lockstep-dev/lockstep/internal/osb/server"
 	"github.com/lockstep-dev/lockstep/internal/osb/specs"
 	"github.com/lockstep-dev/lockstep/internal/osb/store"
-	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // Broker is the embedded OSB broker. It is an http.Handler.

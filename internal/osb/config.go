@@ -8,9 +8,8 @@ import (
 	"path/filepath"
 	"time"
 
-	"k8s.io/utils/clock"
-
 	"github.com/google/uuid"
+	"k8s.io/utils/clock"
 
 	"github.com/lockstep-dev/lockstep/internal/osb/executor"
 	"github.com/lockstep-dev/lockstep/internal/osb/registry"

@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockstep-dev/lockstep/test/framework"
-
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -23,6 +21,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/broker"
+	"github.com/lockstep-dev/lockstep/test/framework"
 )
 
 // TestReadmeParametersFrom runs the README's section "## Parameters from

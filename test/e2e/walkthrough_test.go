@@ -12,12 +12,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockstep-dev/lockstep/test/framework"
-	"k8s.io/apimachinery/pkg/util/wait"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/lockstep-dev/lockstep/test/framework"
 )
 
 // TestReadmeWalkthrough runs the README's walkthrough (section

@@ -11,11 +11,10 @@ import (
 	"testing"
 	"time"
 
-	clocktesting "k8s.io/utils/clock/testing"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/lockstep-dev/lockstep/internal/osb/bundle"
 	"github.com/lockstep-dev/lockstep/internal/osb/executor"
