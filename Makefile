@@ -18,9 +18,10 @@ build: ## build the binaries into bin/
 	$(GO) build -o bin/ ./cmd/...
 
 .PHONY: generate
-generate: ## regenerate deepcopy code and CRD manifests (deploy/crds)
+generate: ## regenerate deepcopy code and CRD manifests (deploy/crds, with CEL rules from the field-policy tags)
 	$(GO) tool controller-gen object paths=./api/...
 	$(GO) tool controller-gen crd paths=./api/... output:crd:artifacts:config=deploy/crds
+	$(GO) run ./hack/celgen -dir deploy/crds
 
 .PHONY: certs
 certs: ## generate a local CA and serving certificate in certs/
@@ -42,12 +43,12 @@ test: vet ## run every test: unit and end-to-end (real kube-apiserver, etcd, kub
 
 .PHONY: unit
 unit: ## run the unit tests only (no control plane)
-	$(GO) test $(TEST_FLAGS) -skip '^TestMakeRun$$' $$($(GO) list ./... | grep -v -e /test/e2e -e /test/deploy -e /test/replicas)
+	$(GO) test $(TEST_FLAGS) -skip '^TestMakeRun$$' $$($(GO) list ./... | grep -v -e /test/e2e -e /test/deploy -e /test/replicas -e /test/celrules)
 
 .PHONY: e2e
-e2e: ## run the end-to-end tests only (test/e2e with the README walkthrough, test/deploy, make run's own test)
+e2e: ## run the end-to-end tests only (test/e2e with the README walkthrough, test/deploy, test/celrules, make run's own test)
 	@assets=$$(bash $(TESTBIN)); \
-	KUBEBUILDER_ASSETS=$$assets $(GO) test $(TEST_FLAGS) -v ./test/e2e/... ./test/deploy/... && \
+	KUBEBUILDER_ASSETS=$$assets $(GO) test $(TEST_FLAGS) -v ./test/e2e/... ./test/deploy/... ./test/celrules/... && \
 	KUBEBUILDER_ASSETS=$$assets $(GO) test $(TEST_FLAGS) -v -run '^TestMakeRun$$' ./hack/devenv
 
 .PHONY: fuzz
@@ -74,5 +75,5 @@ manifests: ## print the deployment with cert-manager (kubectl kustomize deploy/c
 	@"$$(bash $(TESTBIN))/kubectl" kustomize deploy/cert-manager
 
 .PHONY: bench
-bench: ## run the benchmark suite (not part of make test) and write a results file under bench/
-	@bash hack/bench.sh
+bench: ## run the benchmark suite (not part of make test) and write bench/RESULTS.md (BEFORE=<commit>: compare with that commit too)
+	@bash hack/bench.sh $(if $(BEFORE),-before $(BEFORE))

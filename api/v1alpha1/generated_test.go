@@ -8,10 +8,15 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/validate/celrules"
 )
 
 // TestGeneratedFilesAreUpToDate regenerates the deepcopy code and the CRD
-// manifests into a temporary directory and compares them with what is
+// manifests, with the CEL rules hack/celgen adds from the field-policy
+// tags, into a temporary directory and compares them with what is
 // committed. Run `make generate` when it fails.
 func TestGeneratedFilesAreUpToDate(t *testing.T) {
 	if testing.Short() {
@@ -26,6 +31,9 @@ func TestGeneratedFilesAreUpToDate(t *testing.T) {
 	cmd.Dir = root
 	output, err := cmd.CombinedOutput()
 	require.NoError(t, err, "controller-gen: %s", output)
+	scheme := runtime.NewScheme()
+	require.NoError(t, v1alpha1.AddToScheme(scheme))
+	require.NoError(t, celrules.ApplyDir(filepath.Join(out, "crd"), scheme.AllKnownTypes()), "adding the CEL rules")
 
 	compare := func(generated, committed string) {
 		want, err := os.ReadFile(generated)

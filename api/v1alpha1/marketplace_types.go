@@ -252,3 +252,11 @@ type ServicePlanList struct {
 func init() {
 	SchemeBuilder.Register(&ServiceOffering{}, &ServiceOfferingList{}, &ServicePlan{}, &ServicePlanList{})
 }
+
+// GetMarketplaceStatus is the offering's status, for code that writes
+// ServiceOfferings and ServicePlans alike.
+func (o *ServiceOffering) GetMarketplaceStatus() *MarketplaceStatus { return &o.Status }
+
+// GetMarketplaceStatus is the plan's status, for code that writes
+// ServiceOfferings and ServicePlans alike.
+func (p *ServicePlan) GetMarketplaceStatus() *MarketplaceStatus { return &p.Status }

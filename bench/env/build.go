@@ -48,3 +48,35 @@ func GoTool() (string, error) {
 	}
 	return p, nil
 }
+
+// Checkout writes the tree of the commit ref of the repository at root
+// into a new directory under parent, for a benchmark of an earlier
+// lockstep, and returns the directory and the commit's short name.
+func Checkout(ctx context.Context, root, ref, parent string) (dir, commit string, err error) {
+	out, err := exec.CommandContext(ctx, "git", "-C", root, "rev-parse", "--short", ref+"^{commit}").Output()
+	if err != nil {
+		return "", "", fmt.Errorf("%q is not a commit of the repository at %s: %w", ref, root, err)
+	}
+	commit = strings.TrimSpace(string(out))
+	if dir, err = os.MkdirTemp(parent, "lockstep-"+commit+"-"); err != nil {
+		return "", "", err
+	}
+	archive := exec.CommandContext(ctx, "git", "-C", root, "archive", "--format=tar", commit)
+	extract := exec.CommandContext(ctx, "tar", "-x", "-C", dir)
+	if extract.Stdin, err = archive.StdoutPipe(); err != nil {
+		return "", "", err
+	}
+	var stderr strings.Builder
+	archive.Stderr, extract.Stderr = &stderr, &stderr
+	if err := extract.Start(); err != nil {
+		return "", "", fmt.Errorf("extracting commit %s: %w", commit, err)
+	}
+	if err := archive.Run(); err != nil {
+		_ = extract.Wait()
+		return "", "", fmt.Errorf("git archive %s: %w: %s", commit, err, stderr.String())
+	}
+	if err := extract.Wait(); err != nil {
+		return "", "", fmt.Errorf("extracting commit %s: %w: %s", commit, err, stderr.String())
+	}
+	return dir, commit, nil
+}

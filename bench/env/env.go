@@ -130,8 +130,13 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 		return nil, err
 	}
 
-	if e.lockstepKubeconfig, _, err = e.cp.Kubeconfig("lockstep", "system:masters"); err != nil {
+	kubeconfig, err := serviceAccountKubeconfig(ctx, cfg, e.Client, opts.Root)
+	if err != nil {
 		return nil, err
+	}
+	e.lockstepKubeconfig = filepath.Join(dir, "lockstep.kubeconfig")
+	if err := os.WriteFile(e.lockstepKubeconfig, kubeconfig, 0o600); err != nil {
+		return nil, fmt.Errorf("writing lockstep's kubeconfig: %w", err)
 	}
 
 	wh := e.cp.Env.WebhookInstallOptions

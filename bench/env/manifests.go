@@ -68,13 +68,19 @@ func baselineCRDs(root string) ([]*apiextensionsv1.CustomResourceDefinition, err
 	return []*apiextensionsv1.CustomResourceDefinition{plain, cel}, nil
 }
 
-// copyCRD moves a CRD to another group; withCEL adds self == oldSelf rules
-// to the create-only spec fields.
+// copyCRD moves a CRD to another group, without the CEL rules lockstep's
+// CRD carries; withCEL adds self == oldSelf rules to the create-only spec
+// fields, the rule a user would write by hand.
 func copyCRD(orig *apiextensionsv1.CustomResourceDefinition, group string, withCEL bool) (*apiextensionsv1.CustomResourceDefinition, error) {
 	crd := orig.DeepCopy()
 	crd.ObjectMeta = metav1.ObjectMeta{Name: crd.Spec.Names.Plural + "." + group}
 	crd.Spec.Group = group
 	crd.Spec.Names.ShortNames, crd.Spec.Names.Categories = nil, nil
+	for i := range crd.Spec.Versions {
+		if s := crd.Spec.Versions[i].Schema; s != nil && s.OpenAPIV3Schema != nil {
+			withoutRules(s.OpenAPIV3Schema)
+		}
+	}
 	if !withCEL {
 		return crd, nil
 	}
@@ -175,4 +181,19 @@ func skipSelector(sel *metav1.LabelSelector, rules []admissionregistrationv1.Rul
 		Key: SkipAdmissionLabel, Operator: metav1.LabelSelectorOpNotIn, Values: []string{"true"},
 	})
 	return sel
+}
+
+// withoutRules removes every x-kubernetes-validations rule from a schema.
+func withoutRules(s *apiextensionsv1.JSONSchemaProps) {
+	s.XValidations = nil
+	for k, p := range s.Properties {
+		withoutRules(&p)
+		s.Properties[k] = p
+	}
+	if s.Items != nil && s.Items.Schema != nil {
+		withoutRules(s.Items.Schema)
+	}
+	if s.AdditionalProperties != nil && s.AdditionalProperties.Schema != nil {
+		withoutRules(s.AdditionalProperties.Schema)
+	}
 }

@@ -36,6 +36,7 @@ func TestBaselineCRDs(t *testing.T) {
 			assert.Empty(t, crd.Spec.Names.ShortNames, "short names stay lockstep's")
 			require.NotEmpty(t, crd.Spec.Versions)
 			spec := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
+			assert.Empty(t, spec.XValidations, "the rules generated into lockstep's CRD are not copied")
 			for name, prop := range spec.Properties {
 				rules := prop.XValidations
 				if tt.withCEL && (name == "brokerName" || name == "serviceName" || name == "externalID") {

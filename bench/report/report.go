@@ -30,7 +30,7 @@ type Section struct {
 	Text []string
 	// Tables hold the figures.
 	Tables []Table
-	// Targets are the issue's targets this benchmark checks.
+	// Targets are the targets this benchmark checks.
 	Targets []Target
 	// Notes are remarks after the tables (a bullet list).
 	Notes []string
@@ -53,7 +53,7 @@ const (
 	NotMeasured Status = "not measured"
 )
 
-// Target is one target of the issue and what the run measured for it.
+// Target is one target of a benchmark and what the run measured for it.
 type Target struct {
 	// What names the target, Want states it ("p99 <= 1.3x baseline").
 	What, Want string

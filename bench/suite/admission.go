@@ -17,7 +17,7 @@ import (
 	"github.com/lockstep-dev/lockstep/bench/loadgen"
 	"github.com/lockstep-dev/lockstep/bench/report"
 	"github.com/lockstep-dev/lockstep/internal/admission"
-	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
+	"github.com/lockstep-dev/lockstep/internal/osb/fakebroker"
 )
 
 // admissionScenario is one kind of request of the admission benchmark.
@@ -218,8 +218,8 @@ func processCPU(procs []*env.Process) ([]time.Duration, error) {
 
 // admissionScenarios builds the three kinds of request; spec updates act
 // on an instance the broker holds.
-func admissionScenarios(ns string, sz Sizes, b *brokertest.Broker) ([]admissionScenario, error) {
-	old := instance(ns, "orders-db", acme, brokertest.ServiceDB, brokertest.PlanSmall, `{"storageGB":10}`)
+func admissionScenarios(ns string, sz Sizes, b *fakebroker.Broker) ([]admissionScenario, error) {
+	old := instance(ns, "orders-db", acme, fakebroker.ServiceDB, fakebroker.PlanSmall, `{"storageGB":10}`)
 	relabelled := old.DeepCopy()
 	relabelled.Labels["team"] = "payments"
 	relabelled.ResourceVersion = ""
@@ -237,13 +237,13 @@ func admissionScenarios(ns string, sz Sizes, b *brokertest.Broker) ([]admissionS
 	// Spec updates: one object per request (and per level), all backed by
 	// one broker instance.
 	updateID := old.Spec.ExternalID
-	b.PutInstance(brokertest.Instance{ID: updateID, ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanSmallID,
+	b.PutInstance(fakebroker.Instance{ID: updateID, ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID,
 		Parameters: map[string]any{"storageGB": 10}})
 	perLevel := sz.Warmup + sz.AdmissionBrokerRequests
 	updates := map[int][][]byte{}
 	for _, level := range sz.Concurrency {
 		bodies, err := reviews(perLevel, func(i int) ([]byte, error) {
-			from := instance(ns, fmt.Sprintf("upd-c%d-%d", level, i), acme, brokertest.ServiceDB, brokertest.PlanSmall, `{"storageGB":10}`)
+			from := instance(ns, fmt.Sprintf("upd-c%d-%d", level, i), acme, fakebroker.ServiceDB, fakebroker.PlanSmall, `{"storageGB":10}`)
 			from.Spec.ExternalID = updateID
 			to := from.DeepCopy()
 			to.Spec.Parameters.Raw = []byte(fmt.Sprintf(`{"storageGB":%d}`, 20+i%100))

@@ -19,9 +19,10 @@ import (
 	"github.com/lockstep-dev/lockstep/bench/loadgen"
 	"github.com/lockstep-dev/lockstep/bench/report"
 	"github.com/lockstep-dev/lockstep/internal/admission"
-	"github.com/lockstep-dev/lockstep/internal/broker"
-	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
 	"github.com/lockstep-dev/lockstep/internal/journal"
+	"github.com/lockstep-dev/lockstep/internal/osb/fakebroker"
+	"github.com/lockstep-dev/lockstep/internal/osbapi"
+	"github.com/lockstep-dev/lockstep/internal/osbclient"
 )
 
 // brokerVerb is one step of an instance's life, through lockstep and
@@ -33,7 +34,7 @@ type brokerVerb struct {
 	// persist is what the API server does once lockstep allowed it.
 	persist func(ctx context.Context, c client.Client, si *v1alpha1.ServiceInstance) error
 	// direct makes the same call straight to the broker.
-	direct func(ctx context.Context, c *broker.Client, id string) error
+	direct func(ctx context.Context, c *osbclient.Client, id string) error
 }
 
 // BrokerPath measures provision, update and deprovision through lockstep's
@@ -47,7 +48,7 @@ func (s *Suite) BrokerPath(ctx context.Context) (report.Section, error) {
 			"at a time, the two arms alternating request by request. lockstep: an AdmissionReview over TLS to the validating webhook of the "+
 			"running `cmd/webhook`, which takes the object's lock, writes the BrokerOperation (write-ahead), calls the broker and records its "+
 			"answer, all against the real kube-apiserver. Direct: the same OSB call made with lockstep's own OSB client "+
-			"(`internal/broker`) to the same test broker, which answers after a fixed latency. Floor: what no admission with a write-ahead "+
+			"(`internal/osbclient`) to the same test broker, which answers after a fixed latency. Floor: what no admission with a write-ahead "+
 			"journal can go below; lockstep's own `internal/journal` code takes a lock and writes the operation record, at the same time as "+
 			"lockstep's admission does, straight from the benchmark to the same kube-apiserver, then makes the direct call.", n),
 		"The benchmark plays the API server's part around each review, untimed: the object exists (with its uid) before the provision " +
@@ -64,7 +65,7 @@ func (s *Suite) BrokerPath(ctx context.Context) (report.Section, error) {
 		return sec, err
 	}
 	defer s.cleanOperations(ns)
-	direct, err := broker.New(b.Config())
+	direct, err := osbclient.New(b.Config())
 	if err != nil {
 		return sec, fmt.Errorf("creating the direct OSB client: %w", err)
 	}
@@ -237,7 +238,7 @@ func (s *Suite) brokerPathObjects(ctx context.Context, ns string, latency time.D
 		si := &v1alpha1.ServiceInstance{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("bp-%dms-%d", latency.Milliseconds(), i),
 				Labels: map[string]string{"app.kubernetes.io/name": "orders"}, Finalizers: []string{v1alpha1.Finalizer}},
-			Spec: v1alpha1.ServiceInstanceSpec{BrokerName: acme, ServiceName: brokertest.ServiceDB, PlanName: brokertest.PlanSmall,
+			Spec: v1alpha1.ServiceInstanceSpec{BrokerName: acme, ServiceName: fakebroker.ServiceDB, PlanName: fakebroker.PlanSmall,
 				ExternalID: uuid.NewString(), Parameters: &runtime.RawExtension{Raw: []byte(`{"storageGB":10}`)}},
 		}
 		if err := s.Env.Client.Create(ctx, si); err != nil {
@@ -267,9 +268,9 @@ func (s *Suite) reload(ctx context.Context, objects []*v1alpha1.ServiceInstance)
 }
 
 func brokerVerbs() []brokerVerb {
-	meta := func() broker.RequestMeta {
-		return broker.RequestMeta{
-			Identity:  broker.Identity{Username: requester.Username, UID: requester.UID, Groups: requester.Groups},
+	meta := func() osbclient.RequestMeta {
+		return osbclient.RequestMeta{
+			Identity:  osbclient.Identity{Username: requester.Username, UID: requester.UID, Groups: requester.Groups},
 			RequestID: uuid.NewString(),
 		}
 	}
@@ -278,10 +279,10 @@ func brokerVerbs() []brokerVerb {
 			name:    "provision",
 			review:  func(si *v1alpha1.ServiceInstance) ([]byte, error) { return review(admissionv1.Create, nil, si, false) },
 			persist: func(context.Context, client.Client, *v1alpha1.ServiceInstance) error { return nil },
-			direct: func(ctx context.Context, c *broker.Client, id string) error {
-				_, err := c.Provision(ctx, meta(), broker.ProvisionRequest{
-					InstanceID: id, ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanSmallID,
-					Context:    broker.Context{Platform: broker.Platform, Namespace: "bench-broker", InstanceName: id},
+			direct: func(ctx context.Context, c *osbclient.Client, id string) error {
+				_, err := c.Provision(ctx, meta(), osbclient.ProvisionRequest{
+					InstanceID: id, ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID,
+					Context:    osbapi.Context{Platform: osbapi.KubernetesPlatform, Namespace: "bench-broker", InstanceName: id},
 					Parameters: []byte(`{"storageGB":10}`),
 				})
 				return err
@@ -295,10 +296,10 @@ func brokerVerbs() []brokerVerb {
 			persist: func(ctx context.Context, c client.Client, si *v1alpha1.ServiceInstance) error {
 				return c.Patch(ctx, si.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(`{"spec":{"parameters":{"storageGB":20}}}`)))
 			},
-			direct: func(ctx context.Context, c *broker.Client, id string) error {
-				_, err := c.Update(ctx, meta(), broker.UpdateRequest{
-					InstanceID: id, ServiceID: brokertest.ServiceDBID, Parameters: []byte(`{"storageGB":20}`),
-					PreviousValues: &broker.PreviousValues{ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanSmallID},
+			direct: func(ctx context.Context, c *osbclient.Client, id string) error {
+				_, err := c.Update(ctx, meta(), osbclient.UpdateRequest{
+					InstanceID: id, ServiceID: fakebroker.ServiceDBID, Parameters: []byte(`{"storageGB":20}`),
+					PreviousValues: &osbapi.PreviousValues{ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID},
 				})
 				return err
 			},
@@ -309,8 +310,8 @@ func brokerVerbs() []brokerVerb {
 			persist: func(ctx context.Context, c client.Client, si *v1alpha1.ServiceInstance) error {
 				return client.IgnoreNotFound(c.Delete(ctx, si.DeepCopy()))
 			},
-			direct: func(ctx context.Context, c *broker.Client, id string) error {
-				_, err := c.Deprovision(ctx, meta(), broker.DeprovisionRequest{InstanceID: id, ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanSmallID})
+			direct: func(ctx context.Context, c *osbclient.Client, id string) error {
+				_, err := c.Deprovision(ctx, meta(), osbclient.DeprovisionRequest{InstanceID: id, ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID})
 				return err
 			},
 		},
@@ -365,7 +366,7 @@ func (f *writeAhead) arm(call func(ctx context.Context, i int) error) loadgen.Ar
 				UID: types.UID(uuid.NewString()), Generation: 1}}
 			in := journal.Intent{ID: uuid.NewString(), Target: target, Kind: "ServiceInstance", ExternalID: uuid.NewString(), Broker: acme,
 				Verb: v1alpha1.VerbUpdate, User: requester, SpecHash: journal.SpecHash(target.Spec),
-				ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanSmallID}
+				ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID}
 			key := journal.Key{Kind: in.Kind, Namespace: f.namespace, Name: target.Name}
 			op := &journal.Operation{ID: in.ID, Verb: in.Verb, User: requester.Username, Started: time.Now(),
 				Record: journal.OperationName(target.Name, in.Verb, in.ID)}

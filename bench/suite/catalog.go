@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/lockstep-dev/lockstep/internal/broker"
+	"github.com/lockstep-dev/lockstep/internal/osbapi"
 )
 
 // The plan every catalog-size request names: the last plan of the last
@@ -55,9 +55,9 @@ const plansPerService = 10
 // generatedCatalog returns a catalog of plans plans, every one with the
 // typical schemas, in services of plansPerService plans; the last plan of
 // the last service is targetService/targetPlan.
-func generatedCatalog(plans int) broker.Catalog {
+func generatedCatalog(plans int) osbapi.Catalog {
 	yes := true
-	var c broker.Catalog
+	var c osbapi.Catalog
 	services := (plans + plansPerService - 1) / plansPerService
 	left := plans
 	for s := range services {
@@ -65,7 +65,7 @@ func generatedCatalog(plans int) broker.Catalog {
 		if s == services-1 {
 			name = targetService
 		}
-		svc := broker.Service{ID: fmt.Sprintf("%s-id", name), Name: name, Description: "generated", Bindable: true, PlanUpdateable: yes}
+		svc := osbapi.Service{ID: fmt.Sprintf("%s-id", name), Name: name, Description: "generated", Bindable: true, PlanUpdateable: yes}
 		count := min(plansPerService, left)
 		left -= count
 		for p := range count {
@@ -73,11 +73,11 @@ func generatedCatalog(plans int) broker.Catalog {
 			if s == services-1 && p == count-1 {
 				planName = targetPlan
 			}
-			svc.Plans = append(svc.Plans, broker.Plan{
+			svc.Plans = append(svc.Plans, osbapi.Plan{
 				ID: fmt.Sprintf("%s-%s-id", name, planName), Name: planName, Description: "generated",
-				Schemas: &broker.Schemas{ServiceInstance: &broker.ServiceInstanceSchemas{
-					Create: &broker.InputParameters{Parameters: json.RawMessage(planCreateSchema)},
-					Update: &broker.InputParameters{Parameters: json.RawMessage(planUpdateSchema)},
+				Schemas: &osbapi.Schemas{ServiceInstance: &osbapi.ServiceInstanceSchemas{
+					Create: &osbapi.InputParameters{Parameters: json.RawMessage(planCreateSchema)},
+					Update: &osbapi.InputParameters{Parameters: json.RawMessage(planUpdateSchema)},
 				}},
 			})
 		}

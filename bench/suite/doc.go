@@ -1,7 +1,7 @@
 // Package suite is lockstep's benchmark suite. Each benchmark
 // measures lockstep and its baseline in the same run, alternating, and
 // returns a report.Section with p50/p99 latency, throughput and their
-// ratio, and the issue's targets with what was measured:
+// ratio, and the targets with what was measured:
 //
 //   - Admission: real AdmissionReviews over TLS to lockstep's webhook
 //     server at fixed concurrency levels, against an allow-all
@@ -13,6 +13,9 @@
 //     validating webhook (lock, journal, broker call) against the same
 //     calls made directly to the same test broker, at fixed broker
 //     latencies;
+//   - Journal: many ServiceInstances created and deleted with a short
+//     operation retention, and how many BrokerOperations the cluster
+//     holds meanwhile and afterwards;
 //   - Scale: admission latency with a small and a large catalog, and
 //     with many instances lockstep's memory, its start-up reconcile time
 //     and what a resync pass costs (broker fetches per second against
@@ -23,7 +26,8 @@
 //   - Micro: the Go benchmarks of the policy engine and the
 //     parameter-schema checks, with allocation counts.
 //
-// Sizes says how big each benchmark is: Full for `make bench`, Tiny for the
+// lockstep runs under the service account and ClusterRole of deploy/, as a
+// deployment does. Sizes says how big each benchmark is: Full for `make bench`, Tiny for the
 // test that proves the harness works. Every load loop is bounded in count
 // and time, and targets loopback only.
 package suite

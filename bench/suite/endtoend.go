@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/google/uuid"
@@ -16,7 +17,7 @@ import (
 	"github.com/lockstep-dev/lockstep/bench/env"
 	"github.com/lockstep-dev/lockstep/bench/loadgen"
 	"github.com/lockstep-dev/lockstep/bench/report"
-	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
+	"github.com/lockstep-dev/lockstep/internal/osb/fakebroker"
 )
 
 // e2eArm is one way of holding ServiceInstances in the API server.
@@ -41,7 +42,17 @@ type e2eChange struct {
 	do func(ctx context.Context, c client.Client, a e2eArm, i int) error
 	// settle waits for lockstep's reconciler afterwards (it holds locks).
 	settle bool
+	// target is what lockstep may cost, p50 and p99, as a ratio against
+	// the arm named baseline (an index of e2eArms).
+	target   float64
+	baseline int
 }
+
+// The baselines of the end-to-end targets.
+const (
+	noWebhooks = 1
+	celRule    = 2
+)
 
 // EndToEnd measures changes through the real kube-apiserver: with
 // lockstep's webhooks installed, against the same CRD without webhooks and
@@ -72,16 +83,16 @@ func (s *Suite) EndToEnd(ctx context.Context) (report.Section, error) {
 		return sec, err
 	}
 	changes := []e2eChange{
-		{name: "create (lockstep: provision)", settle: true, do: func(ctx context.Context, c client.Client, a e2eArm, i int) error {
+		{name: "create (lockstep: provision)", settle: true, target: 2.0, baseline: noWebhooks, do: func(ctx context.Context, c client.Client, a e2eArm, i int) error {
 			return c.Create(ctx, e2eObject(a.gvk, ns, e2eName(i)))
 		}},
-		{name: "metadata-only update (label)", do: func(ctx context.Context, c client.Client, a e2eArm, i int) error {
+		{name: "metadata-only update (label)", target: 1.1, baseline: noWebhooks, do: func(ctx context.Context, c client.Client, a e2eArm, i int) error {
 			return patch(ctx, c, a.gvk, ns, e2eName(i), fmt.Sprintf(`{"metadata":{"labels":{"bench":"%d"}}}`, i))
 		}},
-		{name: "spec update (lockstep: broker update)", settle: true, do: func(ctx context.Context, c client.Client, a e2eArm, i int) error {
+		{name: "spec update (lockstep: broker update)", settle: true, target: 2.0, baseline: noWebhooks, do: func(ctx context.Context, c client.Client, a e2eArm, i int) error {
 			return patch(ctx, c, a.gvk, ns, e2eName(i), fmt.Sprintf(`{"spec":{"parameters":{"storageGB":%d}}}`, 20+i%100))
 		}},
-		{name: "create-only change (lockstep and CEL: rejected)", do: func(ctx context.Context, c client.Client, a e2eArm, i int) error {
+		{name: "create-only change (lockstep and CEL: rejected)", target: 1.1, baseline: celRule, do: func(ctx context.Context, c client.Client, a e2eArm, i int) error {
 			err := patch(ctx, c, a.gvk, ns, e2eName(i), fmt.Sprintf(`{"spec":{"externalID":"%s"}}`, uuid.NewString()))
 			switch {
 			case a.rejectsCreateOnly && err == nil:
@@ -110,6 +121,7 @@ func (s *Suite) EndToEnd(ctx context.Context) (report.Section, error) {
 			return sec, err
 		}
 		sec.Tables = append(sec.Tables, e2eTable(ch.name, res))
+		sec.Targets = append(sec.Targets, e2eTarget(ch, res))
 		if ch.settle {
 			if err := s.Env.Settle(ctx, ns, s.Sizes.StepTimeout); err != nil {
 				return sec, err
@@ -122,6 +134,15 @@ func (s *Suite) EndToEnd(ctx context.Context) (report.Section, error) {
 		"lockstep's figures include its mutating webhook, its validating webhook and, for creates and spec updates, the lock, the "+
 			"BrokerOperation writes (each status write passing lockstep's status guard) and the broker call.")
 	return sec, nil
+}
+
+// e2eTarget checks lockstep's p50 and p99 against the change's baseline.
+func e2eTarget(ch e2eChange, res []loadgen.Result) report.Target {
+	l, b := loadgen.Summarize(res[0]), loadgen.Summarize(res[ch.baseline])
+	p50, p99 := loadgen.Ratio(l.P50, b.P50), loadgen.Ratio(l.P99, b.P99)
+	ok := !math.IsNaN(p50) && !math.IsNaN(p99) && p50 <= ch.target && p99 <= ch.target && clean(res[0])
+	return report.Check(ch.name+": vs "+e2eArms[ch.baseline].name, fmt.Sprintf("<= %.1fx (p50 and p99)", ch.target),
+		fmt.Sprintf("%s p50, %s p99", loadgen.FormatRatio(p50), loadgen.FormatRatio(p99)), ok)
 }
 
 func e2eTable(change string, res []loadgen.Result) report.Table {
@@ -143,7 +164,7 @@ func e2eObject(gvk schema.GroupVersionKind, ns, name string) *unstructured.Unstr
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"metadata": map[string]any{"labels": map[string]any{"app.kubernetes.io/name": "orders"}},
 		"spec": map[string]any{
-			"brokerName": acme, "serviceName": brokertest.ServiceDB, "planName": brokertest.PlanSmall,
+			"brokerName": acme, "serviceName": fakebroker.ServiceDB, "planName": fakebroker.PlanSmall,
 			"externalID": uuid.NewString(), "parameters": map[string]any{"storageGB": int64(10)},
 		},
 	}}

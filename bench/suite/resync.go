@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/lockstep-dev/lockstep/bench/env"
-	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
+	"github.com/lockstep-dev/lockstep/internal/osb/fakebroker"
 )
 
 // ResyncSettings are lockstep's resync settings for the scale benchmark's
@@ -82,7 +82,7 @@ func peakRate(samples []countSample, span time.Duration) float64 {
 }
 
 // covered counts the ids of want that calls fetched at least once.
-func covered(calls []brokertest.Call, want map[string]bool) int {
+func covered(calls []fakebroker.Call, want map[string]bool) int {
 	seen := make(map[string]bool, len(want))
 	for _, c := range calls {
 		if want[c.InstanceID] {
@@ -194,7 +194,7 @@ func counts(m map[string]float64) string {
 // lockstep's memory at its end. Fetches are counted at the broker and
 // everything else through metrics, so that nothing here depends on how
 // lockstep's resync is built.
-func (s *Suite) measureResync(ctx context.Context, b *brokertest.Broker, ids map[string]bool, settings ResyncSettings) (resyncPass, error) {
+func (s *Suite) measureResync(ctx context.Context, b *fakebroker.Broker, ids map[string]bool, settings ResyncSettings) (resyncPass, error) {
 	p := resyncPass{settings: settings}
 	n := len(ids)
 	s.Logf("scale: restarting lockstep with resync (%s)", settings)
@@ -222,16 +222,16 @@ func (s *Suite) measureResync(ctx context.Context, b *brokertest.Broker, ids map
 	if err != nil {
 		return p, err
 	}
-	first := b.Count(brokertest.OpGetInstance)
+	first := b.Count(fakebroker.OpGetInstance)
 	samples := []countSample{{at: time.Now(), count: first}}
 	seen := 0
 	err = env.Poll(ctx, s.Sizes.StepTimeout, 100*time.Millisecond, func(context.Context) (bool, error) {
-		now, count := time.Now(), b.Count(brokertest.OpGetInstance)
+		now, count := time.Now(), b.Count(fakebroker.OpGetInstance)
 		samples = append(samples, countSample{at: now, count: count})
 		if count-first < n {
 			return false, nil // not even one fetch per instance yet
 		}
-		seen = covered(b.Calls(brokertest.OpGetInstance)[first:], ids)
+		seen = covered(b.Calls(fakebroker.OpGetInstance)[first:], ids)
 		return seen == n, nil
 	})
 	if err != nil {

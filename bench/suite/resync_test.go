@@ -10,7 +10,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/bench/env"
 	"github.com/lockstep-dev/lockstep/internal/app"
-	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
+	"github.com/lockstep-dev/lockstep/internal/osb/fakebroker"
 )
 
 // The settings reach lockstep as the configuration it reads.
@@ -90,9 +90,9 @@ func TestPeakRate(t *testing.T) {
 
 func TestCovered(t *testing.T) {
 	want := map[string]bool{"a": true, "b": true, "c": true}
-	calls := []brokertest.Call{{InstanceID: "a"}, {InstanceID: "a"}, {InstanceID: "x"}, {InstanceID: "c"}}
+	calls := []fakebroker.Call{{InstanceID: "a"}, {InstanceID: "a"}, {InstanceID: "x"}, {InstanceID: "c"}}
 	assert.Equal(t, 2, covered(calls, want), "each id once; ids of other objects do not count")
-	assert.Equal(t, 3, covered(append(calls, brokertest.Call{InstanceID: "b"}), want))
+	assert.Equal(t, 3, covered(append(calls, fakebroker.Call{InstanceID: "b"}), want))
 }
 
 func TestWritesBetween(t *testing.T) {

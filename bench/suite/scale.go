@@ -15,7 +15,7 @@ import (
 	"github.com/lockstep-dev/lockstep/bench/loadgen"
 	"github.com/lockstep-dev/lockstep/bench/report"
 	"github.com/lockstep-dev/lockstep/internal/admission"
-	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
+	"github.com/lockstep-dev/lockstep/internal/osb/fakebroker"
 )
 
 // instanceController is the name of lockstep's reconciler of
@@ -50,7 +50,7 @@ func (s *Suite) catalogSize(ctx context.Context, sec *report.Section) error {
 		"a dry-run CREATE with typical parameters (every static check, the parameters validated against the plan's create schema) and a "+
 		"create-only violation (422). %d requests per arm and kind, one at a time, the two catalogs alternating in rotating rounds.", small, large, n))
 
-	var brokers []*brokertest.Broker
+	var brokers []*fakebroker.Broker
 	defer func() {
 		for _, b := range brokers {
 			b.Close()
@@ -65,7 +65,7 @@ func (s *Suite) catalogSize(ctx context.Context, sec *report.Section) error {
 	}()
 	loads := report.Table{Caption: "Catalog load (fetch, schema compilation, ServiceBroker Ready):", Header: []string{"plans", "time to Ready"}}
 	for i, plans := range s.Sizes.CatalogPlans {
-		b, err := brokertest.Start(brokertest.WithCatalog(generatedCatalog(plans)))
+		b, err := fakebroker.Start(fakebroker.WithCatalog(generatedCatalog(plans)))
 		if err != nil {
 			return fmt.Errorf("starting a test broker with %d plans: %w", plans, err)
 		}
@@ -146,10 +146,10 @@ func (s *Suite) catalogSize(ctx context.Context, sec *report.Section) error {
 func catalogBroker(plans int) string { return fmt.Sprintf("catalog-%d", plans) }
 
 // callsOf counts the catalog fetches aside: every request the brokers got.
-func callsOf(brokers []*brokertest.Broker) int {
+func callsOf(brokers []*fakebroker.Broker) int {
 	n := 0
 	for _, b := range brokers {
-		n += b.Count(brokertest.OpProvision, brokertest.OpUpdate, brokertest.OpDeprovision, brokertest.OpBind, brokertest.OpUnbind)
+		n += b.Count(fakebroker.OpProvision, fakebroker.OpUpdate, fakebroker.OpDeprovision, fakebroker.OpBind, fakebroker.OpUnbind)
 	}
 	return n
 }
@@ -201,7 +201,7 @@ func (s *Suite) manyInstances(ctx context.Context, sec *report.Section) error {
 	for i := range n {
 		si := scaleInstance(ns, i)
 		ids[si.Spec.ExternalID] = true
-		b.PutInstance(brokertest.Instance{ID: si.Spec.ExternalID, ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanSmallID,
+		b.PutInstance(fakebroker.Instance{ID: si.Spec.ExternalID, ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID,
 			Parameters: map[string]any{"storageGB": 10}})
 	}
 	stored, err := loadgen.Run(ctx, loadgen.Load{Concurrency: 16, Requests: n, MaxDuration: s.Sizes.StepTimeout}, 0, loadgen.Work{
@@ -315,7 +315,7 @@ func (s *Suite) manyInstances(ctx context.Context, sec *report.Section) error {
 
 // scaleInstance is the scale benchmark's instance i in namespace ns.
 func scaleInstance(ns string, i int) *v1alpha1.ServiceInstance {
-	return instance(ns, fmt.Sprintf("si-%05d", i), acme, brokertest.ServiceDB, brokertest.PlanSmall, `{"storageGB":10}`)
+	return instance(ns, fmt.Sprintf("si-%05d", i), acme, fakebroker.ServiceDB, fakebroker.PlanSmall, `{"storageGB":10}`)
 }
 
 // waitReconciled waits until lockstep's instance controller has

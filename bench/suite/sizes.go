@@ -28,6 +28,11 @@ type Sizes struct {
 	// Resync the resync settings of its resync pass over them.
 	ScaleInstances int
 	Resync         ResyncSettings
+	// ChurnCycles are the create/delete cycles of the journal benchmark,
+	// ChurnRetention the operation retention lockstep runs with there, and
+	// ChurnTimeout the bound of its cycles.
+	ChurnCycles                  int
+	ChurnRetention, ChurnTimeout time.Duration
 	// CatalogPlans are the catalog sizes compared (small, large).
 	CatalogPlans [2]int
 	// CatalogRequests per arm and kind of request.
@@ -55,6 +60,7 @@ func Full() Sizes {
 		BrokerPath:      100,
 		BrokerLatencies: []time.Duration{0, 50 * time.Millisecond},
 		ScaleInstances:  10000,
+		ChurnCycles:     10000, ChurnRetention: time.Minute, ChurnTimeout: 20 * time.Minute,
 		// Due at 1000/s against a limit of 500/s: a pass takes 20 s.
 		Resync:          ResyncSettings{Interval: 10 * time.Second, QPS: 500, Concurrency: 8},
 		CatalogPlans:    [2]int{10, 1000},
@@ -76,6 +82,7 @@ func Tiny() Sizes {
 		BrokerPath:      3,
 		BrokerLatencies: []time.Duration{0, 10 * time.Millisecond},
 		ScaleInstances:  10,
+		ChurnCycles:     10, ChurnRetention: 2 * time.Second, ChurnTimeout: time.Minute,
 		Resync:          ResyncSettings{Interval: time.Second, QPS: 5, Concurrency: 2},
 		CatalogPlans:    [2]int{2, 20},
 		CatalogRequests: 20,

@@ -10,7 +10,7 @@ import (
 	"github.com/lockstep-dev/lockstep/bench/env"
 	"github.com/lockstep-dev/lockstep/bench/loadgen"
 	"github.com/lockstep-dev/lockstep/bench/report"
-	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
+	"github.com/lockstep-dev/lockstep/internal/osb/fakebroker"
 )
 
 // Suite runs the benchmarks.
@@ -32,7 +32,7 @@ type Suite struct {
 	Strict bool
 
 	mu   sync.Mutex
-	acme *brokertest.Broker // the shared instant broker, registered once
+	acme *fakebroker.Broker // the shared instant broker, registered once
 }
 
 // Benchmark is one benchmark of the suite.
@@ -54,6 +54,7 @@ func Benchmarks() []Benchmark {
 		{Name: "admission", NeedsEnv: true, Run: (*Suite).Admission},
 		{Name: "e2e", NeedsEnv: true, Run: (*Suite).EndToEnd},
 		{Name: "broker", NeedsEnv: true, Run: (*Suite).BrokerPath},
+		{Name: "journal", NeedsEnv: true, Run: (*Suite).Journal},
 		{Name: "scale", NeedsEnv: true, Run: (*Suite).Scale},
 		{Name: "embedded", Run: (*Suite).Embedded},
 	}
@@ -78,13 +79,13 @@ func (s *Suite) Logf(format string, args ...any) {
 
 // acmeBroker is the instant test broker registered as ServiceBroker
 // "acme", started and registered on first use.
-func (s *Suite) acmeBroker(ctx context.Context) (*brokertest.Broker, error) {
+func (s *Suite) acmeBroker(ctx context.Context) (*fakebroker.Broker, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.acme != nil {
 		return s.acme, nil
 	}
-	b, err := brokertest.Start()
+	b, err := fakebroker.Start()
 	if err != nil {
 		return nil, fmt.Errorf("starting the test broker: %w", err)
 	}

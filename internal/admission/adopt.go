@@ -10,10 +10,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/broker"
 	"github.com/lockstep-dev/lockstep/internal/credentials"
 	"github.com/lockstep-dev/lockstep/internal/journal"
 	"github.com/lockstep-dev/lockstep/internal/jsonnum"
+	"github.com/lockstep-dev/lockstep/internal/osbclient"
 	"github.com/lockstep-dev/lockstep/internal/parametersfrom"
 )
 
@@ -27,15 +27,15 @@ import (
 
 // adoptInstance reads the instance the new object names and compares it
 // with the spec.
-func (s *instanceBroker) adoptInstance(ctx context.Context, si Instance, params *parametersfrom.Resolved, t *Target, meta broker.RequestMeta, ans *journal.Answer) error {
+func (s *instanceBroker) adoptInstance(ctx context.Context, si Instance, params *parametersfrom.Resolved, t *Target, meta osbclient.RequestMeta, ans *journal.Answer) error {
 	c := t.Entry.Client
 	if !t.Plan.Service.InstancesRetrievable {
 		return statusError(http.StatusUnprocessableEntity, metav1.StatusReasonInvalid,
 			"instance %q cannot adopt %q: broker %q does not let lockstep read instances of service %q (instances_retrievable is false); nothing was created; "+
 				"to create a new instance instead, remove the annotation %s", si.Name, si.Spec.ExternalID, t.Entry.Broker, si.Spec.ServiceName, v1alpha1.AnnotationAdopt)
 	}
-	got, err := c.GetInstance(ctx, meta, broker.GetInstanceRequest{InstanceID: si.Spec.ExternalID, ServiceID: t.Plan.Service.ID, PlanID: t.Plan.Plan.ID})
-	if broker.IsNotFound(err) || broker.IsGone(err) {
+	got, err := c.GetInstance(ctx, meta, osbclient.GetInstanceRequest{InstanceID: si.Spec.ExternalID, ServiceID: t.Plan.Service.ID, PlanID: t.Plan.Plan.ID})
+	if osbclient.IsNotFound(err) || osbclient.IsGone(err) {
 		return statusError(http.StatusNotFound, metav1.StatusReasonNotFound,
 			"instance %q cannot adopt %q: broker %q holds no instance with this id; nothing was created; "+
 				"check spec.externalID, or remove the annotation %s to create a new instance", si.Name, si.Spec.ExternalID, t.Entry.Broker, v1alpha1.AnnotationAdopt)
@@ -61,7 +61,7 @@ func (s *instanceBroker) adoptInstance(ctx context.Context, si Instance, params 
 // adoptBinding reads the binding the new object names, compares its
 // parameters with the spec, and stores its credentials in the binding's
 // Secret, as a bind does.
-func (s *bindingBroker) adoptBinding(ctx context.Context, b Binding, params *parametersfrom.Resolved, t *Target, meta broker.RequestMeta, ans *journal.Answer) error {
+func (s *bindingBroker) adoptBinding(ctx context.Context, b Binding, params *parametersfrom.Resolved, t *Target, meta osbclient.RequestMeta, ans *journal.Answer) error {
 	c := t.Entry.Client
 	if !t.Plan.Service.BindingsRetrievable {
 		return statusError(http.StatusUnprocessableEntity, metav1.StatusReasonInvalid,
@@ -69,8 +69,8 @@ func (s *bindingBroker) adoptBinding(ctx context.Context, b Binding, params *par
 				"to create a new binding instead, remove the annotation %s", b.Name, b.Spec.ExternalID, t.Entry.Broker, t.Plan.Service.Name, v1alpha1.AnnotationAdopt)
 	}
 	ids := bindingIDs{instance: t.Instance.Spec.ExternalID, binding: b.Spec.ExternalID, service: t.Plan.Service.ID, plan: t.Plan.Plan.ID}
-	got, err := c.GetBinding(ctx, meta, broker.GetBindingRequest{InstanceID: ids.instance, BindingID: ids.binding, ServiceID: ids.service, PlanID: ids.plan})
-	if broker.IsNotFound(err) || broker.IsGone(err) {
+	got, err := c.GetBinding(ctx, meta, osbclient.GetBindingRequest{InstanceID: ids.instance, BindingID: ids.binding, ServiceID: ids.service, PlanID: ids.plan})
+	if osbclient.IsNotFound(err) || osbclient.IsGone(err) {
 		return statusError(http.StatusNotFound, metav1.StatusReasonNotFound,
 			"binding %q cannot adopt %q: broker %q holds no binding with this id for instance %q; nothing was created; "+
 				"check spec.externalID, or remove the annotation %s to create a new binding", b.Name, b.Spec.ExternalID, t.Entry.Broker, t.Instance.Name, v1alpha1.AnnotationAdopt)

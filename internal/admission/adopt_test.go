@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
+	"github.com/lockstep-dev/lockstep/internal/osb/fakebroker"
 )
 
 // TestAdoptInstance: a create annotated lockstep.dev/adopt=true reads the
@@ -24,14 +24,14 @@ import (
 // when it equals the spec.
 func TestAdoptInstance(t *testing.T) {
 	adopt := withAnnotations(v1alpha1.AnnotationAdopt, "true")
-	held := brokertest.Instance{ID: "ext-1", ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanSmallID,
+	held := fakebroker.Instance{ID: "ext-1", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID,
 		Parameters: map[string]any{"storageGB": 10.0}}
 	heldWithSecret := held
 	heldWithSecret.Parameters = map[string]any{"storageGB": 10.0, "region": "s3cr3t-eu"}
 	adminSecret := paramsSecret("db-admin", map[string]string{"params": `{"region":"s3cr3t-eu"}`})
 	tests := []struct {
 		name string
-		held *brokertest.Instance
+		held *fakebroker.Instance
 		new  Instance
 		// hidden: the catalog says instances of the service cannot be read
 		hidden   bool
@@ -63,7 +63,7 @@ func TestAdoptInstance(t *testing.T) {
 				h.broker.PutInstance(*tt.held)
 			}
 			if tt.hidden {
-				cat := brokertest.DefaultCatalog()
+				cat := fakebroker.DefaultCatalog()
 				for i := range cat.Services {
 					cat.Services[i].InstancesRetrievable = false
 				}
@@ -81,7 +81,7 @@ func TestAdoptInstance(t *testing.T) {
 				assert.Contains(t, err.Error(), tt.wantMsg)
 				assert.NotContains(t, err.Error(), secretMark)
 			}
-			assert.Zero(t, h.broker.Count(brokertest.OpProvision, brokertest.OpUpdate, brokertest.OpDeprovision), "adoption changes nothing at the broker")
+			assert.Zero(t, h.broker.Count(fakebroker.OpProvision, fakebroker.OpUpdate, fakebroker.OpDeprovision), "adoption changes nothing at the broker")
 			var ops v1alpha1.BrokerOperationList
 			require.NoError(t, h.client.List(context.Background(), &ops))
 			if tt.new.Spec.ExternalID == "" {
@@ -99,18 +99,18 @@ func TestAdoptBinding(t *testing.T) {
 	adopted := func(b *v1alpha1.ServiceBinding) { b.Annotations = map[string]string{v1alpha1.AnnotationAdopt: "true"} }
 	t.Run("equal: adopted, credentials in the Secret", func(t *testing.T) {
 		h := newHarness(t, db)
-		h.broker.PutInstance(brokertest.Instance{ID: "ext-1", ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanSmallID})
-		h.broker.PutBinding(brokertest.Binding{InstanceID: "ext-1", ID: "bind-1", Credentials: map[string]any{"password": "s3cret"}})
+		h.broker.PutInstance(fakebroker.Instance{ID: "ext-1", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID})
+		h.broker.PutBinding(fakebroker.Binding{InstanceID: "ext-1", ID: "bind-1", Credentials: map[string]any{"password": "s3cret"}})
 		_, err := h.admitBinding(admissionv1.Create, nil, binding("", adopted), false)
 		require.NoError(t, err)
-		assert.Zero(t, h.broker.Count(brokertest.OpBind))
+		assert.Zero(t, h.broker.Count(fakebroker.OpBind))
 		var s corev1.Secret
 		require.NoError(t, h.client.Get(context.Background(), client.ObjectKey{Namespace: "team", Name: "creds"}, &s))
 		assert.Equal(t, "s3cret", string(s.Data["password"]))
 	})
 	t.Run("nothing at the broker: refused", func(t *testing.T) {
 		h := newHarness(t, []runtime.Object{db}...)
-		h.broker.PutInstance(brokertest.Instance{ID: "ext-1", ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanSmallID})
+		h.broker.PutInstance(fakebroker.Instance{ID: "ext-1", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID})
 		_, err := h.admitBinding(admissionv1.Create, nil, binding("", adopted), false)
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), `broker "acme" holds no binding with this id for instance "db"; nothing was created`)

@@ -13,8 +13,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
 	"github.com/lockstep-dev/lockstep/internal/journal"
+	"github.com/lockstep-dev/lockstep/internal/osb/fakebroker"
 )
 
 func TestAnswersRemembersAChangeUntilItsAnswerIsWritten(t *testing.T) {
@@ -50,7 +50,7 @@ func TestIdenticalRetryIsAllowedWithoutASecondBrokerCall(t *testing.T) {
 	t.Run("answer written: read from the journal", func(t *testing.T) {
 		_, err := h.admit(admissionv1.Create, nil, si, false)
 		require.NoError(t, err)
-		assert.Equal(t, 1, h.broker.Count(brokertest.OpProvision))
+		assert.Equal(t, 1, h.broker.Count(fakebroker.OpProvision))
 	})
 
 	t.Run("answer still being written: known to this replica", func(t *testing.T) {
@@ -75,7 +75,7 @@ func TestIdenticalRetryIsAllowedWithoutASecondBrokerCall(t *testing.T) {
 		require.ErrorAs(t, err, &status)
 		assert.Equal(t, int32(http.StatusConflict), status.Status().Code)
 		assert.Contains(t, err.Error(), "another change of instance \"db\" is in flight at the broker")
-		assert.Equal(t, 1, h.broker.Count(brokertest.OpProvision))
+		assert.Equal(t, 1, h.broker.Count(fakebroker.OpProvision))
 	})
 	assert.Len(t, h.records(t), 1, "the retries' records, written with the lock they did not get, are deleted")
 }
@@ -107,6 +107,6 @@ func TestIdenticalRetryOnAnotherReplicaWaitsForTheAnswer(t *testing.T) {
 	_, err = h.admit(admissionv1.Create, nil, si, false)
 	require.NoError(t, err, "the retry of a change the broker carried out is allowed")
 	assert.GreaterOrEqual(t, time.Since(start), 200*time.Millisecond, "allowed once the answer was written")
-	assert.Zero(t, h.broker.Count(brokertest.OpProvision), "without a second broker call")
+	assert.Zero(t, h.broker.Count(fakebroker.OpProvision), "without a second broker call")
 	assert.Len(t, h.records(t), 1, "the retry's own record is deleted")
 }

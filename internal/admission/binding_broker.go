@@ -13,9 +13,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/broker"
 	"github.com/lockstep-dev/lockstep/internal/credentials"
 	"github.com/lockstep-dev/lockstep/internal/journal"
+	"github.com/lockstep-dev/lockstep/internal/osbapi"
+	"github.com/lockstep-dev/lockstep/internal/osbclient"
 )
 
 // bindingBroker carries a binding's create and delete out at the broker:
@@ -45,7 +46,7 @@ func (s *bindingBroker) Admit(ctx context.Context, a *Attributes[Binding]) (admi
 		ID: uuid.NewString(), Target: b, Kind: "ServiceBinding", ExternalID: b.Spec.ExternalID, Broker: t.Entry.Broker,
 		Verb: verb, User: a.User, SpecHash: journal.SpecHash(b.Spec), ServiceID: t.Plan.Service.ID, PlanID: t.Plan.Plan.ID, InstanceID: t.Instance.Spec.ExternalID,
 		ParametersDigest: parametersDigest(a.Params),
-	}, func(meta broker.RequestMeta, ans *journal.Answer) (admission.Warnings, bool, error) {
+	}, func(meta osbclient.RequestMeta, ans *journal.Answer) (admission.Warnings, bool, error) {
 		if a.Operation == admissionv1.Create && v1alpha1.Adopting(b) {
 			return nil, false, s.adoptBinding(ctx, b, a.Params, t, meta, ans)
 		}
@@ -56,7 +57,7 @@ func (s *bindingBroker) Admit(ctx context.Context, a *Attributes[Binding]) (admi
 	})
 }
 
-func (s *bindingBroker) bind(ctx context.Context, a *Attributes[Binding], meta broker.RequestMeta, ans *journal.Answer) (admission.Warnings, bool, error) {
+func (s *bindingBroker) bind(ctx context.Context, a *Attributes[Binding], meta osbclient.RequestMeta, ans *journal.Answer) (admission.Warnings, bool, error) {
 	b, t := a.New, a.Target
 	c := t.Entry.Client
 	ch := change{
@@ -66,13 +67,13 @@ func (s *bindingBroker) bind(ctx context.Context, a *Attributes[Binding], meta b
 		ifDone: "if the broker created the binding, lockstep unbinds it",
 	}
 	ids := bindingIDs{instance: t.Instance.Spec.ExternalID, binding: b.Spec.ExternalID, service: t.Plan.Service.ID, plan: t.Plan.Plan.ID}
-	resp, err := c.Bind(ctx, meta, broker.BindRequest{
+	resp, err := c.Bind(ctx, meta, osbclient.BindRequest{
 		InstanceID: ids.instance, BindingID: ids.binding, ServiceID: ids.service, PlanID: ids.plan,
-		Context:    broker.Context{Platform: broker.Platform, Namespace: b.Namespace, InstanceName: t.Instance.Name, ClusterID: s.opts.ClusterID},
+		Context:    osbapi.Context{Platform: osbapi.KubernetesPlatform, Namespace: b.Namespace, InstanceName: t.Instance.Name, ClusterID: s.opts.ClusterID},
 		Parameters: raw(mergedParams(a.Params, b.Spec.Parameters)),
 	})
 	if err != nil {
-		ans.HTTPStatus, ans.Mitigate = brokerStatus(err), broker.NeedsOrphanMitigation(err)
+		ans.HTTPStatus, ans.Mitigate = brokerStatus(err), osbclient.NeedsOrphanMitigation(err)
 		return nil, false, ch.refusal(err)
 	}
 	ans.HTTPStatus = resp.HTTPStatus
@@ -86,20 +87,20 @@ func (s *bindingBroker) bind(ctx context.Context, a *Attributes[Binding], meta b
 			"broker %q answered the bind of %q asynchronously but does not let lockstep fetch bindings (bindings_retrievable is false), so the credentials cannot be read; lockstep asked the broker to unbind; nothing was created",
 			ch.broker, b.Name)
 	}
-	req := broker.BindingLastOperationRequest{InstanceID: ids.instance, BindingID: ids.binding, ServiceID: ids.service, PlanID: ids.plan, Operation: resp.Operation}
+	req := osbclient.BindingLastOperationRequest{InstanceID: ids.instance, BindingID: ids.binding, ServiceID: ids.service, PlanID: ids.plan, Operation: resp.Operation}
 	last, err := c.PollBinding(ctx, meta, req, s.opts.Poll)
 	switch {
-	case err == nil && last.State == broker.StateSucceeded:
+	case err == nil && last.State == osbapi.StateSucceeded:
 		creds, err := s.fetch(ctx, c, meta, ids)
 		if err == nil {
 			return nil, false, s.store(ctx, c, meta, ids, ch, b, creds)
 		}
-		if !errors.Is(err, broker.ErrStillInProgress) {
+		if !errors.Is(err, osbclient.ErrStillInProgress) {
 			return nil, true, ch.unknown(err)
 		}
 	case err == nil:
 		return nil, false, ch.failed(last)
-	case !errors.Is(err, broker.ErrStillInProgress):
+	case !errors.Is(err, osbclient.ErrStillInProgress):
 		return nil, true, ch.unknown(err)
 	}
 	return admission.Warnings{fmt.Sprintf("broker %q is still working to %s (%s); Secret %q appears when the broker finishes",
@@ -109,21 +110,21 @@ func (s *bindingBroker) bind(ctx context.Context, a *Attributes[Binding], meta b
 // fetch reads a finished asynchronous binding's credentials; a broker
 // answers 404 while the binding is not ready, so 404 means "poll again"
 // until ctx ends.
-func (s *bindingBroker) fetch(ctx context.Context, c *broker.Client, meta broker.RequestMeta, ids bindingIDs) (map[string]any, error) {
+func (s *bindingBroker) fetch(ctx context.Context, c *osbclient.Client, meta osbclient.RequestMeta, ids bindingIDs) (map[string]any, error) {
 	interval := max(s.opts.Poll.MinInterval, 10*time.Millisecond)
 	for {
-		got, err := c.GetBinding(ctx, meta, broker.GetBindingRequest{InstanceID: ids.instance, BindingID: ids.binding, ServiceID: ids.service, PlanID: ids.plan})
+		got, err := c.GetBinding(ctx, meta, osbclient.GetBindingRequest{InstanceID: ids.instance, BindingID: ids.binding, ServiceID: ids.service, PlanID: ids.plan})
 		if err == nil {
 			return got.Credentials, nil
 		}
-		if !broker.IsNotFound(err) {
+		if !osbclient.IsNotFound(err) {
 			return nil, err
 		}
 		t := time.NewTimer(interval)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, &broker.StillInProgressError{Reason: "the broker did not serve the binding's credentials yet", Err: ctx.Err()}
+			return nil, &osbclient.StillInProgressError{Reason: "the broker did not serve the binding's credentials yet", Err: ctx.Err()}
 		case <-t.C:
 		}
 	}
@@ -131,7 +132,7 @@ func (s *bindingBroker) fetch(ctx context.Context, c *broker.Client, meta broker
 
 // store writes the credentials into the binding's Secret. When that fails
 // the broker's binding would be an orphan: lockstep unbinds it and rejects.
-func (s *bindingBroker) store(ctx context.Context, c *broker.Client, meta broker.RequestMeta, ids bindingIDs, ch change, b Binding, creds map[string]any) error {
+func (s *bindingBroker) store(ctx context.Context, c *osbclient.Client, meta osbclient.RequestMeta, ids bindingIDs, ch change, b Binding, creds map[string]any) error {
 	err := credentials.Write(ctx, s.writer, b, creds)
 	if err == nil {
 		return nil
@@ -143,14 +144,14 @@ func (s *bindingBroker) store(ctx context.Context, c *broker.Client, meta broker
 
 // compensate unbinds a binding that the broker holds but the cluster will
 // not (orphan mitigation). Best effort, bounded; the outcome is logged.
-func (s *bindingBroker) compensate(c *broker.Client, meta broker.RequestMeta, ids bindingIDs, b Binding) {
+func (s *bindingBroker) compensate(c *osbclient.Client, meta osbclient.RequestMeta, ids bindingIDs, b Binding) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_, err := c.Unbind(ctx, meta, broker.UnbindRequest{InstanceID: ids.instance, BindingID: ids.binding, ServiceID: ids.service, PlanID: ids.plan})
+	_, err := c.Unbind(ctx, meta, osbclient.UnbindRequest{InstanceID: ids.instance, BindingID: ids.binding, ServiceID: ids.service, PlanID: ids.plan})
 	s.opts.Log.Info("orphan mitigation: unbind", "binding", client.ObjectKeyFromObject(b).String(), "ok", err == nil)
 }
 
-func (s *bindingBroker) unbind(ctx context.Context, a *Attributes[Binding], meta broker.RequestMeta, ans *journal.Answer) (admission.Warnings, bool, error) {
+func (s *bindingBroker) unbind(ctx context.Context, a *Attributes[Binding], meta osbclient.RequestMeta, ans *journal.Answer) (admission.Warnings, bool, error) {
 	b, t := a.Old, a.Target
 	c := t.Entry.Client
 	ch := change{
@@ -161,7 +162,7 @@ func (s *bindingBroker) unbind(ctx context.Context, a *Attributes[Binding], meta
 		wayOut: wayOut("ServiceBinding", b.Namespace, b.Name),
 	}
 	ids := bindingIDs{instance: t.Instance.Spec.ExternalID, binding: b.Spec.ExternalID, service: t.Plan.Service.ID, plan: t.Plan.Plan.ID}
-	resp, err := c.Unbind(ctx, meta, broker.UnbindRequest{InstanceID: ids.instance, BindingID: ids.binding, ServiceID: ids.service, PlanID: ids.plan})
+	resp, err := c.Unbind(ctx, meta, osbclient.UnbindRequest{InstanceID: ids.instance, BindingID: ids.binding, ServiceID: ids.service, PlanID: ids.plan})
 	if err != nil {
 		ans.HTTPStatus = brokerStatus(err)
 		return nil, false, ch.refusal(err)
@@ -171,16 +172,16 @@ func (s *bindingBroker) unbind(ctx context.Context, a *Attributes[Binding], meta
 		return nil, false, nil
 	}
 	ans.OperationKey = resp.Operation
-	req := broker.BindingLastOperationRequest{InstanceID: ids.instance, BindingID: ids.binding, ServiceID: ids.service, PlanID: ids.plan, Operation: resp.Operation}
+	req := osbclient.BindingLastOperationRequest{InstanceID: ids.instance, BindingID: ids.binding, ServiceID: ids.service, PlanID: ids.plan, Operation: resp.Operation}
 	opts := s.opts.Poll
 	opts.Deleting = true
 	last, err := c.PollBinding(ctx, meta, req, opts)
 	switch {
-	case err == nil && last.State == broker.StateSucceeded:
+	case err == nil && last.State == osbapi.StateSucceeded:
 		return nil, false, nil
 	case err == nil:
 		return nil, false, ch.failed(last)
-	case !errors.Is(err, broker.ErrStillInProgress):
+	case !errors.Is(err, osbclient.ErrStillInProgress):
 		return nil, true, ch.unknown(err)
 	}
 	return nil, true, statusError(409, metav1.StatusReasonConflict,

@@ -18,8 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
 	"github.com/lockstep-dev/lockstep/internal/credentials"
+	"github.com/lockstep-dev/lockstep/internal/osb/fakebroker"
 )
 
 func binding(params string, mutate ...func(*v1alpha1.ServiceBinding)) Binding {
@@ -61,73 +61,73 @@ func TestBindingValidator(t *testing.T) {
 		old, new  Binding
 		dryRun    bool
 		objects   []runtime.Object
-		script    func(b *brokertest.Broker)
+		script    func(b *fakebroker.Broker)
 		wantCode  int32
 		wantMsg   string
-		wantCalls map[brokertest.Op]int
+		wantCalls map[fakebroker.Op]int
 		wantStore bool
 		wantPhase v1alpha1.OperationPhase
 	}{
 		{name: "bind stores the credentials", op: admissionv1.Create, new: binding(`{"role":"reader"}`), objects: []runtime.Object{db},
-			wantCalls: map[brokertest.Op]int{brokertest.OpBind: 1}, wantStore: true},
+			wantCalls: map[fakebroker.Op]int{fakebroker.OpBind: 1}, wantStore: true},
 		{name: "dry-run bind calls nobody", op: admissionv1.Create, new: binding(""), objects: []runtime.Object{db}, dryRun: true,
-			wantCalls: map[brokertest.Op]int{}},
+			wantCalls: map[fakebroker.Op]int{}},
 		{name: "missing instance", op: admissionv1.Create, new: binding(""),
-			wantCode: 422, wantMsg: "no ServiceInstance of this name", wantCalls: map[brokertest.Op]int{}},
+			wantCode: 422, wantMsg: "no ServiceInstance of this name", wantCalls: map[fakebroker.Op]int{}},
 		{name: "instance being deleted", op: admissionv1.Create, new: binding(""),
 			objects:  []runtime.Object{instance("small", "", func(si *v1alpha1.ServiceInstance) { now := metav1.Now(); si.DeletionTimestamp = &now })},
-			wantCode: http.StatusConflict, wantMsg: "is being deleted", wantCalls: map[brokertest.Op]int{}},
+			wantCode: http.StatusConflict, wantMsg: "is being deleted", wantCalls: map[fakebroker.Op]int{}},
 		{name: "plan not bindable", op: admissionv1.Create, new: binding("", func(b *v1alpha1.ServiceBinding) { b.Spec.InstanceName = "fixed" }),
-			objects: []runtime.Object{fixed}, wantCode: 422, wantMsg: "is not bindable", wantCalls: map[brokertest.Op]int{}},
+			objects: []runtime.Object{fixed}, wantCode: 422, wantMsg: "is not bindable", wantCalls: map[fakebroker.Op]int{}},
 		{name: "bind schema", op: admissionv1.Create, new: binding(`{"role":"root"}`), objects: []runtime.Object{db},
-			wantCode: 422, wantMsg: "spec.parameters.role", wantCalls: map[brokertest.Op]int{}},
+			wantCode: 422, wantMsg: "spec.parameters.role", wantCalls: map[fakebroker.Op]int{}},
 		{name: "foreign secret", op: admissionv1.Create, new: binding(""), objects: []runtime.Object{db, foreign},
-			wantCode: http.StatusConflict, wantMsg: "lockstep never overwrites it", wantCalls: map[brokertest.Op]int{}},
+			wantCode: http.StatusConflict, wantMsg: "lockstep never overwrites it", wantCalls: map[fakebroker.Op]int{}},
 		{name: "bind refused", op: admissionv1.Create, new: binding(""), objects: []runtime.Object{db},
-			script: func(b *brokertest.Broker) {
-				b.Script(brokertest.OpBind, brokertest.Respond{Status: 409, Description: "exists"})
+			script: func(b *fakebroker.Broker) {
+				b.Script(fakebroker.OpBind, fakebroker.Respond{Status: 409, Description: "exists"})
 			},
 			wantCode: http.StatusConflict, wantMsg: `broker "acme" refused to bind instance "db" for binding "creds": "exists" (HTTP 409)`,
-			wantCalls: map[brokertest.Op]int{brokertest.OpBind: 1}},
+			wantCalls: map[fakebroker.Op]int{fakebroker.OpBind: 1}},
 		{name: "async bind then GET", op: admissionv1.Create, new: binding(""), objects: []runtime.Object{db},
-			script: func(b *brokertest.Broker) {
-				b.Script(brokertest.OpBind, brokertest.Respond{Async: &brokertest.Async{InProgressPolls: 1}})
+			script: func(b *fakebroker.Broker) {
+				b.Script(fakebroker.OpBind, fakebroker.Respond{Async: &fakebroker.Async{InProgressPolls: 1}})
 			},
-			wantCalls: map[brokertest.Op]int{brokertest.OpBind: 1, brokertest.OpBindingLastOperation: 2, brokertest.OpGetBinding: 1}, wantStore: true},
+			wantCalls: map[fakebroker.Op]int{fakebroker.OpBind: 1, fakebroker.OpBindingLastOperation: 2, fakebroker.OpGetBinding: 1}, wantStore: true},
 		{name: "async bind whose end cannot be learned: outcome unknown, followed", op: admissionv1.Create, new: binding(""), objects: []runtime.Object{db},
-			script: func(b *brokertest.Broker) {
-				b.Script(brokertest.OpBind, brokertest.Respond{Async: &brokertest.Async{}})
-				b.Always(brokertest.OpBindingLastOperation, brokertest.Respond{Status: 503, Description: "restarting"})
+			script: func(b *fakebroker.Broker) {
+				b.Script(fakebroker.OpBind, fakebroker.Respond{Async: &fakebroker.Async{}})
+				b.Always(fakebroker.OpBindingLastOperation, fakebroker.Respond{Status: 503, Description: "restarting"})
 			},
 			wantCode: http.StatusServiceUnavailable, wantMsg: "the outcome is unknown: nothing was created; lockstep keeps asking the broker, and if the broker created the binding, lockstep unbinds it",
-			wantCalls: map[brokertest.Op]int{brokertest.OpBind: 1, brokertest.OpBindingLastOperation: 4}, wantPhase: v1alpha1.PhaseInProgress},
+			wantCalls: map[fakebroker.Op]int{fakebroker.OpBind: 1, fakebroker.OpBindingLastOperation: 4}, wantPhase: v1alpha1.PhaseInProgress},
 		{name: "instance's ServiceBroker gone: nothing to bind at", op: admissionv1.Create, new: binding(""),
 			objects:  []runtime.Object{instance("small", "", func(si *v1alpha1.ServiceInstance) { si.Spec.BrokerName = "gone" })},
 			wantCode: 422, wantMsg: `spec.instanceName: Invalid value: "db": instance "db" uses ServiceBroker "gone", which does not exist`,
-			wantCalls: map[brokertest.Op]int{}},
+			wantCalls: map[fakebroker.Op]int{}},
 		{name: "delete with the instance's ServiceBroker gone says what to do", op: admissionv1.Delete, old: binding(""),
 			objects:  []runtime.Object{instance("small", "", func(si *v1alpha1.ServiceInstance) { si.Spec.BrokerName = "gone" })},
 			wantCode: http.StatusConflict, wantMsg: `binding "creds" cannot be deleted: its instance "db" uses ServiceBroker "gone", which no longer exists, so lockstep cannot unbind at the broker; ` +
 				`the binding and its Secret stay as they were (no deletion was started); recreate ServiceBroker "gone" with the URL of the broker that holds the binding, then delete again; ` +
 				`or to delete it without the broker (which then keeps what it holds): kubectl annotate servicebinding creds -n team lockstep.dev/reconcile-policy=detach-on-delete, then delete again`,
-			wantCalls: map[brokertest.Op]int{}},
+			wantCalls: map[fakebroker.Op]int{}},
 		{name: "spec change", op: admissionv1.Update, old: binding(`{"role":"reader"}`), new: binding(`{"role":"writer"}`), objects: []runtime.Object{db},
-			wantCode: 422, wantMsg: "delete and recreate", wantCalls: map[brokertest.Op]int{}},
+			wantCode: 422, wantMsg: "delete and recreate", wantCalls: map[fakebroker.Op]int{}},
 		{name: "unbind", op: admissionv1.Delete, old: binding(""), objects: []runtime.Object{db},
-			wantCalls: map[brokertest.Op]int{brokertest.OpUnbind: 1}},
+			wantCalls: map[fakebroker.Op]int{fakebroker.OpUnbind: 1}},
 		{name: "unbind refused", op: admissionv1.Delete, old: binding(""), objects: []runtime.Object{db},
-			script: func(b *brokertest.Broker) {
-				b.Script(brokertest.OpUnbind, brokertest.Respond{Status: 500, Description: "down"})
+			script: func(b *fakebroker.Broker) {
+				b.Script(fakebroker.OpUnbind, fakebroker.Respond{Status: 500, Description: "down"})
 			},
 			wantCode: http.StatusServiceUnavailable, wantMsg: `the binding and its Secret "creds" stay as they were`,
-			wantCalls: map[brokertest.Op]int{brokertest.OpUnbind: 1}},
+			wantCalls: map[fakebroker.Op]int{fakebroker.OpUnbind: 1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t, tt.objects...)
-			h.broker.PutInstance(brokertest.Instance{ID: "ext-1", ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanSmallID})
+			h.broker.PutInstance(fakebroker.Instance{ID: "ext-1", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID})
 			if tt.op == admissionv1.Delete {
-				h.broker.PutBinding(brokertest.Binding{InstanceID: "ext-1", ID: "bind-1"})
+				h.broker.PutBinding(fakebroker.Binding{InstanceID: "ext-1", ID: "bind-1"})
 			}
 			if tt.script != nil {
 				tt.script(h.broker)
@@ -142,7 +142,7 @@ func TestBindingValidator(t *testing.T) {
 				assert.Equal(t, tt.wantCode, status.Status().Code, err.Error())
 				assert.Contains(t, err.Error(), tt.wantMsg)
 			}
-			got := map[brokertest.Op]int{}
+			got := map[fakebroker.Op]int{}
 			for _, c := range h.broker.Calls() {
 				got[c.Op]++
 			}

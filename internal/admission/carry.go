@@ -10,15 +10,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/broker"
 	"github.com/lockstep-dev/lockstep/internal/journal"
 	"github.com/lockstep-dev/lockstep/internal/metrics"
+	"github.com/lockstep-dev/lockstep/internal/osbclient"
 )
 
 // brokerCall makes an admission's broker call; it fills in the broker's
 // answer and reports whether the operation is still running at the end of
 // the budget.
-type brokerCall func(meta broker.RequestMeta, ans *journal.Answer) (admission.Warnings, bool, error)
+type brokerCall func(meta osbclient.RequestMeta, ans *journal.Answer) (admission.Warnings, bool, error)
 
 // carrier carries changes out at the broker for one kind: lock, journal,
 // call, answer.
@@ -89,7 +89,7 @@ func (c *carrier) carryOut(ctx context.Context, in journal.Intent, call brokerCa
 		return nil, unavailable("could not record the operation before calling the broker: %v; nothing was changed: retry", err)
 	}
 	ans := &journal.Answer{}
-	warnings, inProgress, err := call(broker.RequestMeta{Identity: identity(in.User), RequestID: in.ID}, ans)
+	warnings, inProgress, err := call(osbclient.RequestMeta{Identity: identity(in.User), RequestID: in.ID}, ans)
 	c.log.Info("broker operation", "verb", in.Verb, "kind", in.Kind, "object", client.ObjectKeyFromObject(target).String(),
 		"operation", rec.Name, "user", op.User, "allowed", err == nil, "inProgress", inProgress)
 	if err == nil && !inProgress {

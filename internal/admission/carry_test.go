@@ -19,11 +19,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/broker"
-	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
 	"github.com/lockstep-dev/lockstep/internal/controller/operations"
 	"github.com/lockstep-dev/lockstep/internal/journal"
+	"github.com/lockstep-dev/lockstep/internal/osb/fakebroker"
+	"github.com/lockstep-dev/lockstep/internal/osbclient"
 )
 
 // faults makes chosen writes of the harness's API server fail while set.
@@ -81,9 +81,9 @@ func (h *harness) lockHeldBy(t *testing.T) string {
 // broker, with a clock far enough ahead that every Pending record is due.
 func (h *harness) operations(t *testing.T) *operations.Operations {
 	t.Helper()
-	c, err := broker.New(h.broker.Config())
+	c, err := osbclient.New(h.broker.Config())
 	require.NoError(t, err)
-	cat := brokertest.DefaultCatalog()
+	cat := fakebroker.DefaultCatalog()
 	cache := catalog.NewCache(time.Hour)
 	cache.Store(catalog.NewEntry("acme", c, &cat, nil, time.Now()))
 	later := func() time.Time { return time.Now().Add(time.Hour) }
@@ -130,7 +130,7 @@ func TestCarrierLockAndRecordWrittenTogether(t *testing.T) {
 			*f = faults{}
 			_, err = h.admit(admissionv1.Create, nil, instance("small", ""), false)
 			require.NoError(t, err, "the retry goes through")
-			assert.Equal(t, 1, h.broker.Count(brokertest.OpProvision))
+			assert.Equal(t, 1, h.broker.Count(fakebroker.OpProvision))
 		})
 	}
 }
@@ -144,7 +144,7 @@ func TestCarrierLockAndRecordWrittenTogether(t *testing.T) {
 func TestCarrierRecordOfALostLockIsNeverMitigated(t *testing.T) {
 	f := &faults{}
 	h := newInterceptedHarness(t, f.funcs())
-	h.broker.Script(brokertest.OpProvision, brokertest.Respond{Async: &brokertest.Async{InProgressPolls: 1 << 20}})
+	h.broker.Script(fakebroker.OpProvision, fakebroker.Respond{Async: &fakebroker.Async{InProgressPolls: 1 << 20}})
 	h.validator.Budget = 50 * time.Millisecond
 	_, err := h.admit(admissionv1.Create, nil, instance("small", ""), false)
 	require.NoError(t, err, "the winner's provision is still running at the broker")
@@ -155,7 +155,7 @@ func TestCarrierRecordOfALostLockIsNeverMitigated(t *testing.T) {
 	_, err = h.admit(admissionv1.Create, nil, instance("small", ""), false)
 	require.Error(t, err)
 	assert.True(t, apierrors.IsConflict(err), err.Error())
-	assert.Equal(t, 1, h.broker.Count(brokertest.OpProvision), "the loser never reached the broker")
+	assert.Equal(t, 1, h.broker.Count(fakebroker.OpProvision), "the loser never reached the broker")
 	require.Len(t, h.records(t), 2, "the loser's record could not be deleted")
 	f.deleteRecord.Store(false)
 
@@ -172,8 +172,8 @@ func TestCarrierRecordOfALostLockIsNeverMitigated(t *testing.T) {
 	records := h.records(t)
 	require.Len(t, records, 1, "the loser's record is deleted")
 	assert.Equal(t, winner[0].Name, records[0].Name)
-	assert.Equal(t, 1, h.broker.Count(brokertest.OpProvision))
-	assert.Zero(t, h.broker.Count(brokertest.OpDeprovision), "nothing is mitigated")
+	assert.Equal(t, 1, h.broker.Count(fakebroker.OpProvision))
+	assert.Zero(t, h.broker.Count(fakebroker.OpDeprovision), "nothing is mitigated")
 	assert.Equal(t, winner[0].Name, h.lockHeldBy(t), "the winner keeps its lock")
 }
 
@@ -183,8 +183,8 @@ func TestCarrierRecordOfALostLockIsNeverMitigated(t *testing.T) {
 func TestCarrierRefusalWhoseAnswerIsLostKeepsTheLock(t *testing.T) {
 	f := &faults{}
 	h := newInterceptedHarness(t, f.funcs())
-	h.broker.PutInstance(brokertest.Instance{ID: "ext-1", ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanSmallID})
-	h.broker.Script(brokertest.OpUpdate, brokertest.Respond{Status: http.StatusUnprocessableEntity, Description: "plan change not supported"})
+	h.broker.PutInstance(fakebroker.Instance{ID: "ext-1", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID})
+	h.broker.Script(fakebroker.OpUpdate, fakebroker.Respond{Status: http.StatusUnprocessableEntity, Description: "plan change not supported"})
 	f.recordAnswer.Store(true)
 	_, err := h.admit(admissionv1.Update, instance("small", ""), instance("large", ""), false)
 	require.Error(t, err)

@@ -3,13 +3,13 @@ package admission
 import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 
-	"github.com/lockstep-dev/lockstep/internal/broker"
+	"github.com/lockstep-dev/lockstep/internal/osbclient"
 )
 
 // identity turns the requester's user info into the OSB originating
 // identity of the Kubernetes platform profile.
-func identity(u authenticationv1.UserInfo) broker.Identity {
-	id := broker.Identity{Username: u.Username, UID: u.UID, Groups: u.Groups}
+func identity(u authenticationv1.UserInfo) osbclient.Identity {
+	id := osbclient.Identity{Username: u.Username, UID: u.UID, Groups: u.Groups}
 	if len(u.Extra) > 0 {
 		id.Extra = make(map[string][]string, len(u.Extra))
 		for k, v := range u.Extra {

@@ -15,14 +15,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/broker"
 	"github.com/lockstep-dev/lockstep/internal/journal"
+	"github.com/lockstep-dev/lockstep/internal/osbapi"
+	"github.com/lockstep-dev/lockstep/internal/osbclient"
 )
 
 // BrokerOptions tune the broker phase.
 type BrokerOptions struct {
 	// Poll tunes last_operation polling within the admission budget.
-	Poll broker.PollOptions
+	Poll osbclient.PollOptions
 	// ClusterID is sent in the OSB context.
 	ClusterID string
 	// Log receives one line per broker outcome; never credentials.
@@ -57,7 +58,7 @@ func (s *instanceBroker) Admit(ctx context.Context, a *Attributes[Instance]) (ad
 		Verb: verb, User: a.User, SpecHash: journal.SpecHash(si.Spec), ServiceID: t.Plan.Service.ID, PlanID: t.Plan.Plan.ID,
 		PreviousPlanID: t.previousPlanID(), ParametersDigest: parametersDigest(a.Params),
 		CreateOnlyDigest: createOnlyDigest(t.Plan.Schemas, a.Params),
-	}, func(meta broker.RequestMeta, ans *journal.Answer) (admission.Warnings, bool, error) {
+	}, func(meta osbclient.RequestMeta, ans *journal.Answer) (admission.Warnings, bool, error) {
 		return s.call(ctx, a, meta, ans)
 	})
 }
@@ -66,7 +67,7 @@ func (s *instanceBroker) Admit(ctx context.Context, a *Attributes[Instance]) (ad
 // operation goes on after the reply (still running at the end of the
 // budget, or its outcome unknown): the operations reconciler then follows
 // it to its end.
-func (s *instanceBroker) call(ctx context.Context, a *Attributes[Instance], meta broker.RequestMeta, ans *journal.Answer) (admission.Warnings, bool, error) {
+func (s *instanceBroker) call(ctx context.Context, a *Attributes[Instance], meta osbclient.RequestMeta, ans *journal.Answer) (admission.Warnings, bool, error) {
 	t := a.Target
 	c := t.Entry.Client
 	switch a.Operation {
@@ -81,7 +82,7 @@ func (s *instanceBroker) call(ctx context.Context, a *Attributes[Instance], meta
 			stays:  "nothing was created",
 			ifDone: "if the broker created the instance, lockstep deprovisions it",
 		}
-		resp, err := c.Provision(ctx, meta, broker.ProvisionRequest{
+		resp, err := c.Provision(ctx, meta, osbclient.ProvisionRequest{
 			InstanceID: si.Spec.ExternalID,
 			ServiceID:  t.Plan.Service.ID,
 			PlanID:     t.Plan.Plan.ID,
@@ -89,7 +90,7 @@ func (s *instanceBroker) call(ctx context.Context, a *Attributes[Instance], meta
 			Parameters: raw(mergedParams(a.Params, si.Spec.Parameters)),
 		})
 		if err != nil {
-			ans.HTTPStatus, ans.Mitigate = brokerStatus(err), broker.NeedsOrphanMitigation(err)
+			ans.HTTPStatus, ans.Mitigate = brokerStatus(err), osbclient.NeedsOrphanMitigation(err)
 			return nil, false, ch.refusal(err)
 		}
 		ans.HTTPStatus, ans.DashboardURL = resp.HTTPStatus, resp.DashboardURL
@@ -103,11 +104,11 @@ func (s *instanceBroker) call(ctx context.Context, a *Attributes[Instance], meta
 		old, si := a.Old, a.New
 		ch := updateChange(t.Entry.Broker, old, si)
 		ctxObj := s.context(si)
-		req := broker.UpdateRequest{
+		req := osbclient.UpdateRequest{
 			InstanceID:     si.Spec.ExternalID,
 			ServiceID:      t.Plan.Service.ID,
 			Context:        &ctxObj,
-			PreviousValues: &broker.PreviousValues{ServiceID: t.Plan.Service.ID},
+			PreviousValues: &osbapi.PreviousValues{ServiceID: t.Plan.Service.ID},
 		}
 		if t.OldPlan != nil {
 			req.PreviousValues.PlanID = t.OldPlan.Plan.ID
@@ -143,7 +144,7 @@ func (s *instanceBroker) call(ctx context.Context, a *Attributes[Instance], meta
 			ifDone: "if the broker deprovisioned it, lockstep deletes the instance",
 			wayOut: wayOut("ServiceInstance", si.Namespace, si.Name),
 		}
-		resp, err := c.Deprovision(ctx, meta, broker.DeprovisionRequest{
+		resp, err := c.Deprovision(ctx, meta, osbclient.DeprovisionRequest{
 			InstanceID: si.Spec.ExternalID, ServiceID: t.Plan.Service.ID, PlanID: t.Plan.Plan.ID,
 		})
 		if err != nil {
@@ -166,25 +167,25 @@ func (s *instanceBroker) call(ctx context.Context, a *Attributes[Instance], meta
 // warning, a delete is rejected (a deletionTimestamp is never set before the
 // broker confirmed); either way the operations reconciler follows it to its
 // end (and deletes the object once a deprovision finished).
-func (s *instanceBroker) poll(ctx context.Context, c *broker.Client, meta broker.RequestMeta, si Instance, t *Target,
+func (s *instanceBroker) poll(ctx context.Context, c *osbclient.Client, meta osbclient.RequestMeta, si Instance, t *Target,
 	operation string, ch change, deleting bool) (admission.Warnings, bool, error) {
 	// After an update, last_operation is asked with the plan from before it.
 	planID := t.Plan.Plan.ID
 	if prev := t.previousPlanID(); prev != "" {
 		planID = prev
 	}
-	req := broker.InstanceLastOperationRequest{
+	req := osbclient.InstanceLastOperationRequest{
 		InstanceID: si.Spec.ExternalID, ServiceID: t.Plan.Service.ID, PlanID: planID, Operation: operation,
 	}
 	opts := s.opts.Poll
 	opts.Deleting = deleting
 	last, err := c.PollInstance(ctx, meta, req, opts)
 	switch {
-	case err == nil && last.State == broker.StateSucceeded:
+	case err == nil && last.State == osbapi.StateSucceeded:
 		return nil, false, nil
 	case err == nil:
 		return nil, false, ch.failed(last)
-	case !errors.Is(err, broker.ErrStillInProgress):
+	case !errors.Is(err, osbclient.ErrStillInProgress):
 		return nil, true, ch.unknown(err)
 	}
 	if deleting {
@@ -196,15 +197,15 @@ func (s *instanceBroker) poll(ctx context.Context, c *broker.Client, meta broker
 }
 
 func describeStill(err error) string {
-	var still *broker.StillInProgressError
+	var still *osbclient.StillInProgressError
 	if errors.As(err, &still) && still.Description() != "" {
 		return fmt.Sprintf("broker: %q", still.Description())
 	}
 	return "in progress"
 }
 
-func (s *instanceBroker) context(si Instance) broker.Context {
-	return broker.Context{Platform: broker.Platform, Namespace: si.Namespace, InstanceName: si.Name, ClusterID: s.opts.ClusterID}
+func (s *instanceBroker) context(si Instance) osbapi.Context {
+	return osbapi.Context{Platform: osbapi.KubernetesPlatform, Namespace: si.Namespace, InstanceName: si.Name, ClusterID: s.opts.ClusterID}
 }
 
 func updateChange(brokerName string, old, si Instance) change {

@@ -23,16 +23,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/broker"
-	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
 	"github.com/lockstep-dev/lockstep/internal/journal"
+	"github.com/lockstep-dev/lockstep/internal/osb/fakebroker"
+	"github.com/lockstep-dev/lockstep/internal/osbapi"
+	"github.com/lockstep-dev/lockstep/internal/osbclient"
 )
 
 // harness is a validating chain wired to a real test broker over HTTP and
 // a fake API server cache holding the given objects.
 type harness struct {
-	broker    *brokertest.Broker
+	broker    *fakebroker.Broker
 	client    client.Client
 	validator *Validator[Instance]
 	bindings  *Validator[Binding]
@@ -51,7 +52,7 @@ func newHarness(t testing.TB, objects ...runtime.Object) *harness {
 // funcs first, to make them fail.
 func newInterceptedHarness(t testing.TB, funcs interceptor.Funcs, objects ...runtime.Object) *harness {
 	t.Helper()
-	b := brokertest.New(t)
+	b := fakebroker.New(t)
 	scheme := runtime.NewScheme()
 	require.NoError(t, v1alpha1.AddToScheme(scheme))
 	objects = append(objects, &v1alpha1.ServiceBroker{ObjectMeta: metav1.ObjectMeta{Name: "acme"}, Spec: v1alpha1.ServiceBrokerSpec{URL: b.URL()}})
@@ -60,9 +61,9 @@ func newInterceptedHarness(t testing.TB, funcs interceptor.Funcs, objects ...run
 	reader := fake.NewClientBuilder().WithScheme(scheme).WithRuntimeObjects(objects...).
 		WithStatusSubresource(&v1alpha1.BrokerOperation{}).WithInterceptorFuncs(funcs).Build()
 
-	c, err := broker.New(b.Config())
+	c, err := osbclient.New(b.Config())
 	require.NoError(t, err)
-	cat := brokertest.DefaultCatalog()
+	cat := fakebroker.DefaultCatalog()
 	cache := catalog.NewCache(time.Hour)
 	cache.Store(catalog.NewEntry("acme", c, &cat, nil, time.Now()))
 
@@ -71,7 +72,7 @@ func newInterceptedHarness(t testing.TB, funcs interceptor.Funcs, objects ...run
 		Reader: reader, Writer: reader, Secrets: reader, Catalogs: cache, Journal: &journal.Journal{Client: reader}, Leases: h.leases, Budget: 2 * time.Second,
 		Answers: h.answers,
 		Broker: BrokerOptions{
-			Poll: broker.PollOptions{MinInterval: time.Millisecond, MaxInterval: 5 * time.Millisecond},
+			Poll: osbclient.PollOptions{MinInterval: time.Millisecond, MaxInterval: 5 * time.Millisecond},
 			Log:  logr.Discard(),
 		},
 	}
@@ -114,32 +115,32 @@ func instance(plan, params string, mutate ...func(*v1alpha1.ServiceInstance)) In
 }
 
 func TestInstanceValidator(t *testing.T) {
-	existing := brokertest.Instance{ID: "ext-1", ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanSmallID}
+	existing := fakebroker.Instance{ID: "ext-1", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID}
 	tests := []struct {
 		name      string
 		op        admissionv1.Operation
 		old, new  Instance
 		dryRun    bool
 		objects   []runtime.Object
-		script    func(b *brokertest.Broker)
+		script    func(b *fakebroker.Broker)
 		wantCode  int32 // 0: allowed
 		wantMsg   []string
 		wantWarn  string
-		wantCalls map[brokertest.Op]int
+		wantCalls map[fakebroker.Op]int
 		wantPhase v1alpha1.OperationPhase // when not the usual Succeeded/Failed
 	}{
 		{
 			name: "create provisions", op: admissionv1.Create, new: instance("small", `{"region":"eu"}`),
-			wantCalls: map[brokertest.Op]int{brokertest.OpProvision: 1},
+			wantCalls: map[fakebroker.Op]int{fakebroker.OpProvision: 1},
 		},
 		{
 			name: "dry-run create calls nobody", op: admissionv1.Create, new: instance("small", ""), dryRun: true,
-			wantCalls: map[brokertest.Op]int{},
+			wantCalls: map[fakebroker.Op]int{},
 		},
 		{
 			name: "label-only update calls nobody", op: admissionv1.Update,
 			old: instance("small", ""), new: instance("small", "", func(si *v1alpha1.ServiceInstance) { si.Labels = map[string]string{"a": "b"} }),
-			wantCalls: map[brokertest.Op]int{},
+			wantCalls: map[fakebroker.Op]int{},
 		},
 		{
 			name: "update of an object being deleted is not checked", op: admissionv1.Update,
@@ -149,140 +150,140 @@ func TestInstanceValidator(t *testing.T) {
 				si.Spec.ServiceName = "queue"
 				si.Finalizers = nil
 			}),
-			wantCalls: map[brokertest.Op]int{},
+			wantCalls: map[fakebroker.Op]int{},
 		},
 		{
 			name: "plan change is sent with previous values", op: admissionv1.Update,
 			old: instance("small", ""), new: instance("large", ""),
-			script:    func(b *brokertest.Broker) { b.PutInstance(existing) },
-			wantCalls: map[brokertest.Op]int{brokertest.OpUpdate: 1},
+			script:    func(b *fakebroker.Broker) { b.PutInstance(existing) },
+			wantCalls: map[fakebroker.Op]int{fakebroker.OpUpdate: 1},
 		},
 		{
 			name: "update refused by the broker", op: admissionv1.Update,
 			old: instance("small", ""), new: instance("large", ""),
-			script: func(b *brokertest.Broker) {
+			script: func(b *fakebroker.Broker) {
 				b.PutInstance(existing)
-				b.Script(brokertest.OpUpdate, brokertest.Respond{Status: 422, Error: "MaintenanceInfoConflict", Description: "upgrade first"})
+				b.Script(fakebroker.OpUpdate, fakebroker.Respond{Status: 422, Error: "MaintenanceInfoConflict", Description: "upgrade first"})
 			},
 			wantCode:  422,
 			wantMsg:   []string{`broker "acme" refused to change plan of instance "db" from "small" to "large": "upgrade first" (HTTP 422 MaintenanceInfoConflict); the instance keeps plan "small"`},
-			wantCalls: map[brokertest.Op]int{brokertest.OpUpdate: 1},
+			wantCalls: map[fakebroker.Op]int{fakebroker.OpUpdate: 1},
 		},
 		{
 			name: "concurrency error at the broker is a conflict", op: admissionv1.Update,
 			old: instance("small", ""), new: instance("large", ""),
-			script: func(b *brokertest.Broker) {
+			script: func(b *fakebroker.Broker) {
 				b.PutInstance(existing)
-				b.Script(brokertest.OpUpdate, brokertest.Respond{Status: 422, Error: "ConcurrencyError", Description: "busy"})
+				b.Script(fakebroker.OpUpdate, fakebroker.Respond{Status: 422, Error: "ConcurrencyError", Description: "busy"})
 			},
 			wantCode: http.StatusConflict, wantMsg: []string{"ConcurrencyError"},
-			wantCalls: map[brokertest.Op]int{brokertest.OpUpdate: 1},
+			wantCalls: map[fakebroker.Op]int{fakebroker.OpUpdate: 1},
 		},
 		{
 			name: "parameters violating the schema", op: admissionv1.Create, new: instance("small", `{"storageGB": 0, "nope": 1}`),
 			wantCode: 422, wantMsg: []string{"spec.parameters.storageGB", "nope"},
-			wantCalls: map[brokertest.Op]int{},
+			wantCalls: map[fakebroker.Op]int{},
 		},
 		{
 			name: "create-only parameter change", op: admissionv1.Update,
 			old: instance("small", `{"region":"eu"}`), new: instance("small", `{"region":"us"}`),
 			wantCode: 422, wantMsg: []string{"spec.parameters.region", "create-only parameter"},
-			wantCalls: map[brokertest.Op]int{},
+			wantCalls: map[fakebroker.Op]int{},
 		},
 		{
 			name: "plan change not allowed", op: admissionv1.Update,
 			old: instance("fixed", ""), new: instance("small", ""),
 			wantCode: 422, wantMsg: []string{"spec.planName", "does not allow plan changes", `keeps plan "fixed"`},
-			wantCalls: map[brokertest.Op]int{},
+			wantCalls: map[fakebroker.Op]int{},
 		},
 		{
 			name: "unknown broker", op: admissionv1.Create, new: instance("small", "", func(si *v1alpha1.ServiceInstance) { si.Spec.BrokerName = "nope" }),
 			wantCode: 422, wantMsg: []string{"spec.brokerName", "no ServiceBroker has this name"},
-			wantCalls: map[brokertest.Op]int{},
+			wantCalls: map[fakebroker.Op]int{},
 		},
 		{
 			name: "catalog not loaded within the budget", op: admissionv1.Create,
 			new:      instance("small", "", func(si *v1alpha1.ServiceInstance) { si.Spec.BrokerName = "slow" }),
 			objects:  []runtime.Object{&v1alpha1.ServiceBroker{ObjectMeta: metav1.ObjectMeta{Name: "slow"}, Spec: v1alpha1.ServiceBrokerSpec{URL: "http://127.0.0.1:1"}}},
 			wantCode: http.StatusServiceUnavailable, wantMsg: []string{`the catalog of broker "slow" is not loaded yet`, "nothing was changed: retry"},
-			wantCalls: map[brokertest.Op]int{},
+			wantCalls: map[fakebroker.Op]int{},
 		},
 		{
 			name: "async provision completes", op: admissionv1.Create, new: instance("small", ""),
-			script: func(b *brokertest.Broker) {
-				b.Script(brokertest.OpProvision, brokertest.Respond{Async: &brokertest.Async{InProgressPolls: 2}})
+			script: func(b *fakebroker.Broker) {
+				b.Script(fakebroker.OpProvision, fakebroker.Respond{Async: &fakebroker.Async{InProgressPolls: 2}})
 			},
-			wantCalls: map[brokertest.Op]int{brokertest.OpProvision: 1, brokertest.OpInstanceLastOperation: 3},
+			wantCalls: map[fakebroker.Op]int{fakebroker.OpProvision: 1, fakebroker.OpInstanceLastOperation: 3},
 		},
 		{
 			name: "async provision fails", op: admissionv1.Create, new: instance("small", ""),
-			script: func(b *brokertest.Broker) {
-				b.Script(brokertest.OpProvision, brokertest.Respond{Async: &brokertest.Async{Fail: true, Description: "no quota"}})
+			script: func(b *fakebroker.Broker) {
+				b.Script(fakebroker.OpProvision, fakebroker.Respond{Async: &fakebroker.Async{Fail: true, Description: "no quota"}})
 			},
 			wantCode: 422, wantMsg: []string{`broker "acme" failed to provision instance "db"`, "no quota", "nothing was created"},
-			wantCalls: map[brokertest.Op]int{brokertest.OpProvision: 1, brokertest.OpInstanceLastOperation: 1},
+			wantCalls: map[fakebroker.Op]int{fakebroker.OpProvision: 1, fakebroker.OpInstanceLastOperation: 1},
 		},
 		{
 			name: "async provision whose end cannot be learned: outcome unknown, followed", op: admissionv1.Create, new: instance("small", ""),
-			script: func(b *brokertest.Broker) {
-				b.Script(brokertest.OpProvision, brokertest.Respond{Async: &brokertest.Async{}})
-				b.Always(brokertest.OpInstanceLastOperation, brokertest.Respond{Status: 502, Description: "upstream gone"})
+			script: func(b *fakebroker.Broker) {
+				b.Script(fakebroker.OpProvision, fakebroker.Respond{Async: &fakebroker.Async{}})
+				b.Always(fakebroker.OpInstanceLastOperation, fakebroker.Respond{Status: 502, Description: "upstream gone"})
 			},
 			wantCode: http.StatusServiceUnavailable,
 			wantMsg: []string{`broker "acme" accepted the request to provision instance "db"`, "lockstep could not learn how it ended",
 				"the outcome is unknown: nothing was created", "lockstep keeps asking the broker, and if the broker created the instance, lockstep deprovisions it"},
-			wantCalls: map[brokertest.Op]int{brokertest.OpProvision: 1, brokertest.OpInstanceLastOperation: 4},
+			wantCalls: map[fakebroker.Op]int{fakebroker.OpProvision: 1, fakebroker.OpInstanceLastOperation: 4},
 			wantPhase: v1alpha1.PhaseInProgress,
 		},
 		{
 			name: "async update whose end cannot be learned: outcome unknown, followed", op: admissionv1.Update,
 			old: instance("small", ""), new: instance("large", ""),
-			script: func(b *brokertest.Broker) {
+			script: func(b *fakebroker.Broker) {
 				b.PutInstance(existing)
-				b.Script(brokertest.OpUpdate, brokertest.Respond{Async: &brokertest.Async{}})
-				b.Always(brokertest.OpInstanceLastOperation, brokertest.Respond{Status: 500, Description: "oops"})
+				b.Script(fakebroker.OpUpdate, fakebroker.Respond{Async: &fakebroker.Async{}})
+				b.Always(fakebroker.OpInstanceLastOperation, fakebroker.Respond{Status: 500, Description: "oops"})
 			},
 			wantCode: http.StatusServiceUnavailable,
 			wantMsg: []string{"the outcome is unknown: the instance keeps plan \"small\"",
 				"if the broker applied the update, lockstep applies the instance's current spec again"},
-			wantCalls: map[brokertest.Op]int{brokertest.OpUpdate: 1, brokertest.OpInstanceLastOperation: 4},
+			wantCalls: map[fakebroker.Op]int{fakebroker.OpUpdate: 1, fakebroker.OpInstanceLastOperation: 4},
 			wantPhase: v1alpha1.PhaseInProgress,
 		},
 		{
 			name: "async deprovision whose end cannot be learned: outcome unknown, followed", op: admissionv1.Delete, old: instance("small", ""),
-			script: func(b *brokertest.Broker) {
+			script: func(b *fakebroker.Broker) {
 				b.PutInstance(existing)
-				b.Script(brokertest.OpDeprovision, brokertest.Respond{Async: &brokertest.Async{}})
-				b.Always(brokertest.OpInstanceLastOperation, brokertest.Respond{Malformed: true})
+				b.Script(fakebroker.OpDeprovision, fakebroker.Respond{Async: &fakebroker.Async{}})
+				b.Always(fakebroker.OpInstanceLastOperation, fakebroker.Respond{Malformed: true})
 			},
 			wantCode: http.StatusServiceUnavailable,
 			wantMsg: []string{"the outcome is unknown: the instance stays as it was (no deletion was started)",
 				"if the broker deprovisioned it, lockstep deletes the instance"},
-			wantCalls: map[brokertest.Op]int{brokertest.OpDeprovision: 1, brokertest.OpInstanceLastOperation: 1},
+			wantCalls: map[fakebroker.Op]int{fakebroker.OpDeprovision: 1, fakebroker.OpInstanceLastOperation: 1},
 			wantPhase: v1alpha1.PhaseInProgress,
 		},
 		{
 			name: "changed serviceName is refused alone, and the other errors are still reported", op: admissionv1.Update,
 			old: instance("small", ""), new: instance("small", `{"storageGB": 0}`, func(si *v1alpha1.ServiceInstance) { si.Spec.ServiceName = "queue" }),
 			wantCode: 422, wantMsg: []string{"spec.serviceName", "spec.parameters.storageGB"},
-			wantCalls: map[brokertest.Op]int{},
+			wantCalls: map[fakebroker.Op]int{},
 		},
 		{
 			name: "delete deprovisions", op: admissionv1.Delete, old: instance("small", ""),
-			script:    func(b *brokertest.Broker) { b.PutInstance(existing) },
-			wantCalls: map[brokertest.Op]int{brokertest.OpDeprovision: 1},
+			script:    func(b *fakebroker.Broker) { b.PutInstance(existing) },
+			wantCalls: map[fakebroker.Op]int{fakebroker.OpDeprovision: 1},
 		},
 		{
 			name: "delete of an instance the broker forgot is allowed", op: admissionv1.Delete, old: instance("small", ""),
-			wantCalls: map[brokertest.Op]int{brokertest.OpDeprovision: 1},
+			wantCalls: map[fakebroker.Op]int{fakebroker.OpDeprovision: 1},
 		},
 		{
 			name: "delete refused", op: admissionv1.Delete, old: instance("small", ""),
-			script: func(b *brokertest.Broker) {
-				b.Script(brokertest.OpDeprovision, brokertest.Respond{Status: 400, Description: "protected"})
+			script: func(b *fakebroker.Broker) {
+				b.Script(fakebroker.OpDeprovision, fakebroker.Respond{Status: 400, Description: "protected"})
 			},
 			wantCode: 400, wantMsg: []string{`broker "acme" refused to deprovision instance "db": "protected" (HTTP 400); the instance stays as it was (no deletion was started)`},
-			wantCalls: map[brokertest.Op]int{brokertest.OpDeprovision: 1},
+			wantCalls: map[fakebroker.Op]int{fakebroker.OpDeprovision: 1},
 		},
 		{
 			name: "delete with bindings", op: admissionv1.Delete, old: instance("small", ""),
@@ -292,7 +293,7 @@ func TestInstanceValidator(t *testing.T) {
 				&v1alpha1.ServiceBinding{ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: "team"}, Spec: v1alpha1.ServiceBindingSpec{InstanceName: "cache"}},
 			},
 			wantCode: http.StatusConflict, wantMsg: []string{`instance "db" still has 2 binding(s): b1, b2`, "kubectl annotate servicebinding b1 b2 -n team lockstep.dev/reconcile-policy=detach-on-delete"},
-			wantCalls: map[brokertest.Op]int{},
+			wantCalls: map[fakebroker.Op]int{},
 		},
 		{
 			name: "delete with its ServiceBroker gone", op: admissionv1.Delete,
@@ -301,25 +302,25 @@ func TestInstanceValidator(t *testing.T) {
 			wantMsg: []string{`instance "db" cannot be deleted: no ServiceBroker named "gone" exists, so it cannot be deprovisioned at its broker; ` +
 				`the instance stays as it was (no deletion was started); recreate ServiceBroker "gone" with the URL of the broker that holds the instance, then delete again; ` +
 				`or to delete it without the broker (which then keeps what it holds): kubectl annotate serviceinstance db -n team lockstep.dev/reconcile-policy=detach-on-delete, then delete again`},
-			wantCalls: map[brokertest.Op]int{},
+			wantCalls: map[fakebroker.Op]int{},
 		},
 		{
 			name: "delete with a plan the catalog does not know", op: admissionv1.Delete, old: instance("nope", ""),
 			wantCode:  http.StatusConflict,
 			wantMsg:   []string{`instance "db" cannot be deleted: broker "acme": `, `"nope"`, "the deprovision must name the instance's service and plan", "no deletion was started"},
-			wantCalls: map[brokertest.Op]int{},
+			wantCalls: map[fakebroker.Op]int{},
 		},
 		{
 			name: "dry-run delete calls nobody", op: admissionv1.Delete, old: instance("small", ""), dryRun: true,
-			wantCalls: map[brokertest.Op]int{},
+			wantCalls: map[fakebroker.Op]int{},
 		},
 		{
 			name: "broker answering garbage", op: admissionv1.Create, new: instance("small", ""),
-			script: func(b *brokertest.Broker) {
-				b.Script(brokertest.OpProvision, brokertest.Respond{Status: 201, Malformed: true})
+			script: func(b *fakebroker.Broker) {
+				b.Script(fakebroker.OpProvision, fakebroker.Respond{Status: 201, Malformed: true})
 			},
 			wantCode: http.StatusServiceUnavailable, wantMsg: []string{"malformed", "nothing was created"},
-			wantCalls: map[brokertest.Op]int{brokertest.OpProvision: 1},
+			wantCalls: map[fakebroker.Op]int{fakebroker.OpProvision: 1},
 			wantPhase: v1alpha1.PhaseOrphaned, // a 201 with a garbage body may have created it: orphan mitigation
 		},
 	}
@@ -344,7 +345,7 @@ func TestInstanceValidator(t *testing.T) {
 			if tt.wantWarn != "" {
 				assert.Contains(t, warnings, tt.wantWarn)
 			}
-			got := map[brokertest.Op]int{}
+			got := map[fakebroker.Op]int{}
 			for _, c := range h.broker.Calls() {
 				got[c.Op]++
 			}
@@ -386,26 +387,26 @@ func (h *harness) assertJournal(t *testing.T, called, allowed bool, phase v1alph
 
 func TestInstanceValidatorSendsWhatTheBrokerNeeds(t *testing.T) {
 	h := newHarness(t)
-	h.broker.PutInstance(brokertest.Instance{ID: "ext-1", ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanSmallID})
+	h.broker.PutInstance(fakebroker.Instance{ID: "ext-1", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID})
 	_, err := h.admit(admissionv1.Update, instance("small", `{"region":"eu","storageGB":1}`), instance("large", `{"region":"eu","storageGB":2}`), false)
 	require.NoError(t, err)
 
-	c, ok := h.broker.LastCall(brokertest.OpUpdate)
+	c, ok := h.broker.LastCall(fakebroker.OpUpdate)
 	require.True(t, ok)
-	assert.Equal(t, brokertest.PlanLargeID, c.JSON["plan_id"])
-	where := broker.Context{Namespace: "team"}
-	assert.Equal(t, map[string]any{"service_id": brokertest.ServiceDBID, "plan_id": brokertest.PlanSmallID,
+	assert.Equal(t, fakebroker.PlanLargeID, c.JSON["plan_id"])
+	where := osbapi.Context{Namespace: "team"}
+	assert.Equal(t, map[string]any{"service_id": fakebroker.ServiceDBID, "plan_id": fakebroker.PlanSmallID,
 		"organization_id": where.OrganizationGUID(), "space_id": where.SpaceGUID()}, c.JSON["previous_values"])
 	assert.Equal(t, map[string]any{"platform": "kubernetes", "namespace": "team", "instance_name": "db"}, c.JSON["context"],
 		"an update carries the instance's context, as a provision does")
 	assert.Equal(t, map[string]any{"storageGB": float64(2)}, c.JSON["parameters"], "create-only parameters are not sent on update")
-	assert.NotEmpty(t, c.Header.Get(broker.HeaderRequestIdentity))
+	assert.NotEmpty(t, c.Header.Get(osbapi.HeaderRequestIdentity))
 
 	_, err = h.admit(admissionv1.Create, nil, instance("small", `{"region":"eu","storageGB":1}`, func(si *v1alpha1.ServiceInstance) {
 		si.Name, si.Spec.ExternalID = "db2", "ext-2"
 	}), false)
 	require.NoError(t, err)
-	c, ok = h.broker.LastCall(brokertest.OpProvision)
+	c, ok = h.broker.LastCall(fakebroker.OpProvision)
 	require.True(t, ok)
 	assert.Equal(t, where.OrganizationGUID(), c.JSON["organization_guid"], "required by the specification")
 	assert.Equal(t, where.SpaceGUID(), c.JSON["space_guid"], "required by the specification")
@@ -413,25 +414,25 @@ func TestInstanceValidatorSendsWhatTheBrokerNeeds(t *testing.T) {
 
 func TestInstancePlanChangeIsFollowedWithThePlanFromBefore(t *testing.T) {
 	h := newHarness(t)
-	h.broker.PutInstance(brokertest.Instance{ID: "ext-1", ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanSmallID})
-	h.broker.Script(brokertest.OpUpdate, brokertest.Respond{Async: &brokertest.Async{InProgressPolls: 1}})
+	h.broker.PutInstance(fakebroker.Instance{ID: "ext-1", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID})
+	h.broker.Script(fakebroker.OpUpdate, fakebroker.Respond{Async: &fakebroker.Async{InProgressPolls: 1}})
 	_, err := h.admit(admissionv1.Update, instance("small", `{"region":"eu","storageGB":1}`), instance("large", `{"region":"eu","storageGB":1}`), false)
 	require.NoError(t, err)
 
-	polls := h.broker.Calls(brokertest.OpInstanceLastOperation)
+	polls := h.broker.Calls(fakebroker.OpInstanceLastOperation)
 	require.NotEmpty(t, polls)
 	for _, p := range polls {
-		assert.Equal(t, brokertest.PlanSmallID, p.Query.Get("plan_id"), "last_operation after an update names the plan from before it")
+		assert.Equal(t, fakebroker.PlanSmallID, p.Query.Get("plan_id"), "last_operation after an update names the plan from before it")
 	}
 	records := h.records(t)
 	require.Len(t, records, 1)
-	assert.Equal(t, brokertest.PlanLargeID, records[0].Spec.PlanID)
-	assert.Equal(t, brokertest.PlanSmallID, records[0].Spec.PreviousPlanID, "the reconciler follows it with the plan from before too")
+	assert.Equal(t, fakebroker.PlanLargeID, records[0].Spec.PlanID)
+	assert.Equal(t, fakebroker.PlanSmallID, records[0].Spec.PreviousPlanID, "the reconciler follows it with the plan from before too")
 }
 
 func TestInstanceLockRejectsAConcurrentChange(t *testing.T) {
 	h := newHarness(t)
-	h.broker.Script(brokertest.OpProvision, brokertest.Respond{Async: &brokertest.Async{InProgressPolls: 1 << 20, ProgressDescription: "creating"}})
+	h.broker.Script(fakebroker.OpProvision, fakebroker.Respond{Async: &fakebroker.Async{InProgressPolls: 1 << 20, ProgressDescription: "creating"}})
 	h.validator.Budget = 100 * time.Millisecond
 
 	warnings, err := h.admit(admissionv1.Create, nil, instance("small", ""), false)
@@ -444,14 +445,14 @@ func TestInstanceLockRejectsAConcurrentChange(t *testing.T) {
 	require.Error(t, err)
 	assert.True(t, apierrors.IsConflict(err))
 	assert.Contains(t, err.Error(), `another change of instance "db" is in flight at the broker: provision by "alice"`)
-	assert.Zero(t, h.broker.Count(brokertest.OpUpdate), "the second change never reached the broker")
+	assert.Zero(t, h.broker.Count(fakebroker.OpUpdate), "the second change never reached the broker")
 	assert.Len(t, h.records(t), 1, "the second change's record, written with the lock it did not get, is deleted")
 }
 
 func TestInstanceDeleteStillRunningIsRejectedAndLeftToTheReconciler(t *testing.T) {
 	h := newHarness(t)
-	h.broker.PutInstance(brokertest.Instance{ID: "ext-1", ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanSmallID})
-	h.broker.Script(brokertest.OpDeprovision, brokertest.Respond{Async: &brokertest.Async{InProgressPolls: 1 << 20}})
+	h.broker.PutInstance(fakebroker.Instance{ID: "ext-1", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID})
+	h.broker.Script(fakebroker.OpDeprovision, fakebroker.Respond{Async: &fakebroker.Async{InProgressPolls: 1 << 20}})
 	h.validator.Budget = 50 * time.Millisecond
 
 	_, err := h.admit(admissionv1.Delete, instance("small", ""), nil, false)

@@ -7,7 +7,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/lockstep-dev/lockstep/internal/broker"
+	"github.com/lockstep-dev/lockstep/internal/osbclient"
 )
 
 // change names what was asked of the broker, for messages: what (a verb
@@ -38,13 +38,13 @@ func (c change) then(msg string) string {
 // what to do next.
 func (c change) refusal(err error) error {
 	var (
-		httpErr *broker.HTTPError
-		still   *broker.StillInProgressError
+		httpErr *osbclient.HTTPError
+		still   *osbclient.StillInProgressError
 	)
 	switch {
 	case errors.As(err, &httpErr) && httpErr.StatusCode < 500:
 		code, reason := int32(httpErr.StatusCode), reasonFor(httpErr.StatusCode)
-		if broker.IsConcurrencyError(err) {
+		if osbclient.IsConcurrencyError(err) {
 			code, reason = http.StatusConflict, metav1.StatusReasonConflict
 		}
 		return statusError(code, reason, "%s", c.then(fmt.Sprintf("broker %q refused to %s: %s (HTTP %d%s); %s",
@@ -55,7 +55,7 @@ func (c change) refusal(err error) error {
 	case errors.As(err, &still):
 		return statusError(http.StatusGatewayTimeout, metav1.StatusReasonTimeout,
 			"%s", c.then(fmt.Sprintf("broker %q did not finish in time to %s: %v; %s", c.broker, c.what, err, c.stays)))
-	case broker.IsTimeout(err):
+	case osbclient.IsTimeout(err):
 		return statusError(http.StatusGatewayTimeout, metav1.StatusReasonTimeout,
 			"%s", c.then(fmt.Sprintf("broker %q did not answer in time to %s: %v; %s; retry when the broker is responsive", c.broker, c.what, err, c.stays)))
 	default:
@@ -76,7 +76,7 @@ func (c change) unknown(err error) error {
 }
 
 // failed is the rejection for an asynchronous operation that ended failed.
-func (c change) failed(op *broker.LastOperation) error {
+func (c change) failed(op *osbclient.LastOperation) error {
 	return statusError(http.StatusUnprocessableEntity, metav1.StatusReasonBadRequest,
 		"%s", c.then(fmt.Sprintf("broker %q failed to %s: %s; %s", c.broker, c.what, describe(op.Description), c.stays)))
 }

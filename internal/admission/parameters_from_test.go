@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
+	"github.com/lockstep-dev/lockstep/internal/osb/fakebroker"
 	"github.com/lockstep-dev/lockstep/internal/parametersfrom"
 )
 
@@ -47,7 +47,7 @@ func sources(refs ...string) []v1alpha1.ParametersFromSource {
 }
 
 func TestInstanceParametersFrom(t *testing.T) {
-	existing := brokertest.Instance{ID: "ext-1", ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanSmallID}
+	existing := fakebroker.Instance{ID: "ext-1", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID}
 	admin := paramsSecret("db-admin", map[string]string{"params": `{"region":"s3cr3t-eu"}`})
 	tests := []struct {
 		name       string
@@ -57,112 +57,112 @@ func TestInstanceParametersFrom(t *testing.T) {
 		secrets    []runtime.Object
 		wantCode   int32 // 0: allowed
 		wantMsg    []string
-		wantCalls  map[brokertest.Op]int
+		wantCalls  map[fakebroker.Op]int
 		wantParams map[string]any // parameters of the broker call, when one is made
 	}{
 		{
 			name: "create merges the Secret's object into the parameters", op: admissionv1.Create,
 			new: instance("small", `{"storageGB":1}`, from("db-admin/params")), secrets: []runtime.Object{admin},
-			wantCalls:  map[brokertest.Op]int{brokertest.OpProvision: 1},
+			wantCalls:  map[fakebroker.Op]int{fakebroker.OpProvision: 1},
 			wantParams: map[string]any{"storageGB": float64(1), "region": "s3cr3t-eu"},
 		},
 		{
 			name: "two Secrets and no spec.parameters", op: admissionv1.Create,
 			new:        instance("small", "", from("db-admin/params", "db-size/params")),
 			secrets:    []runtime.Object{admin, paramsSecret("db-size", map[string]string{"params": `{"storageGB":7}`})},
-			wantCalls:  map[brokertest.Op]int{brokertest.OpProvision: 1},
+			wantCalls:  map[fakebroker.Op]int{fakebroker.OpProvision: 1},
 			wantParams: map[string]any{"storageGB": float64(7), "region": "s3cr3t-eu"},
 		},
 		{
 			name: "missing Secret", op: admissionv1.Create, new: instance("small", "", from("nope/params")),
 			wantCode: 422, wantMsg: []string{`spec.parametersFrom[0].secretKeyRef.name: Invalid value: "nope": no Secret "nope" in namespace "team": create it with key "params"`},
-			wantCalls: map[brokertest.Op]int{},
+			wantCalls: map[fakebroker.Op]int{},
 		},
 		{
 			name: "missing key", op: admissionv1.Create, new: instance("small", "", from("db-admin/other")), secrets: []runtime.Object{admin},
 			wantCode: 422, wantMsg: []string{`spec.parametersFrom[0].secretKeyRef.key: Invalid value: "other": Secret "db-admin" has no key "other" (its keys: params)`},
-			wantCalls: map[brokertest.Op]int{},
+			wantCalls: map[fakebroker.Op]int{},
 		},
 		{
 			name: "value that is not JSON", op: admissionv1.Create, new: instance("small", "", from("bad/params")),
 			secrets:  []runtime.Object{paramsSecret("bad", map[string]string{"params": `region=s3cr3t`})},
 			wantCode: 422, wantMsg: []string{`the value of Secret "bad" key "params" is not valid JSON, not a JSON object: write the parameters as a JSON object`},
-			wantCalls: map[brokertest.Op]int{},
+			wantCalls: map[fakebroker.Op]int{},
 		},
 		{
 			name: "value that is a JSON array", op: admissionv1.Create, new: instance("small", "", from("bad/params")),
 			secrets:  []runtime.Object{paramsSecret("bad", map[string]string{"params": `["s3cr3t"]`})},
 			wantCode: 422, wantMsg: []string{`the value of Secret "bad" key "params" is a JSON array, not a JSON object`},
-			wantCalls: map[brokertest.Op]int{},
+			wantCalls: map[fakebroker.Op]int{},
 		},
 		{
 			name: "value that is null", op: admissionv1.Create, new: instance("small", "", from("bad/params")),
 			secrets:  []runtime.Object{paramsSecret("bad", map[string]string{"params": `null`})},
 			wantCode: 422, wantMsg: []string{`the value of Secret "bad" key "params" is null, not a JSON object`},
-			wantCalls: map[brokertest.Op]int{},
+			wantCalls: map[fakebroker.Op]int{},
 		},
 		{
 			name: "parameter also in spec.parameters", op: admissionv1.Create,
 			new: instance("small", `{"region":"us"}`, from("db-admin/params")), secrets: []runtime.Object{admin},
 			wantCode: 422, wantMsg: []string{`spec.parametersFrom[0].secretKeyRef: Forbidden: parameter "region" is set by spec.parameters and by Secret "db-admin" key "params": a parameter may come from one place only`},
-			wantCalls: map[brokertest.Op]int{},
+			wantCalls: map[fakebroker.Op]int{},
 		},
 		{
 			name: "parameter in two Secrets", op: admissionv1.Create,
 			new:      instance("small", "", from("db-admin/params", "other/params")),
 			secrets:  []runtime.Object{admin, paramsSecret("other", map[string]string{"params": `{"region":"s3cr3t-us"}`})},
 			wantCode: 422, wantMsg: []string{`spec.parametersFrom[1].secretKeyRef: Forbidden: parameter "region" is set by Secret "db-admin" key "params" and by Secret "other" key "params"`},
-			wantCalls: map[brokertest.Op]int{},
+			wantCalls: map[fakebroker.Op]int{},
 		},
 		{
 			name: "every broken reference is reported at once", op: admissionv1.Create,
 			new: instance("small", "", from("nope/params", "db-admin/other")), secrets: []runtime.Object{admin},
 			wantCode: 422, wantMsg: []string{`spec.parametersFrom[0].secretKeyRef.name`, `spec.parametersFrom[1].secretKeyRef.key`},
-			wantCalls: map[brokertest.Op]int{},
+			wantCalls: map[fakebroker.Op]int{},
 		},
 		{
 			name: "a value from a Secret is checked against the plan's schema, and not shown", op: admissionv1.Create,
 			new:      instance("small", "", from("v/params")),
 			secrets:  []runtime.Object{paramsSecret("v", map[string]string{"params": `{"version":"s3cr3t-9"}`})},
 			wantCode: 422, wantMsg: []string{`spec.parameters.version: Invalid value: does not match the plan's create schema at /version`, `(the parameter comes from Secret "v" key "params")`},
-			wantCalls: map[brokertest.Op]int{},
+			wantCalls: map[fakebroker.Op]int{},
 		},
 		{
 			name: "dry run resolves and checks, and calls nobody", op: admissionv1.Create, dryRun: true,
 			new: instance("small", "", from("db-admin/params")), secrets: []runtime.Object{admin},
-			wantCalls: map[brokertest.Op]int{},
+			wantCalls: map[fakebroker.Op]int{},
 		},
 		{
 			name: "dry run refuses a missing Secret", op: admissionv1.Create, dryRun: true,
 			new: instance("small", "", from("nope/params")), wantCode: 422, wantMsg: []string{`no Secret "nope"`},
-			wantCalls: map[brokertest.Op]int{},
+			wantCalls: map[fakebroker.Op]int{},
 		},
 		{
 			name: "create-only parameter moved into a Secret with another value", op: admissionv1.Update,
 			old: instance("small", `{"region":"eu"}`), new: instance("small", "", from("db-admin/params")), secrets: []runtime.Object{admin},
 			wantCode: 422, wantMsg: []string{`spec.parameters.region: Invalid value: create-only parameter`, `cannot be changed after creation (was "eu")`},
-			wantCalls: map[brokertest.Op]int{},
+			wantCalls: map[fakebroker.Op]int{},
 		},
 		{
 			name: "create-only parameter from another Secret", op: admissionv1.Update,
 			old: instance("small", "", from("db-admin/params")), new: instance("small", "", from("other/params")),
 			secrets:  []runtime.Object{admin, paramsSecret("other", map[string]string{"params": `{"region":"s3cr3t-us"}`})},
 			wantCode: 422, wantMsg: []string{`spec.parameters.region`, `create-only parameter`, `(the parameter comes from Secret "other" key "params")`},
-			wantCalls: map[brokertest.Op]int{},
+			wantCalls: map[fakebroker.Op]int{},
 		},
 		{
 			name: "re-apply: a bumped parametersFromGeneration sends the Secret's current values, create-only ones left out", op: admissionv1.Update,
 			old:        instance("small", "", from("db-admin/params", "db-size/params")),
 			new:        instance("small", "", from("db-admin/params", "db-size/params"), func(si *v1alpha1.ServiceInstance) { si.Spec.ParametersFromGeneration = 2 }),
 			secrets:    []runtime.Object{admin, paramsSecret("db-size", map[string]string{"params": `{"storageGB":5}`})},
-			wantCalls:  map[brokertest.Op]int{brokertest.OpUpdate: 1},
+			wantCalls:  map[fakebroker.Op]int{fakebroker.OpUpdate: 1},
 			wantParams: map[string]any{"storageGB": float64(5)},
 		},
 		{
 			name: "a spec change sends the Secret's values with it", op: admissionv1.Update,
 			old: instance("small", `{"version":"15"}`, from("db-size/params")), new: instance("small", `{"version":"16"}`, from("db-size/params")),
 			secrets:    []runtime.Object{paramsSecret("db-size", map[string]string{"params": `{"storageGB":5}`})},
-			wantCalls:  map[brokertest.Op]int{brokertest.OpUpdate: 1},
+			wantCalls:  map[fakebroker.Op]int{fakebroker.OpUpdate: 1},
 			wantParams: map[string]any{"storageGB": float64(5), "version": "16"},
 		},
 		{
@@ -170,7 +170,7 @@ func TestInstanceParametersFrom(t *testing.T) {
 			old:       instance("small", "", from("db-size/params")),
 			new:       instance("small", "", from("db-size/params"), func(si *v1alpha1.ServiceInstance) { si.Annotations = map[string]string{"lockstep.dev/reapply": "1"} }),
 			secrets:   []runtime.Object{paramsSecret("db-size", map[string]string{"params": `{"storageGB":9}`})},
-			wantCalls: map[brokertest.Op]int{},
+			wantCalls: map[fakebroker.Op]int{},
 		},
 		{
 			name: "re-apply after a Secret changed a create-only parameter is refused", op: admissionv1.Update,
@@ -180,7 +180,7 @@ func TestInstanceParametersFrom(t *testing.T) {
 			secrets:  []runtime.Object{admin},
 			wantCode: 422, wantMsg: []string{`spec.parametersFrom: Forbidden: the create-only parameters from Secrets hold other values than the broker was given: ` +
 				`region (from Secret "db-admin" key "params"); a create-only parameter cannot be changed after creation: put the values back into the Secret`},
-			wantCalls: map[brokertest.Op]int{},
+			wantCalls: map[fakebroker.Op]int{},
 		},
 		{
 			name: "re-apply with the create-only parameters as they were", op: admissionv1.Update,
@@ -188,7 +188,7 @@ func TestInstanceParametersFrom(t *testing.T) {
 			new: instance("small", "", from("db-admin/params", "db-size/params"), appliedCreateOnly(`{"region":"s3cr3t-eu"}`),
 				func(si *v1alpha1.ServiceInstance) { si.Spec.ParametersFromGeneration = 2 }),
 			secrets:    []runtime.Object{admin, paramsSecret("db-size", map[string]string{"params": `{"storageGB":6}`})},
-			wantCalls:  map[brokertest.Op]int{brokertest.OpUpdate: 1},
+			wantCalls:  map[fakebroker.Op]int{fakebroker.OpUpdate: 1},
 			wantParams: map[string]any{"storageGB": float64(6)},
 		},
 		{
@@ -196,7 +196,7 @@ func TestInstanceParametersFrom(t *testing.T) {
 			old:      instance("small", "", from("db-size/params")),
 			new:      instance("small", "", from("db-size/params"), func(si *v1alpha1.ServiceInstance) { si.Spec.ParametersFromGeneration = 3 }),
 			wantCode: 422, wantMsg: []string{`no Secret "db-size" in namespace "team"`},
-			wantCalls: map[brokertest.Op]int{},
+			wantCalls: map[fakebroker.Op]int{},
 		},
 	}
 	for _, tt := range tests {
@@ -219,16 +219,16 @@ func TestInstanceParametersFrom(t *testing.T) {
 				assert.NotContains(t, err.Error(), secretMark, "a refusal never shows a Secret's value")
 			}
 			assert.NotContains(t, strings.Join(warnings, "\n"), secretMark)
-			got := map[brokertest.Op]int{}
+			got := map[fakebroker.Op]int{}
 			for _, c := range h.broker.Calls() {
 				got[c.Op]++
 			}
 			assert.Equal(t, tt.wantCalls, got)
 			h.assertJournal(t, len(got) > 0, tt.wantCode == 0, "")
 			if tt.wantParams != nil {
-				op := brokertest.OpProvision
+				op := fakebroker.OpProvision
 				if tt.op == admissionv1.Update {
-					op = brokertest.OpUpdate
+					op = fakebroker.OpUpdate
 				}
 				c, ok := h.broker.LastCall(op)
 				require.True(t, ok)
@@ -247,7 +247,7 @@ func appliedCreateOnly(values string) func(*v1alpha1.ServiceInstance) {
 		if err != nil {
 			panic(err)
 		}
-		si.Status.LastApplied = &v1alpha1.AppliedInstance{PlanName: "small", PlanID: brokertest.PlanSmallID, CreateOnlyDigest: d}
+		si.Status.LastApplied = &v1alpha1.AppliedInstance{PlanName: "small", PlanID: fakebroker.PlanSmallID, CreateOnlyDigest: d}
 	}
 }
 
@@ -272,7 +272,7 @@ func TestInstanceParametersFromDigestIsOfWhatWasSent(t *testing.T) {
 	h := newHarness(t, paramsSecret("db-admin", map[string]string{"params": `{"region":"s3cr3t-eu"}`}))
 	_, err := h.admit(admissionv1.Create, nil, instance("small", `{"storageGB":2}`, from("db-admin/params")), false)
 	require.NoError(t, err)
-	c, ok := h.broker.LastCall(brokertest.OpProvision)
+	c, ok := h.broker.LastCall(fakebroker.OpProvision)
 	require.True(t, ok)
 	var ops v1alpha1.BrokerOperationList
 	require.NoError(t, h.client.List(context.Background(), &ops))
@@ -313,7 +313,7 @@ func TestBindingParametersFrom(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t, tt.objects...)
-			h.broker.PutInstance(brokertest.Instance{ID: "ext-1", ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanSmallID})
+			h.broker.PutInstance(fakebroker.Instance{ID: "ext-1", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID})
 			_, err := h.admitBinding(admissionv1.Create, nil, tt.new, false)
 			if tt.wantCode != 0 {
 				require.Error(t, err)
@@ -326,7 +326,7 @@ func TestBindingParametersFrom(t *testing.T) {
 				return
 			}
 			require.NoError(t, err)
-			c, ok := h.broker.LastCall(brokertest.OpBind)
+			c, ok := h.broker.LastCall(fakebroker.OpBind)
 			require.True(t, ok)
 			assert.Equal(t, tt.wantParams, c.JSON["parameters"])
 		})
@@ -371,7 +371,7 @@ func TestParametersFromNeedsTheRightToReadTheSecret(t *testing.T) {
 			_, err := h.admit(admissionv1.Create, nil, instance("small", "", from(tt.from...)), false)
 			if tt.wantCode == 0 {
 				require.NoError(t, err)
-				assert.Equal(t, 1, h.broker.Count(brokertest.OpProvision))
+				assert.Equal(t, 1, h.broker.Count(fakebroker.OpProvision))
 				return
 			}
 			require.Error(t, err)

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
+	"github.com/lockstep-dev/lockstep/internal/osb/fakebroker"
 )
 
 func withAnnotations(kv ...string) func(*v1alpha1.ServiceInstance) {
@@ -28,7 +28,7 @@ func withAnnotations(kv ...string) func(*v1alpha1.ServiceInstance) {
 // the broker out of a request, or refuses what it forbids.
 func TestReconcilePolicy(t *testing.T) {
 	policy := v1alpha1.AnnotationReconcilePolicy
-	existing := brokertest.Instance{ID: "ext-1", ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanSmallID}
+	existing := fakebroker.Instance{ID: "ext-1", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID}
 	tests := []struct {
 		name       string
 		op         admissionv1.Operation
@@ -118,14 +118,14 @@ func TestReconcilePolicy(t *testing.T) {
 // says how to delete without it.
 func TestDeleteRefusalsNameTheWayOut(t *testing.T) {
 	way := "kubectl annotate serviceinstance db -n team lockstep.dev/reconcile-policy=detach-on-delete, then delete again"
-	for name, respond := range map[string]brokertest.Respond{
+	for name, respond := range map[string]fakebroker.Respond{
 		"refused":     {Status: 400, Description: "protected"},
 		"failing":     {Status: 500, Description: "down"},
 		"unreachable": {CloseConnection: true},
 	} {
 		t.Run(name, func(t *testing.T) {
 			h := newHarness(t)
-			h.broker.Always(brokertest.OpDeprovision, respond)
+			h.broker.Always(fakebroker.OpDeprovision, respond)
 			_, err := h.admit(admissionv1.Delete, instance("small", ""), nil, false)
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), way)
@@ -144,7 +144,7 @@ func TestDetachedBindingNamesItsBroker(t *testing.T) {
 	require.Len(t, records, 1)
 	assert.Equal(t, v1alpha1.VerbDetach, records[0].Spec.Verb)
 	assert.Equal(t, "acme", records[0].Spec.BrokerName)
-	assert.Zero(t, h.broker.Count(brokertest.OpUnbind), "the broker keeps the binding")
+	assert.Zero(t, h.broker.Count(fakebroker.OpUnbind), "the broker keeps the binding")
 }
 
 func withBindingAnnotations(a map[string]string) func(*v1alpha1.ServiceBinding) {

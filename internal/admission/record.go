@@ -9,8 +9,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/broker"
 	"github.com/lockstep-dev/lockstep/internal/journal"
+	"github.com/lockstep-dev/lockstep/internal/osbclient"
 )
 
 // finish records the outcome of the admission's broker call: succeeded,
@@ -64,7 +64,7 @@ func record(ctx context.Context, j *journal.Journal, rec *v1alpha1.BrokerOperati
 // brokerStatus is the HTTP status of a broker's refusal; 0 when the broker
 // never answered.
 func brokerStatus(err error) int {
-	if h, ok := broker.AsHTTPError(err); ok {
+	if h, ok := osbclient.AsHTTPError(err); ok {
 		return h.StatusCode
 	}
 	return 0

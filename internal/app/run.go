@@ -28,7 +28,6 @@ import (
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/admission"
-	"github.com/lockstep-dev/lockstep/internal/broker"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
 	"github.com/lockstep-dev/lockstep/internal/controller/binding"
 	"github.com/lockstep-dev/lockstep/internal/controller/instance"
@@ -38,6 +37,7 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/controller/servicebroker"
 	"github.com/lockstep-dev/lockstep/internal/credentials"
 	"github.com/lockstep-dev/lockstep/internal/journal"
+	"github.com/lockstep-dev/lockstep/internal/osbclient"
 )
 
 // Scheme returns a scheme with the Kubernetes built-in kinds and lockstep's.
@@ -128,7 +128,7 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 	if err != nil {
 		return err
 	}
-	poll := broker.PollOptions{MinInterval: c.PollInterval, MaxInterval: c.PollMaxInterval}
+	poll := osbclient.PollOptions{MinInterval: c.PollInterval, MaxInterval: c.PollMaxInterval}
 	leases := &journal.Leases{Client: mgr.GetClient(), Namespace: c.Namespace, Duration: c.LockDuration, Wait: c.LockWait}
 	records := &journal.Journal{Client: mgr.GetClient(), Namespace: c.Namespace, Recorder: mgr.GetEventRecorderFor("lockstep")}
 	limiter := &resync.Limiter{Concurrent: c.ResyncBrokerConcurrency, PerSecond: c.ResyncBrokerQPS}

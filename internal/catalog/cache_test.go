@@ -10,12 +10,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/lockstep-dev/lockstep/internal/broker"
-	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
+	"github.com/lockstep-dev/lockstep/internal/osb/fakebroker"
+	"github.com/lockstep-dev/lockstep/internal/osbapi"
 )
 
 func entry(name string) *Entry {
-	cat := brokertest.DefaultCatalog()
+	cat := fakebroker.DefaultCatalog()
 	return NewEntry(name, nil, &cat, nil, time.Now())
 }
 
@@ -90,9 +90,9 @@ func TestCacheForget(t *testing.T) {
 }
 
 func TestEntryFind(t *testing.T) {
-	cat := brokertest.DefaultCatalog()
-	gone := broker.ServicePlan{Service: &cat.Services[0], Plan: &broker.Plan{ID: "old-id", Name: "legacy"}}
-	e := NewEntry("acme", nil, &cat, []broker.ServicePlan{gone}, time.Now())
+	cat := fakebroker.DefaultCatalog()
+	gone := osbapi.ServicePlan{Service: &cat.Services[0], Plan: &osbapi.Plan{ID: "old-id", Name: "legacy"}}
+	e := NewEntry("acme", nil, &cat, []osbapi.ServicePlan{gone}, time.Now())
 
 	p, err := e.Find("db", "small")
 	require.NoError(t, err)
@@ -113,10 +113,10 @@ func TestEntryFind(t *testing.T) {
 // Find answers from an index: the same plan a scan of the catalog finds,
 // the first service of a name winning, whatever the catalog's size.
 func TestEntryFindAgreesWithTheCatalog(t *testing.T) {
-	cat := broker.Catalog{Services: []broker.Service{
-		{ID: "s1", Name: "db", Plans: []broker.Plan{{ID: "p1", Name: "small"}, {ID: "p2", Name: "large"}}},
-		{ID: "s2", Name: "cache", Plans: []broker.Plan{{ID: "p3", Name: "small"}}},
-		{ID: "s3", Name: "db", Plans: []broker.Plan{{ID: "p4", Name: "huge"}}}, // a second "db": never found
+	cat := osbapi.Catalog{Services: []osbapi.Service{
+		{ID: "s1", Name: "db", Plans: []osbapi.Plan{{ID: "p1", Name: "small"}, {ID: "p2", Name: "large"}}},
+		{ID: "s2", Name: "cache", Plans: []osbapi.Plan{{ID: "p3", Name: "small"}}},
+		{ID: "s3", Name: "db", Plans: []osbapi.Plan{{ID: "p4", Name: "huge"}}}, // a second "db": never found
 	}}
 	e := NewEntry("acme", nil, &cat, nil, time.Now())
 	for _, tt := range []struct{ service, plan string }{{"db", "small"}, {"db", "large"}, {"cache", "small"}, {"db", "huge"}, {"cache", "large"}} {
@@ -133,7 +133,7 @@ func TestEntryFindAgreesWithTheCatalog(t *testing.T) {
 }
 
 func TestEntryRecordsUnusableSchemas(t *testing.T) {
-	cat := brokertest.DefaultCatalog()
+	cat := fakebroker.DefaultCatalog()
 	cat.Services[0].Plans[0].Schemas.ServiceInstance.Create.Parameters = []byte(`{"type": 12}`)
 	e := NewEntry("acme", nil, &cat, nil, time.Now())
 	p, err := e.Find("db", "small")

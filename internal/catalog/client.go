@@ -9,15 +9,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/broker"
 	"github.com/lockstep-dev/lockstep/internal/metrics"
+	"github.com/lockstep-dev/lockstep/internal/osbclient"
 )
 
 // BrokerConfig builds the OSB client configuration of a ServiceBroker,
 // reading its credentials from the Secret it references. Error messages
 // name the Secret and the missing key, never a value.
-func BrokerConfig(ctx context.Context, secrets client.Reader, sb *v1alpha1.ServiceBroker, timeout time.Duration) (broker.Config, error) {
-	cfg := broker.Config{URL: sb.Spec.URL, CABundle: sb.Spec.CABundle, Timeout: timeout, UserAgent: "lockstep", Observe: observe}
+func BrokerConfig(ctx context.Context, secrets client.Reader, sb *v1alpha1.ServiceBroker, timeout time.Duration) (osbclient.Config, error) {
+	cfg := osbclient.Config{URL: sb.Spec.URL, CABundle: sb.Spec.CABundle, Timeout: timeout, UserAgent: "lockstep", Observe: observe}
 	ref := sb.Spec.AuthSecretRef
 	if ref == nil {
 		return cfg, nil
@@ -39,7 +39,7 @@ func BrokerConfig(ctx context.Context, secrets client.Reader, sb *v1alpha1.Servi
 		if err != nil {
 			return cfg, err
 		}
-		cfg.Auth = broker.BearerAuth(token)
+		cfg.Auth = osbclient.BearerAuth(token)
 	default:
 		user, err := key("username")
 		if err != nil {
@@ -49,7 +49,7 @@ func BrokerConfig(ctx context.Context, secrets client.Reader, sb *v1alpha1.Servi
 		if err != nil {
 			return cfg, err
 		}
-		cfg.Auth = broker.BasicAuth(user, password)
+		cfg.Auth = osbclient.BasicAuth(user, password)
 	}
 	return cfg, nil
 }
@@ -62,6 +62,6 @@ func authType(ref *v1alpha1.SecretReference) v1alpha1.AuthType {
 }
 
 // observe counts every request to a broker in lockstep's metrics.
-func observe(op broker.Op, status int, elapsed time.Duration) {
+func observe(op osbclient.Op, status int, elapsed time.Duration) {
 	metrics.BrokerCall(string(op), status, elapsed)
 }

@@ -4,7 +4,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lockstep-dev/lockstep/internal/broker"
+	"github.com/lockstep-dev/lockstep/internal/osbapi"
+	"github.com/lockstep-dev/lockstep/internal/osbclient"
 	"github.com/lockstep-dev/lockstep/internal/validate/schema"
 )
 
@@ -14,12 +15,12 @@ type Entry struct {
 	// Broker is the ServiceBroker's name.
 	Broker string
 	// Client talks to the broker.
-	Client *broker.Client
+	Client *osbclient.Client
 	// Catalog is the catalog as the broker last served it.
-	Catalog *broker.Catalog
+	Catalog *osbapi.Catalog
 	// Removed are plans that left the catalog while instances still use
 	// them, from earlier catalogs.
-	Removed []broker.ServicePlan
+	Removed []osbapi.ServicePlan
 	// FetchedAt is when the catalog was fetched.
 	FetchedAt time.Time
 
@@ -27,7 +28,7 @@ type Entry struct {
 	schemaErrors map[string]error               // by plan id
 	// plans indexes the catalog's plans by service and plan name, so that
 	// finding one costs the same in a catalog of 10 plans or 1,000.
-	plans map[planKey]broker.ServicePlan
+	plans map[planKey]osbapi.ServicePlan
 }
 
 // planKey is a plan's name and its service's.
@@ -35,7 +36,7 @@ type planKey struct{ service, plan string }
 
 // Plan is a plan found in an Entry.
 type Plan struct {
-	broker.ServicePlan
+	osbapi.ServicePlan
 	// Removed is true when the plan left the broker's catalog: it takes no
 	// new provisions.
 	Removed bool
@@ -47,13 +48,13 @@ type Plan struct {
 }
 
 // NewEntry compiles the parameter schemas of every plan of cat once.
-func NewEntry(name string, client *broker.Client, cat *broker.Catalog, removed []broker.ServicePlan, fetchedAt time.Time) *Entry {
+func NewEntry(name string, client *osbclient.Client, cat *osbapi.Catalog, removed []osbapi.ServicePlan, fetchedAt time.Time) *Entry {
 	e := &Entry{
 		Broker: name, Client: client, Catalog: cat, Removed: removed, FetchedAt: fetchedAt,
 		schemas: map[string]*schema.PlanSchemas{}, schemaErrors: map[string]error{},
-		plans: map[planKey]broker.ServicePlan{},
+		plans: map[planKey]osbapi.ServicePlan{},
 	}
-	compile := func(sp broker.ServicePlan) {
+	compile := func(sp osbapi.ServicePlan) {
 		s, err := schema.Compile(sp.CreateSchema(), sp.UpdateSchema(), sp.BindSchema())
 		if err != nil {
 			e.schemaErrors[sp.Plan.ID] = fmt.Errorf("broker %q publishes an unusable parameter schema for plan %q of service %q: %w",
@@ -68,7 +69,7 @@ func NewEntry(name string, client *broker.Client, cat *broker.Catalog, removed [
 		first := !indexed[s.Name]
 		indexed[s.Name] = true
 		for j := range s.Plans {
-			sp := broker.ServicePlan{Service: s, Plan: &s.Plans[j]}
+			sp := osbapi.ServicePlan{Service: s, Plan: &s.Plans[j]}
 			compile(sp)
 			key := planKey{s.Name, s.Plans[j].Name}
 			if _, dup := e.plans[key]; first && !dup {

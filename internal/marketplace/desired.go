@@ -8,8 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/broker"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
+	"github.com/lockstep-dev/lockstep/internal/osbapi"
 )
 
 // Catalog is what a broker's marketplace should hold: one ServiceOffering
@@ -26,7 +26,7 @@ type Catalog struct {
 func Desired(sb *v1alpha1.ServiceBroker, e *catalog.Entry) Catalog {
 	var out Catalog
 	offerings := map[string]bool{} // by service id
-	addOffering := func(s *broker.Service, removed bool) {
+	addOffering := func(s *osbapi.Service, removed bool) {
 		if offerings[s.ID] {
 			return
 		}
@@ -37,7 +37,7 @@ func Desired(sb *v1alpha1.ServiceBroker, e *catalog.Entry) Catalog {
 		s := &e.Catalog.Services[i]
 		addOffering(s, false)
 		for j := range s.Plans {
-			sp := broker.ServicePlan{Service: s, Plan: &s.Plans[j]}
+			sp := osbapi.ServicePlan{Service: s, Plan: &s.Plans[j]}
 			schemas, err := e.PlanSchemas(sp.Plan.ID)
 			out.Plans = append(out.Plans, Plan(sb, sp, schemas.CreateOnly(), err, false))
 		}
@@ -51,7 +51,7 @@ func Desired(sb *v1alpha1.ServiceBroker, e *catalog.Entry) Catalog {
 }
 
 // Offering is the ServiceOffering of service s of broker sb.
-func Offering(sb *v1alpha1.ServiceBroker, s *broker.Service, removed bool) v1alpha1.ServiceOffering {
+func Offering(sb *v1alpha1.ServiceBroker, s *osbapi.Service, removed bool) v1alpha1.ServiceOffering {
 	return v1alpha1.ServiceOffering{
 		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "ServiceOffering"},
 		ObjectMeta: objectMeta(sb, OfferingName(sb.Name, s.Name, s.ID)),
@@ -67,7 +67,7 @@ func Offering(sb *v1alpha1.ServiceBroker, s *broker.Service, removed bool) v1alp
 
 // Plan is the ServicePlan of plan sp of broker sb: createOnly are its
 // create-only parameters and compileErr why its schemas did not compile.
-func Plan(sb *v1alpha1.ServiceBroker, sp broker.ServicePlan, createOnly []string, compileErr error, removed bool) v1alpha1.ServicePlan {
+func Plan(sb *v1alpha1.ServiceBroker, sp osbapi.ServicePlan, createOnly []string, compileErr error, removed bool) v1alpha1.ServicePlan {
 	p := sp.Plan
 	plan := v1alpha1.ServicePlan{
 		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "ServicePlan"},

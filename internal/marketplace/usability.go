@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/broker"
+	"github.com/lockstep-dev/lockstep/internal/osbapi"
 	"github.com/lockstep-dev/lockstep/internal/validate/schema"
 )
 
@@ -42,7 +42,7 @@ type Problem struct {
 // not a JSON object schema (parameters are always an object), one larger
 // than MaxSchemaBytes, and a schema that does not compile (a remote
 // "$ref" is told apart). None means the schemas are usable.
-func Problems(sp broker.ServicePlan, compileErr error) []Problem {
+func Problems(sp osbapi.ServicePlan, compileErr error) []Problem {
 	var out []Problem
 	for _, s := range []struct {
 		name string

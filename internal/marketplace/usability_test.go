@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/lockstep-dev/lockstep/internal/broker"
+	"github.com/lockstep-dev/lockstep/internal/osbapi"
 	"github.com/lockstep-dev/lockstep/internal/validate/schema"
 )
 
@@ -37,11 +37,11 @@ func TestProblems(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := &broker.Plan{}
+			p := &osbapi.Plan{}
 			if tt.create != "" {
-				p.Schemas = &broker.Schemas{ServiceInstance: &broker.ServiceInstanceSchemas{Create: &broker.InputParameters{Parameters: json.RawMessage(tt.create)}}}
+				p.Schemas = &osbapi.Schemas{ServiceInstance: &osbapi.ServiceInstanceSchemas{Create: &osbapi.InputParameters{Parameters: json.RawMessage(tt.create)}}}
 			}
-			got := Problems(broker.ServicePlan{Service: &broker.Service{}, Plan: p}, tt.compileErr)
+			got := Problems(osbapi.ServicePlan{Service: &osbapi.Service{}, Plan: p}, tt.compileErr)
 			var reasons []string
 			for _, g := range got {
 				reasons = append(reasons, g.Reason)

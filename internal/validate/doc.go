@@ -75,6 +75,14 @@
 // nested more than 1000 levels deep (only possible with recursive types) is
 // reported as one internal error instead of being walked further.
 //
+// # CEL rules
+//
+// Subpackage celrules derives CEL validation rules for the CRDs from the
+// same compiled policies (`make generate` writes them), so that the API
+// server refuses what CEL can express before the webhook is called; this
+// engine still checks everything. FieldType resolves a JSON path to its Go
+// type with the engine's field naming, for that derivation.
+//
 // # Validation hooks
 //
 // Hooks[T] is a registry of extra checks for one kind, added without

@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lockstep-dev/lockstep/internal/app"
-	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
+	"github.com/lockstep-dev/lockstep/internal/osb/fakebroker"
 	"github.com/lockstep-dev/lockstep/test/framework"
 )
 
@@ -32,7 +32,7 @@ var env struct {
 	// lockstep runs as its service account, with the deployed RBAC.
 	serviceAccount string // system:serviceaccount:<ns>:<name>
 	logs           *framework.LogBuffer
-	broker         *brokertest.Broker
+	broker         *fakebroker.Broker
 }
 
 func TestMain(m *testing.M) {
@@ -75,7 +75,7 @@ func runMain(m *testing.M) int {
 	if env.serviceAccount, err = framework.InstallRBAC(context.Background(), env.admin, env.rendered["base"]); err != nil {
 		return fail("%v", err)
 	}
-	env.broker, err = brokertest.Start()
+	env.broker, err = fakebroker.Start()
 	if err != nil {
 		return fail("starting the test broker: %v", err)
 	}

@@ -17,8 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
 	"github.com/lockstep-dev/lockstep/internal/journal"
+	"github.com/lockstep-dev/lockstep/internal/osb/fakebroker"
 )
 
 // TestLeastPrivilegeRBAC drives a whole instance and binding lifecycle
@@ -53,7 +53,7 @@ func TestLeastPrivilegeRBAC(t *testing.T) {
 	si := &v1alpha1.ServiceInstance{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "db"},
 		Spec: v1alpha1.ServiceInstanceSpec{
-			BrokerName: sb.Name, ServiceName: brokertest.ServiceDB, PlanName: brokertest.PlanSmall,
+			BrokerName: sb.Name, ServiceName: fakebroker.ServiceDB, PlanName: fakebroker.PlanSmall,
 			Parameters:     params(t, map[string]any{"storageGB": 1, "region": "eu"}),
 			ParametersFrom: []v1alpha1.ParametersFromSource{{SecretKeyRef: v1alpha1.SecretKeyReference{Name: "db-version", Key: "parameters"}}},
 		},

@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
+	"github.com/lockstep-dev/lockstep/internal/osb/fakebroker"
 )
 
 func bindingYAML(ns, name, instance, externalID, params string) string {
@@ -57,7 +57,7 @@ func bindingExists(t *testing.T, ns, name string) bool {
 }
 
 // boundInstance creates instance "db" in a new namespace.
-func boundInstance(t *testing.T) (*brokertest.Broker, string) {
+func boundInstance(t *testing.T) (*fakebroker.Broker, string) {
 	t.Helper()
 	b := freshBroker(t)
 	ns := namespace(t)
@@ -73,7 +73,7 @@ func TestBindWritesTheCredentialsIntoAnOwnedSecret(t *testing.T) {
 	require.Equal(t, 0, r.ExitCode, r.Output())
 	assert.Contains(t, r.Stdout, "servicebinding.lockstep.dev/creds created")
 
-	calls := b.Calls(brokertest.OpBind)
+	calls := b.Calls(fakebroker.OpBind)
 	require.Len(t, calls, 1, "one bind call")
 	assert.Equal(t, "/v2/service_instances/"+ns+"-db/service_bindings/"+ns+"-creds", calls[0].Path)
 	assert.Equal(t, map[string]any{"role": "reader"}, calls[0].JSON["parameters"])
@@ -143,7 +143,7 @@ func TestLongNamesWorkEndToEnd(t *testing.T) {
 
 func TestBindRefusedByTheBrokerCreatesNothing(t *testing.T) {
 	b, ns := boundInstance(t)
-	b.ScriptInstance(brokertest.OpBind, ns+"-db", brokertest.Respond{Status: http.StatusBadRequest, Error: "TooManyBindings", Description: "at most 5 bindings per instance"})
+	b.ScriptInstance(fakebroker.OpBind, ns+"-db", fakebroker.Respond{Status: http.StatusBadRequest, Error: "TooManyBindings", Description: "at most 5 bindings per instance"})
 	r := kubectl(t, bindingYAML(ns, "creds", "db", ns+"-creds", ""), "apply", "-f", "-")
 	assert.NotEqual(t, 0, r.ExitCode)
 	assert.Contains(t, r.Stderr, `broker "acme" refused to bind instance "db" for binding "creds"`)
@@ -163,7 +163,7 @@ func TestBindNeverOverwritesAForeignSecret(t *testing.T) {
 	assert.NotEqual(t, 0, r.ExitCode)
 	assert.Contains(t, r.Stderr, `Secret "creds" already exists in namespace "`+ns+`" and lockstep did not write it for this binding`)
 	assert.Contains(t, r.Stderr, "the broker was not called")
-	assert.Zero(t, b.Count(brokertest.OpBind), "zero broker calls")
+	assert.Zero(t, b.Count(fakebroker.OpBind), "zero broker calls")
 	s, _ := getSecret(t, ns, "creds")
 	assert.Equal(t, map[string][]byte{"mine": []byte("keep")}, s.Data, "the foreign Secret is unchanged")
 	assert.False(t, bindingExists(t, ns, "creds"))
@@ -173,7 +173,7 @@ func TestUnbindRefusedKeepsBindingAndSecret(t *testing.T) {
 	b, ns := boundInstance(t)
 	require.Equal(t, 0, kubectl(t, bindingYAML(ns, "creds", "db", ns+"-creds", ""), "apply", "-f", "-").ExitCode)
 
-	b.ScriptInstance(brokertest.OpUnbind, ns+"-db", brokertest.Respond{Status: http.StatusInternalServerError, Description: "credential store offline"})
+	b.ScriptInstance(fakebroker.OpUnbind, ns+"-db", fakebroker.Respond{Status: http.StatusInternalServerError, Description: "credential store offline"})
 	r := kubectl(t, "", "delete", "servicebinding", "creds", "-n", ns, "--wait=false")
 	assert.NotEqual(t, 0, r.ExitCode)
 	assert.Contains(t, r.Stderr, `broker "acme" failed to unbind binding "creds" of instance "db"`)
@@ -198,19 +198,19 @@ func TestUnbindRefusedKeepsBindingAndSecret(t *testing.T) {
 func TestAsyncBind(t *testing.T) {
 	t.Run("completes within the budget", func(t *testing.T) {
 		b, ns := boundInstance(t)
-		b.ScriptInstance(brokertest.OpBind, ns+"-db", brokertest.Respond{Async: &brokertest.Async{InProgressPolls: 2}})
+		b.ScriptInstance(fakebroker.OpBind, ns+"-db", fakebroker.Respond{Async: &fakebroker.Async{InProgressPolls: 2}})
 		r := kubectl(t, bindingYAML(ns, "creds", "db", ns+"-creds", ""), "apply", "-f", "-")
 		require.Equal(t, 0, r.ExitCode, r.Output())
 		s, ok := getSecret(t, ns, "creds")
 		require.True(t, ok, "the Secret is there when kubectl returns")
 		held, _ := b.Binding(ns+"-db", ns+"-creds")
 		assert.Equal(t, held.Credentials["password"], string(s.Data["password"]))
-		assert.GreaterOrEqual(t, b.Count(brokertest.OpGetBinding), 1, "credentials fetched with GET after the bind finished")
+		assert.GreaterOrEqual(t, b.Count(fakebroker.OpGetBinding), 1, "credentials fetched with GET after the bind finished")
 	})
 
 	t.Run("still running at the budget: allowed, Secret follows", func(t *testing.T) {
 		b, ns := boundInstance(t)
-		b.ScriptInstance(brokertest.OpBind, ns+"-db", brokertest.Respond{Async: &brokertest.Async{InProgressPolls: 40}})
+		b.ScriptInstance(fakebroker.OpBind, ns+"-db", fakebroker.Respond{Async: &fakebroker.Async{InProgressPolls: 40}})
 		r := kubectl(t, bindingYAML(ns, "creds", "db", ns+"-creds", ""), "apply", "-f", "-")
 		require.Equal(t, 0, r.ExitCode, r.Output())
 		assert.Contains(t, r.Stderr, `Warning: broker "acme" is still working to bind instance "db" for binding "creds"`)
@@ -220,7 +220,7 @@ func TestAsyncBind(t *testing.T) {
 
 	t.Run("fails", func(t *testing.T) {
 		b, ns := boundInstance(t)
-		b.ScriptInstance(brokertest.OpBind, ns+"-db", brokertest.Respond{Async: &brokertest.Async{InProgressPolls: 1, Fail: true, Description: "role backend rejected"}})
+		b.ScriptInstance(fakebroker.OpBind, ns+"-db", fakebroker.Respond{Async: &fakebroker.Async{InProgressPolls: 1, Fail: true, Description: "role backend rejected"}})
 		r := kubectl(t, bindingYAML(ns, "creds", "db", ns+"-creds", ""), "apply", "-f", "-")
 		assert.NotEqual(t, 0, r.ExitCode)
 		assert.Contains(t, r.Stderr, "role backend rejected")
@@ -241,7 +241,8 @@ func TestBindingSpecChangeIsRejected(t *testing.T) {
 	assert.Contains(t, r.Stderr, "delete and recreate")
 	r = kubectl(t, "", "patch", "servicebinding", "creds", "-n", ns, "--type=merge", "-p", `{"spec":{"instanceName":"other"}}`)
 	assert.NotEqual(t, 0, r.ExitCode)
-	assert.Contains(t, r.Stderr, `spec.instanceName: Invalid value: "other"`)
+	assert.Contains(t, r.Stderr, `spec.instanceName: Forbidden: create-only field: it cannot be changed after the ServiceBinding is created; `+
+		`delete and recreate the ServiceBinding to change it`)
 	assert.Empty(t, callsIn(b, ns), "no broker call")
 }
 
@@ -261,7 +262,7 @@ func TestBindingChecksBeforeTheBroker(t *testing.T) {
 			assert.Contains(t, r.Stderr, tt.want)
 		})
 	}
-	assert.Zero(t, b.Count(brokertest.OpBind))
+	assert.Zero(t, b.Count(fakebroker.OpBind))
 }
 
 // TestNoCredentialLeaks runs last in this file's order of concerns: it binds

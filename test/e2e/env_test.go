@@ -16,7 +16,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/app"
-	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
+	"github.com/lockstep-dev/lockstep/internal/osb/fakebroker"
 	"github.com/lockstep-dev/lockstep/test/framework"
 )
 
@@ -28,7 +28,7 @@ var cluster struct {
 	kubeconfig string // for kubectl, as user "alice"
 	kubectl    string // path of the real kubectl binary
 	logs       *framework.LogBuffer
-	broker     *brokertest.Broker // registered as ServiceBroker "acme"
+	broker     *fakebroker.Broker // registered as ServiceBroker "acme"
 }
 
 // brokerName is the ServiceBroker every test uses unless it says otherwise.
@@ -84,7 +84,7 @@ func runMain(m *testing.M) int {
 	if cluster.kubeconfig, _, err = cp.Kubeconfig("alice", "system:masters"); err != nil {
 		return fail(err)
 	}
-	cluster.broker, err = brokertest.Start()
+	cluster.broker, err = fakebroker.Start()
 	if err != nil {
 		return fail(fmt.Errorf("starting the test broker: %w", err))
 	}

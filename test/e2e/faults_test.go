@@ -21,8 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
 	"github.com/lockstep-dev/lockstep/internal/certs"
+	"github.com/lockstep-dev/lockstep/internal/osb/fakebroker"
 )
 
 // rejectLabel marks objects that a second, test-only validating webhook
@@ -135,7 +135,7 @@ spec: {brokerName: acme, serviceName: db, planName: small, externalID: %s-db}
 `, ns, rejectLabel, ns), "apply", "-f", "-")
 		require.NotEqual(t, 0, r.ExitCode)
 		assert.Contains(t, r.Stderr, "rejected by the e2e test's second webhook")
-		assert.Equal(t, 1, b.Count(brokertest.OpProvision), "lockstep allowed it and the broker provisioned")
+		assert.Equal(t, 1, b.Count(fakebroker.OpProvision), "lockstep allowed it and the broker provisioned")
 		assert.False(t, instanceExists(t, ns, "db"))
 
 		op := operationPhase(t, ns, "db", v1alpha1.VerbProvision, v1alpha1.PhaseCompensated)
@@ -152,7 +152,7 @@ metadata: {name: creds, namespace: %s, labels: {%s: "true"}}
 spec: {instanceName: db, externalID: %s-creds}
 `, ns, rejectLabel, ns), "apply", "-f", "-")
 		require.NotEqual(t, 0, r.ExitCode)
-		assert.Equal(t, 1, b.Count(brokertest.OpBind))
+		assert.Equal(t, 1, b.Count(fakebroker.OpBind))
 		assert.False(t, bindingExists(t, ns, "creds"))
 
 		operationPhase(t, ns, "creds", v1alpha1.VerbBind, v1alpha1.PhaseCompensated)
@@ -171,11 +171,11 @@ spec: {brokerName: acme, serviceName: db, planName: large, externalID: %s-db}
 `, ns, rejectLabel, ns), "apply", "-f", "-")
 		require.NotEqual(t, 0, r.ExitCode)
 		held, _ := b.Instance(ns + "-db")
-		require.Equal(t, 1, b.Count(brokertest.OpUpdate))
+		require.Equal(t, 1, b.Count(fakebroker.OpUpdate))
 
 		operationPhase(t, ns, "db", v1alpha1.VerbUpdate, v1alpha1.PhaseCompensated)
 		held, _ = b.Instance(ns + "-db")
-		assert.Equal(t, brokertest.PlanSmallID, held.PlanID, "the broker is back on the persisted plan")
+		assert.Equal(t, fakebroker.PlanSmallID, held.PlanID, "the broker is back on the persisted plan")
 		assert.Equal(t, "small", getInstance(t, ns, "db").Spec.PlanName)
 	})
 }
@@ -216,7 +216,7 @@ func TestBypassedAdmissionIsStillDeprovisioned(t *testing.T) {
 	r := kubectl(t, "", "delete", "serviceinstance", "db", "-n", ns, "--timeout=30s")
 	require.Equal(t, 0, r.ExitCode, r.Output())
 	assert.False(t, instanceExists(t, ns, "db"))
-	assert.Equal(t, 1, b.Count(brokertest.OpDeprovision), "the finalizer deprovisioned before the object went")
+	assert.Equal(t, 1, b.Count(fakebroker.OpDeprovision), "the finalizer deprovisioned before the object went")
 	_, held := b.Instance(ns + "-db")
 	assert.False(t, held)
 }
@@ -226,7 +226,7 @@ func TestOrphanMitigationAfterABrokerTimeout(t *testing.T) {
 	ns := namespace(t)
 	// The broker creates the instance at once but answers after lockstep
 	// gave up (the per-request timeout is 3s): the classic orphan.
-	b.ScriptInstance(brokertest.OpProvision, ns+"-db", brokertest.Respond{Delay: 10 * time.Second})
+	b.ScriptInstance(fakebroker.OpProvision, ns+"-db", fakebroker.Respond{Delay: 10 * time.Second})
 	r := kubectl(t, instanceWith(ns, "db", "small", ns+"-db", ""), "apply", "-f", "-")
 	require.NotEqual(t, 0, r.ExitCode)
 	assert.Contains(t, r.Stderr, "did not answer in time")

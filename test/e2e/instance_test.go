@@ -17,8 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/broker"
-	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
+	"github.com/lockstep-dev/lockstep/internal/osb/fakebroker"
+	"github.com/lockstep-dev/lockstep/internal/osbapi"
 )
 
 // retried runs kubectl until it succeeds, as a person retries once the
@@ -39,10 +39,10 @@ func retried(t *testing.T, stdin string, args ...string) result {
 // callsIn returns the calls about objects of namespace ns, and those about
 // no object; resync's reads (GET of an instance or binding), which run on
 // their own schedule, are left out.
-func callsIn(b *brokertest.Broker, ns string) []brokertest.Call {
-	var out []brokertest.Call
+func callsIn(b *fakebroker.Broker, ns string) []fakebroker.Call {
+	var out []fakebroker.Call
 	for _, c := range b.Calls() {
-		if c.Op == brokertest.OpGetInstance || c.Op == brokertest.OpGetBinding {
+		if c.Op == fakebroker.OpGetInstance || c.Op == fakebroker.OpGetBinding {
 			continue
 		}
 		if c.InstanceID == "" || strings.HasPrefix(c.InstanceID, ns) {
@@ -53,7 +53,7 @@ func callsIn(b *brokertest.Broker, ns string) []brokertest.Call {
 }
 
 // freshBroker clears the test broker's scripts and recorded calls.
-func freshBroker(t *testing.T) *brokertest.Broker {
+func freshBroker(t *testing.T) *fakebroker.Broker {
 	t.Helper()
 	b := cluster.broker
 	b.Reset()
@@ -98,20 +98,20 @@ func TestProvisionReachesTheBrokerOnceWithTheUsersIdentity(t *testing.T) {
 	r := kubectl(t, instanceWith(ns, "db", "small", ns+"-db", `{"storageGB": 10, "region": "eu"}`), "apply", "-f", "-")
 	require.Equal(t, 0, r.ExitCode, r.Output())
 
-	calls := b.Calls(brokertest.OpProvision)
+	calls := b.Calls(fakebroker.OpProvision)
 	require.Len(t, calls, 1, "exactly one provision reaches the broker")
 	c := calls[0]
 	assert.Equal(t, "/v2/service_instances/"+ns+"-db", c.Path)
 	assert.Equal(t, "true", c.Query.Get("accepts_incomplete"))
-	assert.Equal(t, "2.17", c.Header.Get(broker.HeaderAPIVersion))
-	assert.Equal(t, brokertest.PlanSmallID, c.JSON["plan_id"])
+	assert.Equal(t, "2.17", c.Header.Get(osbapi.HeaderAPIVersion))
+	assert.Equal(t, fakebroker.PlanSmallID, c.JSON["plan_id"])
 	assert.Equal(t, map[string]any{"storageGB": float64(10), "region": "eu"}, c.JSON["parameters"])
 
 	var who struct {
 		Username string   `json:"username"`
 		Groups   []string `json:"groups"`
 	}
-	origin := c.Header.Get(broker.HeaderOriginatingIdentity)
+	origin := c.Header.Get(osbapi.HeaderOriginatingIdentity)
 	require.Regexp(t, `^kubernetes `, origin)
 	raw, err := base64.StdEncoding.DecodeString(origin[len("kubernetes "):])
 	require.NoError(t, err)
@@ -134,7 +134,7 @@ func TestUpdateRefusedByTheBrokerKeepsTheSpec(t *testing.T) {
 	ns := namespace(t)
 	require.Equal(t, 0, kubectl(t, instanceWith(ns, "db", "small", ns+"-db", ""), "apply", "-f", "-").ExitCode)
 
-	b.ScriptInstance(brokertest.OpUpdate, ns+"-db", brokertest.Respond{Status: http.StatusUnprocessableEntity, Error: "PlanChangeNotSupported", Description: "no capacity for large instances in eu"})
+	b.ScriptInstance(fakebroker.OpUpdate, ns+"-db", fakebroker.Respond{Status: http.StatusUnprocessableEntity, Error: "PlanChangeNotSupported", Description: "no capacity for large instances in eu"})
 	r := kubectl(t, instanceWith(ns, "db", "large", ns+"-db", ""), "apply", "-f", "-")
 	assert.NotEqual(t, 0, r.ExitCode)
 	assert.Contains(t, r.Stderr, `broker "acme" refused to change plan of instance "db" from "small" to "large"`)
@@ -143,14 +143,14 @@ func TestUpdateRefusedByTheBrokerKeepsTheSpec(t *testing.T) {
 
 	r = kubectl(t, "", "get", "serviceinstance", "db", "-n", ns, "-o", "jsonpath={.spec.planName}")
 	assert.Equal(t, "small", r.Stdout, "kubectl get shows the previous spec")
-	assert.Equal(t, 1, b.Count(brokertest.OpUpdate), "the broker saw one update")
+	assert.Equal(t, 1, b.Count(fakebroker.OpUpdate), "the broker saw one update")
 	held, _ := b.Instance(ns + "-db")
-	assert.Equal(t, brokertest.PlanSmallID, held.PlanID)
+	assert.Equal(t, fakebroker.PlanSmallID, held.PlanID)
 
 	// The broker accepts the next try.
 	retried(t, instanceWith(ns, "db", "large", ns+"-db", ""), "apply", "-f", "-")
 	held, _ = b.Instance(ns + "-db")
-	assert.Equal(t, brokertest.PlanLargeID, held.PlanID)
+	assert.Equal(t, fakebroker.PlanLargeID, held.PlanID)
 	assert.Equal(t, "large", getInstance(t, ns, "db").Spec.PlanName)
 }
 
@@ -159,7 +159,7 @@ func TestDeleteRefusedByTheBrokerIsRolledBack(t *testing.T) {
 	ns := namespace(t)
 	require.Equal(t, 0, kubectl(t, instanceWith(ns, "db", "small", ns+"-db", ""), "apply", "-f", "-").ExitCode)
 
-	b.ScriptInstance(brokertest.OpDeprovision, ns+"-db", brokertest.Respond{Status: http.StatusInternalServerError, Description: "storage backend unavailable"})
+	b.ScriptInstance(fakebroker.OpDeprovision, ns+"-db", fakebroker.Respond{Status: http.StatusInternalServerError, Description: "storage backend unavailable"})
 	r := kubectl(t, "", "delete", "serviceinstance", "db", "-n", ns, "--wait=false")
 	assert.NotEqual(t, 0, r.ExitCode)
 	assert.Contains(t, r.Stderr, `broker "acme" failed to deprovision instance "db"`)
@@ -180,17 +180,17 @@ func TestAsyncProvision(t *testing.T) {
 	t.Run("completes within the budget", func(t *testing.T) {
 		b := freshBroker(t)
 		ns := namespace(t)
-		b.ScriptInstance(brokertest.OpProvision, ns+"-db", brokertest.Respond{Async: &brokertest.Async{InProgressPolls: 2}})
+		b.ScriptInstance(fakebroker.OpProvision, ns+"-db", fakebroker.Respond{Async: &fakebroker.Async{InProgressPolls: 2}})
 		r := kubectl(t, instanceWith(ns, "db", "small", ns+"-db", ""), "apply", "-f", "-")
 		require.Equal(t, 0, r.ExitCode, r.Output())
-		assert.GreaterOrEqual(t, b.Count(brokertest.OpInstanceLastOperation), 3)
+		assert.GreaterOrEqual(t, b.Count(fakebroker.OpInstanceLastOperation), 3)
 		assert.True(t, instanceExists(t, ns, "db"))
 	})
 
 	t.Run("fails", func(t *testing.T) {
 		b := freshBroker(t)
 		ns := namespace(t)
-		b.ScriptInstance(brokertest.OpProvision, ns+"-db", brokertest.Respond{Async: &brokertest.Async{InProgressPolls: 1, Fail: true, Description: "quota exceeded"}})
+		b.ScriptInstance(fakebroker.OpProvision, ns+"-db", fakebroker.Respond{Async: &fakebroker.Async{InProgressPolls: 1, Fail: true, Description: "quota exceeded"}})
 		r := kubectl(t, instanceWith(ns, "db", "small", ns+"-db", ""), "apply", "-f", "-")
 		assert.NotEqual(t, 0, r.ExitCode)
 		assert.Contains(t, r.Stderr, `broker "acme" failed to provision instance "db"`)
@@ -202,7 +202,7 @@ func TestAsyncProvision(t *testing.T) {
 	t.Run("still running at the budget is allowed with a warning", func(t *testing.T) {
 		b := freshBroker(t)
 		ns := namespace(t)
-		b.ScriptInstance(brokertest.OpProvision, ns+"-db", brokertest.Respond{Async: &brokertest.Async{InProgressPolls: 1 << 20, ProgressDescription: "creating volumes"}})
+		b.ScriptInstance(fakebroker.OpProvision, ns+"-db", fakebroker.Respond{Async: &fakebroker.Async{InProgressPolls: 1 << 20, ProgressDescription: "creating volumes"}})
 		r := kubectl(t, instanceWith(ns, "db", "small", ns+"-db", ""), "apply", "-f", "-")
 		require.Equal(t, 0, r.ExitCode, r.Output())
 		assert.Contains(t, r.Stderr, "Warning:")
@@ -274,7 +274,7 @@ func TestStaticChecksReportEveryProblemWithoutCallingTheBroker(t *testing.T) {
 		})
 	}
 	for _, c := range callsIn(b, ns) {
-		assert.Equal(t, brokertest.OpCatalog, c.Op, "only catalog refreshes, no %s", c.Op)
+		assert.Equal(t, fakebroker.OpCatalog, c.Op, "only catalog refreshes, no %s", c.Op)
 	}
 	assert.False(t, instanceExists(t, ns, "new"))
 	assert.Equal(t, "fixed", getInstance(t, ns, "fixed").Spec.PlanName)
@@ -287,9 +287,9 @@ func TestRemovedPlanTakesNoNewInstancesButExistingOnesGoOn(t *testing.T) {
 
 	full := b.Catalog()
 	t.Cleanup(func() { require.NoError(t, b.SetCatalog(full)); refreshCatalog(t) })
-	reduced := brokertest.DefaultCatalog()
+	reduced := fakebroker.DefaultCatalog()
 	plans := reduced.Services[0].Plans
-	reduced.Services[0].Plans = []broker.Plan{plans[0], plans[2]} // without "large"
+	reduced.Services[0].Plans = []osbapi.Plan{plans[0], plans[2]} // without "large"
 	require.NoError(t, b.SetCatalog(reduced))
 	refreshCatalog(t)
 
@@ -301,7 +301,7 @@ func TestRemovedPlanTakesNoNewInstancesButExistingOnesGoOn(t *testing.T) {
 	assert.NotEqual(t, 0, r.ExitCode)
 	assert.Contains(t, r.Stderr, `spec.planName: Invalid value: "large"`)
 	assert.Contains(t, r.Stderr, "takes no new instances")
-	assert.Zero(t, b.Count(brokertest.OpProvision))
+	assert.Zero(t, b.Count(fakebroker.OpProvision))
 
 	r = kubectl(t, instanceWith(ns, "db", "large", ns+"-db", `{"storageGB": 20}`), "apply", "-f", "-")
 	require.Equal(t, 0, r.ExitCode, "an existing instance still updates: %s", r.Output())
@@ -319,21 +319,21 @@ func refreshCatalog(t *testing.T) {
 func TestBrokerFailuresAreClearAndPersistNothing(t *testing.T) {
 	tests := []struct {
 		name    string
-		respond brokertest.Respond
+		respond fakebroker.Respond
 		want    string
 	}{
-		{"broker slow past the budget", brokertest.Respond{Hang: true}, `broker "acme" did not answer in time to provision instance "db"`},
-		{"broker answering garbage", brokertest.Respond{Status: http.StatusCreated, Malformed: true}, `could not provision instance "db" (service "db", plan "small") at broker "acme"`},
-		{"broker closing the connection", brokertest.Respond{CloseConnection: true}, `could not provision instance "db" (service "db", plan "small") at broker "acme"`},
-		{"broker failing", brokertest.Respond{Status: http.StatusServiceUnavailable, Description: "maintenance"}, `broker "acme" failed to provision instance "db"`},
-		{"broker refusing in an errors array", brokertest.Respond{Status: http.StatusBadRequest, Body: `{"errors":[{"msg":"Missing organization_guid"}]}`},
+		{"broker slow past the budget", fakebroker.Respond{Hang: true}, `broker "acme" did not answer in time to provision instance "db"`},
+		{"broker answering garbage", fakebroker.Respond{Status: http.StatusCreated, Malformed: true}, `could not provision instance "db" (service "db", plan "small") at broker "acme"`},
+		{"broker closing the connection", fakebroker.Respond{CloseConnection: true}, `could not provision instance "db" (service "db", plan "small") at broker "acme"`},
+		{"broker failing", fakebroker.Respond{Status: http.StatusServiceUnavailable, Description: "maintenance"}, `broker "acme" failed to provision instance "db"`},
+		{"broker refusing in an errors array", fakebroker.Respond{Status: http.StatusBadRequest, Body: `{"errors":[{"msg":"Missing organization_guid"}]}`},
 			`broker "acme" refused to provision instance "db" (service "db", plan "small"): "Missing organization_guid" (HTTP 400)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			b := freshBroker(t)
 			ns := namespace(t)
-			b.ScriptInstance(brokertest.OpProvision, ns+"-db", tt.respond)
+			b.ScriptInstance(fakebroker.OpProvision, ns+"-db", tt.respond)
 			r := kubectl(t, instanceWith(ns, "db", "small", ns+"-db", ""), "apply", "-f", "-")
 			assert.NotEqual(t, 0, r.ExitCode)
 			assert.Contains(t, r.Stderr, tt.want)
@@ -343,7 +343,7 @@ func TestBrokerFailuresAreClearAndPersistNothing(t *testing.T) {
 	}
 
 	t.Run("broker down", func(t *testing.T) {
-		down, err := brokertest.Start()
+		down, err := fakebroker.Start()
 		require.NoError(t, err)
 		require.NoError(t, registerBroker("down", down.URL()))
 		t.Cleanup(func() {
@@ -365,7 +365,7 @@ spec: {brokerName: down, serviceName: db, planName: small}
 }
 
 func TestDeleteWithItsServiceBrokerGoneIsRefusedUntilItIsBack(t *testing.T) {
-	moved, err := brokertest.Start()
+	moved, err := fakebroker.Start()
 	require.NoError(t, err)
 	t.Cleanup(moved.Close)
 	require.NoError(t, registerBroker("moved", moved.URL()))

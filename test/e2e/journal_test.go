@@ -9,14 +9,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
+	"github.com/lockstep-dev/lockstep/internal/osb/fakebroker"
 )
 
 func TestBrokerOperationsShowWhoDidWhatWithWhatResult(t *testing.T) {
 	b := freshBroker(t)
 	ns := namespace(t)
 	require.Equal(t, 0, kubectl(t, instanceWith(ns, "db", "small", ns+"-db", ""), "apply", "-f", "-").ExitCode)
-	b.ScriptInstance(brokertest.OpUpdate, ns+"-db", brokertest.Respond{Status: http.StatusUnprocessableEntity, Description: "no capacity"})
+	b.ScriptInstance(fakebroker.OpUpdate, ns+"-db", fakebroker.Respond{Status: http.StatusUnprocessableEntity, Description: "no capacity"})
 	require.NotEqual(t, 0, kubectl(t, instanceWith(ns, "db", "large", ns+"-db", ""), "apply", "-f", "-").ExitCode)
 	require.Equal(t, 0, kubectl(t, "", "delete", "serviceinstance", "db", "-n", ns, "--timeout=20s").ExitCode)
 

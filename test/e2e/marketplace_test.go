@@ -19,15 +19,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/broker"
-	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
+	"github.com/lockstep-dev/lockstep/internal/osb/fakebroker"
+	"github.com/lockstep-dev/lockstep/internal/osbapi"
 )
 
 // marketBroker registers a test broker of its own as ServiceBroker name,
 // so that its catalog can change without disturbing other tests.
-func marketBroker(t *testing.T, name string) *brokertest.Broker {
+func marketBroker(t *testing.T, name string) *fakebroker.Broker {
 	t.Helper()
-	b, err := brokertest.Start()
+	b, err := fakebroker.Start()
 	require.NoError(t, err)
 	t.Cleanup(b.Close)
 	require.NoError(t, registerBroker(name, b.URL()))
@@ -109,7 +109,7 @@ func TestMarketplaceFollowsTheCatalog(t *testing.T) {
 	r = kubectl(t, manifest, "apply", "-f", "-")
 	require.Equal(t, 0, r.ExitCode, r.Output())
 
-	changed := brokertest.DefaultCatalog()
+	changed := fakebroker.DefaultCatalog()
 	changed.Services[0].Plans[1].Description = "a larger database"
 	changed.Services[0].Plans = changed.Services[0].Plans[1:] // without "small"
 	changed.Services = changed.Services[:1]                   // without "queue"
@@ -190,9 +190,9 @@ func TestUnusableSchemaIsReportedOnThePlanAndTheBroker(t *testing.T) {
 	t.Cleanup(func() {
 		_ = cluster.client.Delete(context.Background(), &v1alpha1.ServiceBroker{ObjectMeta: metav1.ObjectMeta{Name: name}})
 	})
-	cat := brokertest.DefaultCatalog()
-	cat.Services[1].Plans[0].Schemas = &broker.Schemas{ServiceInstance: &broker.ServiceInstanceSchemas{
-		Create: &broker.InputParameters{Parameters: []byte(`{"type": "object", "properties": {"a": {"$ref": "https://example.com/a.json"}}}`)}}}
+	cat := fakebroker.DefaultCatalog()
+	cat.Services[1].Plans[0].Schemas = &osbapi.Schemas{ServiceInstance: &osbapi.ServiceInstanceSchemas{
+		Create: &osbapi.InputParameters{Parameters: []byte(`{"type": "object", "properties": {"a": {"$ref": "https://example.com/a.json"}}}`)}}}
 	require.NoError(t, b.SetCatalog(cat))
 	refreshBroker(t, name)
 

@@ -14,8 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
 	"github.com/lockstep-dev/lockstep/internal/journal"
+	"github.com/lockstep-dev/lockstep/internal/osb/fakebroker"
 )
 
 // lockstepNamespace is lockstep's own namespace in these tests
@@ -62,8 +62,8 @@ func TestDeletingANamespaceDeprovisionsEverythingInIt(t *testing.T) {
 	// The broker let everything go, each with one DELETE.
 	assert.Empty(t, brokerSide(b, ns).instances, "every instance is deprovisioned")
 	assert.Empty(t, brokerSide(b, ns).bindings, "every binding is unbound")
-	assert.Equal(t, 3, b.Count(brokertest.OpDeprovision), "one DELETE per instance")
-	assert.Equal(t, 3, b.Count(brokertest.OpUnbind), "one DELETE per binding")
+	assert.Equal(t, 3, b.Count(fakebroker.OpDeprovision), "one DELETE per instance")
+	assert.Equal(t, 3, b.Count(fakebroker.OpUnbind), "one DELETE per binding")
 
 	// Nothing of the namespace is left.
 	ctx := context.Background()

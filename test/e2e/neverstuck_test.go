@@ -20,8 +20,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
 	"github.com/lockstep-dev/lockstep/internal/journal"
+	"github.com/lockstep-dev/lockstep/internal/osb/fakebroker"
 )
 
 // stuckObjects are the instances and bindings every namespace of these
@@ -51,9 +51,9 @@ spec: {brokerName: %s, serviceName: db, planName: small, externalID: %s-%s}
 
 // startBroker starts a test broker and registers it as ServiceBroker name;
 // the ServiceBroker is deleted when the test ends.
-func startBroker(t *testing.T, name string) *brokertest.Broker {
+func startBroker(t *testing.T, name string) *fakebroker.Broker {
 	t.Helper()
-	b, err := brokertest.Start()
+	b, err := fakebroker.Start()
 	require.NoError(t, err)
 	t.Cleanup(b.Close)
 	require.NoError(t, registerBroker(name, b.URL()))
@@ -282,12 +282,12 @@ func TestNamespacesWithTheirBrokerDownOrGoneAreNeverStuck(t *testing.T) {
 	// Both brokers keep what they held; neither was asked to let go.
 	for _, tt := range []struct {
 		ns string
-		b  *brokertest.Broker
+		b  *fakebroker.Broker
 	}{{nsA, down}, {nsB, gone}} {
 		held := brokerSide(tt.b, tt.ns)
 		assert.Len(t, held.instances, 2, "broker of %s keeps its instances", tt.ns)
 		assert.Len(t, held.bindings, 2, "broker of %s keeps its bindings", tt.ns)
-		assert.Zero(t, tt.b.Count(brokertest.OpDeprovision, brokertest.OpUnbind), "broker of %s was asked to let go", tt.ns)
+		assert.Zero(t, tt.b.Count(fakebroker.OpDeprovision, fakebroker.OpUnbind), "broker of %s was asked to let go", tt.ns)
 	}
 }
 
@@ -355,5 +355,5 @@ spec: {brokerName: %s, serviceName: db, planName: small, externalID: %s-%s}
 	held := brokerSide(b, ns)
 	assert.Len(t, held.instances, len(instances), "the broker keeps its instances")
 	assert.Len(t, held.bindings, 2, "the broker keeps its bindings")
-	assert.Zero(t, b.Count(brokertest.OpDeprovision, brokertest.OpUnbind))
+	assert.Zero(t, b.Count(fakebroker.OpDeprovision, fakebroker.OpUnbind))
 }

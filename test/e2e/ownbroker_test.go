@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
+	"github.com/lockstep-dev/lockstep/internal/osb/fakebroker"
 )
 
 // ownBrokerExample is what examples/own-broker.yaml holds: a Secret with
@@ -61,7 +61,7 @@ func TestReadmeOwnBroker(t *testing.T) {
 	require.NoError(t, err)
 	ex := readOwnBrokerExample(t, repo)
 	user, password := ex.secret.StringData["username"], ex.secret.StringData["password"]
-	b, err := brokertest.Start(brokertest.WithBasicAuth(user, password))
+	b, err := fakebroker.Start(fakebroker.WithBasicAuth(user, password))
 	require.NoError(t, err)
 	t.Cleanup(b.Close)
 
@@ -80,11 +80,11 @@ func TestReadmeOwnBroker(t *testing.T) {
 	runSteps(t, readmeSection(t, "## Use your own broker"), root, walkthroughKubeconfig(t, ns), ns,
 		func(out string) string { return strings.ReplaceAll(out, b.URL(), ex.broker.Spec.URL) })
 
-	provisions := b.Calls(brokertest.OpProvision)
+	provisions := b.Calls(fakebroker.OpProvision)
 	require.Len(t, provisions, 1, "the instance was provisioned at the broker")
 	credentials := base64.StdEncoding.EncodeToString([]byte(user + ":" + password))
 	assert.Equal(t, "Basic "+credentials, provisions[0].Header.Get("Authorization"), "with the example's credentials")
-	assert.Equal(t, 1, b.Count(brokertest.OpDeprovision), "and deprovisioned")
+	assert.Equal(t, 1, b.Count(fakebroker.OpDeprovision), "and deprovisioned")
 
 	// With a wrong password the ServiceBroker is not Ready, and says why.
 	wrong := ownBrokerExample{secret: *ex.secret.DeepCopy(), broker: *ex.broker.DeepCopy()}

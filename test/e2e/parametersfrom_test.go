@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/broker"
+	"github.com/lockstep-dev/lockstep/internal/osbclient"
 	"github.com/lockstep-dev/lockstep/test/framework"
 )
 
@@ -161,7 +161,7 @@ func heldAdminPassword(t *testing.T, si *v1alpha1.ServiceInstance) string {
 	t.Helper()
 	var sb v1alpha1.ServiceBroker
 	require.NoError(t, cluster.client.Get(context.Background(), client.ObjectKey{Name: "embedded"}, &sb))
-	c, err := broker.New(broker.Config{URL: sb.Spec.URL, Timeout: 5 * time.Second})
+	c, err := osbclient.New(osbclient.Config{URL: sb.Spec.URL, Timeout: 5 * time.Second})
 	require.NoError(t, err)
 	var service string
 	for _, s := range sb.Status.Services {
@@ -169,7 +169,7 @@ func heldAdminPassword(t *testing.T, si *v1alpha1.ServiceInstance) string {
 			service = s.ID
 		}
 	}
-	got, err := c.GetInstance(context.Background(), broker.RequestMeta{}, broker.GetInstanceRequest{InstanceID: si.Spec.ExternalID, ServiceID: service})
+	got, err := c.GetInstance(context.Background(), osbclient.RequestMeta{}, osbclient.GetInstanceRequest{InstanceID: si.Spec.ExternalID, ServiceID: service})
 	require.NoError(t, err)
 	var params struct {
 		AdminPassword string `json:"adminPassword"`

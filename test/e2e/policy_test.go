@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
+	"github.com/lockstep-dev/lockstep/internal/osb/fakebroker"
 )
 
 // TestDetachOnDeleteLeavesTheBrokerInstance: under detach-on-delete,
@@ -26,7 +26,7 @@ func TestDetachOnDeleteLeavesTheBrokerInstance(t *testing.T) {
 	r = kubectl(t, "", "patch", "serviceinstance", "db", "-n", ns, "--type=merge", "-p", `{"spec":{"planName":"large"}}`)
 	require.Equal(t, 0, r.ExitCode, r.Output())
 	held, _ := b.Instance(ns + "-db")
-	assert.Equal(t, brokertest.PlanLargeID, held.PlanID, "changes still go to the broker")
+	assert.Equal(t, fakebroker.PlanLargeID, held.PlanID, "changes still go to the broker")
 
 	r = kubectl(t, "", "delete", "serviceinstance", "db", "-n", ns)
 	require.Equal(t, 0, r.ExitCode, r.Output())
@@ -34,7 +34,7 @@ func TestDetachOnDeleteLeavesTheBrokerInstance(t *testing.T) {
 	require.Eventually(t, func() bool { return !instanceExists(t, ns, "db") }, 10*time.Second, 50*time.Millisecond)
 	_, still := b.Instance(ns + "-db")
 	assert.True(t, still, "the broker keeps the instance")
-	assert.Zero(t, b.Count(brokertest.OpDeprovision))
+	assert.Zero(t, b.Count(fakebroker.OpDeprovision))
 	op := operationPhase(t, ns, "db", v1alpha1.VerbDetach, v1alpha1.PhaseCommitted)
 	assert.Equal(t, "alice", op.Spec.Requester.Username, "the journal says who let go of it")
 }
@@ -46,7 +46,7 @@ func TestDetachOnDeleteLeavesTheBrokerInstance(t *testing.T) {
 func TestObserveRefusesChangesAndAdoptionBringsAnInstanceIn(t *testing.T) {
 	b := freshBroker(t)
 	ns := namespace(t)
-	b.PutInstance(brokertest.Instance{ID: ns + "-legacy", ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanSmallID,
+	b.PutInstance(fakebroker.Instance{ID: ns + "-legacy", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID,
 		Parameters: map[string]any{"storageGB": 5.0}})
 	adopt := func(plan, params, policy string) string {
 		return fmt.Sprintf(`apiVersion: lockstep.dev/v1alpha1
@@ -82,13 +82,13 @@ spec: {brokerName: acme, serviceName: db, planName: small, externalID: %s-ghost}
 		return meta.IsStatusConditionTrue(si.Status.Conditions, v1alpha1.ConditionReady)
 	}, 10*time.Second, 50*time.Millisecond, "the adopted instance is Ready")
 	assert.Equal(t, "Adopted", meta.FindStatusCondition(si.Status.Conditions, v1alpha1.ConditionReady).Reason)
-	assert.Zero(t, b.Count(brokertest.OpProvision), "adoption provisions nothing")
+	assert.Zero(t, b.Count(fakebroker.OpProvision), "adoption provisions nothing")
 
 	r = kubectl(t, "", "patch", "serviceinstance", "legacy", "-n", ns, "--type=merge", "-p", `{"spec":{"parameters":{"storageGB":7}}}`)
 	require.NotEqual(t, 0, r.ExitCode)
 	assert.Contains(t, r.Stderr, `serviceinstance "legacy" is observed (lockstep.dev/reconcile-policy=observe): lockstep never changes it at the broker`)
 	assert.Contains(t, r.Stderr, "kubectl annotate serviceinstance legacy -n "+ns+" lockstep.dev/reconcile-policy=manage --overwrite")
-	assert.Zero(t, b.Count(brokertest.OpUpdate))
+	assert.Zero(t, b.Count(fakebroker.OpUpdate))
 
 	r = kubectl(t, "", "annotate", "serviceinstance", "legacy", "-n", ns, "lockstep.dev/reconcile-policy=manage", "--overwrite")
 	require.Equal(t, 0, r.ExitCode, r.Output())

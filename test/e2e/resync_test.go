@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/broker"
+	"github.com/lockstep-dev/lockstep/internal/osbclient"
 )
 
 // quickPlans are the OSB ids of the embedded broker's sample service
@@ -27,14 +27,14 @@ const (
 
 // embeddedClient talks OSB to the embedded broker directly, behind
 // lockstep's back, as another platform or an operator by hand would.
-func embeddedClient(t *testing.T) *broker.Client {
+func embeddedClient(t *testing.T) *osbclient.Client {
 	t.Helper()
 	var sb v1alpha1.ServiceBroker
 	require.Eventually(t, func() bool {
 		err := cluster.client.Get(context.Background(), client.ObjectKey{Name: "embedded"}, &sb)
 		return err == nil && meta.IsStatusConditionTrue(sb.Status.Conditions, v1alpha1.ConditionReady)
 	}, 30*time.Second, 200*time.Millisecond, "the embedded broker registers itself and its catalog loads")
-	c, err := broker.New(broker.Config{URL: sb.Spec.URL})
+	c, err := osbclient.New(osbclient.Config{URL: sb.Spec.URL})
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
 	return c
@@ -72,22 +72,22 @@ spec: {brokerName: embedded, serviceName: quick, planName: small, parameters: {s
 `, name, ns, annotations)
 	}
 	externalID := func(name string) string { return getInstance(t, ns, name).Spec.ExternalID }
-	behindTheBack := func(name string, req broker.UpdateRequest) {
+	behindTheBack := func(name string, req osbclient.UpdateRequest) {
 		t.Helper()
 		req.InstanceID, req.ServiceID = externalID(name), quickServiceID
-		_, err := osb.Update(context.Background(), broker.RequestMeta{}, req)
+		_, err := osb.Update(context.Background(), osbclient.RequestMeta{}, req)
 		require.NoError(t, err)
 	}
 
 	t.Run("parameters changed under manage are set back", func(t *testing.T) {
 		require.Equal(t, 0, kubectl(t, instance("managed", ""), "apply", "-f", "-").ExitCode)
 		inSyncReads(t, ns, "managed", "Committed")
-		behindTheBack("managed", broker.UpdateRequest{Parameters: json.RawMessage(`{"size": 5}`)})
+		behindTheBack("managed", osbclient.UpdateRequest{Parameters: json.RawMessage(`{"size": 5}`)})
 
 		// The correction is quick at this broker: read what happened in
 		// the events and the journal, and at the broker.
 		held := func() json.RawMessage {
-			got, err := osb.GetInstance(context.Background(), broker.RequestMeta{}, broker.GetInstanceRequest{InstanceID: externalID("managed")})
+			got, err := osb.GetInstance(context.Background(), osbclient.RequestMeta{}, osbclient.GetInstanceRequest{InstanceID: externalID("managed")})
 			require.NoError(t, err)
 			return got.Parameters
 		}
@@ -110,7 +110,7 @@ spec: {brokerName: embedded, serviceName: quick, planName: small, parameters: {s
 		require.Equal(t, 0, kubectl(t, instance("watched", ""), "apply", "-f", "-").ExitCode)
 		require.Equal(t, 0, kubectl(t, "", "annotate", "serviceinstance", "watched", "-n", ns,
 			v1alpha1.AnnotationReconcilePolicy+"=observe").ExitCode)
-		behindTheBack("watched", broker.UpdateRequest{PlanID: quickLargeID, Parameters: json.RawMessage(`{"size": 20}`)})
+		behindTheBack("watched", osbclient.UpdateRequest{PlanID: quickLargeID, Parameters: json.RawMessage(`{"size": 20}`)})
 
 		msg := inSyncReads(t, ns, "watched", "PlanDrift")
 		assert.Contains(t, msg, `plan is "large" at the broker, "small" here`)
@@ -121,14 +121,14 @@ spec: {brokerName: embedded, serviceName: quick, planName: small, parameters: {s
 		r = kubectl(t, "", "describe", "serviceinstance", "watched", "-n", ns)
 		assert.Contains(t, r.Stdout, "PlanDrift", "an event says so too")
 
-		held, err := osb.GetInstance(context.Background(), broker.RequestMeta{}, broker.GetInstanceRequest{InstanceID: externalID("watched")})
+		held, err := osb.GetInstance(context.Background(), osbclient.RequestMeta{}, osbclient.GetInstanceRequest{InstanceID: externalID("watched")})
 		require.NoError(t, err)
 		assert.Equal(t, quickLargeID, held.PlanID, "observe never changes the broker")
 	})
 
 	t.Run("gone at the broker", func(t *testing.T) {
 		require.Equal(t, 0, kubectl(t, instance("lost", ""), "apply", "-f", "-").ExitCode)
-		_, err := osb.Deprovision(context.Background(), broker.RequestMeta{}, broker.DeprovisionRequest{
+		_, err := osb.Deprovision(context.Background(), osbclient.RequestMeta{}, osbclient.DeprovisionRequest{
 			InstanceID: externalID("lost"), ServiceID: quickServiceID, PlanID: quickSmallID})
 		require.NoError(t, err)
 

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
+	"github.com/lockstep-dev/lockstep/internal/osb/fakebroker"
 )
 
 // sides is what the broker and the API server hold for one namespace:
@@ -27,7 +27,7 @@ type sides struct {
 
 // brokerSide is what the test broker holds for the instances of namespace
 // ns (their external ids start with ns).
-func brokerSide(b *brokertest.Broker, ns string) sides {
+func brokerSide(b *fakebroker.Broker, ns string) sides {
 	s := sides{instances: map[string]string{}}
 	for id, inst := range b.Instances() {
 		if strings.HasPrefix(id, ns) {
@@ -72,7 +72,7 @@ func canonicalJSON(m map[string]any) string {
 
 // requireSidesEqual waits until the broker holds what the API server holds
 // in namespace ns, and no operation of ns is left unfinished.
-func requireSidesEqual(t *testing.T, b *brokertest.Broker, ns string) {
+func requireSidesEqual(t *testing.T, b *fakebroker.Broker, ns string) {
 	t.Helper()
 	require.Eventually(t, func() bool {
 		var ops v1alpha1.BrokerOperationList
@@ -110,14 +110,14 @@ func inSyncBecomes(t *testing.T, obj client.Object, conditions func() []metav1.C
 // The user is told that the outcome is unknown; lockstep asks on, and once
 // the broker answers again, the broker and the API server hold the same.
 func TestBrokerCutOffWhilePollingEndsWithBothSidesEqual(t *testing.T) {
-	cutOff := brokertest.Respond{CloseConnection: true}
-	async := brokertest.Respond{Async: &brokertest.Async{InProgressPolls: 1}}
+	cutOff := fakebroker.Respond{CloseConnection: true}
+	async := fakebroker.Respond{Async: &fakebroker.Async{InProgressPolls: 1}}
 
 	t.Run("provision: whatever the broker created is deprovisioned", func(t *testing.T) {
 		b := freshBroker(t)
 		ns := namespace(t)
-		b.ScriptInstance(brokertest.OpProvision, ns+"-db", async)
-		b.Always(brokertest.OpInstanceLastOperation, cutOff)
+		b.ScriptInstance(fakebroker.OpProvision, ns+"-db", async)
+		b.Always(fakebroker.OpInstanceLastOperation, cutOff)
 		r := kubectl(t, instanceWith(ns, "db", "small", ns+"-db", ""), "apply", "-f", "-")
 		require.NotEqual(t, 0, r.ExitCode)
 		assert.Contains(t, r.Stderr, `broker "acme" accepted the request to provision instance "db"`)
@@ -128,7 +128,7 @@ func TestBrokerCutOffWhilePollingEndsWithBothSidesEqual(t *testing.T) {
 
 		b.Reset() // the broker answers again, and finishes the provision
 		requireSidesEqual(t, b, ns)
-		assert.Equal(t, 1, b.Count(brokertest.OpDeprovision), "the instance the broker created was deprovisioned")
+		assert.Equal(t, 1, b.Count(fakebroker.OpDeprovision), "the instance the broker created was deprovisioned")
 	})
 
 	t.Run("update: the persisted spec is applied again", func(t *testing.T) {
@@ -136,8 +136,8 @@ func TestBrokerCutOffWhilePollingEndsWithBothSidesEqual(t *testing.T) {
 		ns := namespace(t)
 		r := kubectl(t, instanceWith(ns, "db", "small", ns+"-db", `{"storageGB": 1}`), "apply", "-f", "-")
 		require.Equal(t, 0, r.ExitCode, r.Output())
-		b.ScriptInstance(brokertest.OpUpdate, ns+"-db", async)
-		b.Always(brokertest.OpInstanceLastOperation, cutOff)
+		b.ScriptInstance(fakebroker.OpUpdate, ns+"-db", async)
+		b.Always(fakebroker.OpInstanceLastOperation, cutOff)
 		r = kubectl(t, "", "patch", "serviceinstance", "db", "-n", ns, "--type=merge", "-p", `{"spec":{"parameters":{"storageGB":2}}}`)
 		require.NotEqual(t, 0, r.ExitCode)
 		assert.Contains(t, r.Stderr, "the outcome is unknown: the instance keeps its current parameters")
@@ -156,8 +156,8 @@ func TestBrokerCutOffWhilePollingEndsWithBothSidesEqual(t *testing.T) {
 		ns := namespace(t)
 		r := kubectl(t, instanceWith(ns, "db", "small", ns+"-db", ""), "apply", "-f", "-")
 		require.Equal(t, 0, r.ExitCode, r.Output())
-		b.ScriptInstance(brokertest.OpDeprovision, ns+"-db", async)
-		b.Always(brokertest.OpInstanceLastOperation, cutOff)
+		b.ScriptInstance(fakebroker.OpDeprovision, ns+"-db", async)
+		b.Always(fakebroker.OpInstanceLastOperation, cutOff)
 		r = kubectl(t, "", "delete", "serviceinstance", "db", "-n", ns, "--wait=false")
 		require.NotEqual(t, 0, r.ExitCode)
 		assert.Contains(t, r.Stderr, "the outcome is unknown: the instance stays as it was (no deletion was started)")
@@ -173,8 +173,8 @@ func TestBrokerCutOffWhilePollingEndsWithBothSidesEqual(t *testing.T) {
 
 	t.Run("bind: whatever the broker bound is unbound", func(t *testing.T) {
 		b, ns := boundInstance(t)
-		b.ScriptInstance(brokertest.OpBind, ns+"-db", async)
-		b.Always(brokertest.OpBindingLastOperation, cutOff)
+		b.ScriptInstance(fakebroker.OpBind, ns+"-db", async)
+		b.Always(fakebroker.OpBindingLastOperation, cutOff)
 		r := kubectl(t, bindingYAML(ns, "creds", "db", ns+"-creds", ""), "apply", "-f", "-")
 		require.NotEqual(t, 0, r.ExitCode)
 		assert.Contains(t, r.Stderr, "the outcome is unknown: nothing was created")
@@ -191,8 +191,8 @@ func TestBrokerCutOffWhilePollingEndsWithBothSidesEqual(t *testing.T) {
 		b, ns := boundInstance(t)
 		r := kubectl(t, bindingYAML(ns, "creds", "db", ns+"-creds", ""), "apply", "-f", "-")
 		require.Equal(t, 0, r.ExitCode, r.Output())
-		b.ScriptInstance(brokertest.OpUnbind, ns+"-db", async)
-		b.Always(brokertest.OpBindingLastOperation, cutOff)
+		b.ScriptInstance(fakebroker.OpUnbind, ns+"-db", async)
+		b.Always(fakebroker.OpBindingLastOperation, cutOff)
 		r = kubectl(t, "", "delete", "servicebinding", "creds", "-n", ns, "--wait=false")
 		require.NotEqual(t, 0, r.ExitCode)
 		assert.Contains(t, r.Stderr, "the outcome is unknown")
@@ -219,6 +219,6 @@ func TestAnAdmittedDeleteCallsTheBrokerOnce(t *testing.T) {
 		10*time.Second, 50*time.Millisecond, "the finalizers let the objects go")
 	requireSidesEqual(t, b, ns)
 
-	assert.Equal(t, 1, b.Count(brokertest.OpUnbind), "one DELETE of the binding at the broker")
-	assert.Equal(t, 1, b.Count(brokertest.OpDeprovision), "one DELETE of the instance at the broker")
+	assert.Equal(t, 1, b.Count(fakebroker.OpUnbind), "one DELETE of the binding at the broker")
+	assert.Equal(t, 1, b.Count(fakebroker.OpDeprovision), "one DELETE of the instance at the broker")
 }

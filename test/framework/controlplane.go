@@ -43,6 +43,8 @@ type Options struct {
 	// run, left in place by Stop; when empty, a temporary directory that
 	// Stop removes.
 	Dir string
+	// NoWebhooks installs the CRDs only: the API server calls no webhook.
+	NoWebhooks bool
 	// WebhookPort is the port the webhook configurations call on loopback;
 	// a free port when zero.
 	WebhookPort int
@@ -107,9 +109,12 @@ func Start(o Options) (_ *ControlPlane, err error) {
 		}
 	}()
 	webhooks := envtest.WebhookInstallOptions{LocalServingHost: "127.0.0.1", LocalServingPort: o.WebhookPort}
-	if o.MutatingWebhooks != nil || o.ValidatingWebhooks != nil {
+	switch {
+	case o.NoWebhooks:
+		webhooks = envtest.WebhookInstallOptions{}
+	case o.MutatingWebhooks != nil || o.ValidatingWebhooks != nil:
 		webhooks.MutatingWebhooks, webhooks.ValidatingWebhooks = o.MutatingWebhooks, o.ValidatingWebhooks
-	} else {
+	default:
 		webhooks.Paths = []string{filepath.Join(o.Root, "deploy", "webhook", "manifests.yaml")}
 	}
 	cp.Env = &envtest.Environment{

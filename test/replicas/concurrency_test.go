@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
+	"github.com/lockstep-dev/lockstep/internal/osb/fakebroker"
 )
 
 func TestConcurrentUpdatesThroughTwoReplicas(t *testing.T) {
@@ -59,11 +59,11 @@ func TestConcurrentUpdatesThroughTwoReplicas(t *testing.T) {
 		}(i)
 	}
 	wg.Wait()
-	t.Logf("results of %d concurrent updates: %v; broker updates: %d", clients, results, env.broker.Count(brokertest.OpUpdate))
+	t.Logf("results of %d concurrent updates: %v; broker updates: %d", clients, results, env.broker.Count(fakebroker.OpUpdate))
 	assert.Equal(t, clients, results["ok"]+results["locked"], "every client got success or the lock message: %v", results)
 	assert.GreaterOrEqual(t, results["ok"], 1)
 
-	updates := env.broker.Calls(brokertest.OpUpdate)
+	updates := env.broker.Calls(fakebroker.OpUpdate)
 	assert.Len(t, updates, results["ok"], "one broker update per successful change, none for refused ones")
 	assert.LessOrEqual(t, env.broker.MaxInFlight(ns+"-db"), 1, "the broker saw the updates one at a time")
 

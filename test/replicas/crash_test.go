@@ -17,8 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
 	"github.com/lockstep-dev/lockstep/internal/journal"
+	"github.com/lockstep-dev/lockstep/internal/osb/fakebroker"
 )
 
 func namespace(t *testing.T) string {
@@ -40,7 +40,7 @@ func TestCrashMidOperation(t *testing.T) {
 	waitBrokerReady(t)
 	ns := namespace(t)
 	// A provision that outlasts the admission budget, then finishes.
-	env.broker.ScriptInstance(brokertest.OpProvision, ns+"-db", brokertest.Respond{Async: &brokertest.Async{InProgressPolls: 80}})
+	env.broker.ScriptInstance(fakebroker.OpProvision, ns+"-db", fakebroker.Respond{Async: &fakebroker.Async{InProgressPolls: 80}})
 
 	si := instance(ns, "small")
 	require.NoError(t, env.client.Create(context.Background(), si), "allowed with a warning: still in progress")
@@ -72,5 +72,5 @@ func TestCrashMidOperation(t *testing.T) {
 	}, 10*time.Second, 50*time.Millisecond, "the operation is committed and the lock released")
 	held, ok := env.broker.Instance(ns + "-db")
 	require.True(t, ok)
-	assert.Equal(t, brokertest.PlanSmallID, held.PlanID)
+	assert.Equal(t, fakebroker.PlanSmallID, held.PlanID)
 }

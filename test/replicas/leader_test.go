@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
+	"github.com/lockstep-dev/lockstep/internal/osb/fakebroker"
 )
 
 // leading is what a replica logs once it leads.
@@ -57,7 +57,7 @@ func TestOneLeaderFollowsOperationsAndAnotherTakesOver(t *testing.T) {
 	assert.False(t, follower.logged(leading), "exactly one replica leads")
 
 	ns := namespace(t)
-	env.broker.ScriptInstance(brokertest.OpProvision, ns+"-db", brokertest.Respond{Async: &brokertest.Async{InProgressPolls: 1 << 20}})
+	env.broker.ScriptInstance(fakebroker.OpProvision, ns+"-db", fakebroker.Respond{Async: &fakebroker.Async{InProgressPolls: 1 << 20}})
 	si := instance(ns, "small")
 	require.NoError(t, env.client.Create(context.Background(), si), "allowed with a warning: still in progress")
 	require.Eventually(t, func() bool {

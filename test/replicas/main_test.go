@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
+	"github.com/lockstep-dev/lockstep/internal/osb/fakebroker"
 	"github.com/lockstep-dev/lockstep/test/framework"
 )
 
@@ -31,7 +31,7 @@ var env struct {
 	binary     string // the lockstep webhook binary
 	kubeconfig string // lockstep's identity
 	dir        string
-	broker     *brokertest.Broker
+	broker     *fakebroker.Broker
 	front      *front
 }
 
@@ -77,7 +77,7 @@ func run(m *testing.M) int {
 	}
 	defer env.front.close()
 
-	if env.broker, err = brokertest.Start(); err != nil {
+	if env.broker, err = fakebroker.Start(); err != nil {
 		return fail(err)
 	}
 	defer env.broker.Close()

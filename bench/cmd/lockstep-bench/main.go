@@ -3,6 +3,7 @@
 //
 //	lockstep-bench -out bench/RESULTS.md            # everything, full sizes
 //	lockstep-bench -only admission,scale -sizes tiny
+//	lockstep-bench -only e2e,broker,journal -before v0.1.0   # side by side with an earlier commit
 //
 // The benchmarks that need a control plane (admission, e2e, broker,
 // scale) take kube-apiserver, etcd and kubectl from -assets, by default
@@ -18,6 +19,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -38,11 +40,13 @@ func run(args []string) error {
 	flags := flag.NewFlagSet("lockstep-bench", flag.ContinueOnError)
 	out := flags.String("out", "", "write the results (markdown) to this file; empty: stdout")
 	sizes := flags.String("sizes", "full", "full (make bench) or tiny (a quick check that everything runs)")
-	only := flags.String("only", "", "comma-separated benchmarks to run (micro, admission, e2e, broker, scale, embedded); empty: all")
+	only := flags.String("only", "", "comma-separated benchmarks to run (micro, admission, e2e, broker, journal, scale, embedded); empty: all")
 	assets := flags.String("assets", os.Getenv("KUBEBUILDER_ASSETS"), "directory with kube-apiserver, etcd and kubectl")
 	root := flags.String("root", "", "repository root; empty: found from the working directory")
 	timeout := flags.Duration("timeout", 40*time.Minute, "stop everything after this long")
 	keep := flags.Bool("keep", false, "keep the working directory (binaries, lockstep's log) for inspection")
+	before := flags.String("before", "", "a commit to compare with: its lockstep runs the e2e, broker and journal benchmarks first, "+
+		"and the results end with their targets side by side")
 	if err := flags.Parse(args); err != nil {
 		return err
 	}
@@ -79,6 +83,17 @@ func run(args []string) error {
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 
+	var beforeSections []report.Section
+	var beforeName string
+	if *before != "" {
+		if *assets == "" {
+			return errors.New("-before needs the control plane binaries: set KUBEBUILDER_ASSETS or -assets")
+		}
+		if beforeName, beforeSections, err = runBefore(ctx, *root, *before, *assets, sz, benchmarks, *keep); err != nil {
+			return err
+		}
+	}
+
 	rep := report.Report{Title: "lockstep benchmark results", Started: time.Now(), Preface: suite.Preface(),
 		Command: "make bench", Machine: report.DetectMachine(ctx, *root, *assets)}
 	s := &suite.Suite{Root: *root, Sizes: sz, Progress: os.Stderr}
@@ -103,6 +118,9 @@ func run(args []string) error {
 		s.Env = e
 	}
 	sections, errs := s.Run(ctx, benchmarks)
+	if *before != "" {
+		sections = append(sections, report.Compare(fmt.Sprintf("8. Before and after: %s and this tree", beforeName), beforeName, beforeSections, sections))
+	}
 	rep.Sections, rep.Finished = sections, time.Now()
 	if *out == "" {
 		_, err = os.Stdout.Write(rep.Markdown())
@@ -116,6 +134,46 @@ func run(args []string) error {
 		return fmt.Errorf("writing the results: %w", err)
 	}
 	return errors.Join(errs...)
+}
+
+// compared are the benchmarks -before runs against the earlier commit.
+var compared = []string{"e2e", "broker", "journal"}
+
+// runBefore runs the compared benchmarks among those selected against
+// lockstep built from the commit ref, in a control plane of its own that
+// is stopped before this tree's run starts.
+func runBefore(ctx context.Context, root, ref, assets string, sz suite.Sizes, selected []suite.Benchmark, keep bool) (string, []report.Section, error) {
+	var benchmarks []suite.Benchmark
+	for _, b := range selected {
+		if slices.Contains(compared, b.Name) {
+			benchmarks = append(benchmarks, b)
+		}
+	}
+	if len(benchmarks) == 0 {
+		return "", nil, fmt.Errorf("-before compares the %s benchmarks, and none of them is selected", strings.Join(compared, ", "))
+	}
+	tree, commit, err := env.Checkout(ctx, root, ref, "")
+	if err != nil {
+		return "", nil, err
+	}
+	if !keep {
+		defer os.RemoveAll(tree)
+	}
+	fmt.Fprintf(os.Stderr, "lockstep-bench: first %s against lockstep at %s (%s)\n", strings.Join(envNames(benchmarks), ", "), commit, tree)
+	e, err := env.Start(ctx, env.Options{Root: tree, Assets: assets, Progress: os.Stderr, Keep: keep})
+	if err != nil {
+		return "", nil, fmt.Errorf("starting lockstep at %s: %w", commit, err)
+	}
+	s := &suite.Suite{Root: tree, Sizes: sz, Progress: os.Stderr, Env: e}
+	sections, errs := s.Run(ctx, benchmarks)
+	s.Close()
+	if err := e.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "lockstep-bench:", err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		fmt.Fprintf(os.Stderr, "lockstep-bench: at %s: %v\n", commit, err)
+	}
+	return commit, sections, nil
 }
 
 func needsEnv(benchmarks []suite.Benchmark) bool { return len(envNames(benchmarks)) > 0 }

@@ -6,9 +6,9 @@ import (
 	"time"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/broker"
 	"github.com/lockstep-dev/lockstep/internal/credentials"
 	"github.com/lockstep-dev/lockstep/internal/journal"
+	"github.com/lockstep-dev/lockstep/internal/osbclient"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -76,7 +76,7 @@ func (r *Reconciler) unbind(ctx context.Context, b *v1alpha1.ServiceBinding) (bo
 	if err != nil {
 		return false, fmt.Errorf("unbinding %s/%s: %w", b.Namespace, b.Name, err)
 	}
-	done, err := entry.Client.Remove(ctx, broker.RequestMeta{}, broker.Removal{InstanceID: si.Spec.ExternalID,
+	done, err := entry.Client.Remove(ctx, osbclient.RequestMeta{}, osbclient.Removal{InstanceID: si.Spec.ExternalID,
 		BindingID: b.Spec.ExternalID, ServiceID: plan.Service.ID, PlanID: plan.Plan.ID}, r.Poll)
 	if err != nil {
 		return false, fmt.Errorf("unbinding %s/%s at broker %q: %w", b.Namespace, b.Name, entry.Broker, err)

@@ -20,11 +20,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/broker"
-	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
 	"github.com/lockstep-dev/lockstep/internal/credentials"
 	"github.com/lockstep-dev/lockstep/internal/journal"
+	"github.com/lockstep-dev/lockstep/internal/osb/fakebroker"
+	"github.com/lockstep-dev/lockstep/internal/osbclient"
 )
 
 // unbindRecord is an unbind record a finalizer test starts with.
@@ -41,7 +41,7 @@ func TestBindingFinalizer(t *testing.T) {
 		name   string
 		policy v1alpha1.ReconcilePolicy
 		record *unbindRecord
-		script *brokertest.Respond
+		script *fakebroker.Respond
 		// secret: the binding's Secret, "owned" (lockstep wrote it for the
 		// binding), "foreign" (someone else's), or none.
 		secret         string
@@ -70,13 +70,13 @@ func TestBindingFinalizer(t *testing.T) {
 			record: &unbindRecord{namespace: "team", phase: v1alpha1.PhaseFailed}, wantReleased: true, wantUnbind: 1},
 		{name: "bypassed admission: unbinds first, then the Secret goes", secret: "owned", wantReleased: true, wantUnbind: 1},
 		{name: "a Secret lockstep did not write is never deleted", secret: "foreign", wantReleased: true, wantUnbind: 1, wantSecretKept: true},
-		{name: "bypassed admission, async unbind", script: &brokertest.Respond{Async: &brokertest.Async{InProgressPolls: 1}},
+		{name: "bypassed admission, async unbind", script: &fakebroker.Respond{Async: &fakebroker.Async{InProgressPolls: 1}},
 			wantReleased: true, wantUnbind: 1},
 		{name: "detach-on-delete: the broker keeps the binding", policy: v1alpha1.PolicyDetachOnDelete, secret: "owned",
 			wantReleased: true, brokerHoldsIt: true},
 		{name: "observe: the broker keeps the binding", policy: v1alpha1.PolicyObserve, wantReleased: true, brokerHoldsIt: true},
 		{name: "bypassed admission, broker refuses: finalizer and Secret stay",
-			script: &brokertest.Respond{Status: http.StatusInternalServerError, Description: "down"}, secret: "owned",
+			script: &fakebroker.Respond{Status: http.StatusInternalServerError, Description: "down"}, secret: "owned",
 			wantUnbind: 1, wantErr: "down", wantSecretKept: true, brokerHoldsIt: true},
 		{name: "bypassed admission, its instance is gone: says so, finalizer stays", noInstance: true,
 			wantErr: "reading its instance", brokerHoldsIt: true},
@@ -84,15 +84,15 @@ func TestBindingFinalizer(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b := brokertest.New(t)
-			b.PutInstance(brokertest.Instance{ID: "ext-i", ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanSmallID})
-			b.PutBinding(brokertest.Binding{InstanceID: "ext-i", ID: "ext-b", ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanSmallID})
+			b := fakebroker.New(t)
+			b.PutInstance(fakebroker.Instance{ID: "ext-i", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID})
+			b.PutBinding(fakebroker.Binding{InstanceID: "ext-i", ID: "ext-b", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID})
 			if tt.script != nil {
-				b.Script(brokertest.OpUnbind, *tt.script)
+				b.Script(fakebroker.OpUnbind, *tt.script)
 			}
-			bc, err := broker.New(b.Config())
+			bc, err := osbclient.New(b.Config())
 			require.NoError(t, err)
-			cat := brokertest.DefaultCatalog()
+			cat := fakebroker.DefaultCatalog()
 			cache := catalog.NewCache(time.Hour)
 			cache.Store(catalog.NewEntry("acme", bc, &cat, nil, time.Now()))
 
@@ -144,7 +144,7 @@ func TestBindingFinalizer(t *testing.T) {
 			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(cached...).Build()
 			apiReader := fake.NewClientBuilder().WithScheme(scheme).WithObjects(direct...).Build()
 			r := &Reconciler{Client: c, APIReader: apiReader, Namespace: "lockstep-system", Catalogs: cache, Timeout: 5 * time.Second,
-				Poll: broker.PollOptions{MinInterval: time.Millisecond, MaxInterval: time.Millisecond}}
+				Poll: osbclient.PollOptions{MinInterval: time.Millisecond, MaxInterval: time.Millisecond}}
 
 			ctx := context.Background()
 			res, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "team", Name: "creds"}})
@@ -162,7 +162,7 @@ func TestBindingFinalizer(t *testing.T) {
 				assert.Equal(t, tt.wantSecretKept, err == nil, "Secret kept (%v)", err)
 				assert.Equal(t, !tt.wantSecretKept, apierrors.IsNotFound(err), "Secret deleted (%v)", err)
 			}
-			assert.Equal(t, tt.wantUnbind, b.Count(brokertest.OpUnbind))
+			assert.Equal(t, tt.wantUnbind, b.Count(fakebroker.OpUnbind))
 			_, held := b.Binding("ext-i", "ext-b")
 			assert.Equal(t, tt.brokerHoldsIt, held, "the broker holds the binding")
 		})

@@ -14,8 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
 	"github.com/lockstep-dev/lockstep/internal/controller/resync"
+	"github.com/lockstep-dev/lockstep/internal/osb/fakebroker"
 	"github.com/lockstep-dev/lockstep/internal/parametersfrom"
 )
 
@@ -45,8 +45,8 @@ func TestBindingResyncWithParametersFromSecrets(t *testing.T) {
 			b.Spec.ParametersFrom = []v1alpha1.ParametersFromSource{{SecretKeyRef: v1alpha1.SecretKeyReference{Name: "role", Key: "params"}}}
 			b.Status.ParametersDigest = tt.digest
 			h := newHarness(t, nil, instance(), b)
-			h.broker.PutInstance(brokertest.Instance{ID: "ext-1", ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanSmallID})
-			h.broker.PutBinding(brokertest.Binding{InstanceID: "ext-1", ID: "bind-1", Parameters: tt.held, Credentials: map[string]any{"password": "p"}})
+			h.broker.PutInstance(fakebroker.Instance{ID: "ext-1", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID})
+			h.broker.PutBinding(fakebroker.Binding{InstanceID: "ext-1", ID: "bind-1", Parameters: tt.held, Credentials: map[string]any{"password": "p"}})
 			key := client.ObjectKey{Namespace: "team", Name: "creds"}
 			req := reconcile.Request{NamespacedName: types.NamespacedName(key)}
 			_, err := h.r.Reconcile(context.Background(), req)

@@ -11,11 +11,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/broker"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
 	"github.com/lockstep-dev/lockstep/internal/controller/resync"
 	"github.com/lockstep-dev/lockstep/internal/journal"
 	"github.com/lockstep-dev/lockstep/internal/metrics"
+	"github.com/lockstep-dev/lockstep/internal/osbapi"
+	"github.com/lockstep-dev/lockstep/internal/osbclient"
 )
 
 // resync reads the binding from its broker when it is due and compares
@@ -64,12 +65,12 @@ func (r *Reconciler) resync(ctx context.Context, b *v1alpha1.ServiceBinding, sta
 
 	got, err := r.fetch(ctx, entry, b, &si, plan)
 	switch {
-	case broker.IsNotFound(err) || broker.IsGone(err):
+	case osbclient.IsNotFound(err) || osbclient.IsGone(err):
 		msg := fmt.Sprintf("broker %q no longer holds binding %q (spec.externalID %s): it was deleted outside Kubernetes, or lost; "+
 			"its credentials may no longer work: kubectl delete servicebinding %s -n %s, then create it again", entry.Broker, b.Name, b.Spec.ExternalID, b.Name, b.Namespace)
 		set(metav1.ConditionFalse, resync.ReasonGoneAtBroker, msg)
 		r.event(b, resync.ReasonGoneAtBroker, msg)
-	case broker.IsConcurrencyError(err):
+	case osbclient.IsConcurrencyError(err):
 	case err != nil:
 		set(metav1.ConditionFalse, resync.ReasonBrokerUnreachable, fmt.Sprintf(
 			"lockstep could not read binding %q from broker %q to compare it: %v; it tries again in %s", b.Name, entry.Broker, err, r.ResyncInterval))
@@ -103,7 +104,7 @@ func (r *Reconciler) resync(ctx context.Context, b *v1alpha1.ServiceBinding, sta
 
 // fetch reads the binding from its broker, within the per-broker limits.
 // Only its parameters are kept.
-func (r *Reconciler) fetch(ctx context.Context, entry *catalog.Entry, b *v1alpha1.ServiceBinding, si *v1alpha1.ServiceInstance, plan catalog.Plan) (*broker.Binding, error) {
+func (r *Reconciler) fetch(ctx context.Context, entry *catalog.Entry, b *v1alpha1.ServiceBinding, si *v1alpha1.ServiceInstance, plan catalog.Plan) (*osbapi.Binding, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.Timeout)
 	defer cancel()
 	done, err := r.Limiter.Acquire(ctx, entry.Broker)
@@ -111,12 +112,12 @@ func (r *Reconciler) fetch(ctx context.Context, entry *catalog.Entry, b *v1alpha
 		return nil, fmt.Errorf("waiting for a turn at broker %q: %w", entry.Broker, err)
 	}
 	defer done()
-	got, err := entry.Client.GetBinding(ctx, broker.RequestMeta{}, broker.GetBindingRequest{
+	got, err := entry.Client.GetBinding(ctx, osbclient.RequestMeta{}, osbclient.GetBindingRequest{
 		InstanceID: si.Spec.ExternalID, BindingID: b.Spec.ExternalID, ServiceID: plan.Service.ID, PlanID: plan.Plan.ID})
 	if err != nil {
 		return nil, err
 	}
-	return &broker.Binding{Parameters: got.Parameters}, nil
+	return &osbapi.Binding{Parameters: got.Parameters}, nil
 }
 
 func (r *Reconciler) event(b *v1alpha1.ServiceBinding, reason, msg string) {

@@ -19,11 +19,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/broker"
-	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
 	"github.com/lockstep-dev/lockstep/internal/controller/resync"
 	"github.com/lockstep-dev/lockstep/internal/journal"
+	"github.com/lockstep-dev/lockstep/internal/osb/fakebroker"
+	"github.com/lockstep-dev/lockstep/internal/osbapi"
+	"github.com/lockstep-dev/lockstep/internal/osbclient"
 )
 
 const interval = time.Minute
@@ -31,24 +32,24 @@ const interval = time.Minute
 type harness struct {
 	r      *Reconciler
 	client client.Client
-	broker *brokertest.Broker
+	broker *fakebroker.Broker
 	clock  *clocktesting.FakeClock
 }
 
 // newHarness wires the binding controller to a fake API server holding
 // objects and a real test broker over HTTP; change edits the catalog
 // lockstep sees.
-func newHarness(t *testing.T, change func(*broker.Catalog), objects ...client.Object) *harness {
+func newHarness(t *testing.T, change func(*osbapi.Catalog), objects ...client.Object) *harness {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	require.NoError(t, clientgoscheme.AddToScheme(scheme))
 	require.NoError(t, v1alpha1.AddToScheme(scheme))
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objects...).
 		WithStatusSubresource(&v1alpha1.ServiceInstance{}, &v1alpha1.ServiceBinding{}, &v1alpha1.BrokerOperation{}).Build()
-	b := brokertest.New(t)
-	bc, err := broker.New(b.Config())
+	b := fakebroker.New(t)
+	bc, err := osbclient.New(b.Config())
 	require.NoError(t, err)
-	cat := brokertest.DefaultCatalog()
+	cat := fakebroker.DefaultCatalog()
 	if change != nil {
 		change(&cat)
 	}
@@ -87,31 +88,31 @@ func TestBindingResync(t *testing.T) {
 	secret := map[string]any{"password": "hunter2"}
 	tests := []struct {
 		name       string
-		catalog    func(*broker.Catalog)
-		broker     func(*brokertest.Broker)
+		catalog    func(*osbapi.Catalog)
+		broker     func(*fakebroker.Broker)
 		wantInSync metav1.ConditionStatus
 		wantReason string
 		wantMsg    []string
 		wantWrite  bool
 	}{
 		{name: "in sync: nothing is written", wantInSync: metav1.ConditionTrue, wantReason: "Committed",
-			broker: func(b *brokertest.Broker) {
-				b.PutBinding(brokertest.Binding{InstanceID: "ext-1", ID: "bind-1", Parameters: map[string]any{"role": "reader"}, Credentials: secret})
+			broker: func(b *fakebroker.Broker) {
+				b.PutBinding(fakebroker.Binding{InstanceID: "ext-1", ID: "bind-1", Parameters: map[string]any{"role": "reader"}, Credentials: secret})
 			}},
 		{name: "parameters differ: reported, never corrected", wantInSync: metav1.ConditionFalse, wantReason: resync.ReasonParametersDrift, wantWrite: true,
-			broker: func(b *brokertest.Broker) {
-				b.PutBinding(brokertest.Binding{InstanceID: "ext-1", ID: "bind-1", Parameters: map[string]any{"role": "admin"}, Credentials: secret})
+			broker: func(b *fakebroker.Broker) {
+				b.PutBinding(fakebroker.Binding{InstanceID: "ext-1", ID: "bind-1", Parameters: map[string]any{"role": "admin"}, Credentials: secret})
 			},
 			wantMsg: []string{`role (broker: "admin", here: "reader")`, "delete servicebinding creds and create it again"}},
 		{name: "gone at the broker", wantInSync: metav1.ConditionFalse, wantReason: resync.ReasonGoneAtBroker, wantWrite: true,
 			wantMsg: []string{`broker "acme" no longer holds binding "creds"`}},
 		{name: "not retrievable", wantInSync: metav1.ConditionUnknown, wantReason: resync.ReasonNotRetrievable, wantWrite: true,
-			catalog: func(c *broker.Catalog) { c.Services[0].BindingsRetrievable = false }, wantMsg: []string{"bindings_retrievable is false"}},
+			catalog: func(c *osbapi.Catalog) { c.Services[0].BindingsRetrievable = false }, wantMsg: []string{"bindings_retrievable is false"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t, tt.catalog, instance(), boundBinding(`{"role":"reader"}`))
-			h.broker.PutInstance(brokertest.Instance{ID: "ext-1", ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanSmallID})
+			h.broker.PutInstance(fakebroker.Instance{ID: "ext-1", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID})
 			if tt.broker != nil {
 				tt.broker(h.broker)
 			}
@@ -135,7 +136,7 @@ func TestBindingResync(t *testing.T) {
 			for _, m := range tt.wantMsg {
 				assert.Contains(t, c.Message, m)
 			}
-			assert.Zero(t, h.broker.Count(brokertest.OpBind, brokertest.OpUnbind), "a binding is never changed by resync")
+			assert.Zero(t, h.broker.Count(fakebroker.OpBind, fakebroker.OpUnbind), "a binding is never changed by resync")
 			status, err := json.Marshal(b.Status)
 			require.NoError(t, err)
 			assert.NotContains(t, string(status), "hunter2", "the credentials a fetch returns go nowhere")

@@ -9,9 +9,10 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/broker"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
 	"github.com/lockstep-dev/lockstep/internal/journal"
+	"github.com/lockstep-dev/lockstep/internal/osbapi"
+	"github.com/lockstep-dev/lockstep/internal/osbclient"
 	"github.com/lockstep-dev/lockstep/internal/parametersfrom"
 )
 
@@ -62,10 +63,10 @@ func (r *Reconciler) correct(ctx context.Context, si *v1alpha1.ServiceInstance, 
 		return err
 	}
 
-	req := broker.UpdateRequest{
+	req := osbclient.UpdateRequest{
 		InstanceID: si.Spec.ExternalID, ServiceID: plan.Service.ID,
-		Context:        &broker.Context{Platform: broker.Platform, Namespace: si.Namespace, InstanceName: si.Name, ClusterID: r.ClusterID},
-		PreviousValues: &broker.PreviousValues{ServiceID: plan.Service.ID, PlanID: heldPlanID},
+		Context:        &osbapi.Context{Platform: osbapi.KubernetesPlatform, Namespace: si.Namespace, InstanceName: si.Name, ClusterID: r.ClusterID},
+		PreviousValues: &osbapi.PreviousValues{ServiceID: plan.Service.ID, PlanID: heldPlanID},
 	}
 	if heldPlanID != plan.Plan.ID {
 		req.PlanID = plan.Plan.ID
@@ -74,11 +75,11 @@ func (r *Reconciler) correct(ctx context.Context, si *v1alpha1.ServiceInstance, 
 		r.fail(ctx, op, si, key, 0, err)
 		return err
 	}
-	meta := broker.RequestMeta{RequestID: id, Identity: broker.Identity{Username: r.Identity}}
+	meta := osbclient.RequestMeta{RequestID: id, Identity: osbclient.Identity{Username: r.Identity}}
 	resp, err := entry.Client.Update(ctx, meta, req)
 	if err != nil {
 		status := 0
-		if h, ok := broker.AsHTTPError(err); ok {
+		if h, ok := osbclient.AsHTTPError(err); ok {
 			status = h.StatusCode
 		}
 		r.fail(ctx, op, si, key, status, err)

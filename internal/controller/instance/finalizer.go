@@ -12,8 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/broker"
 	"github.com/lockstep-dev/lockstep/internal/journal"
+	"github.com/lockstep-dev/lockstep/internal/osbclient"
 )
 
 // finalize removes the lockstep.dev/broker finalizer from an instance
@@ -69,7 +69,7 @@ func (r *Reconciler) deprovision(ctx context.Context, si *v1alpha1.ServiceInstan
 	if err != nil {
 		return false, fmt.Errorf("deprovisioning instance %s/%s: %w", si.Namespace, si.Name, err)
 	}
-	done, err := entry.Client.Remove(ctx, broker.RequestMeta{}, broker.Removal{InstanceID: si.Spec.ExternalID, ServiceID: plan.Service.ID, PlanID: plan.Plan.ID}, r.Poll)
+	done, err := entry.Client.Remove(ctx, osbclient.RequestMeta{}, osbclient.Removal{InstanceID: si.Spec.ExternalID, ServiceID: plan.Service.ID, PlanID: plan.Plan.ID}, r.Poll)
 	if err != nil {
 		return false, fmt.Errorf("deprovisioning instance %s/%s at broker %q: %w", si.Namespace, si.Name, entry.Broker, err)
 	}

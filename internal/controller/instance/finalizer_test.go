@@ -17,10 +17,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/broker"
-	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
 	"github.com/lockstep-dev/lockstep/internal/journal"
+	"github.com/lockstep-dev/lockstep/internal/osb/fakebroker"
+	"github.com/lockstep-dev/lockstep/internal/osbclient"
 )
 
 // journalRecord is a deprovision record a finalizer test starts with.
@@ -37,7 +37,7 @@ func TestInstanceFinalizer(t *testing.T) {
 		name          string
 		policy        v1alpha1.ReconcilePolicy
 		record        *journalRecord
-		script        *brokertest.Respond
+		script        *fakebroker.Respond
 		wantGone      bool
 		wantDeprov    int
 		wantErr       string
@@ -63,20 +63,20 @@ func TestInstanceFinalizer(t *testing.T) {
 			wantGone: true, brokerHoldsIt: true},
 		{name: "observe: the broker keeps the instance", policy: v1alpha1.PolicyObserve, wantGone: true, brokerHoldsIt: true},
 		{name: "manage, named: deprovisions", policy: v1alpha1.PolicyManage, wantGone: true, wantDeprov: 1},
-		{name: "bypassed admission, async deprovision", script: &brokertest.Respond{Async: &brokertest.Async{InProgressPolls: 1}}, wantGone: true, wantDeprov: 1},
-		{name: "bypassed admission, broker refuses: finalizer stays", script: &brokertest.Respond{Status: http.StatusInternalServerError, Description: "down"},
+		{name: "bypassed admission, async deprovision", script: &fakebroker.Respond{Async: &fakebroker.Async{InProgressPolls: 1}}, wantGone: true, wantDeprov: 1},
+		{name: "bypassed admission, broker refuses: finalizer stays", script: &fakebroker.Respond{Status: http.StatusInternalServerError, Description: "down"},
 			wantDeprov: 1, wantErr: "down", brokerHoldsIt: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b := brokertest.New(t)
-			b.PutInstance(brokertest.Instance{ID: "ext-1", ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanSmallID})
+			b := fakebroker.New(t)
+			b.PutInstance(fakebroker.Instance{ID: "ext-1", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID})
 			if tt.script != nil {
-				b.Script(brokertest.OpDeprovision, *tt.script)
+				b.Script(fakebroker.OpDeprovision, *tt.script)
 			}
-			bc, err := broker.New(b.Config())
+			bc, err := osbclient.New(b.Config())
 			require.NoError(t, err)
-			cat := brokertest.DefaultCatalog()
+			cat := fakebroker.DefaultCatalog()
 			cache := catalog.NewCache(time.Hour)
 			cache.Store(catalog.NewEntry("acme", bc, &cat, nil, time.Now()))
 
@@ -107,7 +107,7 @@ func TestInstanceFinalizer(t *testing.T) {
 			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(cached...).Build()
 			apiReader := fake.NewClientBuilder().WithScheme(scheme).WithObjects(direct...).Build()
 			r := &Reconciler{Client: c, APIReader: apiReader, Namespace: "lockstep-system", Catalogs: cache, Timeout: 5 * time.Second,
-				Poll: broker.PollOptions{MinInterval: time.Millisecond, MaxInterval: time.Millisecond}}
+				Poll: osbclient.PollOptions{MinInterval: time.Millisecond, MaxInterval: time.Millisecond}}
 
 			res, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "team", Name: "db"}})
 			if tt.wantErr != "" {
@@ -118,7 +118,7 @@ func TestInstanceFinalizer(t *testing.T) {
 			assert.Equal(t, tt.wantRequeue, res.RequeueAfter > 0, "looks again later")
 			err = c.Get(context.Background(), client.ObjectKeyFromObject(si), &v1alpha1.ServiceInstance{})
 			assert.Equal(t, tt.wantGone, apierrors.IsNotFound(err), "object gone once the finalizer is removed")
-			assert.Equal(t, tt.wantDeprov, b.Count(brokertest.OpDeprovision))
+			assert.Equal(t, tt.wantDeprov, b.Count(fakebroker.OpDeprovision))
 			_, held := b.Instance("ext-1")
 			assert.Equal(t, tt.brokerHoldsIt, held)
 		})

@@ -11,9 +11,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
 	"github.com/lockstep-dev/lockstep/internal/controller/resync"
 	"github.com/lockstep-dev/lockstep/internal/journal"
+	"github.com/lockstep-dev/lockstep/internal/osb/fakebroker"
 	"github.com/lockstep-dev/lockstep/internal/parametersfrom"
 )
 
@@ -26,7 +26,7 @@ func TestInstanceResyncWithParametersFromSecrets(t *testing.T) {
 	digest, err := parametersfrom.Digest([]byte(sent))
 	require.NoError(t, err)
 	object := func() *v1alpha1.ServiceInstance {
-		si := confirmed("small", brokertest.PlanSmallID, spec, nil)
+		si := confirmed("small", fakebroker.PlanSmallID, spec, nil)
 		si.Spec.ParametersFrom = []v1alpha1.ParametersFromSource{{SecretKeyRef: v1alpha1.SecretKeyReference{Name: "db-version", Key: "params"}}}
 		si.Status.LastApplied.ParametersDigest = digest
 		return si
@@ -51,7 +51,7 @@ func TestInstanceResyncWithParametersFromSecrets(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t, nil, object(), secret)
 			h.r.APIReader = h.client
-			h.broker.PutInstance(brokertest.Instance{ID: "ext-1", ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanSmallID, Parameters: tt.held, DashboardURL: dashboard})
+			h.broker.PutInstance(fakebroker.Instance{ID: "ext-1", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID, Parameters: tt.held, DashboardURL: dashboard})
 			before := h.instance(t).ResourceVersion
 			h.resync(t)
 			si := h.instance(t)
@@ -59,14 +59,14 @@ func TestInstanceResyncWithParametersFromSecrets(t *testing.T) {
 			require.NotNil(t, inSync)
 			if tt.wantReason == "" {
 				assert.Equal(t, before, si.ResourceVersion, "nothing written")
-				assert.Zero(t, h.broker.Count(brokertest.OpUpdate))
+				assert.Zero(t, h.broker.Count(fakebroker.OpUpdate))
 				return
 			}
 			assert.Equal(t, tt.wantReason, inSync.Reason)
 			assert.Contains(t, inSync.Message, tt.wantMsg)
 			assert.NotContains(t, inSync.Message, `"16"`, "the Secret's value is never shown")
 			assert.NotContains(t, inSync.Message, `"17"`, "nor the broker's value of a parameter from a Secret")
-			call, ok := h.broker.LastCall(brokertest.OpUpdate)
+			call, ok := h.broker.LastCall(fakebroker.OpUpdate)
 			require.True(t, ok, "the correction re-applies the spec with the Secret's values")
 			assert.Equal(t, tt.wantUpdate, call.JSON["parameters"])
 			var ops v1alpha1.BrokerOperationList
@@ -81,10 +81,10 @@ func TestInstanceResyncWithParametersFromSecrets(t *testing.T) {
 // sent the Secrets' values), resync compares the plan only and shows
 // nothing of the broker's parameters.
 func TestInstanceResyncWithParametersFromSecretsButNoDigest(t *testing.T) {
-	si := confirmed("small", brokertest.PlanSmallID, `{"storageGB":10}`, nil)
+	si := confirmed("small", fakebroker.PlanSmallID, `{"storageGB":10}`, nil)
 	si.Spec.ParametersFrom = []v1alpha1.ParametersFromSource{{SecretKeyRef: v1alpha1.SecretKeyReference{Name: "db-version", Key: "params"}}}
 	h := newHarness(t, nil, si)
-	h.broker.PutInstance(brokertest.Instance{ID: "ext-1", ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanSmallID,
+	h.broker.PutInstance(fakebroker.Instance{ID: "ext-1", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID,
 		Parameters: map[string]any{"storageGB": 10, "version": "s3cr3t"}, DashboardURL: dashboard})
 	h.resync(t)
 	got := h.instance(t)
@@ -92,15 +92,15 @@ func TestInstanceResyncWithParametersFromSecretsButNoDigest(t *testing.T) {
 	require.NotNil(t, inSync)
 	assert.Equal(t, metav1.ConditionTrue, inSync.Status)
 	assert.NotContains(t, inSync.Message, "s3cr3t")
-	assert.Zero(t, h.broker.Count(brokertest.OpUpdate), "no correction")
+	assert.Zero(t, h.broker.Count(fakebroker.OpUpdate), "no correction")
 }
 
 // What status keeps of a committed operation: spec.parameters and the
 // digest the record holds, never the Secrets' values.
 func TestLastAppliedKeepsTheDigestOnly(t *testing.T) {
-	si := confirmed("small", brokertest.PlanSmallID, `{"storageGB":10}`, nil)
+	si := confirmed("small", fakebroker.PlanSmallID, `{"storageGB":10}`, nil)
 	si.Status = v1alpha1.ServiceInstanceStatus{}
-	op := &v1alpha1.BrokerOperation{Spec: v1alpha1.BrokerOperationSpec{Verb: v1alpha1.VerbProvision, PlanID: brokertest.PlanSmallID,
+	op := &v1alpha1.BrokerOperation{Spec: v1alpha1.BrokerOperationSpec{Verb: v1alpha1.VerbProvision, PlanID: fakebroker.PlanSmallID,
 		SpecHash: journal.SpecHash(si.Spec), ParametersDigest: "abc"}}
 	var status v1alpha1.ServiceInstanceStatus
 	committed(si, &status, op)

@@ -18,10 +18,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/broker"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
 	"github.com/lockstep-dev/lockstep/internal/controller/resync"
 	"github.com/lockstep-dev/lockstep/internal/journal"
+	"github.com/lockstep-dev/lockstep/internal/osbclient"
 )
 
 const kind = "ServiceInstance"
@@ -40,7 +40,7 @@ type Reconciler struct {
 	Journal   *journal.Journal
 	Recorder  record.EventRecorder
 	// Poll tunes polling of a deprovision the finalizer makes.
-	Poll broker.PollOptions
+	Poll osbclient.PollOptions
 	// Timeout bounds the broker calls of one pass.
 	Timeout time.Duration
 	// ResyncInterval is the time between two fetches of one instance from

@@ -10,11 +10,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/broker"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
 	"github.com/lockstep-dev/lockstep/internal/controller/resync"
 	"github.com/lockstep-dev/lockstep/internal/journal"
 	"github.com/lockstep-dev/lockstep/internal/metrics"
+	"github.com/lockstep-dev/lockstep/internal/osbapi"
+	"github.com/lockstep-dev/lockstep/internal/osbclient"
 )
 
 // resync reads the instance from its broker when it is due, compares it
@@ -57,14 +58,14 @@ func (r *Reconciler) resync(ctx context.Context, si *v1alpha1.ServiceInstance, s
 
 	got, err := r.fetch(ctx, entry, si, status, plan.Service.ID)
 	switch {
-	case broker.IsNotFound(err) || broker.IsGone(err):
+	case osbclient.IsNotFound(err) || osbclient.IsGone(err):
 		r.result(si, resync.ReasonGoneAtBroker, nil)
 		msg := fmt.Sprintf("broker %q no longer holds instance %q (spec.externalID %s): it was deleted outside Kubernetes, or lost; "+
 			"kubectl delete serviceinstance %s -n %s lets go of this object", entry.Broker, si.Name, si.Spec.ExternalID, si.Name, si.Namespace)
 		resync.SetCondition(&status.Conditions, v1alpha1.ConditionReady, metav1.ConditionFalse, resync.ReasonGoneAtBroker, msg)
 		setInSync(status, metav1.ConditionFalse, resync.ReasonGoneAtBroker, msg)
 		return next, nil
-	case broker.IsConcurrencyError(err):
+	case osbclient.IsConcurrencyError(err):
 		return next, nil // the broker is in the middle of something: look next time
 	case err != nil:
 		r.result(si, resync.ReasonBrokerUnreachable, nil)
@@ -124,7 +125,7 @@ func (r *Reconciler) resync(ctx context.Context, si *v1alpha1.ServiceInstance, s
 }
 
 // fetch reads the instance from its broker, within the per-broker limits.
-func (r *Reconciler) fetch(ctx context.Context, entry *catalog.Entry, si *v1alpha1.ServiceInstance, status *v1alpha1.ServiceInstanceStatus, serviceID string) (*broker.GetInstanceResponse, error) {
+func (r *Reconciler) fetch(ctx context.Context, entry *catalog.Entry, si *v1alpha1.ServiceInstance, status *v1alpha1.ServiceInstanceStatus, serviceID string) (*osbapi.GetInstanceResponse, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.Timeout)
 	defer cancel()
 	done, err := r.Limiter.Acquire(ctx, entry.Broker)
@@ -136,7 +137,7 @@ func (r *Reconciler) fetch(ctx context.Context, entry *catalog.Entry, si *v1alph
 	if status.LastApplied != nil {
 		planID = status.LastApplied.PlanID
 	}
-	return entry.Client.GetInstance(ctx, broker.RequestMeta{}, broker.GetInstanceRequest{
+	return entry.Client.GetInstance(ctx, osbclient.RequestMeta{}, osbclient.GetInstanceRequest{
 		InstanceID: si.Spec.ExternalID, ServiceID: serviceID, PlanID: planID})
 }
 

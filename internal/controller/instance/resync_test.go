@@ -23,11 +23,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/broker"
-	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
 	"github.com/lockstep-dev/lockstep/internal/controller/resync"
 	"github.com/lockstep-dev/lockstep/internal/journal"
+	"github.com/lockstep-dev/lockstep/internal/osb/fakebroker"
+	"github.com/lockstep-dev/lockstep/internal/osbapi"
+	"github.com/lockstep-dev/lockstep/internal/osbclient"
 )
 
 const (
@@ -38,14 +39,14 @@ const (
 type harness struct {
 	r      *Reconciler
 	client client.Client
-	broker *brokertest.Broker
+	broker *fakebroker.Broker
 	clock  *clocktesting.FakeClock
 }
 
 // newHarness wires the instance controller to a fake API server holding
 // objects and a real test broker over HTTP; change edits the catalog
 // lockstep sees.
-func newHarness(t *testing.T, change func(*broker.Catalog), objects ...client.Object) *harness {
+func newHarness(t *testing.T, change func(*osbapi.Catalog), objects ...client.Object) *harness {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	require.NoError(t, v1alpha1.AddToScheme(scheme))
@@ -53,10 +54,10 @@ func newHarness(t *testing.T, change func(*broker.Catalog), objects ...client.Ob
 	require.NoError(t, corev1.AddToScheme(scheme))
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objects...).
 		WithStatusSubresource(&v1alpha1.ServiceInstance{}, &v1alpha1.ServiceBinding{}, &v1alpha1.BrokerOperation{}).Build()
-	b := brokertest.New(t)
-	bc, err := broker.New(b.Config())
+	b := fakebroker.New(t)
+	bc, err := osbclient.New(b.Config())
 	require.NoError(t, err)
-	cat := brokertest.DefaultCatalog()
+	cat := fakebroker.DefaultCatalog()
 	if change != nil {
 		change(&cat)
 	}
@@ -116,16 +117,16 @@ func confirmed(plan, planID, params string, annotations map[string]string) *v1al
 
 func TestInstanceResync(t *testing.T) {
 	observe := map[string]string{v1alpha1.AnnotationReconcilePolicy: string(v1alpha1.PolicyObserve)}
-	held := func(planID string, params map[string]any) func(*brokertest.Broker) {
-		return func(b *brokertest.Broker) {
-			b.PutInstance(brokertest.Instance{ID: "ext-1", ServiceID: brokertest.ServiceDBID, PlanID: planID, Parameters: params, DashboardURL: dashboard})
+	held := func(planID string, params map[string]any) func(*fakebroker.Broker) {
+		return func(b *fakebroker.Broker) {
+			b.PutInstance(fakebroker.Instance{ID: "ext-1", ServiceID: fakebroker.ServiceDBID, PlanID: planID, Parameters: params, DashboardURL: dashboard})
 		}
 	}
 	tests := []struct {
 		name        string
 		object      *v1alpha1.ServiceInstance
-		catalog     func(*broker.Catalog)
-		broker      func(*brokertest.Broker)
+		catalog     func(*osbapi.Catalog)
+		broker      func(*fakebroker.Broker)
 		wantInSync  metav1.ConditionStatus
 		wantReason  string
 		wantMsg     []string
@@ -136,63 +137,63 @@ func TestInstanceResync(t *testing.T) {
 	}{
 		{
 			name:       "in sync: nothing is written",
-			object:     confirmed("small", brokertest.PlanSmallID, `{"storageGB":10}`, nil),
-			broker:     held(brokertest.PlanSmallID, map[string]any{"storageGB": float64(10)}),
+			object:     confirmed("small", fakebroker.PlanSmallID, `{"storageGB":10}`, nil),
+			broker:     held(fakebroker.PlanSmallID, map[string]any{"storageGB": float64(10)}),
 			wantInSync: metav1.ConditionTrue, wantReason: "Committed", wantReady: metav1.ConditionTrue, wantFetches: 1,
 		},
 		{
 			name:   "the broker's dashboard URL is refreshed",
-			object: confirmed("small", brokertest.PlanSmallID, "", nil),
-			broker: func(b *brokertest.Broker) {
-				b.PutInstance(brokertest.Instance{ID: "ext-1", ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanSmallID, DashboardURL: "https://new/ext-1"})
+			object: confirmed("small", fakebroker.PlanSmallID, "", nil),
+			broker: func(b *fakebroker.Broker) {
+				b.PutInstance(fakebroker.Instance{ID: "ext-1", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID, DashboardURL: "https://new/ext-1"})
 			},
 			wantInSync: metav1.ConditionTrue, wantReason: "Committed", wantReady: metav1.ConditionTrue, wantWrite: true, wantFetches: 1,
 		},
 		{
 			name:       "plan changed behind lockstep's back, observe: reported only",
-			object:     confirmed("small", brokertest.PlanSmallID, "", observe),
-			broker:     held(brokertest.PlanLargeID, nil),
+			object:     confirmed("small", fakebroker.PlanSmallID, "", observe),
+			broker:     held(fakebroker.PlanLargeID, nil),
 			wantInSync: metav1.ConditionFalse, wantReason: resync.ReasonPlanDrift, wantReady: metav1.ConditionTrue, wantWrite: true, wantFetches: 1,
 			wantMsg: []string{`broker "acme" holds something else than lockstep applied: plan is "large" at the broker, "small" here`,
 				"reconcile policy observe: lockstep reports it and changes nothing"},
 		},
 		{
 			name:       "parameters changed behind lockstep's back, manage: the spec is applied again",
-			object:     confirmed("small", brokertest.PlanSmallID, `{"storageGB":10,"region":"eu"}`, nil),
-			broker:     held(brokertest.PlanSmallID, map[string]any{"storageGB": float64(30), "region": "eu"}),
+			object:     confirmed("small", fakebroker.PlanSmallID, `{"storageGB":10,"region":"eu"}`, nil),
+			broker:     held(fakebroker.PlanSmallID, map[string]any{"storageGB": float64(30), "region": "eu"}),
 			wantInSync: metav1.ConditionFalse, wantReason: resync.ReasonParametersDrift, wantReady: metav1.ConditionTrue, wantWrite: true, wantFetches: 1,
 			wantMsg:    []string{"parameters differ: storageGB (broker: 30, here: 10)", "lockstep re-applies this object's spec at the broker"},
 			wantUpdate: map[string]any{"storageGB": float64(10)}, // region is create-only: never sent on update
 		},
 		{
 			name:   "the correction is refused: the broker's words",
-			object: confirmed("small", brokertest.PlanSmallID, "", nil),
-			broker: func(b *brokertest.Broker) {
-				held(brokertest.PlanLargeID, nil)(b)
-				b.Script(brokertest.OpUpdate, brokertest.Respond{Status: http.StatusBadRequest, Description: "downgrades are not allowed"})
+			object: confirmed("small", fakebroker.PlanSmallID, "", nil),
+			broker: func(b *fakebroker.Broker) {
+				held(fakebroker.PlanLargeID, nil)(b)
+				b.Script(fakebroker.OpUpdate, fakebroker.Respond{Status: http.StatusBadRequest, Description: "downgrades are not allowed"})
 			},
 			wantInSync: metav1.ConditionFalse, wantReason: resync.ReasonPlanDrift, wantReady: metav1.ConditionTrue, wantWrite: true, wantFetches: 1,
 			wantMsg: []string{`plan is "large" at the broker, "small" here`, "lockstep could not re-apply this object's spec", "downgrades are not allowed"},
 		},
 		{
 			name:       "gone at the broker",
-			object:     confirmed("small", brokertest.PlanSmallID, "", nil),
+			object:     confirmed("small", fakebroker.PlanSmallID, "", nil),
 			wantInSync: metav1.ConditionFalse, wantReason: resync.ReasonGoneAtBroker, wantReady: metav1.ConditionFalse, wantWrite: true, wantFetches: 1,
 			wantMsg: []string{`broker "acme" no longer holds instance "db" (spec.externalID ext-1)`, "kubectl delete serviceinstance db -n team"},
 		},
 		{
 			name:   "broker failing",
-			object: confirmed("small", brokertest.PlanSmallID, "", nil),
-			broker: func(b *brokertest.Broker) {
-				b.Always(brokertest.OpGetInstance, brokertest.Respond{Status: http.StatusServiceUnavailable, Description: "maintenance"})
+			object: confirmed("small", fakebroker.PlanSmallID, "", nil),
+			broker: func(b *fakebroker.Broker) {
+				b.Always(fakebroker.OpGetInstance, fakebroker.Respond{Status: http.StatusServiceUnavailable, Description: "maintenance"})
 			},
 			wantInSync: metav1.ConditionFalse, wantReason: resync.ReasonBrokerUnreachable, wantReady: metav1.ConditionTrue, wantWrite: true, wantFetches: 1,
 			wantMsg: []string{`lockstep could not read instance "db" from broker "acme" to compare it`, "maintenance", "tries again in 1m0s"},
 		},
 		{
 			name:   "not retrievable: no fetch",
-			object: confirmed("small", brokertest.PlanSmallID, "", nil),
-			catalog: func(c *broker.Catalog) {
+			object: confirmed("small", fakebroker.PlanSmallID, "", nil),
+			catalog: func(c *osbapi.Catalog) {
 				c.Services[0].InstancesRetrievable = false
 			},
 			wantInSync: metav1.ConditionUnknown, wantReason: resync.ReasonNotRetrievable, wantReady: metav1.ConditionTrue, wantWrite: true,
@@ -214,7 +215,7 @@ func TestInstanceResync(t *testing.T) {
 			h.resync(t)
 			si := h.instance(t)
 
-			assert.Equal(t, tt.wantFetches, h.broker.Count(brokertest.OpGetInstance), "fetches")
+			assert.Equal(t, tt.wantFetches, h.broker.Count(fakebroker.OpGetInstance), "fetches")
 			assert.Equal(t, tt.wantWrite, si.ResourceVersion != before, "status written")
 			inSync := meta.FindStatusCondition(si.Status.Conditions, v1alpha1.ConditionInSync)
 			if tt.wantInSync == "" {
@@ -232,7 +233,7 @@ func TestInstanceResync(t *testing.T) {
 			var ops v1alpha1.BrokerOperationList
 			require.NoError(t, h.client.List(context.Background(), &ops))
 			if tt.wantUpdate == nil && !strings.Contains(tt.name, "refused") {
-				assert.Zero(t, h.broker.Count(brokertest.OpUpdate), "no correction")
+				assert.Zero(t, h.broker.Count(fakebroker.OpUpdate), "no correction")
 				assert.Empty(t, ops.Items, "no operation recorded")
 				return
 			}
@@ -249,7 +250,7 @@ func TestInstanceResync(t *testing.T) {
 			}
 			assert.Equal(t, v1alpha1.PhaseSucceeded, op.Status.Phase, "the operations reconciler commits it")
 			require.NotNil(t, holder, "the lock stays until the commit")
-			call, ok := h.broker.LastCall(brokertest.OpUpdate)
+			call, ok := h.broker.LastCall(fakebroker.OpUpdate)
 			require.True(t, ok)
 			assert.Equal(t, tt.wantUpdate, call.JSON["parameters"])
 			assert.Equal(t, "system:serviceaccount:lockstep-system:lockstep", originator(t, call))
@@ -257,9 +258,9 @@ func TestInstanceResync(t *testing.T) {
 	}
 }
 
-func originator(t *testing.T, c brokertest.Call) string {
+func originator(t *testing.T, c fakebroker.Call) string {
 	t.Helper()
-	value := c.Header.Get(broker.HeaderOriginatingIdentity)
+	value := c.Header.Get(osbapi.HeaderOriginatingIdentity)
 	require.True(t, strings.HasPrefix(value, "kubernetes "), value)
 	raw, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(value, "kubernetes "))
 	require.NoError(t, err)
@@ -269,37 +270,37 @@ func originator(t *testing.T, c brokertest.Call) string {
 }
 
 func TestInstanceResyncWaitsForItsTurn(t *testing.T) {
-	h := newHarness(t, nil, confirmed("small", brokertest.PlanSmallID, "", nil))
-	h.broker.PutInstance(brokertest.Instance{ID: "ext-1", ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanSmallID})
+	h := newHarness(t, nil, confirmed("small", fakebroker.PlanSmallID, "", nil))
+	h.broker.PutInstance(fakebroker.Instance{ID: "ext-1", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID})
 	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "team", Name: "db"}}
 
 	res, err := h.r.Reconcile(context.Background(), req)
 	require.NoError(t, err)
 	if res.RequeueAfter > 0 {
 		assert.LessOrEqual(t, res.RequeueAfter, interval, "first seen: due within one interval")
-		assert.Zero(t, h.broker.Count(brokertest.OpGetInstance))
+		assert.Zero(t, h.broker.Count(fakebroker.OpGetInstance))
 		h.clock.Step(res.RequeueAfter)
 		res, err = h.r.Reconcile(context.Background(), req)
 		require.NoError(t, err)
 	}
-	assert.Equal(t, 1, h.broker.Count(brokertest.OpGetInstance))
+	assert.Equal(t, 1, h.broker.Count(fakebroker.OpGetInstance))
 	assert.GreaterOrEqual(t, res.RequeueAfter, interval*9/10, "next fetch one jittered interval later")
 	assert.LessOrEqual(t, res.RequeueAfter, interval)
 
 	again, err := h.r.Reconcile(context.Background(), req) // a watch event in between fetches nothing
 	require.NoError(t, err)
-	assert.Equal(t, 1, h.broker.Count(brokertest.OpGetInstance))
+	assert.Equal(t, 1, h.broker.Count(fakebroker.OpGetInstance))
 	assert.Positive(t, again.RequeueAfter)
 }
 
 func TestInstanceResyncLeavesAnObjectWithAnOperationInFlight(t *testing.T) {
-	h := newHarness(t, nil, confirmed("small", brokertest.PlanSmallID, "", nil))
-	h.broker.PutInstance(brokertest.Instance{ID: "ext-1", ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanLargeID})
+	h := newHarness(t, nil, confirmed("small", fakebroker.PlanSmallID, "", nil))
+	h.broker.PutInstance(fakebroker.Instance{ID: "ext-1", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanLargeID})
 	_, ok, err := h.r.Leases.Acquire(context.Background(), journal.Key{Kind: "ServiceInstance", Namespace: "team", Name: "db"},
 		&journal.Operation{Record: "db-update-1", Verb: v1alpha1.VerbUpdate, User: "alice", Started: time.Now()})
 	require.NoError(t, err)
 	require.True(t, ok)
 	h.resync(t)
-	assert.Zero(t, h.broker.Count(brokertest.OpGetInstance), "the operations reconciler follows the change in flight")
+	assert.Zero(t, h.broker.Count(fakebroker.OpGetInstance), "the operations reconciler follows the change in flight")
 	assert.True(t, meta.IsStatusConditionTrue(h.instance(t).Status.Conditions, v1alpha1.ConditionInSync))
 }

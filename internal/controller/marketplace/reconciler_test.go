@@ -18,9 +18,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/broker"
-	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
+	"github.com/lockstep-dev/lockstep/internal/osb/fakebroker"
+	"github.com/lockstep-dev/lockstep/internal/osbapi"
 )
 
 // harness is the reconciler over a fake API server that counts writes.
@@ -69,7 +69,7 @@ func newHarness(t *testing.T, objs ...client.Object) *harness {
 
 // sync stores cat (with the removed plans in use) as the broker's catalog,
 // reconciles, and returns how many writes it made.
-func (h *harness) sync(cat broker.Catalog, removed ...broker.ServicePlan) int {
+func (h *harness) sync(cat osbapi.Catalog, removed ...osbapi.ServicePlan) int {
 	h.t.Helper()
 	require.NoError(h.t, cat.Validate())
 	h.catalogs.Store(catalog.NewEntry("acme", nil, &cat, removed, time.Now()))
@@ -115,7 +115,7 @@ func keys[V any](m map[string]V) []string {
 
 func TestSyncWritesOnlyWhatChanged(t *testing.T) {
 	h := newHarness(t)
-	cat := brokertest.DefaultCatalog()
+	cat := fakebroker.DefaultCatalog()
 
 	// 2 offerings (a create each) and 5 plans (a create and a status write each).
 	assert.Equal(t, 12, h.sync(cat), "first sync")
@@ -133,19 +133,19 @@ func TestSyncWritesOnlyWhatChanged(t *testing.T) {
 
 	tests := []struct {
 		name   string
-		change func(c *broker.Catalog)
+		change func(c *osbapi.Catalog)
 		writes int
 	}{
-		{"nothing changed", func(*broker.Catalog) {}, 0},
-		{"nothing changed, schemas re-spaced and re-ordered by the broker", func(c *broker.Catalog) {
+		{"nothing changed", func(*osbapi.Catalog) {}, 0},
+		{"nothing changed, schemas re-spaced and re-ordered by the broker", func(c *osbapi.Catalog) {
 			s := c.Services[0].Plans[0].Schemas.ServiceInstance.Create
 			var v map[string]any
 			require.NoError(t, json.Unmarshal(s.Parameters, &v))
 			s.Parameters, _ = json.MarshalIndent(v, "", "    ")
 		}, 0},
-		{"a plan's description", func(c *broker.Catalog) { c.Services[0].Plans[0].Description = "changed" }, 1},
-		{"a service's tags", func(c *broker.Catalog) { c.Services[1].Tags = []string{"new"} }, 1},
-		{"a plan's schema", func(c *broker.Catalog) {
+		{"a plan's description", func(c *osbapi.Catalog) { c.Services[0].Plans[0].Description = "changed" }, 1},
+		{"a service's tags", func(c *osbapi.Catalog) { c.Services[1].Tags = []string{"new"} }, 1},
+		{"a plan's schema", func(c *osbapi.Catalog) {
 			c.Services[0].Plans[1].Schemas.ServiceInstance.Update.Parameters = json.RawMessage(`{"type":"object"}`)
 		}, 1},
 	}
@@ -164,16 +164,16 @@ func TestRemovedPlansAreMarkedWhileInUseThenDeleted(t *testing.T) {
 		Spec:       v1alpha1.ServiceInstanceSpec{BrokerName: "acme", ServiceName: "db", PlanName: "small"},
 	}
 	h := newHarness(t, instance)
-	full := brokertest.DefaultCatalog()
+	full := fakebroker.DefaultCatalog()
 	h.sync(full)
 
 	// "queue" leaves the catalog (no instance uses it), and so does "small"
 	// (an instance uses it).
-	cut := brokertest.DefaultCatalog()
+	cut := fakebroker.DefaultCatalog()
 	cut.Services = cut.Services[:1]
 	small := cut.Services[0].Plans[0]
 	cut.Services[0].Plans = cut.Services[0].Plans[1:]
-	removed := broker.ServicePlan{Service: &full.Services[0], Plan: &small}
+	removed := osbapi.ServicePlan{Service: &full.Services[0], Plan: &small}
 	h.sync(cut, removed)
 	assert.Equal(t, []string{"acme.db"}, h.offerings(), "an unused service goes with its plans")
 	plans := h.plans()
@@ -183,25 +183,25 @@ func TestRemovedPlansAreMarkedWhileInUseThenDeleted(t *testing.T) {
 	assert.Equal(t, 0, h.sync(cut, removed), "marked once")
 
 	// The whole service leaves; its plan in use keeps it, marked.
-	h.sync(broker.Catalog{Services: []broker.Service{}}, removed)
+	h.sync(osbapi.Catalog{Services: []osbapi.Service{}}, removed)
 	assert.Equal(t, []string{"acme.db (removed)"}, h.offerings())
 	assert.Equal(t, []string{"acme.db.small"}, keys(h.plans()))
 
 	// The instance goes: so do the plan and its service.
 	require.NoError(t, h.client.Delete(context.Background(), instance))
-	h.sync(broker.Catalog{Services: []broker.Service{}}, removed)
+	h.sync(osbapi.Catalog{Services: []osbapi.Service{}}, removed)
 	assert.Empty(t, h.offerings())
 	assert.Empty(t, h.plans())
 }
 
 func TestUnusableSchemasAreConditions(t *testing.T) {
 	h := newHarness(t)
-	cat := brokertest.DefaultCatalog()
+	cat := fakebroker.DefaultCatalog()
 	plans := cat.Services[1].Plans
-	plans[0].Schemas = &broker.Schemas{ServiceInstance: &broker.ServiceInstanceSchemas{
-		Create: &broker.InputParameters{Parameters: json.RawMessage(`{"type":"object","properties":{"a":{"$ref":"https://example.com/a.json"}}}`)}}}
-	plans[1].Schemas = &broker.Schemas{ServiceInstance: &broker.ServiceInstanceSchemas{
-		Create: &broker.InputParameters{Parameters: json.RawMessage(`{"type":"string"}`)}}}
+	plans[0].Schemas = &osbapi.Schemas{ServiceInstance: &osbapi.ServiceInstanceSchemas{
+		Create: &osbapi.InputParameters{Parameters: json.RawMessage(`{"type":"object","properties":{"a":{"$ref":"https://example.com/a.json"}}}`)}}}
+	plans[1].Schemas = &osbapi.Schemas{ServiceInstance: &osbapi.ServiceInstanceSchemas{
+		Create: &osbapi.InputParameters{Parameters: json.RawMessage(`{"type":"string"}`)}}}
 	h.sync(cat)
 	got := h.plans()
 	reason := func(name string) string {

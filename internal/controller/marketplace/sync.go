@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -115,35 +114,8 @@ func (s *sync) syncPlans(ctx context.Context, want []v1alpha1.ServicePlan, inUse
 
 // writePlan makes the stored plan cur (nil: none yet) what d says.
 func (s *sync) writePlan(ctx context.Context, cur, d *v1alpha1.ServicePlan) error {
-	if cur != nil && cur.Name != d.Name { // renamed at the broker
-		if err := s.delete(ctx, cur, "ServicePlan"); err != nil {
-			return err
-		}
-		cur = nil
-	}
-	if cur == nil {
-		created := d.DeepCopy()
-		created.Status = v1alpha1.MarketplaceStatus{} // the API server drops it; written next
-		if err := s.create(ctx, created, "ServicePlan"); err != nil {
-			return err
-		}
-		cur = created
-	} else if marketplace.PlanSpecChanged(cur, d) {
-		next := cur.DeepCopy()
-		next.Spec, next.OwnerReferences = d.Spec, d.OwnerReferences
-		setBrokerLabel(&next.ObjectMeta, d.Labels)
-		if err := s.update(ctx, next, "ServicePlan"); err != nil {
-			return err
-		}
-		cur = next
-	}
-	status, changed := marketplace.StatusChanged(cur.Status, d.Status)
-	if !changed {
-		return nil
-	}
-	next := cur.DeepCopy()
-	next.Status = status
-	return s.updateStatus(ctx, next, "ServicePlan")
+	return writeEntry(ctx, s, "ServicePlan", cur, d, marketplace.PlanSpecChanged,
+		func(next, d *v1alpha1.ServicePlan) { next.Spec = d.Spec })
 }
 
 // syncOfferings writes the broker's ServiceOfferings: one per service of
@@ -197,48 +169,68 @@ func (s *sync) syncOfferings(ctx context.Context, want []v1alpha1.ServiceOfferin
 
 // writeOffering makes the stored offering cur (nil: none yet) what d says.
 func (s *sync) writeOffering(ctx context.Context, cur, d *v1alpha1.ServiceOffering) error {
-	if cur != nil && cur.Name != d.Name {
-		if err := s.delete(ctx, cur, "ServiceOffering"); err != nil {
+	return writeEntry(ctx, s, "ServiceOffering", cur, d, marketplace.OfferingSpecChanged,
+		func(next, d *v1alpha1.ServiceOffering) { next.Spec = d.Spec })
+}
+
+// entry is a ServiceOffering or a ServicePlan.
+type entry interface {
+	comparable
+	client.Object
+	GetMarketplaceStatus() *v1alpha1.MarketplaceStatus
+}
+
+// writeEntry makes the stored entry cur (nil: none yet) what d says, with
+// as few writes as that takes: a delete and a create when the entry was
+// renamed at the broker, an update when its spec changed (setSpec copies
+// it), a status update when its status changed.
+func writeEntry[T entry](ctx context.Context, s *sync, kind string, cur, d T, specChanged func(cur, d T) bool, setSpec func(next, d T)) error {
+	var none T
+	if cur != none && cur.GetName() != d.GetName() { // renamed at the broker
+		if err := s.delete(ctx, cur, kind); err != nil {
 			return err
 		}
-		cur = nil
+		cur = none
 	}
-	if cur == nil {
-		created := d.DeepCopy()
-		created.Status = v1alpha1.MarketplaceStatus{} // the API server drops it; written next
-		if err := s.create(ctx, created, "ServiceOffering"); err != nil {
+	switch {
+	case cur == none:
+		created := d.DeepCopyObject().(T)
+		*created.GetMarketplaceStatus() = v1alpha1.MarketplaceStatus{} // the API server drops it; written next
+		if err := s.create(ctx, created, kind); err != nil {
 			return err
 		}
 		cur = created
-	} else if marketplace.OfferingSpecChanged(cur, d) {
-		next := cur.DeepCopy()
-		next.Spec, next.OwnerReferences = d.Spec, d.OwnerReferences
-		setBrokerLabel(&next.ObjectMeta, d.Labels)
-		if err := s.update(ctx, next, "ServiceOffering"); err != nil {
+	case specChanged(cur, d):
+		next := cur.DeepCopyObject().(T)
+		setSpec(next, d)
+		next.SetOwnerReferences(d.GetOwnerReferences())
+		next.SetLabels(brokerLabel(next.GetLabels(), d.GetLabels()))
+		if err := s.update(ctx, next, kind); err != nil {
 			return err
 		}
 		cur = next
 	}
-	status, changed := marketplace.StatusChanged(cur.Status, d.Status)
+	status, changed := marketplace.StatusChanged(*cur.GetMarketplaceStatus(), *d.GetMarketplaceStatus())
 	if !changed {
 		return nil
 	}
-	next := cur.DeepCopy()
-	next.Status = status
-	return s.updateStatus(ctx, next, "ServiceOffering")
+	next := cur.DeepCopyObject().(T)
+	*next.GetMarketplaceStatus() = status
+	return s.updateStatus(ctx, next, kind)
 }
 
-// setBrokerLabel sets (or removes) the broker label as want has it, and
-// keeps every other label.
-func setBrokerLabel(m *metav1.ObjectMeta, want map[string]string) {
+// brokerLabel returns labels with the broker label set (or removed) as
+// want has it, and every other label kept.
+func brokerLabel(labels, want map[string]string) map[string]string {
 	if v, ok := want[v1alpha1.LabelBroker]; ok {
-		if m.Labels == nil {
-			m.Labels = map[string]string{}
+		if labels == nil {
+			labels = map[string]string{}
 		}
-		m.Labels[v1alpha1.LabelBroker] = v
-		return
+		labels[v1alpha1.LabelBroker] = v
+		return labels
 	}
-	delete(m.Labels, v1alpha1.LabelBroker)
+	delete(labels, v1alpha1.LabelBroker)
+	return labels
 }
 
 func (s *sync) create(ctx context.Context, obj client.Object, kind string) error {

@@ -13,11 +13,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/broker"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
 	"github.com/lockstep-dev/lockstep/internal/credentials"
 	"github.com/lockstep-dev/lockstep/internal/journal"
 	"github.com/lockstep-dev/lockstep/internal/metrics"
+	"github.com/lockstep-dev/lockstep/internal/osbapi"
+	"github.com/lockstep-dev/lockstep/internal/osbclient"
 	"github.com/lockstep-dev/lockstep/internal/parametersfrom"
 )
 
@@ -209,8 +210,8 @@ func (r *Operations) follow(ctx context.Context, op *v1alpha1.BrokerOperation) (
 	}
 	deleting := op.Spec.Verb == v1alpha1.VerbDeprovision || op.Spec.Verb == v1alpha1.VerbUnbind
 	switch {
-	case last.Gone && deleting, last.State == broker.StateSucceeded:
-	case last.State == broker.StateFailed, last.Gone:
+	case last.Gone && deleting, last.State == osbapi.StateSucceeded:
+	case last.State == osbapi.StateFailed, last.Gone:
 		target, _ := r.target(ctx, op)
 		answer := journal.Answer{Phase: v1alpha1.PhaseFailed, HTTPStatus: last.HTTPStatus, Description: last.Description}
 		if target != nil && op.Spec.Verb != v1alpha1.VerbProvision && op.Spec.Verb != v1alpha1.VerbBind {
@@ -234,9 +235,9 @@ func (r *Operations) follow(ctx context.Context, op *v1alpha1.BrokerOperation) (
 	switch op.Spec.Verb {
 	case v1alpha1.VerbBind:
 		if b, ok := target.(*v1alpha1.ServiceBinding); ok {
-			got, err := c.GetBinding(ctx, broker.RequestMeta{}, broker.GetBindingRequest{
+			got, err := c.GetBinding(ctx, osbclient.RequestMeta{}, osbclient.GetBindingRequest{
 				InstanceID: op.Spec.Target.InstanceID, BindingID: op.Spec.Target.ExternalID, ServiceID: op.Spec.ServiceID, PlanID: op.Spec.PlanID})
-			if broker.IsNotFound(err) {
+			if osbclient.IsNotFound(err) {
 				return ctrl.Result{RequeueAfter: r.Poll}, nil // not served yet
 			}
 			if err != nil {
@@ -331,10 +332,10 @@ func (r *Operations) compensate(ctx context.Context, op *v1alpha1.BrokerOperatio
 	switch op.Spec.Verb {
 	case v1alpha1.VerbProvision:
 		what = "deprovisioned the orphaned instance"
-		err = r.remove(ctx, c, op, broker.Removal{InstanceID: op.Spec.Target.ExternalID, ServiceID: op.Spec.ServiceID, PlanID: op.Spec.PlanID})
+		err = r.remove(ctx, c, op, osbclient.Removal{InstanceID: op.Spec.Target.ExternalID, ServiceID: op.Spec.ServiceID, PlanID: op.Spec.PlanID})
 	case v1alpha1.VerbBind:
 		what = "unbound the orphaned binding and removed its Secret"
-		err = r.remove(ctx, c, op, broker.Removal{InstanceID: op.Spec.Target.InstanceID, BindingID: op.Spec.Target.ExternalID,
+		err = r.remove(ctx, c, op, osbclient.Removal{InstanceID: op.Spec.Target.InstanceID, BindingID: op.Spec.Target.ExternalID,
 			ServiceID: op.Spec.ServiceID, PlanID: op.Spec.PlanID})
 		if err == nil {
 			err = credentials.DeleteByUID(ctx, r.Client, journal.TargetNamespace(op), op.Spec.Target.UID)
@@ -372,8 +373,8 @@ func (r *Operations) compensate(ctx context.Context, op *v1alpha1.BrokerOperatio
 // remove deprovisions or unbinds what an orphaned operation left at the
 // broker; still in progress is an error, so that the compensation is
 // tried again.
-func (r *Operations) remove(ctx context.Context, c *broker.Client, op *v1alpha1.BrokerOperation, t broker.Removal) error {
-	done, err := c.Remove(ctx, broker.RequestMeta{}, t, broker.PollOptions{MinInterval: r.Poll, MaxInterval: r.Poll * 4})
+func (r *Operations) remove(ctx context.Context, c *osbclient.Client, op *v1alpha1.BrokerOperation, t osbclient.Removal) error {
+	done, err := c.Remove(ctx, osbclient.RequestMeta{}, t, osbclient.PollOptions{MinInterval: r.Poll, MaxInterval: r.Poll * 4})
 	if err == nil && !done {
 		err = fmt.Errorf("the broker is still removing what operation %s left; trying again", op.Name)
 	}
@@ -382,7 +383,7 @@ func (r *Operations) remove(ctx context.Context, c *broker.Client, op *v1alpha1.
 
 // reapply sends the persisted spec of an instance back to the broker after
 // an update that the API server did not persist.
-func (r *Operations) reapply(ctx context.Context, c *broker.Client, op *v1alpha1.BrokerOperation, target client.Object) error {
+func (r *Operations) reapply(ctx context.Context, c *osbclient.Client, op *v1alpha1.BrokerOperation, target client.Object) error {
 	si, ok := target.(*v1alpha1.ServiceInstance)
 	if !ok || si.DeletionTimestamp != nil {
 		return nil // gone or going: nothing to re-apply
@@ -403,21 +404,21 @@ func (r *Operations) reapply(ctx context.Context, c *broker.Client, op *v1alpha1
 	if err != nil {
 		return err
 	}
-	resp, err := c.Update(ctx, broker.RequestMeta{RequestID: string(op.UID)}, broker.UpdateRequest{
+	resp, err := c.Update(ctx, osbclient.RequestMeta{RequestID: string(op.UID)}, osbclient.UpdateRequest{
 		InstanceID: si.Spec.ExternalID, ServiceID: plan.Service.ID, PlanID: plan.Plan.ID, Parameters: params,
-		PreviousValues: &broker.PreviousValues{ServiceID: op.Spec.ServiceID, PlanID: op.Spec.PlanID},
+		PreviousValues: &osbapi.PreviousValues{ServiceID: op.Spec.ServiceID, PlanID: op.Spec.PlanID},
 	})
 	if err != nil || !resp.Async {
 		return err
 	}
 	// last_operation is asked with the plan from before this update: the
 	// one the orphaned operation left at the broker.
-	last, err := c.PollInstance(ctx, broker.RequestMeta{}, broker.InstanceLastOperationRequest{InstanceID: si.Spec.ExternalID,
-		ServiceID: plan.Service.ID, PlanID: op.Spec.PlanID, Operation: resp.Operation}, broker.PollOptions{MinInterval: r.Poll, MaxInterval: r.Poll * 4})
+	last, err := c.PollInstance(ctx, osbclient.RequestMeta{}, osbclient.InstanceLastOperationRequest{InstanceID: si.Spec.ExternalID,
+		ServiceID: plan.Service.ID, PlanID: op.Spec.PlanID, Operation: resp.Operation}, osbclient.PollOptions{MinInterval: r.Poll, MaxInterval: r.Poll * 4})
 	if err != nil {
 		return err
 	}
-	if last.State != broker.StateSucceeded {
+	if last.State != osbapi.StateSucceeded {
 		return fmt.Errorf("the broker failed to re-apply the persisted spec: %s", last.Description)
 	}
 	return nil
@@ -498,7 +499,7 @@ func (r *Operations) deleteTarget(ctx context.Context, op *v1alpha1.BrokerOperat
 	return nil
 }
 
-func (r *Operations) brokerClient(ctx context.Context, op *v1alpha1.BrokerOperation) (*broker.Client, error) {
+func (r *Operations) brokerClient(ctx context.Context, op *v1alpha1.BrokerOperation) (*osbclient.Client, error) {
 	entry, err := r.Catalogs.Wait(ctx, op.Spec.BrokerName)
 	if err != nil {
 		return nil, fmt.Errorf("operation %s/%s: %w", op.Namespace, op.Name, err)
@@ -507,9 +508,9 @@ func (r *Operations) brokerClient(ctx context.Context, op *v1alpha1.BrokerOperat
 }
 
 // poll asks the broker once for the operation's last_operation.
-func (r *Operations) poll(ctx context.Context, c *broker.Client, op *v1alpha1.BrokerOperation) (*broker.LastOperation, error) {
+func (r *Operations) poll(ctx context.Context, c *osbclient.Client, op *v1alpha1.BrokerOperation) (*osbclient.LastOperation, error) {
 	if op.Spec.Target.Kind == "ServiceBinding" {
-		return c.BindingLastOperation(ctx, broker.RequestMeta{}, broker.BindingLastOperationRequest{
+		return c.BindingLastOperation(ctx, osbclient.RequestMeta{}, osbclient.BindingLastOperationRequest{
 			InstanceID: op.Spec.Target.InstanceID, BindingID: op.Spec.Target.ExternalID,
 			ServiceID: op.Spec.ServiceID, PlanID: op.Spec.PlanID, Operation: op.Status.OperationKey})
 	}
@@ -518,11 +519,11 @@ func (r *Operations) poll(ctx context.Context, c *broker.Client, op *v1alpha1.Br
 	if op.Spec.PreviousPlanID != "" {
 		planID = op.Spec.PreviousPlanID
 	}
-	return c.InstanceLastOperation(ctx, broker.RequestMeta{}, broker.InstanceLastOperationRequest{
+	return c.InstanceLastOperation(ctx, osbclient.RequestMeta{}, osbclient.InstanceLastOperationRequest{
 		InstanceID: op.Spec.Target.ExternalID, ServiceID: op.Spec.ServiceID, PlanID: planID, Operation: op.Status.OperationKey})
 }
 
-func (r *Operations) pollAfter(last *broker.LastOperation) time.Duration {
+func (r *Operations) pollAfter(last *osbclient.LastOperation) time.Duration {
 	if last.RetryAfter > r.Poll {
 		return last.RetryAfter
 	}

@@ -18,16 +18,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/broker"
-	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
 	"github.com/lockstep-dev/lockstep/internal/journal"
+	"github.com/lockstep-dev/lockstep/internal/osb/fakebroker"
+	"github.com/lockstep-dev/lockstep/internal/osbclient"
 )
 
 type opsHarness struct {
 	r      *Operations
 	client client.Client
-	broker *brokertest.Broker
+	broker *fakebroker.Broker
 	now    time.Time
 }
 
@@ -38,10 +38,10 @@ func newOpsHarness(t *testing.T, objects ...client.Object) *opsHarness {
 	require.NoError(t, coordinationv1.AddToScheme(scheme))
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objects...).
 		WithStatusSubresource(&v1alpha1.BrokerOperation{}, &v1alpha1.ServiceInstance{}).Build()
-	b := brokertest.New(t)
-	bc, err := broker.New(b.Config())
+	b := fakebroker.New(t)
+	bc, err := osbclient.New(b.Config())
 	require.NoError(t, err)
-	cat := brokertest.DefaultCatalog()
+	cat := fakebroker.DefaultCatalog()
 	cache := catalog.NewCache(time.Hour)
 	cache.Store(catalog.NewEntry("acme", bc, &cat, nil, time.Now()))
 	h := &opsHarness{client: c, broker: b, now: time.Now()}
@@ -75,7 +75,7 @@ func opRecord(name string, verb v1alpha1.Verb, phase v1alpha1.OperationPhase, sp
 			Labels: map[string]string{journal.LabelTargetUID: "uid-1"}},
 		Spec: v1alpha1.BrokerOperationSpec{
 			Target:     v1alpha1.OperationTarget{Kind: "ServiceInstance", Name: "db", UID: "uid-1", ExternalID: "ext-1"},
-			BrokerName: "acme", ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanSmallID,
+			BrokerName: "acme", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID,
 			Verb: verb, Requester: v1alpha1.Requester{Username: "alice"}, SpecHash: journal.SpecHash(spec), Generation: 1,
 		},
 		Status: v1alpha1.BrokerOperationStatus{Phase: phase, StartTime: &done, CompletionTime: &done},
@@ -108,7 +108,7 @@ func TestOperationsCommitReleasesTheLock(t *testing.T) {
 func TestOperationsOrphanedProvisionIsDeprovisioned(t *testing.T) {
 	spec := v1alpha1.ServiceInstanceSpec{ServiceName: "db", PlanName: "small", ExternalID: "ext-1"}
 	h := newOpsHarness(t, opRecord("op", v1alpha1.VerbProvision, v1alpha1.PhaseSucceeded, spec, time.Now()))
-	h.broker.PutInstance(brokertest.Instance{ID: "ext-1", ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanSmallID})
+	h.broker.PutInstance(fakebroker.Instance{ID: "ext-1", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID})
 
 	res := h.reconcile(t, "op")
 	assert.Equal(t, v1alpha1.PhaseSucceeded, h.phase(t, "op"), "within the grace period the object may still persist")
@@ -198,12 +198,12 @@ func TestOperationsPendingTooLongIsSettled(t *testing.T) {
 			h := newOpsHarness(t, objects...)
 			switch tt.name {
 			case "update still running at the broker":
-				h.broker.PutInstance(brokertest.Instance{ID: "ext-1", ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanSmallID})
-				h.broker.Always(brokertest.OpInstanceLastOperation, brokertest.Respond{Status: 200, Body: `{"state":"in progress"}`})
+				h.broker.PutInstance(fakebroker.Instance{ID: "ext-1", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID})
+				h.broker.Always(fakebroker.OpInstanceLastOperation, fakebroker.Respond{Status: 200, Body: `{"state":"in progress"}`})
 			case "deprovision the broker finished":
 				// the broker holds nothing: last_operation answers 410 Gone
 			default:
-				h.broker.PutInstance(brokertest.Instance{ID: "ext-1", ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanSmallID})
+				h.broker.PutInstance(fakebroker.Instance{ID: "ext-1", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID})
 			}
 			key := journal.Key{Kind: "ServiceInstance", Namespace: "team", Name: "db"}
 			if tt.lock != "" {
@@ -237,12 +237,12 @@ func TestOperationsPendingTooLongIsSettled(t *testing.T) {
 func TestOperationsFollowKeepsAnUnknownOutcomeInProgress(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		poll  brokertest.Respond
+		poll  fakebroker.Respond
 		cause string
 	}{
-		{name: "connection cut", poll: brokertest.Respond{CloseConnection: true}, cause: "answer was cut off"},
-		{name: "5xx", poll: brokertest.Respond{Status: 503, Description: "maintenance"}, cause: "maintenance"},
-		{name: "malformed answer", poll: brokertest.Respond{Malformed: true}, cause: "not"},
+		{name: "connection cut", poll: fakebroker.Respond{CloseConnection: true}, cause: "answer was cut off"},
+		{name: "5xx", poll: fakebroker.Respond{Status: 503, Description: "maintenance"}, cause: "maintenance"},
+		{name: "malformed answer", poll: fakebroker.Respond{Malformed: true}, cause: "not"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			spec := v1alpha1.ServiceInstanceSpec{BrokerName: "acme", ServiceName: "db", PlanName: "small", ExternalID: "ext-1"}
@@ -251,8 +251,8 @@ func TestOperationsFollowKeepsAnUnknownOutcomeInProgress(t *testing.T) {
 			rec := opRecord("op", v1alpha1.VerbUpdate, v1alpha1.PhaseInProgress, spec, start)
 			rec.Status.CompletionTime = nil
 			h := newOpsHarness(t, si, rec)
-			h.broker.PutInstance(brokertest.Instance{ID: "ext-1", ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanSmallID})
-			h.broker.Always(brokertest.OpInstanceLastOperation, tc.poll)
+			h.broker.PutInstance(fakebroker.Instance{ID: "ext-1", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID})
+			h.broker.Always(fakebroker.OpInstanceLastOperation, tc.poll)
 			key := journal.Key{Kind: "ServiceInstance", Namespace: "team", Name: "db"}
 			_, ok, err := h.r.Leases.Acquire(context.Background(), key, &journal.Operation{Record: "op", Started: start})
 			require.NoError(t, err)
@@ -288,10 +288,10 @@ func TestOperationsFollowAPlanChangeWithThePlanFromBefore(t *testing.T) {
 	spec := v1alpha1.ServiceInstanceSpec{BrokerName: "acme", ServiceName: "db", PlanName: "large", ExternalID: "ext-1"}
 	si := &v1alpha1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "team", UID: "uid-1", Generation: 1}, Spec: spec}
 	rec := opRecord("op", v1alpha1.VerbUpdate, v1alpha1.PhaseInProgress, spec, time.Now())
-	rec.Spec.PlanID, rec.Spec.PreviousPlanID = brokertest.PlanLargeID, brokertest.PlanSmallID
+	rec.Spec.PlanID, rec.Spec.PreviousPlanID = fakebroker.PlanLargeID, fakebroker.PlanSmallID
 	rec.Status.CompletionTime = nil
 	h := newOpsHarness(t, si, rec)
-	h.broker.PutInstance(brokertest.Instance{ID: "ext-1", ServiceID: brokertest.ServiceDBID, PlanID: brokertest.PlanLargeID})
+	h.broker.PutInstance(fakebroker.Instance{ID: "ext-1", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanLargeID})
 	key := journal.Key{Kind: "ServiceInstance", Namespace: "team", Name: "db"}
 	_, ok, err := h.r.Leases.Acquire(context.Background(), key, &journal.Operation{Record: "op", Started: h.now})
 	require.NoError(t, err)
@@ -299,9 +299,9 @@ func TestOperationsFollowAPlanChangeWithThePlanFromBefore(t *testing.T) {
 
 	h.reconcile(t, "op")
 	assert.Equal(t, v1alpha1.PhaseSucceeded, h.phase(t, "op"))
-	poll, ok := h.broker.LastCall(brokertest.OpInstanceLastOperation)
+	poll, ok := h.broker.LastCall(fakebroker.OpInstanceLastOperation)
 	require.True(t, ok, "the reconciler asked the broker")
-	assert.Equal(t, brokertest.PlanSmallID, poll.Query.Get("plan_id"))
+	assert.Equal(t, fakebroker.PlanSmallID, poll.Query.Get("plan_id"))
 }
 
 // TestOperationsExpireTheRecordsOfObjectsThatAreGone: the final records of

@@ -16,8 +16,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/broker"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
+	"github.com/lockstep-dev/lockstep/internal/osbapi"
+	"github.com/lockstep-dev/lockstep/internal/osbclient"
 )
 
 // DefaultRelistInterval applies when a ServiceBroker does not set
@@ -95,11 +96,11 @@ func (r *Reconciler) fetch(ctx context.Context, sb *v1alpha1.ServiceBroker) (*ca
 	if err != nil {
 		return nil, err
 	}
-	c, err := broker.New(cfg)
+	c, err := osbclient.New(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("broker %q is misconfigured: %w", sb.Name, err)
 	}
-	cat, err := c.Catalog(ctx, broker.RequestMeta{})
+	cat, err := c.Catalog(ctx, osbclient.RequestMeta{})
 	if err != nil {
 		return nil, fmt.Errorf("fetching the catalog of broker %q: %w", sb.Name, err)
 	}
@@ -116,21 +117,21 @@ func (r *Reconciler) fetch(ctx context.Context, sb *v1alpha1.ServiceBroker) (*ca
 // removedInUse returns the plans that were in an earlier catalog (the
 // cached entry, or the broker's status after a restart) but not in cat,
 // and that some ServiceInstance still uses.
-func (r *Reconciler) removedInUse(ctx context.Context, sb *v1alpha1.ServiceBroker, cat *broker.Catalog) ([]broker.ServicePlan, error) {
-	var earlier []broker.ServicePlan
+func (r *Reconciler) removedInUse(ctx context.Context, sb *v1alpha1.ServiceBroker, cat *osbapi.Catalog) ([]osbapi.ServicePlan, error) {
+	var earlier []osbapi.ServicePlan
 	if prev, ok := r.Cache.Get(sb.Name); ok {
 		earlier = append(earlier, prev.Removed...)
 		for i := range prev.Catalog.Services {
 			s := &prev.Catalog.Services[i]
 			for j := range s.Plans {
-				earlier = append(earlier, broker.ServicePlan{Service: s, Plan: &s.Plans[j]})
+				earlier = append(earlier, osbapi.ServicePlan{Service: s, Plan: &s.Plans[j]})
 			}
 		}
 	} else {
 		for _, s := range sb.Status.Services {
-			svc := &broker.Service{ID: s.ID, Name: s.Name, Bindable: s.Bindable, PlanUpdateable: s.PlanUpdateable}
+			svc := &osbapi.Service{ID: s.ID, Name: s.Name, Bindable: s.Bindable, PlanUpdateable: s.PlanUpdateable}
 			for _, p := range s.Plans {
-				earlier = append(earlier, broker.ServicePlan{Service: svc, Plan: &broker.Plan{ID: p.ID, Name: p.Name}})
+				earlier = append(earlier, osbapi.ServicePlan{Service: svc, Plan: &osbapi.Plan{ID: p.ID, Name: p.Name}})
 			}
 		}
 	}
@@ -147,7 +148,7 @@ func (r *Reconciler) removedInUse(ctx context.Context, sb *v1alpha1.ServiceBroke
 			inUse[[2]string{si.Spec.ServiceName, si.Spec.PlanName}] = true
 		}
 	}
-	var removed []broker.ServicePlan
+	var removed []osbapi.ServicePlan
 	seen := map[string]bool{}
 	for _, sp := range earlier {
 		if seen[sp.Plan.ID] || inCatalog(cat, sp.Plan.ID) || !inUse[[2]string{sp.Service.Name, sp.Plan.Name}] {
@@ -159,7 +160,7 @@ func (r *Reconciler) removedInUse(ctx context.Context, sb *v1alpha1.ServiceBroke
 	return removed, nil
 }
 
-func inCatalog(cat *broker.Catalog, planID string) bool {
+func inCatalog(cat *osbapi.Catalog, planID string) bool {
 	for _, s := range cat.Services {
 		if _, ok := s.FindPlanByID(planID); ok {
 			return true
@@ -195,7 +196,7 @@ func summarize(e *catalog.Entry) ([]v1alpha1.ServiceSummary, int) {
 	var out []v1alpha1.ServiceSummary
 	index := map[string]int{}
 	plans := 0
-	add := func(s *broker.Service, p *broker.Plan, removed bool) {
+	add := func(s *osbapi.Service, p *osbapi.Plan, removed bool) {
 		i, ok := index[s.ID]
 		if !ok {
 			i = len(out)

@@ -19,9 +19,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/broker"
-	"github.com/lockstep-dev/lockstep/internal/broker/brokertest"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
+	"github.com/lockstep-dev/lockstep/internal/osb/fakebroker"
+	"github.com/lockstep-dev/lockstep/internal/osbapi"
 )
 
 func newReconciler(t *testing.T, objects ...client.Object) (*Reconciler, client.Client) {
@@ -45,7 +45,7 @@ func reconcile(t *testing.T, r *Reconciler, c client.Client, name string) (*v1al
 }
 
 func TestReconcileLoadsTheCatalogAndSummarizesIt(t *testing.T) {
-	b := brokertest.New(t, brokertest.WithBasicAuth("lockstep", "s3cret"))
+	b := fakebroker.New(t, fakebroker.WithBasicAuth("lockstep", "s3cret"))
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "lockstep-system", Name: "acme-auth"},
 		Data: map[string][]byte{"username": []byte("lockstep"), "password": []byte("s3cret")}}
 	sb := &v1alpha1.ServiceBroker{ObjectMeta: metav1.ObjectMeta{Name: "acme"}, Spec: v1alpha1.ServiceBrokerSpec{
@@ -72,14 +72,14 @@ func TestReconcileLoadsTheCatalogAndSummarizesIt(t *testing.T) {
 }
 
 func TestReconcileFailureSaysWhyAndKeepsTheLastCatalog(t *testing.T) {
-	b := brokertest.New(t)
+	b := fakebroker.New(t)
 	sb := &v1alpha1.ServiceBroker{ObjectMeta: metav1.ObjectMeta{Name: "acme"}, Spec: v1alpha1.ServiceBrokerSpec{URL: b.URL()}}
 	r, c := newReconciler(t, sb)
 	_, _, err := reconcile(t, r, c, "acme")
 	require.NoError(t, err)
 	before, _ := r.Cache.Get("acme")
 
-	b.Always(brokertest.OpCatalog, brokertest.Respond{Status: http.StatusInternalServerError, Description: "catalog service down"})
+	b.Always(fakebroker.OpCatalog, fakebroker.Respond{Status: http.StatusInternalServerError, Description: "catalog service down"})
 	got, _, err := reconcile(t, r, c, "acme")
 	require.Error(t, err, "a failed fetch is retried with backoff")
 	ready := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionReady)
@@ -105,7 +105,7 @@ func TestReconcileMissingSecretKeyNamesIt(t *testing.T) {
 }
 
 func TestRemovedPlanStaysWhileInstancesUseIt(t *testing.T) {
-	b := brokertest.New(t)
+	b := fakebroker.New(t)
 	sb := &v1alpha1.ServiceBroker{ObjectMeta: metav1.ObjectMeta{Name: "acme"}, Spec: v1alpha1.ServiceBrokerSpec{URL: b.URL()}}
 	user := &v1alpha1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "team"},
 		Spec: v1alpha1.ServiceInstanceSpec{BrokerName: "acme", ServiceName: "db", PlanName: "large"}}
@@ -113,9 +113,9 @@ func TestRemovedPlanStaysWhileInstancesUseIt(t *testing.T) {
 	_, _, err := reconcile(t, r, c, "acme")
 	require.NoError(t, err)
 
-	reduced := brokertest.DefaultCatalog()
+	reduced := fakebroker.DefaultCatalog()
 	plans := reduced.Services[0].Plans
-	reduced.Services[0].Plans = []broker.Plan{plans[0]} // "large" and "fixed" leave
+	reduced.Services[0].Plans = []osbapi.Plan{plans[0]} // "large" and "fixed" leave
 	require.NoError(t, b.SetCatalog(reduced))
 
 	got, _, err := reconcile(t, r, c, "acme")
@@ -149,7 +149,7 @@ func TestRemovedPlanStaysWhileInstancesUseIt(t *testing.T) {
 
 func TestReconcileForgetsDeletedBrokers(t *testing.T) {
 	r, _ := newReconciler(t)
-	r.Cache.Store(catalog.NewEntry("gone", nil, &broker.Catalog{}, nil, time.Now()))
+	r.Cache.Store(catalog.NewEntry("gone", nil, &osbapi.Catalog{}, nil, time.Now()))
 	_, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Name: "gone"}})
 	require.NoError(t, err)
 	_, ok := r.Cache.Get("gone")

@@ -7,9 +7,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/broker"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
 	"github.com/lockstep-dev/lockstep/internal/marketplace"
+	"github.com/lockstep-dev/lockstep/internal/osbapi"
 )
 
 // namedPlans is how many unusable plans the condition names.
@@ -24,7 +24,7 @@ func schemasCondition(e *catalog.Entry, generation int64) metav1.Condition {
 	for i := range e.Catalog.Services {
 		s := &e.Catalog.Services[i]
 		for j := range s.Plans {
-			sp := broker.ServicePlan{Service: s, Plan: &s.Plans[j]}
+			sp := osbapi.ServicePlan{Service: s, Plan: &s.Plans[j]}
 			_, compileErr := e.PlanSchemas(sp.Plan.ID)
 			problems := marketplace.Problems(sp, compileErr)
 			if len(problems) == 0 {

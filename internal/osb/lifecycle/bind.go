@@ -2,7 +2,6 @@ package lifecycle
 
 import (
 	"context"
-	"encoding/json"
 
 	"github.com/lockstep-dev/lockstep/internal/osb/bundle"
 	"github.com/lockstep-dev/lockstep/internal/osb/store"
@@ -33,15 +32,8 @@ func (s *Service) Bind(ctx context.Context, req BindRequest) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	var inst *store.Instance
-	if err := s.view(ctx, func(tx store.Tx) error {
-		var err error
-		inst, err = store.GetInstance(tx, req.InstanceID)
-		if store.IsNotFound(err) {
-			return errorf(NotFound, "", "instance %s does not exist", req.InstanceID)
-		}
-		return err
-	}); err != nil {
+	inst, err := s.loadInstance(ctx, req.InstanceID, NotFound)
+	if err != nil {
 		return Result{}, err
 	}
 	if inst.ServiceID != req.ServiceID || inst.PlanID != req.PlanID {
@@ -68,63 +60,47 @@ func (s *Service) Bind(ctx context.Context, req BindRequest) (Result, error) {
 		OrganizationGUID: inst.OrganizationGUID, SpaceGUID: inst.SpaceGUID,
 	})
 	want.Job = job.Token
-	var repeat *Result
 	var validated bool
-	err = s.update(ctx, func(tx store.Tx) error {
-		repeat = nil
+	return s.mutate(ctx, req.Common, job, Created, func(tx store.Tx) (*Result, error) {
 		b, err := store.GetBinding(tx, inst.ID, req.BindingID)
 		switch {
 		case err == nil:
-			r, err := repeatBind(tx, req, want, b)
-			repeat = r
-			return err
+			return repeatBind(tx, req, want, b)
 		case !store.IsNotFound(err):
-			return err
+			return nil, err
 		}
 		if !validated {
 			// A plan removed from its bundle took its bind schema with it:
 			// the parameters go to the bind action as they are.
 			if _, ok := spec.Plan(inst.PlanID); ok {
 				if err := spec.ValidateParameters(inst.PlanID, bundle.BindSchema, params); err != nil {
-					return badRequest("%v", err)
+					return nil, badRequest("%v", err)
 				}
 			}
 			validated = true
 		}
-		cur, err := store.GetInstance(tx, inst.ID)
-		if store.IsNotFound(err) {
-			return errorf(NotFound, "", "instance %s does not exist", inst.ID)
-		}
+		cur, err := reloadInstance(tx, inst.ID, NotFound)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		switch {
 		case cur.State == store.InstanceProvisioning:
-			return concurrency("instance %s is still being provisioned (operation %s): bind it when that is done", cur.ID, cur.Job)
+			return nil, concurrency("instance %s is still being provisioned (operation %s): bind it when that is done", cur.ID, cur.Job)
 		case cur.State == store.InstanceFailed:
-			return errorf(Unprocessable, "", "instance %s failed to provision: it cannot be bound", cur.ID)
+			return nil, errorf(Unprocessable, "", "instance %s failed to provision: it cannot be bound", cur.ID)
 		case cur.Lock != "":
-			return busy(tx, cur)
-		case spec.Asynchronous(cur.PlanID) && !req.AcceptsIncomplete:
-			return asyncRequired("service %q runs its actions asynchronously: send accepts_incomplete=true", spec.Name())
+			return nil, busy(tx, cur)
 		}
+		if err := requireAsync(req.Common, spec, cur.PlanID); err != nil {
+			return nil, err
+		}
+		// The binding's own job is its bind; the instance is only locked.
 		cur.Lock, cur.UpdatedAt = job.Token, s.opts.Now()
 		if err := store.PutInstance(tx, cur); err != nil {
-			return err
+			return nil, err
 		}
-		if err := store.PutBinding(tx, want); err != nil {
-			return err
-		}
-		return store.PutJob(tx, job)
+		return nil, store.PutBinding(tx, want)
 	})
-	if err != nil {
-		return Result{}, err
-	}
-	if repeat != nil {
-		return *repeat, nil
-	}
-	s.logAccepted(job, req.Common)
-	return s.answer(ctx, job, req.Common, Created)
 }
 
 // repeatBind answers a bind of a binding that exists.
@@ -140,10 +116,7 @@ func repeatBind(tx store.Tx, req BindRequest, want, b *store.Binding) (*Result, 
 	}
 	switch b.State {
 	case store.BindingCreating:
-		if !req.AcceptsIncomplete {
-			return nil, concurrency("binding %s is being created (operation %s): send accepts_incomplete=true to follow it, or retry when it is done", b.ID, b.Job)
-		}
-		return &Result{Status: Accepted, Operation: b.Job}, nil
+		return inProgress(req.Common, b.Job, "binding "+b.ID+" is being created")
 	case store.BindingFailed:
 		why := ""
 		if j != nil && j.Method == store.Bind && j.Description != "" {
@@ -154,9 +127,5 @@ func repeatBind(tx store.Tx, req BindRequest, want, b *store.Binding) (*Result, 
 	if j != nil && j.Method == store.Unbind && !j.State.Finished() {
 		return nil, concurrency("binding %s is being unbound (operation %s)", b.ID, j.Token)
 	}
-	creds := b.Credentials
-	if len(creds) == 0 {
-		creds = json.RawMessage(`{}`)
-	}
-	return &Result{Status: OK, Credentials: creds}, nil
+	return &Result{Status: OK, Credentials: credentialsOf(b.Credentials)}, nil
 }

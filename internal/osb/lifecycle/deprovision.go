@@ -21,11 +21,7 @@ func (s *Service) Deprovision(ctx context.Context, req DeprovisionRequest) (Resu
 	var last *store.Job
 	if err := s.view(ctx, func(tx store.Tx) error {
 		var err error
-		inst, err = store.GetInstance(tx, req.InstanceID)
-		if store.IsNotFound(err) {
-			return errorf(Gone, "", "instance %s does not exist", req.InstanceID)
-		}
-		if err != nil {
+		if inst, err = reloadInstance(tx, req.InstanceID, Gone); err != nil {
 			return err
 		}
 		if last, err = store.GetJob(tx, inst.Job); store.IsNotFound(err) {
@@ -55,30 +51,18 @@ func (s *Service) Deprovision(ctx context.Context, req DeprovisionRequest) (Resu
 		ServiceID: inst.ServiceID, PlanID: inst.PlanID, Parameters: inst.Parameters, Context: inst.Context,
 		OrganizationGUID: inst.OrganizationGUID, SpaceGUID: inst.SpaceGUID,
 	})
-	var repeat *Result
-	err := s.update(ctx, func(tx store.Tx) error {
-		repeat = nil
-		cur, err := store.GetInstance(tx, inst.ID)
-		if store.IsNotFound(err) {
-			return errorf(Gone, "", "instance %s does not exist", inst.ID)
-		}
+	return s.mutate(ctx, req.Common, job, OK, func(tx store.Tx) (*Result, error) {
+		cur, err := reloadInstance(tx, inst.ID, Gone)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if cur.Lock != "" {
-			lj, err := store.GetJob(tx, cur.Lock)
-			if err == nil && lj.Method == store.Deprovision {
-				if !req.AcceptsIncomplete {
-					return concurrency("instance %s is already being deprovisioned (operation %s): send accepts_incomplete=true to follow it, or retry when it is done", cur.ID, lj.Token)
-				}
-				repeat = &Result{Status: Accepted, Operation: lj.Token}
-				return nil
-			}
-			return busy(tx, cur)
+			same := func(lj *store.Job) bool { return lj.Method == store.Deprovision }
+			return repeatOrBusy(tx, req.Common, cur, same, "instance "+cur.ID+" is already being deprovisioned")
 		}
 		bindings, err := store.ListBindings(tx, cur.ID)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if len(bindings) > 0 {
 			ids := make([]string, 0, len(bindings))
@@ -86,38 +70,20 @@ func (s *Service) Deprovision(ctx context.Context, req DeprovisionRequest) (Resu
 				ids = append(ids, b.ID)
 			}
 			sort.Strings(ids)
-			return errorf(Unprocessable, "", "instance %s still has %d binding(s) (%s): unbind them before deprovisioning", cur.ID, len(ids), strings.Join(ids, ", "))
+			return nil, errorf(Unprocessable, "", "instance %s still has %d binding(s) (%s): unbind them before deprovisioning", cur.ID, len(ids), strings.Join(ids, ", "))
 		}
-		if entry.Spec.Asynchronous(cur.PlanID) && !req.AcceptsIncomplete {
-			return asyncRequired("service %q runs its actions asynchronously: send accepts_incomplete=true", entry.Spec.Name())
+		if err := requireAsync(req.Common, entry.Spec, cur.PlanID); err != nil {
+			return nil, err
 		}
-		if err := deleteIfFinished(tx, cur.Job); err != nil {
-			return err
-		}
-		cur.Job, cur.Lock, cur.UpdatedAt = job.Token, job.Token, s.opts.Now()
-		if err := store.PutInstance(tx, cur); err != nil {
-			return err
-		}
-		return store.PutJob(tx, job)
+		return nil, s.takeInstance(tx, cur, job)
 	})
-	if err != nil {
-		return Result{}, err
-	}
-	if repeat != nil {
-		return *repeat, nil
-	}
-	s.logAccepted(job, req.Common)
-	return s.answer(ctx, job, req.Common, OK)
 }
 
 // forget deletes the records of an instance whose provision never ran (or
 // was refused), and remembers that it is gone.
 func (s *Service) forget(ctx context.Context, inst *store.Instance) (Result, error) {
 	err := s.update(ctx, func(tx store.Tx) error {
-		cur, err := store.GetInstance(tx, inst.ID)
-		if store.IsNotFound(err) {
-			return errorf(Gone, "", "instance %s does not exist", inst.ID)
-		}
+		cur, err := reloadInstance(tx, inst.ID, Gone)
 		if err != nil {
 			return err
 		}

@@ -6,6 +6,11 @@
 // to do, creating the job in the same transaction that takes the instance's
 // lock (one job per instance at a time).
 //
+// Every mutating verb follows one sequence (mutate.go): check ids and body,
+// load what it acts on, check it against the spec, build the job, then in
+// one transaction reload, check the lock, detect a repeat and store the job,
+// and answer. A verb's file holds only what is particular to it.
+//
 // Synchronous or asynchronous: with accepts_incomplete=true the request
 // waits up to SyncWindow for the job; a job that ends in time is answered
 // synchronously (201/200, or its failure as 500 ActionFailed), otherwise
@@ -25,5 +30,6 @@
 // from an instance or binding it deleted (410, from the store's gone
 // records).
 //
-// The server package maps Results and *Error to HTTP.
+// Requests carry the osbapi body they arrived with; answers are osbapi
+// types or Results. The server package maps Results and *Error to HTTP.
 package lifecycle

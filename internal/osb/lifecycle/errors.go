@@ -1,6 +1,10 @@
 package lifecycle
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/lockstep-dev/lockstep/internal/osbapi"
+)
 
 // Kind classifies an error; the server maps it to an HTTP status.
 type Kind int
@@ -15,10 +19,8 @@ const (
 	Internal                  // 500
 )
 
-// OSB error codes.
+// This broker's own error codes, beside those of osbapi.
 const (
-	CodeAsyncRequired    = "AsyncRequired"
-	CodeConcurrencyError = "ConcurrencyError"
 	// CodeActionFailed is this broker's code for a bundle action that
 	// failed while the request waited for it.
 	CodeActionFailed = "ActionFailed"
@@ -54,11 +56,11 @@ func errorf(kind Kind, code, format string, args ...any) *Error {
 func badRequest(format string, args ...any) *Error { return errorf(BadRequest, "", format, args...) }
 
 func asyncRequired(format string, args ...any) *Error {
-	return errorf(Unprocessable, CodeAsyncRequired, format, args...)
+	return errorf(Unprocessable, osbapi.ErrorCodeAsyncRequired, format, args...)
 }
 
 func concurrency(format string, args ...any) *Error {
-	return errorf(Unprocessable, CodeConcurrencyError, format, args...)
+	return errorf(Unprocessable, osbapi.ErrorCodeConcurrency, format, args...)
 }
 
 func internal(format string, args ...any) *Error {

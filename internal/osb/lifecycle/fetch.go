@@ -2,16 +2,16 @@ package lifecycle
 
 import (
 	"context"
-	"encoding/json"
 
 	"github.com/lockstep-dev/lockstep/internal/osb/store"
+	"github.com/lockstep-dev/lockstep/internal/osbapi"
 )
 
 // GetInstance answers GET of an instance: 404 while it is provisioned (or
 // when its provision failed), 422 ConcurrencyError while it is updated.
 // Bundle state is never part of it.
-func (s *Service) GetInstance(ctx context.Context, instanceID string) (InstanceView, error) {
-	var view InstanceView
+func (s *Service) GetInstance(ctx context.Context, instanceID string) (osbapi.GetInstanceResponse, error) {
+	var view osbapi.GetInstanceResponse
 	if err := s.checkStoredID(ctx, "instance_id", instanceID, store.InstanceKey(instanceID)); err != nil {
 		return view, err
 	}
@@ -34,7 +34,7 @@ func (s *Service) GetInstance(ctx context.Context, instanceID string) (InstanceV
 				return concurrency("instance %s is being updated (operation %s): fetch it when that is done", inst.ID, j.Token)
 			}
 		}
-		view = InstanceView{ServiceID: inst.ServiceID, PlanID: inst.PlanID, DashboardURL: inst.DashboardURL, Parameters: inst.Parameters}
+		view = osbapi.GetInstanceResponse{ServiceID: inst.ServiceID, PlanID: inst.PlanID, DashboardURL: inst.DashboardURL, Parameters: inst.Parameters}
 		return nil
 	})
 	return view, err
@@ -42,8 +42,8 @@ func (s *Service) GetInstance(ctx context.Context, instanceID string) (InstanceV
 
 // GetBinding answers GET of a binding: 404 while the bind is in progress
 // (or failed), the credentials once it is done.
-func (s *Service) GetBinding(ctx context.Context, instanceID, bindingID string) (BindingView, error) {
-	var view BindingView
+func (s *Service) GetBinding(ctx context.Context, instanceID, bindingID string) (osbapi.Binding, error) {
+	var view osbapi.Binding
 	if err := s.checkStoredID(ctx, "instance_id", instanceID, store.InstanceKey(instanceID)); err != nil {
 		return view, err
 	}
@@ -64,11 +64,7 @@ func (s *Service) GetBinding(ctx context.Context, instanceID, bindingID string) 
 		case store.BindingFailed:
 			return errorf(NotFound, "", "binding %s does not exist: its bind failed", b.ID)
 		}
-		creds := b.Credentials
-		if len(creds) == 0 {
-			creds = json.RawMessage(`{}`)
-		}
-		view = BindingView{Credentials: creds, Parameters: b.Parameters}
+		view = osbapi.Binding{Credentials: credentialsOf(b.Credentials), Parameters: b.Parameters}
 		return nil
 	})
 	return view, err

@@ -5,13 +5,14 @@ import (
 	"time"
 
 	"github.com/lockstep-dev/lockstep/internal/osb/store"
+	"github.com/lockstep-dev/lockstep/internal/osbapi"
 )
 
 // InstanceLastOperation reports an instance operation: the one named, or
 // the instance's latest. 410 once the instance is gone (a finished
 // deprovision).
-func (s *Service) InstanceLastOperation(ctx context.Context, req LastOperationRequest) (LastOperation, error) {
-	var out LastOperation
+func (s *Service) InstanceLastOperation(ctx context.Context, req LastOperationRequest) (osbapi.LastOperationResponse, error) {
+	var out osbapi.LastOperationResponse
 	if err := s.checkLastOperationIDs(ctx, req); err != nil {
 		return out, err
 	}
@@ -37,8 +38,8 @@ func (s *Service) InstanceLastOperation(ctx context.Context, req LastOperationRe
 
 // BindingLastOperation reports a binding operation. 410 once the binding is
 // gone (a finished unbind).
-func (s *Service) BindingLastOperation(ctx context.Context, req LastOperationRequest) (LastOperation, error) {
-	var out LastOperation
+func (s *Service) BindingLastOperation(ctx context.Context, req LastOperationRequest) (osbapi.LastOperationResponse, error) {
+	var out osbapi.LastOperationResponse
 	if err := s.checkLastOperationIDs(ctx, req); err != nil {
 		return out, err
 	}
@@ -109,13 +110,13 @@ func pickJob(tx store.Tx, asked, latest string, belongs func(*store.Job) bool, w
 	return j, err
 }
 
-func lastOperation(j *store.Job, inst *store.Instance) LastOperation {
-	out := LastOperation{Description: j.Description}
+func lastOperation(j *store.Job, inst *store.Instance) osbapi.LastOperationResponse {
+	out := osbapi.LastOperationResponse{Description: j.Description}
 	switch j.State {
 	case store.JobSucceeded:
-		out.State = "succeeded"
+		out.State = osbapi.StateSucceeded
 	case store.JobFailed:
-		out.State = "failed"
+		out.State = osbapi.StateFailed
 		if inst != nil && (j.Method == store.Update || j.Method == store.Deprovision) {
 			usable := inst.State == store.InstanceProvisioned
 			if j.InstanceUsable != nil {
@@ -133,7 +134,7 @@ func lastOperation(j *store.Job, inst *store.Instance) LastOperation {
 			out.UpdateRepeatable = &repeatable
 		}
 	default:
-		out.State = "in progress"
+		out.State = osbapi.StateInProgress
 		if j.State == store.JobPending {
 			out.Description = "waiting for the broker to load the service's spec from its registries"
 		} else {

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockstep-dev/lockstep/internal/osb/store"
+	"github.com/lockstep-dev/lockstep/internal/osbapi"
 )
 
 func TestObjectOrEmpty(t *testing.T) {
@@ -104,7 +105,7 @@ func TestLastOperation(t *testing.T) {
 		name           string
 		job            store.Job
 		inst           *store.Instance
-		wantState      string
+		wantState      osbapi.State
 		wantDesc       string
 		wantUsable     *bool
 		wantRepeatable *bool

@@ -39,11 +39,11 @@ func (s *Service) Provision(ctx context.Context, req ProvisionRequest) (Result, 
 		if err := spec.ValidateParameters(req.PlanID, bundle.CreateSchema, params); err != nil {
 			return Result{}, badRequest("%v", err)
 		}
-		if spec.Asynchronous(req.PlanID) && !req.AcceptsIncomplete {
+		if asyncErr := requireAsync(req.Common, spec, req.PlanID); asyncErr != nil {
 			if res, ok, err := s.repeatOfExisting(ctx, req, params); ok || err != nil {
 				return res, err
 			}
-			return Result{}, asyncRequired("service %q runs its actions asynchronously: send accepts_incomplete=true", spec.Name())
+			return Result{}, asyncErr
 		}
 	case !s.opts.Bootstrapped():
 		if !req.AcceptsIncomplete {
@@ -83,15 +83,7 @@ func (s *Service) Provision(ctx context.Context, req ProvisionRequest) (Result, 
 	if !deferred {
 		checkSpec = entry.Spec.Name()
 	}
-	answered, res, err := s.createInstance(ctx, req, inst, job, checkSpec)
-	if err != nil || answered {
-		return res, err
-	}
-	s.logAccepted(job, req.Common)
-	if deferred {
-		return Result{Status: Accepted, Operation: job.Token}, nil
-	}
-	return s.answer(ctx, job, req.Common, Created)
+	return s.mutate(ctx, req.Common, job, Created, s.createInstance(req, inst, job, checkSpec))
 }
 
 // existing is an instance that a provision request found, with what the
@@ -123,30 +115,29 @@ func loadExisting(tx store.Tx, id string) (*existing, error) {
 	return e, nil
 }
 
-// createInstance stores a new instance and its provision job; when the
+// createInstance claims a new instance for its provision job; when the
 // instance exists it answers the request as a repeat instead, except that
 // an identical repeat of a failed provision runs the provision again (the
 // instance record and job are replaced, the job marked as a retry).
 // When specName is set, the spec must still be live in the store: a spec
 // marked or swept since the request was checked refuses the provision.
-func (s *Service) createInstance(ctx context.Context, req ProvisionRequest, inst *store.Instance, job *store.Job, specName string) (answered bool, res Result, err error) {
-	var found *existing
-	err = s.update(ctx, func(tx store.Tx) error {
+func (s *Service) createInstance(req ProvisionRequest, inst *store.Instance, job *store.Job, specName string) claim {
+	return func(tx store.Tx) (*Result, error) {
 		job.Retry = false
-		var err error
-		if found, err = loadExisting(tx, inst.ID); err != nil {
-			return err
+		found, err := loadExisting(tx, inst.ID)
+		if err != nil {
+			return nil, err
 		}
 		if found != nil && !retriable(req, inst.Parameters, found) {
-			return nil
+			return repeatProvision(req, inst.Parameters, found)
 		}
 		if specName != "" {
 			mark, err := store.GetSpecMark(tx, inst.ServiceID)
 			if store.IsNotFound(err) || (err == nil && mark.Marked) {
-				return removedError(specName, inst.ServiceID, "it was removed from its registry while this request was checked")
+				return nil, removedError(specName, inst.ServiceID, "it was removed from its registry while this request was checked")
 			}
 			if err != nil {
-				return err
+				return nil, err
 			}
 		}
 		if found != nil {
@@ -154,26 +145,14 @@ func (s *Service) createInstance(ctx context.Context, req ProvisionRequest, inst
 			job.Retry = true
 			inst.CreatedAt = found.inst.CreatedAt
 			if err := store.DeleteJob(tx, found.inst.Job); err != nil {
-				return err
+				return nil, err
 			}
-			found = nil
 		}
 		if err := store.DeleteGone(tx, store.GoneInstanceKey(inst.ID)); err != nil {
-			return err
+			return nil, err
 		}
-		if err := store.PutInstance(tx, inst); err != nil {
-			return err
-		}
-		return store.PutJob(tx, job)
-	})
-	if err != nil {
-		return true, Result{}, err
+		return nil, store.PutInstance(tx, inst)
 	}
-	if found != nil {
-		res, err := repeatProvision(req, inst.Parameters, found)
-		return true, res, err
-	}
-	return false, Result{}, nil
 }
 
 // retriable reports whether a provision request repeats a provision that
@@ -213,31 +192,31 @@ func (s *Service) repeatOfExisting(ctx context.Context, req ProvisionRequest, pa
 		return Result{}, false, nil // answered as a new provision would be
 	}
 	res, err := repeatProvision(req, params, found)
-	return res, true, err
+	if err != nil {
+		return Result{}, true, err
+	}
+	return *res, true, nil
 }
 
 // repeatProvision answers a provision of an instance that exists.
-func repeatProvision(req ProvisionRequest, params []byte, e *existing) (Result, error) {
+func repeatProvision(req ProvisionRequest, params []byte, e *existing) (*Result, error) {
 	inst := e.inst
 	if !sameProvision(req, params, inst) {
-		return Result{}, errorf(Conflict, "", "instance %s already exists with other attributes (service_id, plan_id, parameters, organization or space): deprovision it first, or use another instance id", inst.ID)
+		return nil, errorf(Conflict, "", "instance %s already exists with other attributes (service_id, plan_id, parameters, organization or space): deprovision it first, or use another instance id", inst.ID)
 	}
 	if e.busy != nil {
-		return Result{}, e.busy
+		return nil, e.busy
 	}
 	switch inst.State {
 	case store.InstanceProvisioned:
-		return Result{Status: OK, DashboardURL: inst.DashboardURL}, nil
+		return &Result{Status: OK, DashboardURL: inst.DashboardURL}, nil
 	case store.InstanceProvisioning:
-		if !req.AcceptsIncomplete {
-			return Result{}, concurrency("instance %s is being provisioned (operation %s): send accepts_incomplete=true to follow it, or retry when it is done", inst.ID, inst.Job)
-		}
-		return Result{Status: Accepted, Operation: inst.Job}, nil
+		return inProgress(req.Common, inst.Job, "instance "+inst.ID+" is being provisioned")
 	default:
 		why := ""
 		if e.job != nil && e.job.Description != "" {
 			why = " (" + e.job.Description + ")"
 		}
-		return Result{}, errorf(Conflict, "", "instance %s exists but its provision failed%s: deprovision it before provisioning it again", inst.ID, why)
+		return nil, errorf(Conflict, "", "instance %s exists but its provision failed%s: deprovision it before provisioning it again", inst.ID, why)
 	}
 }

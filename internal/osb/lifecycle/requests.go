@@ -1,9 +1,11 @@
 package lifecycle
 
 import (
+	"bytes"
 	"encoding/json"
 
 	"github.com/lockstep-dev/lockstep/internal/osb/store"
+	"github.com/lockstep-dev/lockstep/internal/osbapi"
 )
 
 // Common are the request properties every mutating operation has.
@@ -15,28 +17,20 @@ type Common struct {
 	RequestID string
 }
 
-// ProvisionRequest is PUT /v2/service_instances/:id.
+// ProvisionRequest is PUT /v2/service_instances/:id: the path's instance
+// id and the body.
 type ProvisionRequest struct {
 	Common
-	InstanceID       string
-	ServiceID        string
-	PlanID           string
-	Parameters       json.RawMessage
-	Context          json.RawMessage
-	OrganizationGUID string
-	SpaceGUID        string
+	InstanceID string
+	osbapi.ProvisionRequest
 }
 
-// UpdateRequest is PATCH /v2/service_instances/:id.
+// UpdateRequest is PATCH /v2/service_instances/:id. In the body, an empty
+// plan_id keeps the plan and absent parameters keep the parameters.
 type UpdateRequest struct {
 	Common
 	InstanceID string
-	ServiceID  string
-	// PlanID empty keeps the plan.
-	PlanID string
-	// Parameters nil keeps the parameters.
-	Parameters json.RawMessage
-	Context    json.RawMessage
+	osbapi.UpdateRequest
 }
 
 // DeprovisionRequest is DELETE /v2/service_instances/:id.
@@ -47,17 +41,13 @@ type DeprovisionRequest struct {
 	PlanID     string
 }
 
-// BindRequest is PUT .../service_bindings/:bid.
+// BindRequest is PUT .../service_bindings/:bid: the path's ids and the
+// body.
 type BindRequest struct {
 	Common
-	InstanceID   string
-	BindingID    string
-	ServiceID    string
-	PlanID       string
-	Parameters   json.RawMessage
-	BindResource json.RawMessage
-	Context      json.RawMessage
-	AppGUID      string
+	InstanceID string
+	BindingID  string
+	osbapi.BindRequest
 }
 
 // UnbindRequest is DELETE .../service_bindings/:bid.
@@ -94,31 +84,19 @@ type Result struct {
 	Operation    string
 	DashboardURL string
 	// Credentials answer a synchronous or repeated bind. Never log them.
-	Credentials json.RawMessage
+	Credentials map[string]any
 }
 
-// InstanceView answers GET of an instance.
-type InstanceView struct {
-	ServiceID    string          `json:"service_id"`
-	PlanID       string          `json:"plan_id"`
-	DashboardURL string          `json:"dashboard_url,omitempty"`
-	Parameters   json.RawMessage `json:"parameters,omitempty"`
-}
-
-// BindingView answers GET of a binding. Never log it.
-type BindingView struct {
-	Credentials json.RawMessage `json:"credentials"`
-	Parameters  json.RawMessage `json:"parameters,omitempty"`
-}
-
-// LastOperation answers last_operation.
-type LastOperation struct {
-	// State is "in progress", "succeeded" or "failed".
-	State       string `json:"state"`
-	Description string `json:"description,omitempty"`
-	// InstanceUsable says, after a failed update or deprovision, that the
-	// instance is still there and usable.
-	InstanceUsable *bool `json:"instance_usable,omitempty"`
-	// UpdateRepeatable says a failed update may be sent again.
-	UpdateRepeatable *bool `json:"update_repeatable,omitempty"`
+// credentialsOf decodes stored credentials (a JSON object, checked when
+// the action wrote them) for an answer: an empty object when there are
+// none; numbers keep their literal form.
+func credentialsOf(raw json.RawMessage) map[string]any {
+	creds := map[string]any{}
+	if len(raw) == 0 {
+		return creds
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	_ = dec.Decode(&creds)
+	return creds
 }

@@ -9,10 +9,10 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/lockstep-dev/lockstep/internal/osb/bundle"
 	"github.com/lockstep-dev/lockstep/internal/osb/jobs"
 	"github.com/lockstep-dev/lockstep/internal/osb/specs"
 	"github.com/lockstep-dev/lockstep/internal/osb/store"
+	"github.com/lockstep-dev/lockstep/internal/osbapi"
 )
 
 // Options configure a Service.
@@ -55,7 +55,7 @@ func New(opts Options) *Service {
 }
 
 // Catalog lists the service offerings that accept provisions.
-func (s *Service) Catalog() []bundle.CatalogService { return s.opts.Catalog.Services() }
+func (s *Service) Catalog() []osbapi.Service { return s.opts.Catalog.Services() }
 
 func newToken(m store.Method) string { return string(m) + "-" + uuid.NewString() }
 
@@ -113,10 +113,7 @@ func (s *Service) answer(ctx context.Context, job *store.Job, c Common, success 
 	}
 	res := Result{Status: success, DashboardURL: o.Output.DashboardURL}
 	if job.Method == store.Bind {
-		res.Credentials = o.Output.Credentials
-		if len(res.Credentials) == 0 {
-			res.Credentials = []byte(`{}`)
-		}
+		res.Credentials = credentialsOf(o.Output.Credentials)
 	}
 	return res, nil
 }

@@ -46,55 +46,40 @@ func (s *Service) Unbind(ctx context.Context, req UnbindRequest) (Result, error)
 		BindResource: b.BindResource, AppGUID: b.AppGUID,
 		OrganizationGUID: inst.OrganizationGUID, SpaceGUID: inst.SpaceGUID,
 	})
-	var repeat *Result
-	err = s.update(ctx, func(tx store.Tx) error {
-		repeat = nil
+	return s.mutate(ctx, req.Common, job, OK, func(tx store.Tx) (*Result, error) {
 		cur, err := store.GetBinding(tx, inst.ID, b.ID)
 		if store.IsNotFound(err) {
-			return errorf(Gone, "", "binding %s of instance %s does not exist", b.ID, inst.ID)
+			return nil, errorf(Gone, "", "binding %s of instance %s does not exist", b.ID, inst.ID)
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if cur.State == store.BindingCreating {
-			return concurrency("binding %s is still being created (operation %s): unbind it when that is done", cur.ID, cur.Job)
+			return nil, concurrency("binding %s is still being created (operation %s): unbind it when that is done", cur.ID, cur.Job)
 		}
 		if j, err := store.GetJob(tx, cur.Job); err == nil && j.Method == store.Unbind && !j.State.Finished() {
-			if !req.AcceptsIncomplete {
-				return concurrency("binding %s is already being unbound (operation %s): send accepts_incomplete=true to follow it, or retry when it is done", cur.ID, j.Token)
-			}
-			repeat = &Result{Status: Accepted, Operation: j.Token}
-			return nil
+			return inProgress(req.Common, j.Token, "binding "+cur.ID+" is already being unbound")
 		}
 		ci, err := store.GetInstance(tx, inst.ID)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if ci.Lock != "" {
-			return busy(tx, ci)
+			return nil, busy(tx, ci)
 		}
-		if entry.Spec.Asynchronous(ci.PlanID) && !req.AcceptsIncomplete {
-			return asyncRequired("service %q runs its actions asynchronously: send accepts_incomplete=true", entry.Spec.Name())
+		if err := requireAsync(req.Common, entry.Spec, ci.PlanID); err != nil {
+			return nil, err
 		}
+		// The binding's latest operation becomes its unbind; the instance
+		// is only locked.
 		if err := deleteIfFinished(tx, cur.Job); err != nil {
-			return err
+			return nil, err
 		}
 		cur.Job = job.Token
 		ci.Lock, ci.UpdatedAt = job.Token, s.opts.Now()
 		if err := store.PutBinding(tx, cur); err != nil {
-			return err
+			return nil, err
 		}
-		if err := store.PutInstance(tx, ci); err != nil {
-			return err
-		}
-		return store.PutJob(tx, job)
+		return nil, store.PutInstance(tx, ci)
 	})
-	if err != nil {
-		return Result{}, err
-	}
-	if repeat != nil {
-		return *repeat, nil
-	}
-	s.logAccepted(job, req.Common)
-	return s.answer(ctx, job, req.Common, OK)
 }

@@ -25,15 +25,8 @@ func (s *Service) Update(ctx context.Context, req UpdateRequest) (Result, error)
 	if err != nil {
 		return Result{}, err
 	}
-	var inst *store.Instance
-	if err := s.view(ctx, func(tx store.Tx) error {
-		var err error
-		inst, err = store.GetInstance(tx, req.InstanceID)
-		if store.IsNotFound(err) {
-			return errorf(NotFound, "", "instance %s does not exist", req.InstanceID)
-		}
-		return err
-	}); err != nil {
+	inst, err := s.loadInstance(ctx, req.InstanceID, NotFound)
+	if err != nil {
 		return Result{}, err
 	}
 	if inst.ServiceID != req.ServiceID {
@@ -85,51 +78,26 @@ func (s *Service) Update(ctx context.Context, req UpdateRequest) (Result, error)
 		Parameters: params, PreviousParameters: inst.Parameters, Context: reqContext,
 		OrganizationGUID: inst.OrganizationGUID, SpaceGUID: inst.SpaceGUID,
 	})
-	var repeat *Result
-	err = s.update(ctx, func(tx store.Tx) error {
-		repeat = nil
-		cur, err := store.GetInstance(tx, inst.ID)
-		if store.IsNotFound(err) {
-			return errorf(NotFound, "", "instance %s does not exist", inst.ID)
-		}
+	return s.mutate(ctx, req.Common, job, OK, func(tx store.Tx) (*Result, error) {
+		cur, err := reloadInstance(tx, inst.ID, NotFound)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		switch cur.State {
 		case store.InstanceProvisioning:
-			return concurrency("instance %s is still being provisioned (operation %s): update it when that is done", cur.ID, cur.Job)
+			return nil, concurrency("instance %s is still being provisioned (operation %s): update it when that is done", cur.ID, cur.Job)
 		case store.InstanceFailed:
-			return errorf(Unprocessable, "", "instance %s failed to provision: it can only be deprovisioned", cur.ID)
+			return nil, errorf(Unprocessable, "", "instance %s failed to provision: it can only be deprovisioned", cur.ID)
 		}
 		if cur.Lock != "" {
-			lj, err := store.GetJob(tx, cur.Lock)
-			if err == nil && lj.Method == store.Update && lj.Request.PlanID == plan && sameJSON(lj.Request.Parameters, params) {
-				if !req.AcceptsIncomplete {
-					return concurrency("this update of instance %s is already in progress (operation %s): send accepts_incomplete=true to follow it, or retry when it is done", cur.ID, lj.Token)
-				}
-				repeat = &Result{Status: Accepted, Operation: lj.Token}
-				return nil
+			same := func(lj *store.Job) bool {
+				return lj.Method == store.Update && lj.Request.PlanID == plan && sameJSON(lj.Request.Parameters, params)
 			}
-			return busy(tx, cur)
+			return repeatOrBusy(tx, req.Common, cur, same, "this update of instance "+cur.ID+" is already in progress")
 		}
-		if spec.Asynchronous(plan) && !req.AcceptsIncomplete {
-			return asyncRequired("service %q runs its actions asynchronously: send accepts_incomplete=true", spec.Name())
+		if err := requireAsync(req.Common, spec, plan); err != nil {
+			return nil, err
 		}
-		if err := deleteIfFinished(tx, cur.Job); err != nil {
-			return err
-		}
-		cur.Job, cur.Lock, cur.UpdatedAt = job.Token, job.Token, s.opts.Now()
-		if err := store.PutInstance(tx, cur); err != nil {
-			return err
-		}
-		return store.PutJob(tx, job)
+		return nil, s.takeInstance(tx, cur, job)
 	})
-	if err != nil {
-		return Result{}, err
-	}
-	if repeat != nil {
-		return *repeat, nil
-	}
-	s.logAccepted(job, req.Common)
-	return s.answer(ctx, job, req.Common, OK)
 }

@@ -4,43 +4,41 @@ import (
 	"net/http"
 
 	"github.com/lockstep-dev/lockstep/internal/osb/lifecycle"
+	"github.com/lockstep-dev/lockstep/internal/osbapi"
 )
 
 func (s *Server) catalog(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, catalogAnswer{Services: s.opts.Service.Catalog()})
+	writeJSON(w, http.StatusOK, osbapi.Catalog{Services: s.opts.Service.Catalog()})
 }
 
 func (s *Server) provision(w http.ResponseWriter, r *http.Request) {
-	var body provisionBody
+	var body osbapi.ProvisionRequest
 	if !decode(w, r, &body) || maintenanceConflict(w, body.MaintenanceInfo) {
 		return
 	}
 	res, err := s.opts.Service.Provision(r.Context(), lifecycle.ProvisionRequest{
-		Common: common(r), InstanceID: r.PathValue("instance_id"),
-		ServiceID: body.ServiceID, PlanID: body.PlanID, Parameters: body.Parameters, Context: body.Context,
-		OrganizationGUID: body.OrganizationGUID, SpaceGUID: body.SpaceGUID,
+		Common: common(r), InstanceID: r.PathValue("instance_id"), ProvisionRequest: body,
 	})
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, int(res.Status), instanceAnswer{DashboardURL: res.DashboardURL, Operation: res.Operation})
+	writeJSON(w, int(res.Status), osbapi.InstanceResponse{DashboardURL: res.DashboardURL, Operation: res.Operation})
 }
 
 func (s *Server) updateInstance(w http.ResponseWriter, r *http.Request) {
-	var body updateBody
+	var body osbapi.UpdateRequest
 	if !decode(w, r, &body) || maintenanceConflict(w, body.MaintenanceInfo) {
 		return
 	}
 	res, err := s.opts.Service.Update(r.Context(), lifecycle.UpdateRequest{
-		Common: common(r), InstanceID: r.PathValue("instance_id"),
-		ServiceID: body.ServiceID, PlanID: body.PlanID, Parameters: body.Parameters, Context: body.Context,
+		Common: common(r), InstanceID: r.PathValue("instance_id"), UpdateRequest: body,
 	})
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, int(res.Status), instanceAnswer{DashboardURL: res.DashboardURL, Operation: res.Operation})
+	writeJSON(w, int(res.Status), osbapi.InstanceResponse{DashboardURL: res.DashboardURL, Operation: res.Operation})
 }
 
 func (s *Server) deprovision(w http.ResponseWriter, r *http.Request) {
@@ -53,7 +51,7 @@ func (s *Server) deprovision(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, int(res.Status), instanceAnswer{Operation: res.Operation})
+	writeJSON(w, int(res.Status), osbapi.OperationResponse{Operation: res.Operation})
 }
 
 func (s *Server) getInstance(w http.ResponseWriter, r *http.Request) {
@@ -78,20 +76,23 @@ func (s *Server) instanceLastOperation(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) bind(w http.ResponseWriter, r *http.Request) {
-	var body bindBody
+	var body osbapi.BindRequest
 	if !decode(w, r, &body) {
 		return
 	}
 	res, err := s.opts.Service.Bind(r.Context(), lifecycle.BindRequest{
 		Common: common(r), InstanceID: r.PathValue("instance_id"), BindingID: r.PathValue("binding_id"),
-		ServiceID: body.ServiceID, PlanID: body.PlanID, Parameters: body.Parameters,
-		BindResource: body.BindResource, Context: body.Context, AppGUID: body.AppGUID,
+		BindRequest: body,
 	})
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, int(res.Status), bindingAnswer{Credentials: res.Credentials, Operation: res.Operation})
+	if res.Status == lifecycle.Accepted {
+		writeJSON(w, int(res.Status), osbapi.OperationResponse{Operation: res.Operation})
+		return
+	}
+	writeJSON(w, int(res.Status), osbapi.Binding{Credentials: res.Credentials})
 }
 
 func (s *Server) unbind(w http.ResponseWriter, r *http.Request) {
@@ -104,7 +105,7 @@ func (s *Server) unbind(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, int(res.Status), instanceAnswer{Operation: res.Operation})
+	writeJSON(w, int(res.Status), osbapi.OperationResponse{Operation: res.Operation})
 }
 
 func (s *Server) getBinding(w http.ResponseWriter, r *http.Request) {

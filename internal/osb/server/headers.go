@@ -10,17 +10,8 @@ import (
 	"strings"
 
 	"github.com/lockstep-dev/lockstep/internal/osb/store"
+	"github.com/lockstep-dev/lockstep/internal/osbapi"
 )
-
-// Header names.
-const (
-	HeaderVersion  = "X-Broker-API-Version"
-	HeaderIdentity = "X-Broker-API-Originating-Identity"
-	HeaderRequest  = "X-Broker-API-Request-Identity"
-)
-
-// APIVersion is the OSB version this broker implements.
-const APIVersion = "2.17"
 
 // minMinor is the oldest 2.x the broker accepts: it needs asynchronous
 // bindings and the GET endpoints (2.14).
@@ -33,11 +24,11 @@ func checkVersion(v string) error {
 	mnr, err2 := strconv.Atoi(minor)
 	switch {
 	case v == "":
-		return fmt.Errorf("the %s header is required: this broker implements OSB %s and accepts 2.%d or later", HeaderVersion, APIVersion, minMinor)
+		return fmt.Errorf("the %s header is required: this broker implements OSB %s and accepts 2.%d or later", osbapi.HeaderAPIVersion, osbapi.APIVersion, minMinor)
 	case !ok || err1 != nil || err2 != nil:
-		return fmt.Errorf("%s %q is not MAJOR.MINOR: this broker implements OSB %s and accepts 2.%d or later", HeaderVersion, v, APIVersion, minMinor)
+		return fmt.Errorf("%s %q is not MAJOR.MINOR: this broker implements OSB %s and accepts 2.%d or later", osbapi.HeaderAPIVersion, v, osbapi.APIVersion, minMinor)
 	case maj != 2 || mnr < minMinor:
-		return fmt.Errorf("%s %s is not supported: this broker implements OSB %s and accepts 2.%d or later", HeaderVersion, v, APIVersion, minMinor)
+		return fmt.Errorf("%s %s is not supported: this broker implements OSB %s and accepts 2.%d or later", osbapi.HeaderAPIVersion, v, osbapi.APIVersion, minMinor)
 	}
 	return nil
 }
@@ -49,7 +40,7 @@ func parseIdentity(h string) (*store.Identity, error) {
 		return nil, nil
 	}
 	bad := func(why string) error {
-		return fmt.Errorf("%s must be \"<platform> <base64 of a JSON object>\": %s", HeaderIdentity, why)
+		return fmt.Errorf("%s must be \"<platform> <base64 of a JSON object>\": %s", osbapi.HeaderOriginatingIdentity, why)
 	}
 	platform, value, ok := strings.Cut(strings.TrimSpace(h), " ")
 	if !ok || platform == "" || strings.TrimSpace(value) == "" {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 
 	"github.com/lockstep-dev/lockstep/internal/osb/lifecycle"
+	"github.com/lockstep-dev/lockstep/internal/osbapi"
 )
 
 // maxBody bounds a request body.
@@ -31,21 +32,21 @@ var statusOf = map[lifecycle.Kind]int{
 func writeError(w http.ResponseWriter, err error) {
 	var e *lifecycle.Error
 	if !errors.As(err, &e) {
-		writeJSON(w, http.StatusInternalServerError, errorBody{Description: err.Error()})
+		writeJSON(w, http.StatusInternalServerError, osbapi.ErrorResponse{Description: err.Error()})
 		return
 	}
-	writeJSON(w, statusOf[e.Kind], errorBody{Error: e.Code, Description: e.Description})
+	writeJSON(w, statusOf[e.Kind], osbapi.ErrorResponse{Error: e.Code, Description: e.Description})
 }
 
 // decode reads a JSON request body into v.
 func decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
 	if err != nil {
-		writeJSON(w, http.StatusBadRequest, errorBody{Description: fmt.Sprintf("read the request body: %v", err)})
+		writeJSON(w, http.StatusBadRequest, osbapi.ErrorResponse{Description: fmt.Sprintf("read the request body: %v", err)})
 		return false
 	}
 	if err := json.Unmarshal(raw, v); err != nil {
-		writeJSON(w, http.StatusBadRequest, errorBody{Description: fmt.Sprintf("the request body is not the JSON object this endpoint takes: %v", err)})
+		writeJSON(w, http.StatusBadRequest, osbapi.ErrorResponse{Description: fmt.Sprintf("the request body is not the JSON object this endpoint takes: %v", err)})
 		return false
 	}
 	return true
@@ -53,11 +54,11 @@ func decode(w http.ResponseWriter, r *http.Request, v any) bool {
 
 // maintenanceConflict refuses a maintenance_info: this broker's plans have
 // none.
-func maintenanceConflict(w http.ResponseWriter, mi *maintenanceInfo) bool {
+func maintenanceConflict(w http.ResponseWriter, mi *osbapi.MaintenanceInfo) bool {
 	if mi == nil || mi.Version == "" {
 		return false
 	}
-	writeJSON(w, http.StatusUnprocessableEntity, errorBody{Error: "MaintenanceInfoConflict",
+	writeJSON(w, http.StatusUnprocessableEntity, osbapi.ErrorResponse{Error: osbapi.ErrorCodeMaintenanceInfoConflict,
 		Description: fmt.Sprintf("maintenance_info.version %q does not match the catalog: this broker's plans have no maintenance_info", mi.Version)})
 	return true
 }

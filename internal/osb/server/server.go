@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/internal/osb/lifecycle"
 	"github.com/lockstep-dev/lockstep/internal/osb/store"
+	"github.com/lockstep-dev/lockstep/internal/osbapi"
 )
 
 // Options configure the server.
@@ -64,9 +65,9 @@ const (
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
-	requestID := r.Header.Get(HeaderRequest)
+	requestID := r.Header.Get(osbapi.HeaderRequestIdentity)
 	if requestID != "" {
-		rec.Header().Set(HeaderRequest, requestID)
+		rec.Header().Set(osbapi.HeaderRequestIdentity, requestID)
 	}
 	defer func() {
 		s.opts.Logger.Info("osb request", "method", r.Method, "path", r.URL.Path, "status", rec.status,
@@ -75,16 +76,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	if s.opts.Username != "" && !authorized(r, s.opts.Username, s.opts.Password) {
 		rec.Header().Set("WWW-Authenticate", `Basic realm="lockstep-broker"`)
-		writeJSON(rec, http.StatusUnauthorized, errorBody{Description: "authentication failed: this broker needs HTTP basic authentication with its configured username and password"})
+		writeJSON(rec, http.StatusUnauthorized, osbapi.ErrorResponse{Description: "authentication failed: this broker needs HTTP basic authentication with its configured username and password"})
 		return
 	}
-	if err := checkVersion(r.Header.Get(HeaderVersion)); err != nil {
-		writeJSON(rec, http.StatusPreconditionFailed, errorBody{Description: err.Error()})
+	if err := checkVersion(r.Header.Get(osbapi.HeaderAPIVersion)); err != nil {
+		writeJSON(rec, http.StatusPreconditionFailed, osbapi.ErrorResponse{Description: err.Error()})
 		return
 	}
-	identity, err := parseIdentity(r.Header.Get(HeaderIdentity))
+	identity, err := parseIdentity(r.Header.Get(osbapi.HeaderOriginatingIdentity))
 	if err != nil {
-		writeJSON(rec, http.StatusBadRequest, errorBody{Description: err.Error()})
+		writeJSON(rec, http.StatusBadRequest, osbapi.ErrorResponse{Description: err.Error()})
 		return
 	}
 	if _, pattern := s.mux.Handler(r); pattern == "" {
@@ -107,11 +108,11 @@ func (s *Server) noEndpoint(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if len(allowed) == 0 {
-		writeJSON(w, http.StatusNotFound, errorBody{Description: "no OSB endpoint " + r.Method + " " + r.URL.Path})
+		writeJSON(w, http.StatusNotFound, osbapi.ErrorResponse{Description: "no OSB endpoint " + r.Method + " " + r.URL.Path})
 		return
 	}
 	w.Header().Set("Allow", strings.Join(allowed, ", "))
-	writeJSON(w, http.StatusMethodNotAllowed, errorBody{Description: fmt.Sprintf("%s does not take %s (it takes %s)", r.URL.Path, r.Method, strings.Join(allowed, ", "))})
+	writeJSON(w, http.StatusMethodNotAllowed, osbapi.ErrorResponse{Description: fmt.Sprintf("%s does not take %s (it takes %s)", r.URL.Path, r.Method, strings.Join(allowed, ", "))})
 }
 
 func common(r *http.Request) lifecycle.Common {
@@ -124,8 +125,8 @@ func common(r *http.Request) lifecycle.Common {
 	}
 }
 
-func (s *Server) retryAfter(w http.ResponseWriter, op lifecycle.LastOperation) {
-	if s.opts.RetryAfter > 0 && op.State == "in progress" {
+func (s *Server) retryAfter(w http.ResponseWriter, op osbapi.LastOperationResponse) {
+	if s.opts.RetryAfter > 0 && op.State == osbapi.StateInProgress {
 		secs := int(s.opts.RetryAfter.Round(time.Second) / time.Second)
 		w.Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
 	}

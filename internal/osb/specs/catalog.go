@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/internal/osb/bundle"
 	"github.com/lockstep-dev/lockstep/internal/osb/store"
+	"github.com/lockstep-dev/lockstep/internal/osbapi"
 )
 
 // Entry is one known spec.
@@ -78,10 +79,10 @@ func (c *Catalog) Lookup(serviceID string) (Entry, bool) {
 }
 
 // Services renders the OSB catalog: every spec that is not marked, by name.
-func (c *Catalog) Services() []bundle.CatalogService {
+func (c *Catalog) Services() []osbapi.Service {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	out := []bundle.CatalogService{}
+	out := []osbapi.Service{}
 	for _, e := range c.entries {
 		if !e.Marked {
 			out = append(out, e.Spec.Catalog())

@@ -1,0 +1,299 @@
+package celrules
+
+import (
+	"fmt"
+	"maps"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
+	"github.com/lockstep-dev/lockstep/internal/validate"
+)
+
+// Rule is one generated validation rule of a kind.
+type Rule struct {
+	// Property is the top-level property of the object schema the rule
+	// goes on ("spec").
+	Property string
+	// Path is the field the rule guards, as the engine names it
+	// ("spec.serviceName").
+	Path string
+	// Validation is the rule as the CRD schema carries it.
+	Validation apiextensionsv1.ValidationRule
+}
+
+// Left is a tagged field that gets no rule, and why: the engine alone
+// enforces its policy.
+type Left struct {
+	Path string
+	Kind validate.Kind
+	Why  string
+}
+
+// For derives the rules of a kind from the field policy of its Go type t
+// and the CRD schema of the kind (the openAPIV3Schema of one version).
+// kind names the objects in messages. It fails when the policy does not
+// compile or names a field the schema does not have.
+func For(t reflect.Type, kind string, schema *apiextensionsv1.JSONSchemaProps) ([]Rule, []Left, error) {
+	p, err := validate.Compile(t)
+	if err != nil {
+		return nil, nil, err
+	}
+	var rules []Rule
+	var left []Left
+	for _, r := range p.Rules() {
+		if r.Kind != validate.CreateOnly {
+			why := "lockstep writes it itself, and a rule cannot tell lockstep from a user"
+			if strings.HasPrefix(r.Path, "status.") {
+				why = "status has its own subresource: the API server drops it on create and keeps it on updates of the object"
+			}
+			left = append(left, Left{Path: r.Path, Kind: r.Kind, Why: why})
+			continue
+		}
+		rule, why, err := createOnly(t, r.Path, kind, schema)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", kind, err)
+		}
+		if why != "" {
+			left = append(left, Left{Path: r.Path, Kind: r.Kind, Why: why})
+			continue
+		}
+		rules = append(rules, rule)
+	}
+	return rules, left, nil
+}
+
+// identifier matches the field names a rule can use, escaped where needed.
+var identifier = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
+
+// reserved are the words CEL does not accept as field names: a rule names
+// such a field __word__, as the API server's escaping says.
+var reserved = map[string]bool{
+	"true": true, "false": true, "null": true, "in": true, "as": true, "break": true,
+	"const": true, "continue": true, "else": true, "for": true, "function": true,
+	"if": true, "import": true, "let": true, "loop": true, "package": true,
+	"namespace": true, "return": true, "var": true, "void": true, "while": true,
+}
+
+// createOnly builds the rule of the create-only field at path, or says why
+// it gets none.
+func createOnly(t reflect.Type, path, kind string, root *apiextensionsv1.JSONSchemaProps) (Rule, string, error) {
+	if strings.Contains(path, "[") {
+		return Rule{}, "it is inside a list element or map value, which the engine matches by index or key", nil
+	}
+	segs := strings.Split(path, ".")
+	top, ok := root.Properties[segs[0]]
+	if !ok {
+		return Rule{}, "", fmt.Errorf("the schema has no property %q for the field policy of %s", segs[0], path)
+	}
+	if len(segs) == 1 {
+		return Rule{}, "it is a top-level property, which a rule cannot guard", nil
+	}
+	if !requiredIn(root, segs[0]) {
+		return Rule{}, fmt.Sprintf("%s is optional, and a rule on it does not run when it is absent", segs[0]), nil
+	}
+	s := &top
+	for _, name := range segs[1:] {
+		if !identifier.MatchString(name) || strings.Contains(name, "__") {
+			return Rule{}, fmt.Sprintf("the name %q is not one a rule can name", name), nil
+		}
+		next, ok := s.Properties[name]
+		if !ok {
+			return Rule{}, "", fmt.Errorf("the schema has no property %q on the way to %s", name, path)
+		}
+		s = &next
+	}
+	if opaque(s) {
+		return Rule{}, "CEL cannot see its contents (raw JSON kept as it is)", nil
+	}
+	goType, ok := validate.FieldType(t, path)
+	if !ok {
+		return Rule{}, "", fmt.Errorf("the Go type has no field %s", path)
+	}
+	f := field{segs: segs[1:]}
+	rule, ok := equal(f, s, goType)
+	if !ok {
+		return Rule{}, "its schema has a part without a type a rule can compare", nil
+	}
+	var msg string
+	switch s.Type {
+	case "string", "integer", "number", "boolean":
+		zero := scalar(s.Type)
+		msg = messages(kind,
+			fmt.Sprintf("%s == %s", f.value("oldSelf", zero), zero),
+			fmt.Sprintf("%s == %s", f.value("self", zero), zero))
+	case "array":
+		msg = messages(kind, f.size("oldSelf")+" == 0", f.size("self")+" == 0")
+	default:
+		if s.AdditionalProperties != nil {
+			msg = messages(kind, f.size("oldSelf")+" == 0", f.size("self")+" == 0")
+		} else {
+			msg = messages(kind, "!"+f.has("oldSelf"), "!"+f.has("self"))
+		}
+	}
+	return Rule{
+		Property: segs[0],
+		Path:     path,
+		Validation: apiextensionsv1.ValidationRule{
+			Rule:              rule,
+			Message:           fmt.Sprintf("create-only field: it cannot be set, changed or removed after the %s is created; delete and recreate the %s to change it", kind, kind),
+			MessageExpression: msg,
+			FieldPath:         "." + strings.Join(segs[1:], "."),
+			Reason:            ptr(apiextensionsv1.FieldValueForbidden),
+		},
+	}, "", nil
+}
+
+// equal builds the expression that holds when the field f, of schema s
+// and Go type gt, is equal in self and oldSelf, the way the engine
+// compares: an absent value equals its zero value, except that a Go
+// pointer is present whenever it is set; lists and maps are compared whole
+// (absent equals empty); objects field by field, so that an absent struct
+// equals one whose fields are all zero.
+func equal(f field, s *apiextensionsv1.JSONSchemaProps, gt reflect.Type) (string, bool) {
+	presence := ""
+	if gt != nil && gt.Kind() == reflect.Pointer {
+		presence = fmt.Sprintf("(%s) == (%s) && ", f.has("self"), f.has("oldSelf"))
+	}
+	switch s.Type {
+	case "string", "integer", "number", "boolean":
+		zero := scalar(s.Type)
+		return fmt.Sprintf("%s%s == %s", presence, f.value("self", zero), f.value("oldSelf", zero)), true
+	case "array":
+		return sized(f), true
+	case "object":
+		if s.AdditionalProperties != nil {
+			return sized(f), true
+		}
+		if len(s.Properties) == 0 {
+			return "", false
+		}
+		names := slices.Sorted(maps.Keys(s.Properties))
+		parts := make([]string, 0, len(names))
+		for _, name := range names {
+			if !identifier.MatchString(name) || strings.Contains(name, "__") {
+				return "", false
+			}
+			p := s.Properties[name]
+			var sub reflect.Type
+			if gt != nil {
+				sub, _ = validate.FieldType(gt, name)
+			}
+			part, ok := equal(f.child(name), &p, sub)
+			if !ok {
+				return "", false
+			}
+			parts = append(parts, "("+part+")")
+		}
+		return presence + strings.Join(parts, " && "), true
+	}
+	return "", false
+}
+
+// sized compares a list or map field: the same size, and equal when not
+// empty.
+func sized(f field) string {
+	return fmt.Sprintf("%s == %s && (%s == 0 || %s == %s)",
+		f.size("self"), f.size("oldSelf"), f.size("self"), f.at("self"), f.at("oldSelf"))
+}
+
+// field is the way from a top-level property to a field.
+type field struct{ segs []string }
+
+func (f field) child(name string) field {
+	return field{segs: append(slices.Clone(f.segs), name)}
+}
+
+// value is the field below x, or zero when it is absent.
+func (f field) value(x, zero string) string {
+	return fmt.Sprintf("(%s ? %s : %s)", f.has(x), f.at(x), zero)
+}
+
+// size is the size of the list or map field below x, 0 when it is absent.
+func (f field) size(x string) string {
+	return fmt.Sprintf("(%s ? size(%s) : 0)", f.has(x), f.at(x))
+}
+
+// at is the field below x.
+func (f field) at(x string) string { return x + "." + f.join(len(f.segs)) }
+
+// join names the first n steps of the way, escaped for CEL.
+func (f field) join(n int) string {
+	names := make([]string, n)
+	for i, name := range f.segs[:n] {
+		if reserved[name] {
+			name = "__" + name + "__"
+		}
+		names[i] = name
+	}
+	return strings.Join(names, ".")
+}
+
+// has tests that the field and every object on the way to it are present
+// below x.
+func (f field) has(x string) string {
+	tests := make([]string, len(f.segs))
+	for i := range f.segs {
+		tests[i] = fmt.Sprintf("has(%s.%s)", x, f.join(i+1))
+	}
+	return strings.Join(tests, " && ")
+}
+
+// scalar returns the zero value of a scalar schema type in CEL.
+func scalar(typ string) string {
+	switch typ {
+	case "string":
+		return "''"
+	case "integer":
+		return "0"
+	case "number":
+		return "0.0"
+	default:
+		return "false"
+	}
+}
+
+// messages builds the message expression of a create-only rule: what was
+// refused (set, removed or changed) and what to do. It shows no values:
+// building a message from values of unbounded size costs more than the
+// API server's budget allows.
+func messages(kind, wasUnset, isUnset string) string {
+	set := fmt.Sprintf("'create-only field: it cannot be set after the %s is created (it was not set then); delete and recreate the %s to set it'", kind, kind)
+	removed := fmt.Sprintf("'create-only field: it cannot be removed after the %s is created; put the old value back, or delete and recreate the %s'", kind, kind)
+	changed := fmt.Sprintf("'create-only field: it cannot be changed after the %s is created; delete and recreate the %s to change it'", kind, kind)
+	return fmt.Sprintf("%s ? %s : %s ? %s : %s", wasUnset, set, isUnset, removed, changed)
+}
+
+// opaque reports whether CEL cannot see all of a value of schema s: raw
+// JSON (no type, or unknown fields kept) or int-or-string anywhere in it.
+func opaque(s *apiextensionsv1.JSONSchemaProps) bool {
+	if s.Type == "" || s.XIntOrString || (s.XPreserveUnknownFields != nil && *s.XPreserveUnknownFields) {
+		return true
+	}
+	if s.Items != nil && s.Items.Schema != nil && opaque(s.Items.Schema) {
+		return true
+	}
+	if s.AdditionalProperties != nil && s.AdditionalProperties.Schema != nil && opaque(s.AdditionalProperties.Schema) {
+		return true
+	}
+	for _, p := range s.Properties {
+		if opaque(&p) {
+			return true
+		}
+	}
+	return false
+}
+
+func requiredIn(s *apiextensionsv1.JSONSchemaProps, name string) bool {
+	for _, r := range s.Required {
+		if r == name {
+			return true
+		}
+	}
+	return false
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,269 @@
+package celrules
+
+import (
+	"context"
+	"reflect"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
+	"k8s.io/apimachinery/pkg/runtime"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+	celconfig "k8s.io/apiserver/pkg/apis/cel"
+
+	"github.com/lockstep-dev/lockstep/internal/validate"
+)
+
+// The types and schema of a made-up kind with one field of every shape.
+type testRef struct {
+	Name string `json:"name,omitempty"`
+	Size int64  `json:"size,omitempty"`
+}
+
+type testItem struct {
+	ID string `json:"id" lockstep:"createonly"`
+}
+
+type testSpec struct {
+	Name      string                `json:"name" lockstep:"createonly"`
+	Count     int64                 `json:"count,omitempty" lockstep:"createonly"`
+	Flag      bool                  `json:"flag,omitempty" lockstep:"createonly"`
+	Ratio     float64               `json:"ratio,omitempty" lockstep:"createonly"`
+	List      []string              `json:"list,omitempty" lockstep:"createonly"`
+	Labels    map[string]string     `json:"labels,omitempty" lockstep:"createonly"`
+	Ref       *testRef              `json:"ref,omitempty" lockstep:"createonly"`
+	Plain     testRef               `json:"plain" lockstep:"createonly"`
+	Namespace string                `json:"namespace,omitempty" lockstep:"createonly"`
+	Raw       *runtime.RawExtension `json:"raw,omitempty" lockstep:"createonly"`
+	Items     []testItem            `json:"items,omitempty"`
+	Computed  string                `json:"computed,omitempty" lockstep:"readonly"`
+	Free      string                `json:"free,omitempty"`
+}
+
+type testStatus struct {
+	Phase string `json:"phase,omitempty" lockstep:"readonly"`
+}
+
+type testObject struct {
+	Spec   testSpec   `json:"spec"`
+	Status testStatus `json:"status,omitempty"`
+}
+
+func str() apiextensionsv1.JSONSchemaProps { return apiextensionsv1.JSONSchemaProps{Type: "string"} }
+
+func testSchema() *apiextensionsv1.JSONSchemaProps {
+	yes := true
+	return &apiextensionsv1.JSONSchemaProps{
+		Type:     "object",
+		Required: []string{"spec"},
+		Properties: map[string]apiextensionsv1.JSONSchemaProps{
+			"spec": {Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{
+				"name":   str(),
+				"count":  {Type: "integer", Format: "int64"},
+				"flag":   {Type: "boolean"},
+				"ratio":  {Type: "number"},
+				"list":   {Type: "array", MaxItems: ptr(int64(8)), Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &apiextensionsv1.JSONSchemaProps{Type: "string", MaxLength: ptr(int64(16))}}},
+				"labels": {Type: "object", MaxProperties: ptr(int64(8)), AdditionalProperties: &apiextensionsv1.JSONSchemaPropsOrBool{Allows: true, Schema: &apiextensionsv1.JSONSchemaProps{Type: "string", MaxLength: ptr(int64(16))}}},
+				"ref": {Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{
+					"name": str(), "size": {Type: "integer", Format: "int64"},
+				}},
+				"plain": {Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{
+					"name": str(), "size": {Type: "integer", Format: "int64"},
+				}},
+				"namespace": str(),
+				"raw":       {Type: "object", XPreserveUnknownFields: &yes},
+				"items": {Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &apiextensionsv1.JSONSchemaProps{
+					Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{"id": str()},
+				}}},
+				"computed": str(),
+				"free":     str(),
+			}},
+			"status": {Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{"phase": str()}},
+		},
+	}
+}
+
+func TestForSaysWhichFieldsGetARule(t *testing.T) {
+	rules, left, err := For(reflect.TypeFor[testObject](), "Widget", testSchema())
+	require.NoError(t, err)
+	var paths []string
+	for _, r := range rules {
+		paths = append(paths, r.Path)
+		assert.Equal(t, "spec", r.Property)
+		assert.Equal(t, "."+r.Path[len("spec."):], r.Validation.FieldPath)
+		assert.Equal(t, apiextensionsv1.FieldValueForbidden, *r.Validation.Reason)
+		assert.Contains(t, r.Validation.Message, "create-only field")
+		assert.Contains(t, r.Validation.Message, "Widget")
+	}
+	assert.Equal(t, []string{"spec.name", "spec.count", "spec.flag", "spec.ratio", "spec.list", "spec.labels", "spec.ref", "spec.plain", "spec.namespace"}, paths)
+
+	why := map[string]string{}
+	for _, l := range left {
+		why[l.Path] = l.Why
+	}
+	assert.Contains(t, why["spec.raw"], "CEL cannot see its contents")
+	assert.Contains(t, why["spec.items[*].id"], "list element")
+	assert.Contains(t, why["spec.computed"], "lockstep writes it itself")
+	assert.Contains(t, why["status.phase"], "status has its own subresource")
+	assert.Len(t, left, 4)
+}
+
+func TestForNamesReservedWordsEscaped(t *testing.T) {
+	rules, _, err := For(reflect.TypeFor[testObject](), "Widget", testSchema())
+	require.NoError(t, err)
+	for _, r := range rules {
+		if r.Path == "spec.namespace" {
+			assert.Contains(t, r.Validation.Rule, "self.__namespace__")
+			assert.Equal(t, ".namespace", r.Validation.FieldPath)
+			return
+		}
+	}
+	t.Fatal("no rule for spec.namespace")
+}
+
+func TestForFailsWhenTheSchemaLacksATaggedField(t *testing.T) {
+	s := testSchema()
+	delete(s.Properties["spec"].Properties, "count")
+	_, _, err := For(reflect.TypeFor[testObject](), "Widget", s)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "spec.count")
+}
+
+func TestForLeavesAnOptionalTopLevelPropertyToTheEngine(t *testing.T) {
+	s := testSchema()
+	s.Required = nil
+	rules, left, err := For(reflect.TypeFor[testObject](), "Widget", s)
+	require.NoError(t, err)
+	assert.Empty(t, rules)
+	assert.Contains(t, left[0].Why, "spec is optional")
+}
+
+// TestRulesAgreeWithTheEngineInProcess evaluates the rules with the API
+// server's own CEL validator, in process, and compares the verdicts with
+// the engine's on the same update (test/celrules does the same through a
+// real API server with the CRDs in deploy/crds).
+func TestRulesAgreeWithTheEngineInProcess(t *testing.T) {
+	s := testSchema()
+	rules, _, err := For(reflect.TypeFor[testObject](), "Widget", s)
+	require.NoError(t, err)
+	spec := s.Properties["spec"]
+	for _, r := range rules {
+		spec.XValidations = append(spec.XValidations, r.Validation)
+	}
+	s.Properties["spec"] = spec
+	var internal apiextensions.JSONSchemaProps
+	require.NoError(t, apiextensionsv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(s, &internal, nil))
+	structural, err := structuralschema.NewStructural(&internal)
+	require.NoError(t, err)
+	validator := cel.NewValidator(structural, true, celconfig.PerCallLimit)
+	require.NotNil(t, validator)
+
+	policy, err := validate.For[testObject]()
+	require.NoError(t, err)
+	base := `"name":"a","count":1,"flag":true,"ratio":0.5,"list":["x"],"labels":{"k":"v"},"ref":{"name":"r","size":2},"namespace":"ns","free":"f"`
+	tests := []struct {
+		name     string
+		old, new string // the spec's members
+		refused  bool
+		field    string // the field refused, when refused
+	}{
+		{"unchanged", base, base, false, ""},
+		{"a free field changes", base, base + `,"free2":"g"`, false, ""},
+		{"string changed", `"name":"a"`, `"name":"b"`, true, "spec.name"},
+		{"string removed", `"name":"a"`, ``, true, "spec.name"},
+		{"string set", ``, `"name":"a"`, true, "spec.name"},
+		{"empty string is absent", ``, `"name":""`, false, ""},
+		{"absent is an empty string", `"name":""`, ``, false, ""},
+		{"integer changed", `"count":1`, `"count":2`, true, "spec.count"},
+		{"zero is absent", `"count":0`, ``, false, ""},
+		{"boolean set", ``, `"flag":true`, true, "spec.flag"},
+		{"false is absent", `"flag":false`, ``, false, ""},
+		{"number changed", `"ratio":0.5`, `"ratio":1.5`, true, "spec.ratio"},
+		{"list changed", `"list":["x"]`, `"list":["y"]`, true, "spec.list"},
+		{"list reordered", `"list":["x","y"]`, `"list":["y","x"]`, true, "spec.list"},
+		{"list removed", `"list":["x"]`, ``, true, "spec.list"},
+		{"empty list is absent", ``, `"list":[]`, false, ""},
+		{"map value changed", `"labels":{"k":"v"}`, `"labels":{"k":"w"}`, true, "spec.labels"},
+		{"map key added", `"labels":{"k":"v"}`, `"labels":{"k":"v","l":"v"}`, true, "spec.labels"},
+		{"empty map is absent", `"labels":{}`, ``, false, ""},
+		{"object field changed", `"ref":{"name":"r"}`, `"ref":{"name":"s"}`, true, "spec.ref"},
+		{"object removed", `"ref":{"name":"r"}`, ``, true, "spec.ref"},
+		{"object field set", `"ref":{"name":"r"}`, `"ref":{"name":"r","size":3}`, true, "spec.ref"},
+		{"a set pointer is present", ``, `"ref":{}`, true, "spec.ref"},
+		{"a set pointer stays present", `"ref":{"name":"","size":0}`, ``, true, "spec.ref"},
+		{"zero fields are absent fields", `"ref":{}`, `"ref":{"name":"","size":0}`, false, ""},
+		{"a struct of zeros is an absent struct", ``, `"plain":{"name":""}`, false, ""},
+		{"a struct's field changed", `"plain":{"name":"a"}`, `"plain":{}`, true, "spec.plain"},
+		{"reserved name changed", `"namespace":"a"`, `"namespace":"b"`, true, "spec.namespace"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			old, new := object(t, tt.old), object(t, tt.new)
+			errs, _ := validator.Validate(context.Background(), nil, structural, new, old, celconfig.RuntimeCELCostBudget)
+			var celFields []string
+			for _, e := range errs {
+				celFields = append(celFields, e.Field)
+			}
+			var oldT, newT testObject
+			decodeInto(t, old, &oldT)
+			decodeInto(t, new, &newT)
+			var engineFields []string
+			for _, e := range policy.ValidateUpdate(&oldT, &newT) {
+				engineFields = append(engineFields, e.Field)
+			}
+			if !tt.refused {
+				assert.Empty(t, celFields, "CEL: %v", errs)
+				assert.Empty(t, engineFields, "engine")
+				return
+			}
+			assert.Equal(t, []string{tt.field}, celFields, "CEL: %v", errs)
+			assert.Equal(t, []string{tt.field}, engineFields, "engine")
+		})
+	}
+}
+
+func TestMessagesSayWhatWasRefused(t *testing.T) {
+	s := testSchema()
+	rules, _, err := For(reflect.TypeFor[testObject](), "Widget", s)
+	require.NoError(t, err)
+	spec := s.Properties["spec"]
+	for _, r := range rules {
+		spec.XValidations = append(spec.XValidations, r.Validation)
+	}
+	s.Properties["spec"] = spec
+	var internal apiextensions.JSONSchemaProps
+	require.NoError(t, apiextensionsv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(s, &internal, nil))
+	structural, err := structuralschema.NewStructural(&internal)
+	require.NoError(t, err)
+	validator := cel.NewValidator(structural, true, celconfig.PerCallLimit)
+	for _, tt := range []struct{ old, new, want string }{
+		{`"name":"a"`, `"name":"b"`, "spec.name: Forbidden: create-only field: it cannot be changed after the Widget is created; delete and recreate the Widget to change it"},
+		{`"name":"a"`, ``, "spec.name: Forbidden: create-only field: it cannot be removed after the Widget is created; put the old value back, or delete and recreate the Widget"},
+		{``, `"name":"a"`, "spec.name: Forbidden: create-only field: it cannot be set after the Widget is created (it was not set then); delete and recreate the Widget to set it"},
+		{`"ref":{"name":"r"}`, `"ref":{"name":"s"}`, "spec.ref: Forbidden: create-only field: it cannot be changed after the Widget is created; delete and recreate the Widget to change it"},
+		{`"list":["x"]`, ``, "spec.list: Forbidden: create-only field: it cannot be removed after the Widget is created; put the old value back, or delete and recreate the Widget"},
+	} {
+		errs, _ := validator.Validate(context.Background(), nil, structural, object(t, tt.new), object(t, tt.old), celconfig.RuntimeCELCostBudget)
+		require.Len(t, errs, 1, "%s -> %s", tt.old, tt.new)
+		assert.Equal(t, tt.want, errs[0].Error())
+	}
+}
+
+// object builds an object whose spec has the given JSON members.
+func object(t *testing.T, members string) map[string]any {
+	t.Helper()
+	var obj map[string]any
+	require.NoError(t, utiljson.Unmarshal([]byte(`{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w"},"spec":{`+members+`}}`), &obj))
+	return obj
+}
+
+func decodeInto(t *testing.T, obj map[string]any, into any) {
+	t.Helper()
+	raw, err := utiljson.Marshal(obj)
+	require.NoError(t, err)
+	require.NoError(t, utiljson.Unmarshal(raw, into))
+}
