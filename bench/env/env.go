@@ -130,13 +130,24 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 		return nil, err
 	}
 
-	kubeconfig, err := serviceAccountKubeconfig(ctx, cfg, e.Client, opts.Root)
+	// lockstep runs as the service account deploy/ gives it, bound to the
+	// ClusterRoles of deploy/rbac: with exactly the permissions a
+	// deployment gives it, under the username a deployment's requests
+	// carry (which the webhook configurations' matchConditions compare
+	// against).
+	rendered, err := e.cp.Render("base")
 	if err != nil {
 		return nil, err
 	}
-	e.lockstepKubeconfig = filepath.Join(dir, "lockstep.kubeconfig")
-	if err := os.WriteFile(e.lockstepKubeconfig, kubeconfig, 0o600); err != nil {
-		return nil, fmt.Errorf("writing lockstep's kubeconfig: %w", err)
+	sa, err := framework.InstallRBAC(ctx, e.Client, rendered)
+	if err != nil {
+		return nil, err
+	}
+	if sa != ServiceAccountUser {
+		return nil, fmt.Errorf("deploy/base runs lockstep as %s, the bench expects %s", sa, ServiceAccountUser)
+	}
+	if e.lockstepKubeconfig, err = e.cp.ServiceAccountKubeconfig(ctx, sa); err != nil {
+		return nil, err
 	}
 
 	wh := e.cp.Env.WebhookInstallOptions

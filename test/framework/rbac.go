@@ -12,9 +12,14 @@ import (
 	"strings"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 )
@@ -71,7 +76,7 @@ func InstallRBAC(ctx context.Context, admin client.Client, rendered []*unstructu
 	for _, u := range rendered {
 		switch u.GetKind() {
 		case "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding":
-			if err := admin.Create(ctx, u.DeepCopy()); err != nil {
+			if err := admin.Create(ctx, u.DeepCopy()); err != nil && !apierrors.IsAlreadyExists(err) {
 				return "", fmt.Errorf("creating %s %s from deploy/base: %w", u.GetKind(), u.GetName(), err)
 			}
 		case "Deployment":
@@ -86,6 +91,35 @@ func InstallRBAC(ctx context.Context, admin client.Client, rendered []*unstructu
 		return "", errors.New("the Deployment names no serviceAccountName")
 	}
 	return "system:serviceaccount:" + deployment.GetNamespace() + ":" + sa, nil
+}
+
+// ServiceAccountKubeconfig writes a kubeconfig into the working directory
+// that reaches the API server with a token of the service account
+// (system:serviceaccount:<namespace>:<name>), and returns its path: a
+// process that uses it acts with exactly that account's permissions, under
+// the username its requests carry in a cluster.
+func (cp *ControlPlane) ServiceAccountKubeconfig(ctx context.Context, serviceAccount string) (string, error) {
+	parts := strings.Split(serviceAccount, ":")
+	if len(parts) != 4 || parts[0] != "system" || parts[1] != "serviceaccount" {
+		return "", fmt.Errorf("%q is not a service account's username (system:serviceaccount:<namespace>:<name>)", serviceAccount)
+	}
+	namespace, name := parts[2], parts[3]
+	cs, err := kubernetes.NewForConfig(cp.Config)
+	if err != nil {
+		return "", fmt.Errorf("creating a clientset: %w", err)
+	}
+	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(24 * 3600))}}
+	tok, err := cs.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name, req, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("requesting a token of service account %s/%s: %w", namespace, name, err)
+	}
+	cfg := rest.AnonymousClientConfig(cp.Config)
+	cfg.BearerToken = tok.Status.Token
+	path := filepath.Join(cp.Dir, name+"-serviceaccount.kubeconfig")
+	if err := WriteKubeconfig(cfg, name, namespace, path); err != nil {
+		return "", err
+	}
+	return path, nil
 }
 
 // AsServiceAccount is cfg acting as the service account
