@@ -11,8 +11,6 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -172,41 +170,8 @@ func (cp *ControlPlane) Client() (client.Client, error) {
 	return c, nil
 }
 
-// Kubeconfig provisions a user with the groups and writes a kubeconfig for
-// it into the working directory; it returns the file's path and the user's
-// configuration.
-func (cp *ControlPlane) Kubeconfig(name string, groups ...string) (string, *rest.Config, error) {
-	user, err := cp.Env.AddUser(envtest.User{Name: name, Groups: groups}, nil)
-	if err != nil {
-		return "", nil, fmt.Errorf("adding user %q: %w", name, err)
-	}
-	raw, err := user.KubeConfig()
-	if err != nil {
-		return "", nil, fmt.Errorf("encoding the kubeconfig of %q: %w", name, err)
-	}
-	path := filepath.Join(cp.Dir, name+".kubeconfig")
-	if err := os.WriteFile(path, raw, 0o600); err != nil {
-		return "", nil, fmt.Errorf("writing the kubeconfig of %q: %w", name, err)
-	}
-	return path, user.Config(), nil
-}
-
 // WebhookAddr is the address the API server calls the webhooks at.
 func (cp *ControlPlane) WebhookAddr() string {
 	o := cp.Env.WebhookInstallOptions
 	return net.JoinHostPort(o.LocalServingHost, strconv.Itoa(o.LocalServingPort))
-}
-
-// WriteKubeconfig writes a kubeconfig for cfg's user, named user, whose
-// context's namespace is namespace (none when empty).
-func WriteKubeconfig(cfg *rest.Config, user, namespace, path string) error {
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["lockstep"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos[user] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
-	kc.Contexts["lockstep"] = &clientcmdapi.Context{Cluster: "lockstep", AuthInfo: user, Namespace: namespace}
-	kc.CurrentContext = "lockstep"
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
-		return fmt.Errorf("writing the kubeconfig of %q: %w", user, err)
-	}
-	return nil
 }
