@@ -30,11 +30,20 @@ const (
 	PhaseCompensated OperationPhase = "Compensated"
 )
 
+// TargetKind is the kind of object a broker operation changes.
+// +kubebuilder:validation:Enum=ServiceInstance;ServiceBinding
+type TargetKind string
+
+// The kinds a broker operation changes.
+const (
+	KindServiceInstance TargetKind = "ServiceInstance"
+	KindServiceBinding  TargetKind = "ServiceBinding"
+)
+
 // OperationTarget is the object a BrokerOperation changes.
 type OperationTarget struct {
 	// Kind is ServiceInstance or ServiceBinding.
-	// +kubebuilder:validation:Enum=ServiceInstance;ServiceBinding
-	Kind string `json:"kind"`
+	Kind TargetKind `json:"kind"`
 	// Name of the object.
 	Name string `json:"name"`
 	// Namespace of the object. A record lives next to its object, except

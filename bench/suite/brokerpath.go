@@ -326,11 +326,11 @@ func updated(si *v1alpha1.ServiceInstance) *v1alpha1.ServiceInstance {
 	return to
 }
 
-// writeAhead is the floor arm of the broker-path benchmark: the lock and
-// the operation record that lockstep's admission writes before every broker
-// call, written by lockstep's own journal code at the same time, as the
-// admission writes them, followed by the direct broker call. Each request
-// cleans up after itself, untimed.
+// writeAhead is the floor arm of the broker-path benchmark: the one API
+// server write that lockstep's admission makes before every broker call
+// (the object's lock, carrying the operation's record), written by
+// lockstep's own journal code, followed by the direct broker call. Each
+// request cleans up after itself, untimed.
 type writeAhead struct {
 	client    client.Client
 	namespace string
@@ -340,8 +340,8 @@ func (f *writeAhead) arm(call func(ctx context.Context, i int) error) loadgen.Ar
 	leases := &journal.Leases{Client: f.client, Duration: time.Minute}
 	j := &journal.Journal{Client: f.client}
 	type written struct {
-		key journal.Key
-		rec *v1alpha1.BrokerOperation
+		key    journal.Key
+		record string
 	}
 	var (
 		mu   sync.Mutex
@@ -352,40 +352,28 @@ func (f *writeAhead) arm(call func(ctx context.Context, i int) error) loadgen.Ar
 		w := done[i]
 		delete(done, i)
 		mu.Unlock()
-		if w.rec == nil {
+		if w.record == "" {
 			return nil
 		}
-		if err := leases.Release(ctx, w.key, w.rec.Name); err != nil {
-			return err
-		}
-		return j.Discard(ctx, w.rec)
+		return leases.Release(ctx, w.key, w.record)
 	}
 	return loadgen.Arm{Name: "floor", Work: loadgen.Work{
 		Do: func(ctx context.Context, i int) error {
 			target := &v1alpha1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Namespace: f.namespace, Name: fmt.Sprintf("floor-%d", i),
 				UID: types.UID(uuid.NewString()), Generation: 1}}
-			in := journal.Intent{ID: uuid.NewString(), Target: target, Kind: "ServiceInstance", ExternalID: uuid.NewString(), Broker: acme,
+			in := journal.Intent{ID: uuid.NewString(), Target: target, Kind: v1alpha1.KindServiceInstance, ExternalID: uuid.NewString(), Broker: acme,
 				Verb: v1alpha1.VerbUpdate, User: requester, SpecHash: journal.SpecHash(target.Spec),
 				ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID}
 			key := journal.Key{Kind: in.Kind, Namespace: f.namespace, Name: target.Name}
+			draft := j.Draft(in)
 			op := &journal.Operation{ID: in.ID, Verb: in.Verb, User: requester.Username, Started: time.Now(),
-				Record: journal.OperationName(target.Name, in.Verb, in.ID)}
-			recorded := make(chan error, 1)
-			var rec *v1alpha1.BrokerOperation
-			go func() {
-				var err error
-				rec, err = j.Begin(ctx, in)
-				recorded <- err
-			}()
+				Record: draft.Name, Intent: draft}
 			_, ok, err := leases.TryAcquire(ctx, key, op)
-			if rerr := <-recorded; err == nil {
-				err = rerr
-			}
 			if err == nil && !ok {
 				err = fmt.Errorf("floor: lock of %s held", key)
 			}
 			mu.Lock()
-			done[i] = written{key: key, rec: rec}
+			done[i] = written{key: key, record: draft.Name}
 			mu.Unlock()
 			if err != nil {
 				return errors.Join(err, cleanup(ctx, i))

@@ -4,13 +4,13 @@ import (
 	"context"
 
 	"github.com/google/uuid"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/journal"
 	"github.com/lockstep-dev/lockstep/internal/validate"
 )
 
@@ -55,7 +55,7 @@ func NewBindingValidator(d Deps, hooks *validate.Hooks[Binding]) *Validator[Bind
 	return &Validator[Binding]{
 		Kind:     bindingKind,
 		Gate:     &reconcilePolicy[Binding]{kind: bindingKind, journal: d.Journal, reader: d.Reader},
-		SameSpec: func(old, new Binding) bool { return equality.Semantic.DeepEqual(old.Spec, new.Spec) },
+		SameSpec: func(old, new Binding) bool { return journal.SameSpec(old.Spec, new.Spec) },
 		Checks: []Check[Binding]{
 			fieldPolicy[Binding](),
 			CheckFunc[Binding]{CheckName: "spec", Fn: func(_ context.Context, a *Attributes[Binding]) (field.ErrorList, admission.Warnings, error) {

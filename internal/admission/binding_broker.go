@@ -43,7 +43,7 @@ func (s *bindingBroker) Admit(ctx context.Context, a *Attributes[Binding]) (admi
 	}
 	t := a.Target
 	return s.carry.carryOut(ctx, journal.Intent{
-		ID: uuid.NewString(), Target: b, Kind: "ServiceBinding", ExternalID: b.Spec.ExternalID, Broker: t.Entry.Broker,
+		ID: uuid.NewString(), Target: b, Kind: v1alpha1.KindServiceBinding, ExternalID: b.Spec.ExternalID, Broker: t.Entry.Broker,
 		Verb: verb, User: a.User, SpecHash: journal.SpecHash(b.Spec), ServiceID: t.Plan.Service.ID, PlanID: t.Plan.Plan.ID, InstanceID: t.Instance.Spec.ExternalID,
 		ParametersDigest: parametersDigest(a.Params),
 	}, func(meta osbclient.RequestMeta, ans *journal.Answer) (admission.Warnings, bool, error) {
@@ -159,7 +159,7 @@ func (s *bindingBroker) unbind(ctx context.Context, a *Attributes[Binding], meta
 		what:   fmt.Sprintf("unbind binding %q of instance %q", b.Name, t.Instance.Name),
 		stays:  fmt.Sprintf("the binding and its Secret %q stay as they were (no deletion was started)", b.Spec.SecretName),
 		ifDone: "if the broker unbound it, lockstep deletes the binding",
-		wayOut: wayOut("ServiceBinding", b.Namespace, b.Name),
+		wayOut: wayOut(v1alpha1.KindServiceBinding, b.Namespace, b.Name),
 	}
 	ids := bindingIDs{instance: t.Instance.Spec.ExternalID, binding: b.Spec.ExternalID, service: t.Plan.Service.ID, plan: t.Plan.Plan.ID}
 	resp, err := c.Unbind(ctx, meta, osbclient.UnbindRequest{InstanceID: ids.instance, BindingID: ids.binding, ServiceID: ids.service, PlanID: ids.plan})

@@ -39,7 +39,7 @@ func (c *bindingInstance) Check(ctx context.Context, a *Attributes[Binding]) (fi
 		}
 		if a.Operation == admissionv1.Delete {
 			return nil, nil, conflict("the instance %q of binding %q no longer exists, so lockstep cannot unbind at the broker; the binding stays as it was; %s",
-				b.Spec.InstanceName, b.Name, wayOut("ServiceBinding", b.Namespace, b.Name))
+				b.Spec.InstanceName, b.Name, wayOut(v1alpha1.KindServiceBinding, b.Namespace, b.Name))
 		}
 		return field.ErrorList{field.Invalid(spec.Child("instanceName"), b.Spec.InstanceName,
 			fmt.Sprintf("no ServiceInstance of this name in namespace %q (kubectl get serviceinstances -n %s)", b.Namespace, b.Namespace))}, nil, nil
@@ -51,7 +51,7 @@ func (c *bindingInstance) Check(ctx context.Context, a *Attributes[Binding]) (fi
 	case entry == nil && a.Operation == admissionv1.Delete:
 		return nil, nil, conflict("binding %q cannot be deleted: its instance %q uses ServiceBroker %q, which no longer exists, so lockstep cannot unbind at the broker; "+
 			"the binding and its Secret stay as they were (no deletion was started); recreate ServiceBroker %q with the URL of the broker that holds the binding, then delete again; or %s",
-			b.Name, si.Name, si.Spec.BrokerName, si.Spec.BrokerName, wayOut("ServiceBinding", b.Namespace, b.Name))
+			b.Name, si.Name, si.Spec.BrokerName, si.Spec.BrokerName, wayOut(v1alpha1.KindServiceBinding, b.Namespace, b.Name))
 	case entry == nil:
 		return field.ErrorList{field.Invalid(spec.Child("instanceName"), b.Spec.InstanceName, fmt.Sprintf(
 			"instance %q uses ServiceBroker %q, which does not exist (kubectl get servicebrokers): it cannot be bound (%s)", si.Name, si.Spec.BrokerName, errs.ToAggregate()))}, nil, nil
@@ -60,7 +60,7 @@ func (c *bindingInstance) Check(ctx context.Context, a *Attributes[Binding]) (fi
 	if err != nil {
 		msg := fmt.Sprintf("the plan of instance %q is unknown to broker %q: %v; nothing was changed", si.Name, entry.Broker, err)
 		if a.Operation == admissionv1.Delete {
-			msg += "; " + wayOut("ServiceBinding", b.Namespace, b.Name)
+			msg += "; " + wayOut(v1alpha1.KindServiceBinding, b.Namespace, b.Name)
 		}
 		return nil, nil, conflict("%s", msg)
 	}
@@ -72,12 +72,12 @@ func (c *bindingInstance) Check(ctx context.Context, a *Attributes[Binding]) (fi
 	if si.DeletionTimestamp != nil {
 		return nil, nil, conflict("instance %q is being deleted; it takes no new bindings", si.Name)
 	}
-	holder, err := c.leases.AwaitFree(ctx, lockKey("ServiceInstance", &si))
+	holder, err := c.leases.AwaitFree(ctx, journal.KeyOf(v1alpha1.KindServiceInstance, &si))
 	if err != nil {
 		return nil, nil, unavailable("could not read the lock of instance %q: %v; nothing was changed: retry", si.Name, err)
 	}
 	if holder != nil {
-		metrics.LockContention("ServiceInstance")
+		metrics.LockContention(string(v1alpha1.KindServiceInstance))
 		return nil, nil, conflict("instance %q has a broker operation in flight (%s); bind when it has finished", si.Name, holder)
 	}
 	if !plan.Bindable() {

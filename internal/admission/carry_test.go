@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"sync/atomic"
 	"testing"
@@ -12,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admission/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -72,7 +73,7 @@ func (h *harness) records(t *testing.T) []v1alpha1.BrokerOperation {
 
 func (h *harness) lockHeldBy(t *testing.T) string {
 	t.Helper()
-	held, err := h.leases.HeldBy(context.Background(), journal.Key{Kind: "ServiceInstance", Namespace: "team", Name: "db"})
+	held, err := h.leases.HeldBy(context.Background(), journal.Key{Kind: v1alpha1.KindServiceInstance, Namespace: "team", Name: "db"})
 	require.NoError(t, err)
 	return held
 }
@@ -94,115 +95,174 @@ func (h *harness) operations(t *testing.T) *operations.Operations {
 	}
 }
 
-// The lock and the record are written at the same time. Every way that
-// can go wrong leaves the broker uncalled, the user told to retry, and
-// nothing behind: no stray record, no lock.
-func TestCarrierLockAndRecordWrittenTogether(t *testing.T) {
+// settle runs what the elected replica runs after a crash until nothing
+// is left to do: Locks writes the records the locks carry, Operations takes
+// every record to a final phase.
+func (h *harness) settle(t *testing.T) {
+	t.Helper()
+	r := h.operations(t)
+	locks := &operations.Locks{Leases: r.Leases, Journal: r.Journal, After: 30 * time.Second, Now: r.Now}
+	_, err := locks.Scan(context.Background())
+	require.NoError(t, err)
+	for range 10 {
+		busy := false
+		for _, op := range h.records(t) {
+			if op.Status.Phase == v1alpha1.PhaseCommitted || op.Status.Phase == v1alpha1.PhaseCompensated ||
+				op.Status.Phase == v1alpha1.PhaseFailed {
+				if op.Name == h.lockHeldBy(t) {
+					busy = true // released by its next reconcile
+				} else {
+					continue
+				}
+			}
+			busy = true
+			_, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: op.Namespace, Name: op.Name}})
+			require.NoError(t, err)
+		}
+		if !busy {
+			return
+		}
+	}
+	t.Fatal("the operations reconciler did not settle every record")
+}
+
+// The reply waits for one API server write: the object's lock, which
+// carries the operation's record. The record is written after the reply,
+// and a refusal's lock released once its record says so.
+func TestCarrierWritesOnceBeforeTheReply(t *testing.T) {
 	tests := []struct {
-		name    string
-		fail    func(*faults)
-		wantMsg string
+		name      string
+		op        admissionv1.Operation
+		old, new  Instance
+		script    func(*fakebroker.Broker)
+		wantPhase v1alpha1.OperationPhase
+		wantLock  bool
 	}{
-		{"the record cannot be written", func(f *faults) { f.createRecord.Store(true) },
-			"could not record the operation before calling the broker"},
-		{"the lock cannot be taken", func(f *faults) { f.createLease.Store(true) },
-			`could not take the lock of ServiceInstance "db"`},
-		{"neither can be written", func(f *faults) { f.createRecord.Store(true); f.createLease.Store(true) },
-			`could not take the lock of ServiceInstance "db"`},
+		{"provision", admissionv1.Create, nil, instance("small", ""), nil, v1alpha1.PhaseSucceeded, true},
+		{"refused update", admissionv1.Update, instance("small", ""), instance("large", ""), func(b *fakebroker.Broker) {
+			b.Script(fakebroker.OpUpdate, fakebroker.Respond{Status: http.StatusUnprocessableEntity, Description: "plan change not supported"})
+		}, v1alpha1.PhaseFailed, false},
+		{"provision that needs orphan mitigation", admissionv1.Create, nil, instance("small", ""), func(b *fakebroker.Broker) {
+			b.Script(fakebroker.OpProvision, fakebroker.Respond{Status: http.StatusInternalServerError})
+		}, v1alpha1.PhaseOrphaned, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := &faults{}
-			h := newInterceptedHarness(t, f.funcs())
-			tt.fail(f)
-			_, err := h.admit(admissionv1.Create, nil, instance("small", ""), false)
-			require.Error(t, err)
-			var status apierrors.APIStatus
-			require.ErrorAs(t, err, &status)
-			assert.Equal(t, int32(http.StatusServiceUnavailable), status.Status().Code)
-			assert.Contains(t, err.Error(), tt.wantMsg)
-			assert.Contains(t, err.Error(), "nothing was changed: retry")
-
-			assert.Empty(t, h.broker.Calls(), "the broker is not called")
-			assert.Empty(t, h.records(t), "no record is left behind")
-			assert.Empty(t, h.lockHeldBy(t), "no lock is left behind")
-
-			*f = faults{}
-			_, err = h.admit(admissionv1.Create, nil, instance("small", ""), false)
-			require.NoError(t, err, "the retry goes through")
-			assert.Equal(t, 1, h.broker.Count(fakebroker.OpProvision))
+			var writes []string
+			h := newInterceptedHarness(t, interceptor.Funcs{
+				Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+					writes = append(writes, fmt.Sprintf("create %T", obj))
+					return c.Create(ctx, obj, opts...)
+				},
+			})
+			h.broker.PutInstance(fakebroker.Instance{ID: "ext-1", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID})
+			if tt.script != nil {
+				tt.script(h.broker)
+			}
+			c := h.validator.Steps[0].(*instanceBroker).carry
+			c.run.After = nil // the answer's writes are then made before the reply: count them apart
+			c.run.Crash = func(p journal.Point) bool {
+				if p == journal.BeforeReply {
+					assert.Equal(t, []string{"create *v1.Lease"}, writes, "one write before the reply: the lock")
+				}
+				return false
+			}
+			_, _ = h.admit(tt.op, tt.old, tt.new, false)
+			records := h.records(t)
+			require.Len(t, records, 1)
+			assert.Equal(t, tt.wantPhase, records[0].Status.Phase)
+			assert.Equal(t, "alice", records[0].Spec.Requester.Username)
+			if tt.wantLock {
+				assert.Equal(t, records[0].Name, h.lockHeldBy(t), "kept for the operations reconciler")
+			} else {
+				assert.Empty(t, h.lockHeldBy(t), "released once the refusal is recorded")
+			}
 		})
 	}
 }
 
-// A change that loses the lock wrote its record for nothing. When it
-// cannot even delete it (the API server went away, or the webhook
-// stopped), the record stays Pending. The operations reconciler must then
-// delete it without calling the broker: above all it must not mitigate it
-// as a lost provision, which would deprovision the instance the winner
-// created under the same external id.
-func TestCarrierRecordOfALostLockIsNeverMitigated(t *testing.T) {
-	f := &faults{}
-	h := newInterceptedHarness(t, f.funcs())
-	h.broker.Script(fakebroker.OpProvision, fakebroker.Respond{Async: &fakebroker.Async{InProgressPolls: 1 << 20}})
-	h.validator.Budget = 50 * time.Millisecond
-	_, err := h.admit(admissionv1.Create, nil, instance("small", ""), false)
-	require.NoError(t, err, "the winner's provision is still running at the broker")
-	winner := h.records(t)
-	require.Len(t, winner, 1)
-
-	f.deleteRecord.Store(true)
-	_, err = h.admit(admissionv1.Create, nil, instance("small", ""), false)
-	require.Error(t, err)
-	assert.True(t, apierrors.IsConflict(err), err.Error())
-	assert.Equal(t, 1, h.broker.Count(fakebroker.OpProvision), "the loser never reached the broker")
-	require.Len(t, h.records(t), 2, "the loser's record could not be deleted")
-	f.deleteRecord.Store(false)
-
-	var loser v1alpha1.BrokerOperation
-	for _, op := range h.records(t) {
-		if op.Name != winner[0].Name {
-			loser = op
-		}
+// Lockstep may stop at any point of an operation. Whatever the broker did,
+// the operations reconciler closes it: the record is written from the lock,
+// and settled from what the API server holds.
+func TestCarrierCrashPointsAreClosed(t *testing.T) {
+	const (
+		never    = "never"    // the API server does not hold the change
+		persists = "persists" // the API server holds the change
+	)
+	tests := []struct {
+		point      journal.Point
+		op         admissionv1.Operation
+		apiserver  string
+		wantCalls  int // broker calls of the operation's verb before the crash
+		wantRecord v1alpha1.OperationPhase
+		wantBroker string // the plan the broker holds; "" none
+	}{
+		{journal.BeforeLock, admissionv1.Create, never, 0, "", ""},
+		{journal.BeforeCall, admissionv1.Create, never, 0, v1alpha1.PhaseCompensated, ""},
+		{journal.BeforeReply, admissionv1.Create, never, 1, v1alpha1.PhaseCompensated, ""},
+		{journal.BeforeAnswer, admissionv1.Create, persists, 1, v1alpha1.PhaseCommitted, fakebroker.PlanSmallID},
+		{journal.BeforeCall, admissionv1.Update, never, 0, v1alpha1.PhaseCompensated, fakebroker.PlanSmallID},
+		{journal.BeforeReply, admissionv1.Update, never, 1, v1alpha1.PhaseCompensated, fakebroker.PlanSmallID},
+		{journal.BeforeAnswer, admissionv1.Update, persists, 1, v1alpha1.PhaseCommitted, fakebroker.PlanLargeID},
 	}
-	assert.True(t, journal.IsPending(&loser))
-	_, err = h.operations(t).Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "team", Name: loser.Name}})
-	require.NoError(t, err)
+	for _, tt := range tests {
+		t.Run(string(tt.op)+" "+string(tt.point), func(t *testing.T) {
+			old := instance("small", "", func(si *v1alpha1.ServiceInstance) { si.Generation = 1 })
+			updated := instance("large", "", func(si *v1alpha1.ServiceInstance) { si.Generation = 2 })
+			created := instance("small", "", func(si *v1alpha1.ServiceInstance) { si.Generation = 1 })
+			var objects []runtime.Object
+			verb := fakebroker.OpProvision
+			if tt.op == admissionv1.Update {
+				objects = append(objects, old.DeepCopy())
+				verb = fakebroker.OpUpdate
+			}
+			h := newHarness(t, objects...)
+			if tt.op == admissionv1.Update {
+				h.broker.PutInstance(fakebroker.Instance{ID: "ext-1", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID})
+			}
+			c := h.validator.Steps[0].(*instanceBroker).carry
+			c.run.Crash = func(p journal.Point) bool { return p == tt.point }
 
-	records := h.records(t)
-	require.Len(t, records, 1, "the loser's record is deleted")
-	assert.Equal(t, winner[0].Name, records[0].Name)
-	assert.Equal(t, 1, h.broker.Count(fakebroker.OpProvision))
-	assert.Zero(t, h.broker.Count(fakebroker.OpDeprovision), "nothing is mitigated")
-	assert.Equal(t, winner[0].Name, h.lockHeldBy(t), "the winner keeps its lock")
-}
+			var err error
+			if tt.op == admissionv1.Create {
+				_, err = h.admit(tt.op, nil, created, false)
+			} else {
+				_, err = h.admit(tt.op, old, updated, false)
+			}
+			if tt.point != journal.BeforeAnswer {
+				require.Error(t, err, "lockstep stopped before it replied")
+			}
+			if tt.apiserver == persists {
+				require.NoError(t, err)
+				if tt.op == admissionv1.Create {
+					require.NoError(t, h.client.Create(context.Background(), created.DeepCopy()))
+				} else {
+					current := &v1alpha1.ServiceInstance{}
+					require.NoError(t, h.client.Get(context.Background(), client.ObjectKeyFromObject(old), current))
+					current.Spec, current.Generation = updated.Spec, 2
+					require.NoError(t, h.client.Update(context.Background(), current))
+				}
+			}
+			assert.Empty(t, h.records(t), "no record is written before the reply")
+			assert.Equal(t, tt.wantCalls, h.broker.Count(verb), "the broker was called as often as the crash allowed")
 
-// A refusal whose answer cannot be written keeps the lock: the lock naming
-// a Pending record is how the operations reconciler knows the broker was
-// called. It then settles the record and releases the lock.
-func TestCarrierRefusalWhoseAnswerIsLostKeepsTheLock(t *testing.T) {
-	f := &faults{}
-	h := newInterceptedHarness(t, f.funcs())
-	h.broker.PutInstance(fakebroker.Instance{ID: "ext-1", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID})
-	h.broker.Script(fakebroker.OpUpdate, fakebroker.Respond{Status: http.StatusUnprocessableEntity, Description: "plan change not supported"})
-	f.recordAnswer.Store(true)
-	_, err := h.admit(admissionv1.Update, instance("small", ""), instance("large", ""), false)
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "plan change not supported")
-	f.recordAnswer.Store(false)
-
-	records := h.records(t)
-	require.Len(t, records, 1)
-	assert.True(t, journal.IsPending(&records[0]), "the answer was not written")
-	assert.Equal(t, records[0].Name, h.lockHeldBy(t), "the lock stays with the Pending record")
-
-	r := h.operations(t)
-	for range 2 { // settle, then finish (the watch of the record asks again)
-		_, err = r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "team", Name: records[0].Name}})
-		require.NoError(t, err)
+			h.settle(t)
+			records := h.records(t)
+			if tt.wantRecord == "" {
+				assert.Empty(t, records, "nothing was written")
+			} else {
+				require.Len(t, records, 1, "the record is written from the lock")
+				assert.Equal(t, tt.wantRecord, records[0].Status.Phase)
+				assert.Equal(t, "alice", records[0].Spec.Requester.Username, "attributable to who asked")
+			}
+			assert.Empty(t, h.lockHeldBy(t), "the lock is released")
+			held, ok := h.broker.Instance("ext-1")
+			if tt.wantBroker == "" {
+				assert.False(t, ok, "the broker holds nothing, as the API server")
+			} else {
+				require.True(t, ok)
+				assert.Equal(t, tt.wantBroker, held.PlanID, "the broker holds what the API server holds")
+			}
+		})
 	}
-	records = h.records(t)
-	require.Len(t, records, 1)
-	assert.Equal(t, v1alpha1.PhaseFailed, records[0].Status.Phase, "settled: the outcome is unknown to lockstep")
-	assert.Empty(t, h.lockHeldBy(t), "and the lock released")
 }

@@ -18,9 +18,10 @@
 //     all failures reported together as one 422, as apierrors.NewInvalid
 //     builds it (invalid.go), so that kubectl shows the field paths;
 //  3. dry-run stops here: the broker is never called for a dry run;
-//  4. broker steps, which carry the change out at the broker (carry.go:
-//     lock and write-ahead record, written at the same time, then the
-//     call; a success's answer is written just after the reply, answers.go).
+//  4. broker steps, which carry the change out at the broker through
+//     journal.Carrier.Run (carry.go): the object's lock, carrying the
+//     operation's record, is the one API server write before the call;
+//     the record with the broker's answer is written after the reply.
 //
 // The checks themselves live in internal/validate and know nothing of
 // webhooks; this package decodes, calls and answers.

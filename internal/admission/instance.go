@@ -47,9 +47,9 @@ type Deps struct {
 	RefusalMemory time.Duration
 	// Budget bounds one validating request, broker calls included.
 	Budget time.Duration
-	// Answers writes the answers of allowed operations after the reply;
+	// After writes the records of broker operations after the reply;
 	// nil writes them before it.
-	Answers *Answers
+	After *journal.After
 	// Broker tunes the broker phase.
 	Broker BrokerOptions
 }

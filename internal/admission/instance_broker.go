@@ -11,7 +11,6 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
@@ -32,10 +31,11 @@ type BrokerOptions struct {
 
 // instanceBroker carries an instance's create, spec update or delete out at
 // the broker: provision, update, deprovision. It takes the object's lock
-// first, so that two admissions for one object never both reach the
-// broker, and records the operation before calling the broker. The lock is
-// released at once when the broker refuses; otherwise the operations
-// reconciler releases it once the change is committed.
+// first, carrying the operation's record, so that two admissions for one
+// object never both reach the broker and every broker call is attributable.
+// The record follows the reply; a refusal's lock is released once it is
+// written, otherwise the operations reconciler releases the lock once the
+// change is committed.
 type instanceBroker struct {
 	carry *carrier
 	opts  BrokerOptions
@@ -54,7 +54,7 @@ func (s *instanceBroker) Admit(ctx context.Context, a *Attributes[Instance]) (ad
 		verb = v1alpha1.VerbAdopt
 	}
 	return s.carry.carryOut(ctx, journal.Intent{
-		ID: uuid.NewString(), Target: si, Kind: "ServiceInstance", ExternalID: si.Spec.ExternalID, Broker: t.Entry.Broker,
+		ID: uuid.NewString(), Target: si, Kind: v1alpha1.KindServiceInstance, ExternalID: si.Spec.ExternalID, Broker: t.Entry.Broker,
 		Verb: verb, User: a.User, SpecHash: journal.SpecHash(si.Spec), ServiceID: t.Plan.Service.ID, PlanID: t.Plan.Plan.ID,
 		PreviousPlanID: t.previousPlanID(), ParametersDigest: parametersDigest(a.Params),
 		CreateOnlyDigest: createOnlyDigest(t.Plan.Schemas, a.Params),
@@ -142,7 +142,7 @@ func (s *instanceBroker) call(ctx context.Context, a *Attributes[Instance], meta
 			what:   fmt.Sprintf("deprovision instance %q", si.Name),
 			stays:  "the instance stays as it was (no deletion was started)",
 			ifDone: "if the broker deprovisioned it, lockstep deletes the instance",
-			wayOut: wayOut("ServiceInstance", si.Namespace, si.Name),
+			wayOut: wayOut(v1alpha1.KindServiceInstance, si.Namespace, si.Name),
 		}
 		resp, err := c.Deprovision(ctx, meta, osbclient.DeprovisionRequest{
 			InstanceID: si.Spec.ExternalID, ServiceID: t.Plan.Service.ID, PlanID: t.Plan.Plan.ID,
@@ -245,10 +245,6 @@ func instanceVerb(op admissionv1.Operation) v1alpha1.Verb {
 	default:
 		return v1alpha1.VerbUpdate
 	}
-}
-
-func lockKey(kind string, obj client.Object) journal.Key {
-	return journal.Key{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}
 }
 
 // raw returns parameters as JSON for the broker; nil when there are none.

@@ -38,7 +38,7 @@ type harness struct {
 	validator *Validator[Instance]
 	bindings  *Validator[Binding]
 	leases    *journal.Leases
-	answers   *Answers
+	answers   *journal.After
 	cache     *catalog.Cache
 	deps      Deps
 }
@@ -67,10 +67,10 @@ func newInterceptedHarness(t testing.TB, funcs interceptor.Funcs, objects ...run
 	cache := catalog.NewCache(time.Hour)
 	cache.Store(catalog.NewEntry("acme", c, &cat, nil, time.Now()))
 
-	h := &harness{cache: cache, broker: b, client: reader, leases: &journal.Leases{Client: reader, Duration: time.Minute, Wait: 50 * time.Millisecond}, answers: NewAnswers()}
+	h := &harness{cache: cache, broker: b, client: reader, leases: &journal.Leases{Client: reader, Duration: time.Minute, Wait: 50 * time.Millisecond}, answers: journal.NewAfter()}
 	deps := Deps{
 		Reader: reader, Writer: reader, Secrets: reader, Catalogs: cache, Journal: &journal.Journal{Client: reader}, Leases: h.leases, Budget: 2 * time.Second,
-		Answers: h.answers,
+		After: h.answers,
 		Broker: BrokerOptions{
 			Poll: osbclient.PollOptions{MinInterval: time.Millisecond, MaxInterval: 5 * time.Millisecond},
 			Log:  logr.Discard(),

@@ -113,3 +113,12 @@ func reasonFor(status int) metav1.StatusReason {
 		return metav1.StatusReasonBadRequest
 	}
 }
+
+// brokerStatus is the HTTP status of a broker's refusal; 0 when the broker
+// never answered.
+func brokerStatus(err error) int {
+	if h, ok := osbclient.AsHTTPError(err); ok {
+		return h.StatusCode
+	}
+	return 0
+}

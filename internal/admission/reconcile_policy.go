@@ -7,7 +7,6 @@ import (
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -100,22 +99,16 @@ func (g *reconcilePolicy[T]) Pass(ctx context.Context, a *Attributes[T]) (bool, 
 func (g *reconcilePolicy[T]) detach(ctx context.Context, a *Attributes[T], policy v1alpha1.ReconcilePolicy) error {
 	obj := a.Old
 	in := journal.Intent{
-		ID: string(obj.GetUID()), Target: obj, Kind: g.kind.Kind, ExternalID: externalID(obj), Broker: g.brokerOf(ctx, obj),
+		ID: string(obj.GetUID()), Target: obj, Kind: v1alpha1.TargetKind(g.kind.Kind), ExternalID: externalID(obj), Broker: g.brokerOf(ctx, obj),
 		Verb: v1alpha1.VerbDetach, User: a.User,
 	}
-	rec, err := g.journal.Begin(ctx, in)
-	if apierrors.IsAlreadyExists(err) {
-		rec, err = g.journal.Find(ctx, obj.GetNamespace(), journal.OperationName(obj.GetName(), in.Verb, in.ID))
-		if err != nil || rec == nil || rec.Status.Phase == v1alpha1.PhaseCommitted {
-			return err
-		}
-	}
-	if err != nil {
+	rec, err := g.journal.Begin(ctx, in) // reads the record when it exists
+	if err != nil || rec.Status.Phase == v1alpha1.PhaseCommitted {
 		return err
 	}
 	recordCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	return g.journal.Record(recordCtx, rec, obj, journal.Answer{Phase: v1alpha1.PhaseCommitted,
+	return g.journal.SetPhase(recordCtx, rec, obj, journal.Answer{Phase: v1alpha1.PhaseCommitted,
 		Description: fmt.Sprintf("deleted without its broker (%s=%s); the broker keeps what it holds", v1alpha1.AnnotationReconcilePolicy, policy)})
 }
 
@@ -146,8 +139,8 @@ func (g *reconcilePolicy[T]) brokerOf(ctx context.Context, obj client.Object) st
 
 // wayOut is what a refused delete says when the broker cannot carry it
 // out: how to delete the object without the broker.
-func wayOut(kind, namespace, name string) string {
-	word := strings.ToLower(kind)
+func wayOut(kind v1alpha1.TargetKind, namespace, name string) string {
+	word := strings.ToLower(string(kind))
 	return fmt.Sprintf("to delete it without the broker (which then keeps what it holds): kubectl annotate %s %s -n %s %s=%s, then delete again",
 		word, name, namespace, v1alpha1.AnnotationReconcilePolicy, v1alpha1.PolicyDetachOnDelete)
 }

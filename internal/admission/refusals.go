@@ -4,9 +4,7 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/journal"
 )
 
 // refusals remembers the broker's refusals for a moment. The API server
@@ -17,14 +15,8 @@ import (
 type refusals struct {
 	mu     sync.Mutex
 	window time.Duration
-	seen   map[changeKey]refusal
+	seen   map[journal.Change]refusal
 	now    func() time.Time
-}
-
-type changeKey struct {
-	uid      types.UID
-	verb     v1alpha1.Verb
-	specHash string
 }
 
 type refusal struct {
@@ -36,12 +28,12 @@ type refusal struct {
 const maxRefusals = 1024
 
 func newRefusals(window time.Duration) *refusals {
-	return &refusals{window: window, seen: map[changeKey]refusal{}, now: time.Now}
+	return &refusals{window: window, seen: map[journal.Change]refusal{}, now: time.Now}
 }
 
 // get returns the refusal of the same change within the window.
-func (r *refusals) get(k changeKey) error {
-	if k.uid == "" {
+func (r *refusals) get(k journal.Change) error {
+	if k.UID == "" {
 		return nil
 	}
 	r.mu.Lock()
@@ -53,8 +45,8 @@ func (r *refusals) get(k changeKey) error {
 }
 
 // put remembers a refusal.
-func (r *refusals) put(k changeKey, err error) {
-	if k.uid == "" {
+func (r *refusals) put(k journal.Change, err error) {
+	if k.UID == "" {
 		return
 	}
 	r.mu.Lock()
@@ -67,7 +59,7 @@ func (r *refusals) put(k changeKey, err error) {
 			}
 		}
 		if len(r.seen) >= maxRefusals {
-			r.seen = map[changeKey]refusal{}
+			r.seen = map[journal.Change]refusal{}
 		}
 	}
 	r.seen[k] = refusal{err: err, at: now}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockstep-dev/lockstep/internal/journal"
 	"github.com/stretchr/testify/assert"
 )
 
@@ -12,15 +13,15 @@ func TestRefusalsRepeatWithinTheWindowOnly(t *testing.T) {
 	now := time.Unix(100, 0)
 	r := newRefusals(time.Second)
 	r.now = func() time.Time { return now }
-	k := changeKey{uid: "u", verb: "update", specHash: "h"}
+	k := journal.Change{UID: "u", Verb: "update", SpecHash: "h"}
 	refused := errors.New("no")
 
 	assert.NoError(t, r.get(k))
 	r.put(k, refused)
 	assert.Same(t, refused, r.get(k))
-	assert.NoError(t, r.get(changeKey{uid: "u", verb: "update", specHash: "other"}), "a different change is asked anew")
+	assert.NoError(t, r.get(journal.Change{UID: "u", Verb: "update", SpecHash: "other"}), "a different change is asked anew")
 	now = now.Add(time.Second)
 	assert.NoError(t, r.get(k), "after the window the broker is asked again")
-	r.put(changeKey{verb: "provision"}, refused)
-	assert.NoError(t, r.get(changeKey{verb: "provision"}), "objects without a uid are never remembered")
+	r.put(journal.Change{Verb: "provision"}, refused)
+	assert.NoError(t, r.get(journal.Change{Verb: "provision"}), "objects without a uid are never remembered")
 }

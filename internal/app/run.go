@@ -139,6 +139,10 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the operations reconciler: %w", err)
 	}
+	if err := mgr.Add(&operations.Locks{Leases: leases, Journal: records, After: c.AdmissionBudget + c.CommitGrace,
+		Every: c.AdmissionBudget}); err != nil {
+		return fmt.Errorf("setting up the recovery of operations cut short: %w", err)
+	}
 	if err := (&instance.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespace: c.Namespace, Catalogs: catalogs,
 		Leases: leases, Journal: records, Recorder: mgr.GetEventRecorderFor("lockstep"), Poll: poll, Timeout: c.AdmissionBudget,
@@ -158,12 +162,12 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 		Reader: mgr.GetClient(), Writer: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Catalogs: catalogs,
 		Access:  admission.SubjectAccessReviews{Client: mgr.GetClient()},
 		Journal: records, Leases: leases, Budget: c.AdmissionBudget, RefusalMemory: c.RefusalMemory,
-		Broker:  admission.BrokerOptions{Poll: poll, ClusterID: clusterID, Log: ctrl.Log.WithName("broker")},
-		Answers: admission.NewAnswers(),
+		Broker: admission.BrokerOptions{Poll: poll, ClusterID: clusterID, Log: ctrl.Log.WithName("broker")},
+		After:  journal.NewAfter(),
 	}
-	// Answers of allowed operations are written after the reply: on
+	// The records of broker operations are written after the reply: on
 	// shutdown, finish writing them (each write is bounded).
-	defer deps.Answers.Wait()
+	defer deps.After.Wait()
 	if c.EmbeddedBroker {
 		settings, err := LoadEmbeddedSettings()
 		if err != nil {

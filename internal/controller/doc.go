@@ -16,5 +16,8 @@
 //   - resync: what instance and binding need to compare an object with
 //     what its broker holds (comparison, per-broker limits, schedule).
 //
-// All but servicebroker run in the elected replica only.
+// All but servicebroker run in the elected replica only. This package
+// itself holds what instance and binding share: Finalize, lockstep's
+// finalizer for an object being deleted, and PatchStatus, the one way their
+// status is written.
 package controller

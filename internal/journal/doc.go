@@ -2,19 +2,27 @@
 // lock that keeps them one at a time per object, so that what the broker
 // holds equals what the API server holds:
 //
-//   - journal.go: the BrokerOperation records, written before every broker
-//     call (write-ahead) and updated with the broker's answer;
+//   - run.go: the protocol of one broker operation, Carrier.Run: the
+//     object's lock is the one API server write before the broker call,
+//     and carries the operation's record; the record, with the broker's
+//     answer, is written after the reply (After); crash points for tests;
+//   - intent.go: the record a lock carries, and Restore, which writes it
+//     when lockstep stopped before it did;
+//   - journal.go: the BrokerOperation records and their answers; Change and
+//     Applies, the one definition of "the same change" and "the same spec"
+//     between a record and an object;
 //   - where.go: where records and locks live (locks in lockstep's own
 //     namespace; records next to their object, or in lockstep's namespace
 //     when the object's namespace is being deleted);
 //   - lease.go: the lock across webhook replicas, one coordination.k8s.io
 //     Lease per object, which expires when its holder dies (but not while
-//     the holder's record is Pending: the lock naming a Pending record is
-//     what tells that it reached the broker);
+//     its record is unwritten or Pending: the lock is then the only trace
+//     that the broker may have acted);
+//   - count.go: the API server writes an operation waited for;
 //   - latest.go: what an object's records say of it, for the controller
 //     that writes its status.
 //
-// Admission writes records and takes locks; the controllers in
-// internal/controller follow, commit and compensate them (see
-// docs/design.md, "After admission").
+// Admission and resync's corrections carry operations out through Run;
+// the controllers in internal/controller follow, commit and compensate
+// them (see docs/design.md, "After admission").
 package journal

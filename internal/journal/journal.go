@@ -28,8 +28,9 @@ const (
 	LabelTargetUID  = "lockstep.dev/target-uid"
 )
 
-// Journal writes the BrokerOperation records: one before every broker call
-// (write-ahead), then the broker's answer. Records never hold credentials:
+// Journal writes the BrokerOperation records: one for every broker call,
+// with the broker's answer (the lock carries it until then, see Carrier).
+// Records never hold credentials:
 // only who asked, what, the spec hash, the broker's status and description.
 type Journal struct {
 	Client client.Client
@@ -49,7 +50,7 @@ type Intent struct {
 	// X-Broker-API-Request-Identity.
 	ID         string
 	Target     client.Object
-	Kind       string // ServiceInstance or ServiceBinding
+	Kind       v1alpha1.TargetKind
 	ExternalID string
 	Broker     string
 	Verb       v1alpha1.Verb
@@ -87,21 +88,25 @@ type Answer struct {
 	InSync *v1alpha1.InSyncNote
 }
 
-// Begin writes the record of an operation before the broker is called.
-// It is one write, the only one an allowed admission waits for besides the
-// lock: the record has no status yet, and no phase means Pending (the API
-// server drops the status of a create, so writing Pending would cost a
-// second round trip). The record's creationTimestamp is its start.
-func (j *Journal) Begin(ctx context.Context, in Intent) (*v1alpha1.BrokerOperation, error) {
-	op := &v1alpha1.BrokerOperation{
+// annotationStarted on a record is when its operation began (RFC 3339):
+// the record is written after the broker call, or later still when the
+// operations reconciler restores it from the lock.
+const annotationStarted = "lockstep.dev/started"
+
+// Draft is the record of an operation as it is to be written: no status
+// (no phase means Pending). Run carries it in the object's lock before the
+// broker call and writes it after the reply.
+func (j *Journal) Draft(in Intent) *v1alpha1.BrokerOperation {
+	return &v1alpha1.BrokerOperation{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: in.Target.GetNamespace(),
 			Name:      OperationName(in.Target.GetName(), in.Verb, in.ID),
 			Labels: map[string]string{
-				LabelTargetKind: in.Kind,
+				LabelTargetKind: string(in.Kind),
 				LabelTargetName: labelValue(in.Target.GetName()),
 				LabelTargetUID:  string(in.Target.GetUID()),
 			},
+			Annotations: map[string]string{annotationStarted: j.now().UTC().Format(time.RFC3339Nano)},
 		},
 		Spec: v1alpha1.BrokerOperationSpec{
 			Target: v1alpha1.OperationTarget{
@@ -120,7 +125,23 @@ func (j *Journal) Begin(ctx context.Context, in Intent) (*v1alpha1.BrokerOperati
 			Generation:       in.Target.GetGeneration(),
 		},
 	}
-	started := metav1.NewTime(j.now())
+}
+
+// Begin writes the record of an operation without its answer.
+func (j *Journal) Begin(ctx context.Context, in Intent) (*v1alpha1.BrokerOperation, error) {
+	op := j.Draft(in)
+	if err := j.Write(ctx, op); err != nil {
+		return nil, err
+	}
+	return op, nil
+}
+
+// Write creates the record op (a Draft), next to its object or, when the
+// object's namespace is being deleted, in lockstep's namespace. A record
+// that exists already (the operations reconciler restored it from the
+// lock first) is read into op instead.
+func (j *Journal) Write(ctx context.Context, op *v1alpha1.BrokerOperation) error {
+	draft := op.DeepCopy()
 	err := j.Client.Create(ctx, op)
 	if err != nil && terminating(err) && j.Namespace != "" && j.Namespace != op.Namespace {
 		// The object's namespace is being deleted and takes no new
@@ -129,14 +150,42 @@ func (j *Journal) Begin(ctx context.Context, in Intent) (*v1alpha1.BrokerOperati
 		op.ResourceVersion = ""
 		err = j.Client.Create(ctx, op)
 	}
+	if apierrors.IsAlreadyExists(err) {
+		found, ferr := j.Find(ctx, TargetNamespace(draft), draft.Name)
+		if ferr == nil && found != nil {
+			*op = *found
+			return nil
+		}
+	}
 	if err != nil {
-		return nil, fmt.Errorf("writing the operation record %s/%s: %w", op.Namespace, op.Name, err)
+		return fmt.Errorf("writing the operation record %s/%s: %w", op.Namespace, op.Name, err)
 	}
 	if op.CreationTimestamp.IsZero() { // a server that does not set it
-		op.CreationTimestamp = started
+		op.CreationTimestamp = metav1.NewTime(j.now())
 	}
 	metrics.OperationPhase(string(v1alpha1.PhasePending))
-	return op, nil
+	return nil
+}
+
+// Settle writes the record op (a Draft) with the broker's answer: the
+// record, then its status. When the record already has an answer (the
+// operations reconciler restored and settled it first), that one stands.
+func (j *Journal) Settle(ctx context.Context, op *v1alpha1.BrokerOperation, target client.Object, a Answer) error {
+	if err := j.Write(ctx, op); err != nil {
+		return err
+	}
+	if !IsPending(op) {
+		return nil
+	}
+	return j.SetPhase(ctx, op, target, a)
+}
+
+// Started is when the operation of a record began.
+func Started(op *v1alpha1.BrokerOperation) time.Time {
+	if t, err := time.Parse(time.RFC3339Nano, op.Annotations[annotationStarted]); err == nil {
+		return t
+	}
+	return op.CreationTimestamp.Time
 }
 
 // Find reads the record called name of an object in namespace, wherever
@@ -145,21 +194,13 @@ func (j *Journal) Find(ctx context.Context, namespace, name string) (*v1alpha1.B
 	return findRecord(ctx, j.Client, j.Namespace, namespace, name)
 }
 
-// Discard deletes the record of an operation that never reached the
-// broker: it was written together with the lock, and the lock went to
-// another operation (or could not be taken).
+// Discard deletes a record.
 func (j *Journal) Discard(ctx context.Context, op *v1alpha1.BrokerOperation) error {
 	err := j.Client.Delete(ctx, op, client.Preconditions{UID: &op.UID})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting the unused operation record %s/%s: %w", op.Namespace, op.Name, err)
 	}
 	return nil
-}
-
-// Record writes the broker's answer into the operation's record and
-// reports it as an event on the target.
-func (j *Journal) Record(ctx context.Context, op *v1alpha1.BrokerOperation, target client.Object, a Answer) error {
-	return j.SetPhase(ctx, op, target, a)
 }
 
 // SetPhase moves an operation to a.Phase with the broker's answer, and
@@ -172,9 +213,8 @@ func (j *Journal) SetPhase(ctx context.Context, op *v1alpha1.BrokerOperation, ta
 	patch := client.MergeFromWithOptions(op.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	from := op.Status.Phase
 	op.Status.Phase = a.Phase
-	if op.Status.StartTime == nil && !op.CreationTimestamp.IsZero() {
-		start := op.CreationTimestamp
-		op.Status.StartTime = &start
+	if start := Started(op); op.Status.StartTime == nil && !start.IsZero() {
+		op.Status.StartTime = &metav1.Time{Time: start}
 	}
 	if a.HTTPStatus != 0 {
 		op.Status.HTTPStatus = int32(a.HTTPStatus)
@@ -262,6 +302,47 @@ func SpecHash(spec any) string {
 	return hex.EncodeToString(sum[:8])
 }
 
+// SameSpec reports whether two specs mean the same: the same SpecHash.
+func SameSpec(a, b any) bool {
+	return SpecHash(a) == SpecHash(b)
+}
+
+// SpecOf is the spec of an operation's object (nil for another kind).
+func SpecOf(obj client.Object) any {
+	switch t := obj.(type) {
+	case *v1alpha1.ServiceInstance:
+		return t.Spec
+	case *v1alpha1.ServiceBinding:
+		return t.Spec
+	}
+	return nil
+}
+
+// Applies reports whether op applies the spec obj holds: the one
+// definition of "the same spec" between a record and an object.
+func Applies(op *v1alpha1.BrokerOperation, obj client.Object) bool {
+	return obj != nil && SpecHash(SpecOf(obj)) == op.Spec.SpecHash
+}
+
+// Change names a change of one object at its broker: the object, the verb
+// and the spec it applies. Two requests with the same Change ask the
+// broker for the same thing.
+type Change struct {
+	UID      types.UID
+	Verb     v1alpha1.Verb
+	SpecHash string
+}
+
+// Change is what the intent asks of the broker.
+func (in Intent) Change() Change {
+	return Change{UID: in.Target.GetUID(), Verb: in.Verb, SpecHash: in.SpecHash}
+}
+
+// ChangeOf is what a record asked of the broker.
+func ChangeOf(op *v1alpha1.BrokerOperation) Change {
+	return Change{UID: op.Spec.Target.UID, Verb: op.Spec.Verb, SpecHash: op.Spec.SpecHash}
+}
+
 func eventReason(verb v1alpha1.Verb, phase v1alpha1.OperationPhase) string {
 	v := string(verb)
 	return strings.ToUpper(v[:1]) + v[1:] + string(phase)
@@ -297,18 +378,32 @@ const (
 )
 
 // DeleteRecorded says what the journal records of the delete of the object
-// with uid in namespace, so that a finalizer never repeats a delete that
-// admission carried out. home is lockstep's namespace. It reads cached
-// first and, before it concludes that nothing was recorded, direct (past
-// the cache; nil to skip): a record written a moment ago may not have
-// reached the cache yet, and a finalizer that missed it would delete at the
-// broker a second time.
-func DeleteRecorded(ctx context.Context, cached, direct client.Reader, home, namespace string, uid types.UID, verb v1alpha1.Verb) (DeleteRecord, error) {
-	recorded, err := deleteRecorded(ctx, cached, home, namespace, uid, verb)
-	if err != nil || recorded != DeleteNotRecorded || direct == nil {
+// key with uid, so that a finalizer never repeats a delete that admission
+// carried out. home is lockstep's namespace. It reads cached first; then
+// the object's lock (nil leases to skip), which carries the operation until
+// its record is written after the reply; then direct (past the cache; nil
+// to skip): a record written a moment ago may not have reached the cache
+// yet, and a finalizer that missed it would delete at the broker a second
+// time. The lock is released only once the record is written, so one of
+// them tells.
+func DeleteRecorded(ctx context.Context, cached, direct client.Reader, leases *Leases, home string, key Key, uid types.UID, verb v1alpha1.Verb) (DeleteRecord, error) {
+	recorded, err := deleteRecorded(ctx, cached, home, key.Namespace, uid, verb)
+	if err != nil || recorded != DeleteNotRecorded {
 		return recorded, err
 	}
-	return deleteRecorded(ctx, direct, home, namespace, uid, verb)
+	if leases != nil {
+		carried, err := leases.Carries(ctx, key, Change{UID: uid, Verb: verb})
+		if err != nil {
+			return DeleteNotRecorded, err
+		}
+		if carried {
+			return DeleteUnderWay, nil
+		}
+	}
+	if direct == nil {
+		return recorded, nil
+	}
+	return deleteRecorded(ctx, direct, home, key.Namespace, uid, verb)
 }
 
 func deleteRecorded(ctx context.Context, reader client.Reader, home, namespace string, uid types.UID, verb v1alpha1.Verb) (DeleteRecord, error) {

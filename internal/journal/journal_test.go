@@ -46,7 +46,7 @@ func TestJournalBeginThenRecord(t *testing.T) {
 	assert.Equal(t, SpecHash(si.Spec), got.Spec.SpecHash)
 	assert.Equal(t, "uid-1", got.Labels[LabelTargetUID])
 
-	require.NoError(t, j.Record(context.Background(), op, si, Answer{Phase: v1alpha1.PhaseFailed, HTTPStatus: 422, Description: "no capacity"}))
+	require.NoError(t, j.SetPhase(context.Background(), op, si, Answer{Phase: v1alpha1.PhaseFailed, HTTPStatus: 422, Description: "no capacity"}))
 	require.NoError(t, c.Get(context.Background(), client.ObjectKeyFromObject(op), &got))
 	assert.Equal(t, v1alpha1.PhaseFailed, got.Status.Phase)
 	assert.Equal(t, int32(422), got.Status.HTTPStatus)

@@ -26,17 +26,29 @@ const (
 	// (locks all live in lockstep's namespace).
 	AnnotationNamespace = "lockstep.dev/namespace"
 	annotationName      = "lockstep.dev/name"
+	// annotationIntent holds the operation's record as it is to be
+	// written (JSON): the lock is the write-ahead record until the record
+	// itself is written.
+	annotationIntent = "lockstep.dev/intent"
+	// LabelLock marks lockstep's per-object locks among the Leases of its
+	// namespace, so that the operations reconciler lists only those.
+	LabelLock = "lockstep.dev/lock"
 )
 
 // Key names the object a lock protects.
 type Key struct {
-	Kind      string // ServiceInstance or ServiceBinding
+	Kind      v1alpha1.TargetKind
 	Namespace string
 	Name      string
 }
 
 // String is "Kind namespace/name".
-func (k Key) String() string { return k.Kind + " " + k.Namespace + "/" + k.Name }
+func (k Key) String() string { return string(k.Kind) + " " + k.Namespace + "/" + k.Name }
+
+// KeyOf is the key of the lock of obj, of kind.
+func KeyOf(kind v1alpha1.TargetKind, obj client.Object) Key {
+	return Key{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}
+}
 
 // LeaseName is the deterministic name of the key's Lease: kind, namespace
 // and name (all locks share lockstep's namespace), or, when that would be
@@ -44,7 +56,7 @@ func (k Key) String() string { return k.Kind + " " + k.Namespace + "/" + k.Name 
 // whole.
 func (k Key) LeaseName() string {
 	prefix := "lockstep-instance-"
-	if k.Kind == "ServiceBinding" {
+	if k.Kind == v1alpha1.KindServiceBinding {
 		prefix = "lockstep-binding-"
 	}
 	name := prefix + k.Namespace + "." + k.Name
@@ -59,8 +71,9 @@ func (k Key) LeaseName() string {
 // in flight per object, coordinated through the API server with one
 // coordination.k8s.io Lease per object, created if absent. A lock whose
 // holder stopped renewing it expires after Duration, so nothing stays
-// locked forever; only a holder whose record is still Pending keeps it
-// until the operations reconciler settled that record (see live).
+// locked forever; only a holder whose record is not written yet or still
+// Pending keeps it until the operations reconciler settled that record
+// (see live).
 type Leases struct {
 	Client client.Client
 	// Namespace is where the Leases live: lockstep's own namespace, never
@@ -193,15 +206,14 @@ func (l *Leases) HeldBy(ctx context.Context, key Key) (string, error) {
 }
 
 // live reports whether a lock still holds: it was renewed within its
-// duration, or its holder's record is still Pending.
+// duration, or its holder's record is not written yet or still Pending.
 //
-// A Pending holder keeps its lock past the duration because the record and
-// the lock are written at the same time (see the carrier in
-// internal/admission): the operations reconciler tells a Pending record
-// that took the lock (the broker may have acted) from one that lost it
-// (the broker was never called) by the lock naming it. That holds only if
-// nobody takes over the lock of a Pending record; the reconciler settles
-// every Pending record, and the lock is released then.
+// The lock carries the operation's intent and is written before the
+// broker call; the record is written after the reply (see Carrier.Run).
+// Until the record has an answer, the lock is the only trace that the
+// broker may have acted, so nobody takes it over: the operations
+// reconciler writes the record from the lock if admission could not
+// (Restore), settles it, and releases the lock then.
 func (l *Leases) live(ctx context.Context, lease *coordinationv1.Lease) (bool, error) {
 	if !l.expired(lease) {
 		return true, nil
@@ -215,14 +227,18 @@ func (l *Leases) live(ctx context.Context, lease *coordinationv1.Lease) (bool, e
 		namespace = lease.Namespace
 	}
 	op, err := findRecord(ctx, l.Client, l.Namespace, namespace, record)
-	if err != nil || op == nil {
+	if err != nil {
 		return false, err
+	}
+	if op == nil {
+		_, carries := lease.Annotations[annotationIntent]
+		return carries, nil
 	}
 	return IsPending(op), nil
 }
 
-// IsPending reports whether a record was written before its broker call
-// and has no answer yet (no phase is how Begin leaves it).
+// IsPending reports whether a record has no answer yet (no phase is how
+// Write leaves it).
 func IsPending(op *v1alpha1.BrokerOperation) bool {
 	return op.Status.Phase == "" || op.Status.Phase == v1alpha1.PhasePending
 }
@@ -238,6 +254,14 @@ func (l *Leases) fill(lease *coordinationv1.Lease, key Key, op *Operation) {
 	}
 	if lease.Annotations == nil {
 		lease.Annotations = map[string]string{}
+	}
+	if lease.Labels == nil {
+		lease.Labels = map[string]string{}
+	}
+	lease.Labels[LabelLock] = "true"
+	delete(lease.Annotations, annotationIntent)
+	if op.Intent != nil {
+		lease.Annotations[annotationIntent] = encodeIntent(op.Intent)
 	}
 	lease.Annotations[annotationVerb] = string(op.Verb)
 	lease.Annotations[annotationUser] = op.User

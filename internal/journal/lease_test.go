@@ -97,10 +97,10 @@ func TestLeaseAcquireWaitsForACommit(t *testing.T) {
 	assert.True(t, ok, "the lock was freed while the second change waited")
 }
 
-// The carrier writes an operation's record and its lock at the same time;
-// the operations reconciler tells a Pending record that took the lock from
-// one that lost it by the lock naming it. So the lock of a Pending record
-// never expires into another operation's hands.
+// Until an operation's record has an answer, its lock is the only trace
+// that the broker may have acted: the lock of a Pending record, or of an
+// operation whose record is not written yet, never expires into another
+// operation's hands.
 func TestLeaseOfAPendingRecordDoesNotExpire(t *testing.T) {
 	ctx := context.Background()
 	key := Key{Kind: "ServiceInstance", Namespace: "team", Name: "db"}
@@ -110,13 +110,15 @@ func TestLeaseOfAPendingRecordDoesNotExpire(t *testing.T) {
 	tests := []struct {
 		name   string
 		holder *v1alpha1.BrokerOperation // nil: no record
+		intent bool                      // the lock carries the record to write
 		held   bool
 	}{
-		{"record written, no phase yet", record(""), true},
-		{"record Pending", record(v1alpha1.PhasePending), true},
-		{"record InProgress, not renewed", record(v1alpha1.PhaseInProgress), false},
-		{"record Failed", record(v1alpha1.PhaseFailed), false},
-		{"no record (it was never written)", nil, false},
+		{"record written, no phase yet", record(""), true, true},
+		{"record Pending", record(v1alpha1.PhasePending), true, true},
+		{"record InProgress, not renewed", record(v1alpha1.PhaseInProgress), true, false},
+		{"record Failed", record(v1alpha1.PhaseFailed), true, false},
+		{"record not written yet", nil, true, true},
+		{"no record and no intent", nil, false, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -125,7 +127,11 @@ func TestLeaseOfAPendingRecordDoesNotExpire(t *testing.T) {
 			if tt.holder != nil {
 				require.NoError(t, l.Client.Create(ctx, tt.holder))
 			}
-			_, ok, err := l.Acquire(ctx, key, &Operation{Record: "first", Started: now})
+			first := &Operation{Record: "first", Started: now}
+			if tt.intent {
+				first.Intent = record("")
+			}
+			_, ok, err := l.Acquire(ctx, key, first)
 			require.NoError(t, err)
 			require.True(t, ok)
 

@@ -19,6 +19,10 @@ type Operation struct {
 	Started time.Time
 	// Record names the operation's BrokerOperation.
 	Record string
+	// Intent is the operation's record as it is to be written, carried
+	// by the lock until the record itself is (see Carrier.Run); nil for
+	// a holder read back from a lock.
+	Intent *v1alpha1.BrokerOperation
 }
 
 // String describes the operation for a person: verb, user, age, record.

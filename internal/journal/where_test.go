@@ -65,7 +65,7 @@ func TestBeginInATerminatingNamespaceRecordsInLockstepsNamespace(t *testing.T) {
 	require.NotNil(t, found, "found from the object's namespace")
 	assert.Equal(t, op.UID, found.UID)
 
-	recorded, err := DeleteRecorded(ctx, c, nil, "lockstep-system", "team", "uid-1", v1alpha1.VerbDeprovision)
+	recorded, err := DeleteRecorded(ctx, c, nil, nil, "lockstep-system", Key{Kind: v1alpha1.KindServiceInstance, Namespace: "team", Name: "db"}, "uid-1", v1alpha1.VerbDeprovision)
 	require.NoError(t, err)
 	assert.Equal(t, DeleteUnderWay, recorded, "a record without an answer is a delete under way")
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/lockstep-dev/lockstep/internal/osb/fakebroker"
 )
@@ -58,4 +59,42 @@ func TestForgedStatusIsRejected(t *testing.T) {
 		"-p", `{"status":{"conditions":[]}}`)
 	assert.NotEqual(t, 0, r.ExitCode)
 	assert.Contains(t, r.Stderr, "is written by lockstep only")
+}
+
+// writesPerOperation reads lockstep's histogram of the API server writes
+// an admission waited for per broker operation: how many operations, and
+// how many writes in all.
+func writesPerOperation(t *testing.T) (uint64, float64) {
+	t.Helper()
+	families, err := ctrlmetrics.Registry.Gather()
+	require.NoError(t, err)
+	for _, f := range families {
+		if f.GetName() == "lockstep_admission_apiserver_writes_per_operation" {
+			h := f.GetMetric()[0].GetHistogram()
+			return h.GetSampleCount(), h.GetSampleSum()
+		}
+	}
+	return 0, 0
+}
+
+// An admission waits for one API server write per broker operation, the
+// object's lock; the record of every operation, refusals included, is
+// written after the reply.
+func TestOneAPIServerWriteBeforeEachBrokerCall(t *testing.T) {
+	b := freshBroker(t)
+	ns := namespace(t)
+	ops, writes := writesPerOperation(t)
+	require.Equal(t, 0, kubectl(t, instanceWith(ns, "db", "small", ns+"-db", ""), "apply", "-f", "-").ExitCode)
+	b.ScriptInstance(fakebroker.OpUpdate, ns+"-db", fakebroker.Respond{Status: 422, Description: "no capacity"})
+	require.NotEqual(t, 0, kubectl(t, instanceWith(ns, "db", "large", ns+"-db", ""), "apply", "-f", "-").ExitCode)
+	require.Equal(t, 0, kubectl(t, instanceWith(ns, "db", "small", ns+"-db", `{"storageGB": 20}`), "apply", "-f", "-").ExitCode)
+	require.Equal(t, 0, kubectl(t, "", "delete", "serviceinstance", "db", "-n", ns, "--timeout=20s").ExitCode)
+
+	gotOps, gotWrites := writesPerOperation(t)
+	assert.Equal(t, uint64(4), gotOps-ops, "four broker operations")
+	assert.Equal(t, float64(4), gotWrites-writes, "one API server write before each")
+	require.Eventually(t, func() bool {
+		r := kubectl(t, "", "get", "brokeroperations", "-n", ns, "--no-headers")
+		return r.ExitCode == 0 && len(strings.Split(strings.TrimSpace(r.Stdout), "\n")) == 4
+	}, 10*time.Second, 200*time.Millisecond, "every operation is recorded, after its reply")
 }

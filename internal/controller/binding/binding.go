@@ -2,31 +2,29 @@ package binding
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
+	runtimecontroller "sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
+	"github.com/lockstep-dev/lockstep/internal/controller"
 	"github.com/lockstep-dev/lockstep/internal/controller/resync"
 	"github.com/lockstep-dev/lockstep/internal/credentials"
 	"github.com/lockstep-dev/lockstep/internal/journal"
 	"github.com/lockstep-dev/lockstep/internal/osbclient"
 )
 
-const kind = "ServiceBinding"
+const kind = v1alpha1.KindServiceBinding
 
 // Reconciler is the controller of ServiceBindings.
 type Reconciler struct {
@@ -61,7 +59,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).For(&v1alpha1.ServiceBinding{}).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(bindingOfSecret)).
 		Watches(&v1alpha1.BrokerOperation{}, handler.EnqueueRequestsFromMapFunc(targetOf)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
+		WithOptions(runtimecontroller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
 		Named("servicebinding").Complete(r)
 }
 
@@ -100,25 +98,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return res, r.write(ctx, &b, status)
 }
 
-// write patches the status when it changed, from the version it was read
-// at.
+// write patches the status when it changed (see controller.PatchStatus).
 func (r *Reconciler) write(ctx context.Context, b *v1alpha1.ServiceBinding, status *v1alpha1.ServiceBindingStatus) error {
-	if equality.Semantic.DeepEqual(&b.Status, status) {
-		return nil
-	}
-	patch := client.MergeFromWithOptions(b.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	b.Status = *status
-	if err := r.Client.Status().Patch(ctx, b, patch); err != nil {
-		if apierrors.IsConflict(err) {
-			log.FromContext(ctx).V(1).Info("binding changed while its status was computed; computed again", "error", err.Error())
-			return err
-		}
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return fmt.Errorf("writing the status of binding %s/%s: %w", b.Namespace, b.Name, err)
-	}
-	return nil
+	return controller.PatchStatus(ctx, r.Client, kind, b, &b.Status, status)
+}
+
+// journalReaders are where the finalizer reads the journal.
+func (r *Reconciler) journalReaders() controller.JournalReaders {
+	return controller.JournalReaders{Client: r.Client, APIReader: r.APIReader, Leases: r.Leases, Namespace: r.Namespace}
 }
 
 // bindingOfSecret maps a Secret lockstep wrote to its binding.

@@ -53,7 +53,7 @@ func (r *Reconciler) resync(ctx context.Context, b *v1alpha1.ServiceBinding, sta
 		return next, nil
 	}
 	set := func(s metav1.ConditionStatus, reason, msg string) {
-		metrics.ResyncResult(kind, reason)
+		metrics.ResyncResult(string(kind), reason)
 		resync.SetCondition(&status.Conditions, v1alpha1.ConditionInSync, s, reason, msg)
 	}
 	if !plan.Service.BindingsRetrievable {
@@ -90,7 +90,7 @@ func (r *Reconciler) resync(ctx context.Context, b *v1alpha1.ServiceBinding, sta
 			if !meta.IsStatusConditionTrue(status.Conditions, v1alpha1.ConditionInSync) {
 				set(metav1.ConditionTrue, resync.ReasonInSync, fmt.Sprintf("broker %q holds the binding as this object says", entry.Broker))
 			} else {
-				metrics.ResyncResult(kind, resync.ReasonInSync)
+				metrics.ResyncResult(string(kind), resync.ReasonInSync)
 			}
 		default:
 			msg := drift.Message(entry.Broker, entry.PlanName, "") +

@@ -35,17 +35,8 @@ func (r *Reconciler) correct(ctx context.Context, si *v1alpha1.ServiceInstance, 
 	if err != nil {
 		return err
 	}
-	id := uuid.NewString()
-	key := journal.Key{Kind: kind, Namespace: si.Namespace, Name: si.Name}
-	lock := &journal.Operation{ID: id, Verb: v1alpha1.VerbUpdate, User: r.Identity, Started: r.clock().Now(),
-		Record: journal.OperationName(si.Name, v1alpha1.VerbUpdate, id)}
-	if _, ok, err := r.Leases.TryAcquire(ctx, key, lock); err != nil {
-		return fmt.Errorf("taking the instance's lock: %w", err)
-	} else if !ok {
-		return errBusy
-	}
 	in := journal.Intent{
-		ID: id, Target: si, Kind: kind, ExternalID: si.Spec.ExternalID, Broker: entry.Broker,
+		ID: uuid.NewString(), Target: si, Kind: kind, ExternalID: si.Spec.ExternalID, Broker: entry.Broker,
 		Verb: v1alpha1.VerbUpdate, User: authenticationv1.UserInfo{Username: r.Identity}, SpecHash: journal.SpecHash(si.Spec),
 		ServiceID: plan.Service.ID, PlanID: plan.Plan.ID, ParametersDigest: digest,
 	}
@@ -57,51 +48,45 @@ func (r *Reconciler) correct(ctx context.Context, si *v1alpha1.ServiceInstance, 
 	if heldPlanID != plan.Plan.ID {
 		in.PreviousPlanID = heldPlanID
 	}
-	op, err := r.Journal.Begin(ctx, in)
-	if err != nil {
-		r.release(ctx, key, lock.Record)
-		return err
-	}
-
-	req := osbclient.UpdateRequest{
-		InstanceID: si.Spec.ExternalID, ServiceID: plan.Service.ID,
-		Context:        &osbapi.Context{Platform: osbapi.KubernetesPlatform, Namespace: si.Namespace, InstanceName: si.Name, ClusterID: r.ClusterID},
-		PreviousValues: &osbapi.PreviousValues{ServiceID: plan.Service.ID, PlanID: heldPlanID},
-	}
-	if heldPlanID != plan.Plan.ID {
-		req.PlanID = plan.Plan.ID
-	}
-	if req.Parameters, err = plan.Schemas.UpdateParameters(params); err != nil {
-		r.fail(ctx, op, si, key, 0, err)
-		return err
-	}
-	meta := osbclient.RequestMeta{RequestID: id, Identity: osbclient.Identity{Username: r.Identity}}
-	resp, err := entry.Client.Update(ctx, meta, req)
-	if err != nil {
-		status := 0
-		if h, ok := osbclient.AsHTTPError(err); ok {
-			status = h.StatusCode
+	// A correction never waits for a lock: another operation in flight
+	// is the operations reconciler's to follow.
+	leases := *r.Leases
+	leases.Wait = 0
+	carrier := &journal.Carrier{Leases: &leases, Journal: r.Journal}
+	out := carrier.Run(ctx, in, func(meta osbclient.RequestMeta, ans *journal.Answer) (bool, error) {
+		req := osbclient.UpdateRequest{
+			InstanceID: si.Spec.ExternalID, ServiceID: plan.Service.ID,
+			Context:        &osbapi.Context{Platform: osbapi.KubernetesPlatform, Namespace: si.Namespace, InstanceName: si.Name, ClusterID: r.ClusterID},
+			PreviousValues: &osbapi.PreviousValues{ServiceID: plan.Service.ID, PlanID: heldPlanID},
 		}
-		r.fail(ctx, op, si, key, status, err)
-		return err
+		if heldPlanID != plan.Plan.ID {
+			req.PlanID = plan.Plan.ID
+		}
+		var err error
+		if req.Parameters, err = plan.Schemas.UpdateParameters(params); err != nil {
+			return false, err
+		}
+		resp, err := entry.Client.Update(ctx, meta, req)
+		if err != nil {
+			if h, ok := osbclient.AsHTTPError(err); ok {
+				ans.HTTPStatus = h.StatusCode
+			}
+			return false, err
+		}
+		ans.HTTPStatus, ans.DashboardURL = resp.HTTPStatus, resp.DashboardURL
+		if resp.Async {
+			ans.OperationKey = resp.Operation
+		}
+		return resp.Async, nil
+	})
+	switch {
+	case out.LockErr != nil:
+		return fmt.Errorf("taking the instance's lock: %w", out.LockErr)
+	case !out.Called():
+		return errBusy
 	}
-	answer := journal.Answer{Phase: v1alpha1.PhaseSucceeded, HTTPStatus: resp.HTTPStatus, DashboardURL: resp.DashboardURL}
-	if resp.Async {
-		answer.Phase, answer.OperationKey = v1alpha1.PhaseInProgress, resp.Operation
-	}
-	// The lock stays with the record: the operations reconciler commits
-	// or follows it, then releases it.
-	return r.Journal.Record(ctx, op, si, answer)
-}
-
-// fail records a correction the broker refused and releases the lock.
-func (r *Reconciler) fail(ctx context.Context, op *v1alpha1.BrokerOperation, si *v1alpha1.ServiceInstance, key journal.Key, status int, cause error) {
-	if err := r.Journal.Record(ctx, op, si, journal.Answer{Phase: v1alpha1.PhaseFailed, HTTPStatus: status, Description: cause.Error()}); err != nil {
-		return // the lock stays until the operations reconciler settles the record
-	}
-	r.release(ctx, key, op.Name)
-}
-
-func (r *Reconciler) release(ctx context.Context, key journal.Key, record string) {
-	_ = r.Leases.Release(ctx, key, record) // an expired lock frees itself
+	// A success or an operation in progress keeps the lock: the operations
+	// reconciler commits or follows it, then releases it. A refusal's
+	// lock is released once its record is written.
+	return out.Err
 }

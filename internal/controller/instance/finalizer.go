@@ -3,57 +3,23 @@ package instance
 import (
 	"context"
 	"fmt"
-	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/journal"
+	"github.com/lockstep-dev/lockstep/internal/controller"
 	"github.com/lockstep-dev/lockstep/internal/osbclient"
 )
 
 // finalize removes the lockstep.dev/broker finalizer from an instance
-// being deleted once the broker no longer holds the instance. When the
-// journal records that the broker confirmed the deprovision (the usual
-// case) it removes the finalizer at once; while the journal's record has no
-// final answer yet it waits for it; only when there is no record at all did
-// the delete bypass admission (webhook down or not installed), and it
-// deprovisions first. An instance whose reconcile policy keeps the broker's
-// instance on delete (detach-on-delete, observe) is let go without a
-// broker call.
+// being deleted once the broker no longer holds the instance, deprovisioning
+// it first when the delete bypassed admission (see controller.Finalize).
 func (r *Reconciler) finalize(ctx context.Context, si *v1alpha1.ServiceInstance) (ctrl.Result, error) {
-	if !controllerutil.ContainsFinalizer(si, v1alpha1.Finalizer) {
-		return ctrl.Result{}, nil
-	}
-	recorded, err := journal.DeleteConfirmed, error(nil)
-	if !v1alpha1.KeepsBrokerOnDelete(si) { // else the broker keeps the instance
-		recorded, err = journal.DeleteRecorded(ctx, r.Client, r.APIReader, r.Namespace, si.Namespace, si.UID, v1alpha1.VerbDeprovision)
-	}
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	switch recorded {
-	case journal.DeleteUnderWay:
-		return ctrl.Result{RequeueAfter: underWayRecheck}, nil
-	case journal.DeleteNotRecorded:
-		done, err := r.deprovision(ctx, si)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		if !done {
-			return ctrl.Result{RequeueAfter: 5 * time.Second}, nil
-		}
-	}
-	patch := client.MergeFrom(si.DeepCopy())
-	controllerutil.RemoveFinalizer(si, v1alpha1.Finalizer)
-	if err := r.Client.Patch(ctx, si, patch); err != nil && !apierrors.IsNotFound(err) {
-		return ctrl.Result{}, fmt.Errorf("removing the finalizer of instance %s/%s: %w", si.Namespace, si.Name, err)
-	}
-	return ctrl.Result{}, nil
+	return controller.Finalize(ctx, r.journalReaders(), si, controller.Removal{
+		Kind: kind, Verb: v1alpha1.VerbDeprovision,
+		Remove: func(ctx context.Context) (bool, error) { return r.deprovision(ctx, si) },
+	})
 }
 
 // deprovision asks the broker to delete an instance whose delete bypassed
@@ -78,7 +44,3 @@ func (r *Reconciler) deprovision(ctx context.Context, si *v1alpha1.ServiceInstan
 	}
 	return done, nil
 }
-
-// underWayRecheck is how soon a finalizer looks again at a delete whose
-// record has no final answer yet.
-const underWayRecheck = time.Second

@@ -2,29 +2,27 @@ package instance
 
 import (
 	"context"
-	"fmt"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
+	runtimecontroller "sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
+	"github.com/lockstep-dev/lockstep/internal/controller"
 	"github.com/lockstep-dev/lockstep/internal/controller/resync"
 	"github.com/lockstep-dev/lockstep/internal/journal"
 	"github.com/lockstep-dev/lockstep/internal/osbclient"
 )
 
-const kind = "ServiceInstance"
+const kind = v1alpha1.KindServiceInstance
 
 // Reconciler is the controller of ServiceInstances.
 type Reconciler struct {
@@ -65,7 +63,7 @@ type Reconciler struct {
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).For(&v1alpha1.ServiceInstance{}).
 		Watches(&v1alpha1.BrokerOperation{}, handler.EnqueueRequestsFromMapFunc(targetOf)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
+		WithOptions(runtimecontroller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
 		Named("serviceinstance").Complete(r)
 }
 
@@ -107,26 +105,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return res, r.write(ctx, &si, status)
 }
 
-// write patches the status when it changed, from the version it was read
-// at: a change in between makes the next pass look again.
+// write patches the status when it changed (see controller.PatchStatus).
 func (r *Reconciler) write(ctx context.Context, si *v1alpha1.ServiceInstance, status *v1alpha1.ServiceInstanceStatus) error {
-	if equality.Semantic.DeepEqual(&si.Status, status) {
-		return nil
-	}
-	log.FromContext(ctx).V(1).Info("writing the instance's status")
-	patch := client.MergeFromWithOptions(si.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	si.Status = *status
-	if err := r.Client.Status().Patch(ctx, si, patch); err != nil {
-		if apierrors.IsConflict(err) {
-			log.FromContext(ctx).V(1).Info("instance changed while its status was computed; computed again", "error", err.Error())
-			return err // requeued with backoff
-		}
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return fmt.Errorf("writing the status of instance %s/%s: %w", si.Namespace, si.Name, err)
-	}
-	return nil
+	return controller.PatchStatus(ctx, r.Client, kind, si, &si.Status, status)
+}
+
+// journalReaders are where the finalizer reads the journal.
+func (r *Reconciler) journalReaders() controller.JournalReaders {
+	return controller.JournalReaders{Client: r.Client, APIReader: r.APIReader, Leases: r.Leases, Namespace: r.Namespace}
 }
 
 func (r *Reconciler) clock() clock.PassiveClock {

@@ -112,10 +112,10 @@ func (r *Reconciler) resync(ctx context.Context, si *v1alpha1.ServiceInstance, s
 		msg += fmt.Sprintf("; reconcile policy %s: lockstep reports it and changes nothing", policy)
 	default:
 		if err := r.correct(ctx, si, entry, plan, got.PlanID); err != nil {
-			metrics.ResyncCorrection(kind, "refused")
+			metrics.ResyncCorrection(string(kind), "refused")
 			msg += fmt.Sprintf("; lockstep could not re-apply this object's spec: %v", err)
 		} else {
-			metrics.ResyncCorrection(kind, "started")
+			metrics.ResyncCorrection(string(kind), "started")
 			msg += "; lockstep re-applies this object's spec at the broker (kubectl get brokeroperations shows it)"
 		}
 	}
@@ -143,7 +143,7 @@ func (r *Reconciler) fetch(ctx context.Context, entry *catalog.Entry, si *v1alph
 
 // result counts one fetch and, for drift, reports it as an event.
 func (r *Reconciler) result(si *v1alpha1.ServiceInstance, reason string, drift *string) {
-	metrics.ResyncResult(kind, reason)
+	metrics.ResyncResult(string(kind), reason)
 	if drift != nil && r.Recorder != nil {
 		r.Recorder.Event(si, "Warning", reason, *drift)
 	}

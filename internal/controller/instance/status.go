@@ -59,7 +59,7 @@ func committed(si *v1alpha1.ServiceInstance, status *v1alpha1.ServiceInstanceSta
 		status.DashboardURL = op.Status.DashboardURL
 	}
 	status.ObservedGeneration = max(status.ObservedGeneration, op.Spec.Generation)
-	if journal.SpecHash(si.Spec) == op.Spec.SpecHash {
+	if journal.Applies(op, si) {
 		// spec.parameters only, and the digest of the parameters sent
 		// when some came from Secrets: never the Secrets' values.
 		status.LastApplied = &v1alpha1.AppliedInstance{PlanName: si.Spec.PlanName, PlanID: op.Spec.PlanID, Parameters: si.Spec.Parameters.DeepCopy(),

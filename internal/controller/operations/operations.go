@@ -32,11 +32,12 @@ import (
 //     persisted → Orphaned;
 //   - Orphaned: compensated (deprovision, unbind, re-apply the persisted
 //     spec, or finish the delete) → Compensated;
-//   - Pending for longer than an admission can last, and not holding the
-//     object's lock: the lock went to another operation, so the broker was
-//     never called → deleted;
-//   - Pending for longer than an admission can last, holding the lock:
-//     the webhook stopped before the broker's answer was recorded. When
+//   - Pending for longer than an admission can last, and not named by the
+//     object's lock: it never took the lock, so the broker was never
+//     called → deleted;
+//   - Pending for longer than an admission can last, named by the lock:
+//     lockstep stopped before the broker's answer was recorded (the record
+//     was restored from the lock, see Locks, or its answer was lost). When
 //     the API server holds the change as recorded, it was allowed, so the
 //     broker carried it out: Succeeded (answers of allowed operations are
 //     written after the reply). Otherwise treated as orphaned where the
@@ -108,7 +109,7 @@ func (r *Operations) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 func (r *Operations) pending(ctx context.Context, op *v1alpha1.BrokerOperation) (ctrl.Result, error) {
-	age := r.now().Sub(op.CreationTimestamp.Time)
+	age := r.now().Sub(journal.Started(op))
 	if age < r.PendingTimeout {
 		return ctrl.Result{RequeueAfter: r.PendingTimeout - age}, nil
 	}
@@ -117,15 +118,18 @@ func (r *Operations) pending(ctx context.Context, op *v1alpha1.BrokerOperation) 
 		return ctrl.Result{}, err
 	}
 	if held != op.Name {
-		// The record was written together with the lock, and the lock went
-		// to another operation: the broker was never called. (A lock never
-		// passes from a Pending record to another; see Leases.live.) No
-		// orphan mitigation: the instance or binding with this external id
-		// may be the other operation's.
+		// A record is written while the object's lock names it, and the
+		// lock stays with it until it is settled (see Leases.live): a
+		// Pending record the lock does not name never took the lock, so
+		// the broker was never called. No orphan mitigation: the instance
+		// or binding with this external id may be the lock holder's.
 		log.FromContext(ctx).Info("deleting an operation record that never took the lock; the broker was not called",
 			"operation", op.Name, "lockHeldBy", held)
 		return ctrl.Result{}, r.Journal.Discard(ctx, op)
 	}
+	// The record is the lock holder's, written after the broker call or
+	// restored from the lock: the broker may have acted on it. Its answer
+	// is settled from what the API server holds.
 	target, err := r.target(ctx, op)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -145,6 +149,14 @@ func (r *Operations) pending(ctx context.Context, op *v1alpha1.BrokerOperation) 
 		// is the broker's success.
 		return ctrl.Result{Requeue: true}, r.Journal.SetPhase(ctx, op, nil, journal.Answer{Phase: v1alpha1.PhaseSucceeded,
 			Description: "lockstep stopped before recording the broker's answer; the API server persisted the change, which lockstep allows only after the broker carried it out"})
+	}
+	if op.Spec.Verb == v1alpha1.VerbUpdate && target != nil && target.GetDeletionTimestamp() == nil &&
+		target.GetGeneration() < op.Spec.Generation {
+		// The update may have reached the broker, and the API server did
+		// not persist it: the persisted spec is applied again, which
+		// changes nothing at a broker that never saw the update.
+		return ctrl.Result{Requeue: true}, r.Journal.SetPhase(ctx, op, nil, journal.Answer{Phase: v1alpha1.PhaseOrphaned,
+			Description: "lockstep stopped before the broker's answer was recorded and the API server did not persist the update; applying the persisted spec again"})
 	}
 	if (op.Spec.Verb == v1alpha1.VerbProvision || op.Spec.Verb == v1alpha1.VerbBind) && target == nil {
 		return ctrl.Result{Requeue: true}, r.Journal.SetPhase(ctx, op, nil, journal.Answer{Phase: v1alpha1.PhaseOrphaned,
@@ -191,7 +203,7 @@ func persistedAsRecorded(op *v1alpha1.BrokerOperation, target client.Object) boo
 	case v1alpha1.VerbProvision, v1alpha1.VerbBind, v1alpha1.VerbAdopt:
 		return target != nil && op.Spec.Target.UID != ""
 	case v1alpha1.VerbUpdate:
-		return target != nil && target.GetGeneration() == op.Spec.Generation && journal.SpecHash(specOf(target)) == op.Spec.SpecHash
+		return target != nil && target.GetGeneration() == op.Spec.Generation && journal.Applies(op, target)
 	case v1alpha1.VerbDeprovision, v1alpha1.VerbUnbind:
 		return target == nil || target.GetDeletionTimestamp() != nil
 	}
@@ -295,7 +307,7 @@ func (r *Operations) commit(ctx context.Context, op *v1alpha1.BrokerOperation) (
 		persisted = target != nil
 	case v1alpha1.VerbUpdate:
 		persisted = target == nil || target.GetDeletionTimestamp() != nil ||
-			journal.SpecHash(specOf(target)) == op.Spec.SpecHash || target.GetGeneration() > op.Spec.Generation
+			journal.Applies(op, target) || target.GetGeneration() > op.Spec.Generation
 	case v1alpha1.VerbDeprovision, v1alpha1.VerbUnbind:
 		persisted = target == nil || target.GetDeletionTimestamp() != nil
 	}
@@ -342,7 +354,7 @@ func (r *Operations) compensate(ctx context.Context, op *v1alpha1.BrokerOperatio
 		}
 	case v1alpha1.VerbAdopt:
 		what = "nothing to undo at the broker (an adoption changes nothing there)"
-		if op.Spec.Target.Kind == "ServiceBinding" {
+		if op.Spec.Target.Kind == v1alpha1.KindServiceBinding {
 			what = "removed the Secret written for the adopted binding (the broker keeps the binding)"
 			err = credentials.DeleteByUID(ctx, r.Client, journal.TargetNamespace(op), op.Spec.Target.UID)
 		}
@@ -467,7 +479,7 @@ func (r *Operations) prune(ctx context.Context, op *v1alpha1.BrokerOperation) er
 // the operation's uid; nil when it does not.
 func (r *Operations) target(ctx context.Context, op *v1alpha1.BrokerOperation) (client.Object, error) {
 	var obj client.Object = &v1alpha1.ServiceInstance{}
-	if op.Spec.Target.Kind == "ServiceBinding" {
+	if op.Spec.Target.Kind == v1alpha1.KindServiceBinding {
 		obj = &v1alpha1.ServiceBinding{}
 	}
 	err := r.Client.Get(ctx, client.ObjectKey{Namespace: journal.TargetNamespace(op), Name: op.Spec.Target.Name}, obj)
@@ -509,7 +521,7 @@ func (r *Operations) brokerClient(ctx context.Context, op *v1alpha1.BrokerOperat
 
 // poll asks the broker once for the operation's last_operation.
 func (r *Operations) poll(ctx context.Context, c *osbclient.Client, op *v1alpha1.BrokerOperation) (*osbclient.LastOperation, error) {
-	if op.Spec.Target.Kind == "ServiceBinding" {
+	if op.Spec.Target.Kind == v1alpha1.KindServiceBinding {
 		return c.BindingLastOperation(ctx, osbclient.RequestMeta{}, osbclient.BindingLastOperationRequest{
 			InstanceID: op.Spec.Target.InstanceID, BindingID: op.Spec.Target.ExternalID,
 			ServiceID: op.Spec.ServiceID, PlanID: op.Spec.PlanID, Operation: op.Status.OperationKey})
@@ -539,16 +551,6 @@ func (r *Operations) now() time.Time {
 		return r.Now()
 	}
 	return time.Now()
-}
-
-func specOf(obj client.Object) any {
-	switch t := obj.(type) {
-	case *v1alpha1.ServiceInstance:
-		return t.Spec
-	case *v1alpha1.ServiceBinding:
-		return t.Spec
-	}
-	return nil
 }
 
 func completed(op *v1alpha1.BrokerOperation) time.Time {

@@ -169,7 +169,9 @@ func TestOperationsPendingTooLongIsSettled(t *testing.T) {
 		{"update persisted as recorded", v1alpha1.VerbUpdate, "", "op", instance(spec, 1, false), v1alpha1.PhaseSucceeded,
 			"the recorded spec at the recorded generation: allowed, so carried out"},
 		{"update not persisted", v1alpha1.VerbUpdate, "", "op", instance(other, 1, false), v1alpha1.PhaseFailed,
-			"another spec: the outcome is unknown"},
+			"another spec at the recorded generation: the outcome is unknown"},
+		{"update never persisted", v1alpha1.VerbUpdate, "", "op", instance(other, 0, false), v1alpha1.PhaseOrphaned,
+			"the object is still at the generation before the update: the persisted spec is applied again"},
 		{"same spec at a later generation", v1alpha1.VerbUpdate, "", "op", instance(spec, 3, false), v1alpha1.PhaseFailed,
 			"the spec came back by a later change: this one's outcome is unknown"},
 		{"deprovision carried out", v1alpha1.VerbDeprovision, "", "op", instance(spec, 1, true), v1alpha1.PhaseSucceeded,
@@ -185,7 +187,7 @@ func TestOperationsPendingTooLongIsSettled(t *testing.T) {
 		{"provision that lost the lock, winner persisted", v1alpha1.VerbProvision, "", "winner", instance(spec, 1, false), deleted,
 			"the object the winner created is not this record's doing"},
 		{"update without a lock", v1alpha1.VerbUpdate, "", "", instance(other, 1, false), deleted,
-			"no lock names the record: it never reached the broker"},
+			"no lock names the record: it never took the lock, so never reached the broker"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

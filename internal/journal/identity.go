@@ -1,4 +1,4 @@
-package admission
+package journal
 
 import (
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -6,9 +6,9 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/osbclient"
 )
 
-// identity turns the requester's user info into the OSB originating
+// Identity turns the requester's user info into the OSB originating
 // identity of the Kubernetes platform profile.
-func identity(u authenticationv1.UserInfo) osbclient.Identity {
+func Identity(u authenticationv1.UserInfo) osbclient.Identity {
 	id := osbclient.Identity{Username: u.Username, UID: u.UID, Groups: u.Groups}
 	if len(u.Extra) > 0 {
 		id.Extra = make(map[string][]string, len(u.Extra))

@@ -1,0 +1,99 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/journal"
+)
+
+// JournalReaders are where a finalizer reads whether admission recorded an
+// object's delete: the cache, the API server past it, the locks, and
+// lockstep's namespace (records of deletes in a namespace being deleted
+// live there).
+type JournalReaders struct {
+	Client    client.Client
+	APIReader client.Reader
+	Leases    *journal.Leases
+	Namespace string
+}
+
+// Removal is what lockstep's finalizer does for one object being deleted.
+type Removal struct {
+	Kind v1alpha1.TargetKind
+	// Verb is the broker call that deletes the object there:
+	// VerbDeprovision or VerbUnbind.
+	Verb v1alpha1.Verb
+	// Remove makes that call when the delete bypassed admission (webhook
+	// down or not installed); done is true once the broker no longer
+	// holds the object.
+	Remove func(ctx context.Context) (done bool, err error)
+	// Release, when set, runs once the broker no longer holds the object,
+	// before the finalizer goes (a binding deletes its Secret).
+	Release func(ctx context.Context) error
+}
+
+// The waits of a finalizer: for a delete whose record has no final answer
+// yet, and before it asks the broker again about a removal that is not
+// done.
+const (
+	underWayRecheck = time.Second
+	removalRecheck  = 5 * time.Second
+)
+
+// Finalize removes lockstep's finalizer from obj, being deleted, once the
+// broker no longer holds it. When the journal records that the broker
+// confirmed the delete (the usual case) the finalizer goes at once; while
+// the record has no final answer yet it waits for it; only when there is no
+// record at all did the delete bypass admission, and the removal is made
+// first. An object whose reconcile policy keeps the broker's resource on
+// delete is let go without a broker call.
+func Finalize(ctx context.Context, j JournalReaders, obj client.Object, r Removal) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(obj, v1alpha1.Finalizer) {
+		return ctrl.Result{}, nil
+	}
+	recorded := journal.DeleteConfirmed
+	if !v1alpha1.KeepsBrokerOnDelete(obj) {
+		var err error
+		recorded, err = journal.DeleteRecorded(ctx, j.Client, j.APIReader, j.Leases, j.Namespace, journal.KeyOf(r.Kind, obj), obj.GetUID(), r.Verb)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	switch recorded {
+	case journal.DeleteUnderWay:
+		return ctrl.Result{RequeueAfter: underWayRecheck}, nil
+	case journal.DeleteNotRecorded:
+		done, err := r.Remove(ctx)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if !done {
+			return ctrl.Result{RequeueAfter: removalRecheck}, nil
+		}
+	}
+	if r.Release != nil {
+		if err := r.Release(ctx); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
+	controllerutil.RemoveFinalizer(obj, v1alpha1.Finalizer)
+	if err := j.Client.Patch(ctx, obj, patch); err != nil && !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, fmt.Errorf("removing the finalizer of %s %s/%s: %w", word(r.Kind), obj.GetNamespace(), obj.GetName(), err)
+	}
+	return ctrl.Result{}, nil
+}
+
+// word is how messages name a kind: "instance", "binding".
+func word(k v1alpha1.TargetKind) string {
+	return strings.ToLower(strings.TrimPrefix(string(k), "Service"))
+}

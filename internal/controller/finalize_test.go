@@ -1,0 +1,107 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+)
+
+func testScheme(t *testing.T) *runtime.Scheme {
+	s := runtime.NewScheme()
+	require.NoError(t, v1alpha1.AddToScheme(s))
+	return s
+}
+
+// deleting is an instance being deleted, with lockstep's finalizer.
+func deleting(annotations map[string]string) *v1alpha1.ServiceInstance {
+	now := metav1.Now()
+	return &v1alpha1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{
+		Namespace: "team", Name: "db", UID: "uid-1", Annotations: annotations,
+		Finalizers: []string{v1alpha1.Finalizer}, DeletionTimestamp: &now,
+	}}
+}
+
+func TestFinalize(t *testing.T) {
+	tests := []struct {
+		name        string
+		annotations map[string]string
+		done        bool
+		removeErr   error
+		releaseErr  error
+		wantRemoves int
+		wantRelease int
+		wantRequeue bool
+		wantErr     string
+		wantGone    bool
+	}{
+		{name: "no record: removed at the broker, released, finalizer gone", done: true, wantRemoves: 1, wantRelease: 1, wantGone: true},
+		{name: "removal not done yet: asked again later, finalizer stays", wantRemoves: 1, wantRequeue: true},
+		{name: "removal fails: the error, finalizer stays", removeErr: errors.New("broker down"), wantRemoves: 1, wantErr: "broker down"},
+		{name: "release fails: the error, finalizer stays", done: true, releaseErr: errors.New("secret"), wantRemoves: 1, wantRelease: 1, wantErr: "secret"},
+		{name: "detach-on-delete: no broker call, released, finalizer gone",
+			annotations: map[string]string{v1alpha1.AnnotationReconcilePolicy: string(v1alpha1.PolicyDetachOnDelete)}, wantRelease: 1, wantGone: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			si := deleting(tt.annotations)
+			c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(si).Build()
+			require.NoError(t, c.Get(context.Background(), client.ObjectKeyFromObject(si), si))
+			var removes, releases int
+			res, err := Finalize(context.Background(), JournalReaders{Client: c, Namespace: "lockstep-system"}, si, Removal{
+				Kind: v1alpha1.KindServiceInstance, Verb: v1alpha1.VerbDeprovision,
+				Remove:  func(context.Context) (bool, error) { removes++; return tt.done, tt.removeErr },
+				Release: func(context.Context) error { releases++; return tt.releaseErr },
+			})
+			if tt.wantErr != "" {
+				assert.ErrorContains(t, err, tt.wantErr)
+			} else {
+				assert.NoError(t, err)
+			}
+			assert.Equal(t, tt.wantRemoves, removes, "broker removals")
+			assert.Equal(t, tt.wantRelease, releases, "releases")
+			assert.Equal(t, tt.wantRequeue, res.RequeueAfter > 0, "asked again later")
+			err = c.Get(context.Background(), client.ObjectKeyFromObject(si), &v1alpha1.ServiceInstance{})
+			assert.Equal(t, tt.wantGone, apierrors.IsNotFound(err), "the object is gone once its last finalizer is")
+		})
+	}
+}
+
+func TestPatchStatus(t *testing.T) {
+	ctx := context.Background()
+	si := &v1alpha1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "db"}}
+	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(si).WithStatusSubresource(si).Build()
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(si), si))
+
+	read := si.ResourceVersion
+	require.NoError(t, PatchStatus(ctx, c, v1alpha1.KindServiceInstance, si, &si.Status, si.Status.DeepCopy()))
+	assert.Equal(t, read, si.ResourceVersion, "an unchanged status is not written")
+
+	want := si.Status.DeepCopy()
+	want.DashboardURL = "https://dash/1"
+	require.NoError(t, PatchStatus(ctx, c, v1alpha1.KindServiceInstance, si, &si.Status, want))
+	var got v1alpha1.ServiceInstance
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(si), &got))
+	assert.Equal(t, "https://dash/1", got.Status.DashboardURL)
+
+	stale := si.DeepCopy()
+	stale.ResourceVersion = read
+	want = stale.Status.DeepCopy()
+	want.DashboardURL = "https://dash/2"
+	err := PatchStatus(ctx, c, v1alpha1.KindServiceInstance, stale, &stale.Status, want)
+	assert.True(t, apierrors.IsConflict(err), "a status computed from an old version is not written: %v", err)
+
+	require.NoError(t, c.Delete(ctx, &got))
+	want = si.Status.DeepCopy()
+	want.DashboardURL = "https://dash/3"
+	assert.NoError(t, PatchStatus(ctx, c, v1alpha1.KindServiceInstance, si, &si.Status, want), "a gone object needs no status")
+}

@@ -1,0 +1,290 @@
+package journal
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/osbclient"
+)
+
+// Carrier carries broker operations out, one per object at a time, with
+// one API server write before the broker call and everything else after
+// it:
+//
+//  1. the object's lock (a Lease in lockstep's namespace) is written,
+//     carrying the operation's record as it is to be written (the lock is
+//     the write-ahead record); a live holder makes Run return at once;
+//  2. the broker is called;
+//  3. Run returns, and the caller replies;
+//  4. the record is written with the broker's answer (After), and the lock
+//     is released when the broker refused; otherwise the operations
+//     reconciler commits or follows the record, then releases the lock.
+//
+// Should lockstep stop after 1, the operations reconciler writes the
+// record from the lock (Journal.Restore) and settles it from what the API
+// server holds: the broker may or may not have acted, and the settlement
+// holds either way (see docs/design.md).
+type Carrier struct {
+	Leases  *Leases
+	Journal *Journal
+	// After writes the answers after the reply; nil writes them before
+	// Run returns.
+	After *After
+	Log   logr.Logger
+	// Crash, when set, is asked at every crash point; true stops Run
+	// there as if lockstep had stopped (nothing more is written).
+	Crash func(Point) bool
+}
+
+// Point is a place in Run where lockstep may stop.
+type Point string
+
+// The crash points of Run, in order.
+const (
+	// BeforeLock: nothing is written.
+	BeforeLock Point = "before the lock"
+	// BeforeCall: the lock is written; the broker was not called.
+	BeforeCall Point = "after the lock, before the broker call"
+	// BeforeReply: the broker answered; the admission never replied.
+	BeforeReply Point = "after the broker call, before the reply"
+	// BeforeAnswer: the admission replied; the record is not written.
+	BeforeAnswer Point = "after the reply, before the record"
+)
+
+// ErrStopped is the error of a Run stopped at a crash point.
+var ErrStopped = errors.New("stopped at a crash point")
+
+// Call makes the broker call of an operation: it fills in the broker's
+// answer and reports whether the operation goes on after the reply (still
+// running, or its outcome unknown). Its error is what the user is told.
+type Call func(meta osbclient.RequestMeta, ans *Answer) (inProgress bool, err error)
+
+// Outcome is how Run ended.
+type Outcome struct {
+	// Holder is the live operation holding the object's lock: nothing was
+	// asked of the osbclient.
+	Holder *Operation
+	// Identical says the holder already carried out this very change: the
+	// request is allowed without a broker call.
+	Identical bool
+	// LockErr is why the lock could not be written: nothing was asked of
+	// the osbclient.
+	LockErr error
+	// Record names the operation's record when the broker was called.
+	Record string
+	// InProgress and Err are what Call returned.
+	InProgress bool
+	Err        error
+	// Answer is the broker's answer, as it is recorded.
+	Answer Answer
+	// Writes are the API server writes Run waited for.
+	Writes []Write
+}
+
+// Called reports whether the broker was called.
+func (o Outcome) Called() bool { return o.Record != "" }
+
+// Run carries out the operation in, calling call once the object's lock
+// is written.
+func (c *Carrier) Run(ctx context.Context, in Intent, call Call) Outcome {
+	if c.stop(BeforeLock) {
+		return Outcome{LockErr: ErrStopped}
+	}
+	draft := c.Journal.Draft(in)
+	op := &Operation{ID: in.ID, Verb: in.Verb, User: in.User.Username, Started: Started(draft), Record: draft.Name, Intent: draft}
+	counted := &counting{Client: c.Leases.Client}
+	leases := *c.Leases
+	leases.Client = counted
+	change := in.Change()
+	identical := false
+	holder, ok, err := leases.AcquireUnless(ctx, KeyOf(in.Kind, in.Target), op, func(holder *Operation) bool {
+		identical = c.identicalDone(ctx, in.Target.GetNamespace(), change, holder)
+		return identical
+	})
+	out := Outcome{Writes: counted.taken()}
+	switch {
+	case err != nil:
+		out.LockErr = err
+		return out
+	case !ok:
+		out.Holder, out.Identical = holder, identical
+		return out
+	}
+	out.Record = draft.Name
+	if c.stop(BeforeCall) {
+		out.Err = ErrStopped
+		return out
+	}
+	ans := &Answer{}
+	out.InProgress, out.Err = call(osbclient.RequestMeta{Identity: Identity(in.User), RequestID: in.ID}, ans)
+	decide(ans, out.InProgress, out.Err)
+	out.Answer = *ans
+	c.Log.Info("broker operation", "verb", in.Verb, "kind", in.Kind, "object", client.ObjectKeyFromObject(in.Target).String(),
+		"operation", draft.Name, "user", in.User.Username, "phase", ans.Phase)
+	if c.stop(BeforeReply) {
+		out.Err = ErrStopped
+		return out
+	}
+	var done *Change
+	if ans.Phase == v1alpha1.PhaseSucceeded {
+		done = &change
+	}
+	target := in.Target
+	c.After.run(draft.Name, done, func() {
+		if c.stop(BeforeAnswer) {
+			return
+		}
+		c.settle(ctx, draft, target, *ans)
+	})
+	return out
+}
+
+// settle writes the record with the broker's answer, with a context of
+// its own (the request's ends with the reply), and releases the lock of a
+// refusal once its record says so. An orphan, a success and an operation
+// in progress keep the lock for the operations reconciler. Should a write
+// fail, the lock stays, and the reconciler restores and settles the
+// record.
+func (c *Carrier) settle(ctx context.Context, draft *v1alpha1.BrokerOperation, target client.Object, ans Answer) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := c.Journal.Settle(ctx, draft, target, ans); err != nil {
+		c.Log.Info("could not record a broker answer; the operations reconciler settles it", "operation", draft.Name, "error", err.Error())
+		return
+	}
+	if draft.Status.Phase != v1alpha1.PhaseFailed {
+		return
+	}
+	key := Key{Kind: draft.Spec.Target.Kind, Namespace: TargetNamespace(draft), Name: draft.Spec.Target.Name}
+	if err := c.Leases.Release(ctx, key, draft.Name); err != nil {
+		c.Log.Info("could not release a lock; it expires by itself", "lock", key.String(), "error", err.Error())
+	}
+}
+
+// decide sets the phase a call's result records: still in progress (or,
+// with err, its outcome unknown); orphaned, when a failed provision or
+// bind may have left something at the broker (OSB orphan mitigation);
+// failed; or succeeded.
+func decide(ans *Answer, inProgress bool, err error) {
+	switch {
+	case inProgress:
+		ans.Phase = v1alpha1.PhaseInProgress
+		if err != nil {
+			ans.Description = Message(err)
+		}
+	case err != nil && ans.Mitigate:
+		ans.Phase = v1alpha1.PhaseOrphaned
+		ans.Description = Message(err) + "; orphan mitigation: lockstep removes whatever the broker may have created"
+	case err != nil:
+		ans.Phase = v1alpha1.PhaseFailed
+		ans.Description = Message(err)
+	default:
+		ans.Phase = v1alpha1.PhaseSucceeded
+	}
+}
+
+// Message is what the user was told of err: the status message of a
+// rejection.
+func Message(err error) string {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		return status.Status().Message
+	}
+	return err.Error()
+}
+
+// identicalDone reports whether holder is an operation that the broker
+// already carried out for exactly this change. The API server retries a
+// request that conflicted in etcd and asks the webhooks again; the retry
+// is allowed without a second broker call, and the operations reconciler
+// commits the holder. Successes whose record is still being written are
+// known to this replica (After); others are read from the journal.
+func (c *Carrier) identicalDone(ctx context.Context, namespace string, change Change, holder *Operation) bool {
+	if holder == nil || holder.Verb != change.Verb || holder.Record == "" {
+		return false
+	}
+	if c.After.carriedOut(holder.Record, change) {
+		return true
+	}
+	rec, err := c.Journal.Find(ctx, namespace, holder.Record)
+	if err != nil || rec == nil {
+		return false
+	}
+	return ChangeOf(rec) == change && (rec.Status.Phase == v1alpha1.PhaseSucceeded || rec.Status.Phase == v1alpha1.PhaseCommitted)
+}
+
+func (c *Carrier) stop(p Point) bool {
+	return c.Crash != nil && c.Crash(p)
+}
+
+// After writes the records of operations after the reply, so that the
+// reply waits for no write after the broker call.
+//
+// That holds whatever the answer: the API server persists an object only
+// if every webhook allowed it, and lockstep allows only what the broker
+// carried out; a refusal is remembered by the lock until its record is
+// written; and a record never written (lockstep stopped first) is restored
+// from the lock by the operations reconciler.
+//
+// Until a success is written, this replica remembers the change it carried
+// out, so that the API server's retry of the same request is allowed
+// without a second broker call, as it is once the record says so.
+type After struct {
+	mu      sync.Mutex
+	pending map[string]Change // record name → the change it carried out
+	wg      sync.WaitGroup
+}
+
+// NewAfter returns an empty After.
+func NewAfter() *After {
+	return &After{pending: map[string]Change{}}
+}
+
+// run runs fn, which writes the record named record, in the background;
+// done is the change the record carried out, if it succeeded. A nil After
+// runs fn at once.
+func (a *After) run(record string, done *Change, fn func()) {
+	if a == nil {
+		fn()
+		return
+	}
+	if done != nil {
+		a.mu.Lock()
+		a.pending[record] = *done
+		a.mu.Unlock()
+	}
+	a.wg.Go(func() {
+		defer func() {
+			a.mu.Lock()
+			delete(a.pending, record)
+			a.mu.Unlock()
+		}()
+		fn()
+	})
+}
+
+// carriedOut reports whether the operation named record carried out
+// change and its record is still being written.
+func (a *After) carriedOut(record string, change Change) bool {
+	if a == nil {
+		return false
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	got, ok := a.pending[record]
+	return ok && got == change
+}
+
+// Wait blocks until every record handed to the background is written.
+func (a *After) Wait() {
+	if a != nil {
+		a.wg.Wait()
+	}
+}

@@ -1,0 +1,215 @@
+package journal
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/osbclient"
+)
+
+func newCarrier(t *testing.T) (*Carrier, client.Client) {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	require.NoError(t, coordinationv1.AddToScheme(scheme))
+	require.NoError(t, v1alpha1.AddToScheme(scheme))
+	c := fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&v1alpha1.BrokerOperation{}).Build()
+	return &Carrier{
+		Leases:  &Leases{Client: c, Namespace: "lockstep-system", Duration: time.Minute},
+		Journal: &Journal{Client: c, Namespace: "lockstep-system"},
+		Log:     logr.Discard(),
+	}, c
+}
+
+func intentFor(si *v1alpha1.ServiceInstance, verb v1alpha1.Verb) Intent {
+	return Intent{ID: "0123456789", Target: si, Kind: v1alpha1.KindServiceInstance, ExternalID: "ext-1", Broker: "acme",
+		Verb: verb, User: authenticationv1.UserInfo{Username: "alice"}, SpecHash: SpecHash(si.Spec)}
+}
+
+func dbInstance() *v1alpha1.ServiceInstance {
+	return &v1alpha1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "db", UID: "uid-1", Generation: 1},
+		Spec: v1alpha1.ServiceInstanceSpec{BrokerName: "acme", ServiceName: "db", PlanName: "small", ExternalID: "ext-1"}}
+}
+
+func records(t *testing.T, c client.Client) []v1alpha1.BrokerOperation {
+	t.Helper()
+	var ops v1alpha1.BrokerOperationList
+	require.NoError(t, c.List(context.Background(), &ops))
+	return ops.Items
+}
+
+// Run writes once before the broker call (the lock, carrying the record);
+// the record with the broker's answer follows, and only a refusal lets go
+// of the lock.
+func TestRunWritesTheLockOnlyBeforeTheCall(t *testing.T) {
+	tests := []struct {
+		name       string
+		inProgress bool
+		err        error
+		mitigate   bool
+		wantPhase  v1alpha1.OperationPhase
+		wantLock   bool
+	}{
+		{"success", false, nil, false, v1alpha1.PhaseSucceeded, true},
+		{"still running", true, nil, false, v1alpha1.PhaseInProgress, true},
+		{"outcome unknown", true, errors.New("connection reset"), false, v1alpha1.PhaseInProgress, true},
+		{"refused", false, errors.New("plan change not supported"), false, v1alpha1.PhaseFailed, false},
+		{"orphan", false, errors.New("HTTP 500"), true, v1alpha1.PhaseOrphaned, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, api := newCarrier(t)
+			si := dbInstance()
+			key := KeyOf(v1alpha1.KindServiceInstance, si)
+			var meta osbclient.RequestMeta
+			out := c.Run(context.Background(), intentFor(si, v1alpha1.VerbUpdate), func(m osbclient.RequestMeta, ans *Answer) (bool, error) {
+				meta = m
+				assert.Empty(t, records(t, api), "no record before the call")
+				var lease coordinationv1.Lease
+				require.NoError(t, api.Get(context.Background(), client.ObjectKey{Namespace: "lockstep-system", Name: key.LeaseName()}, &lease))
+				intent, err := IntentOf(&lease)
+				require.NoError(t, err)
+				require.NotNil(t, intent, "the lock carries the record")
+				assert.Equal(t, "alice", intent.Spec.Requester.Username)
+				assert.Equal(t, SpecHash(si.Spec), intent.Spec.SpecHash)
+				ans.Mitigate = tt.mitigate
+				return tt.inProgress, tt.err
+			})
+			assert.Equal(t, []Write{{Kind: "Lease", Verb: "create"}}, out.Writes, "one API server write before the call")
+			assert.True(t, out.Called())
+			assert.Equal(t, "0123456789", meta.RequestID)
+			assert.Equal(t, "alice", meta.Identity.Username)
+
+			ops := records(t, api)
+			require.Len(t, ops, 1)
+			assert.Equal(t, tt.wantPhase, ops[0].Status.Phase)
+			assert.Equal(t, out.Record, ops[0].Name)
+			assert.NotNil(t, ops[0].Status.StartTime)
+			held, err := c.Leases.HeldBy(context.Background(), key)
+			require.NoError(t, err)
+			if tt.wantLock {
+				assert.Equal(t, out.Record, held)
+			} else {
+				assert.Empty(t, held)
+			}
+		})
+	}
+}
+
+func TestRunRefusesWhileAnotherOperationHoldsTheLock(t *testing.T) {
+	c, api := newCarrier(t)
+	si := dbInstance()
+	first := c.Run(context.Background(), intentFor(si, v1alpha1.VerbUpdate), func(osbclient.RequestMeta, *Answer) (bool, error) { return true, nil })
+	require.True(t, first.Called())
+
+	second := intentFor(si, v1alpha1.VerbUpdate)
+	second.ID = "abcdefabcdef"
+	second.User.Username = "bob"
+	called := false
+	out := c.Run(context.Background(), second, func(osbclient.RequestMeta, *Answer) (bool, error) { called = true; return false, nil })
+	assert.False(t, called)
+	assert.False(t, out.Called())
+	require.NotNil(t, out.Holder)
+	assert.Equal(t, first.Record, out.Holder.Record)
+	assert.Equal(t, "alice", out.Holder.User)
+	assert.Len(t, records(t, api), 1, "nothing written for the refused change")
+}
+
+// A lock whose record was never written (lockstep stopped) is restored as
+// a Pending record, once; the operations reconciler settles it.
+func TestRestoreWritesTheRecordALockCarries(t *testing.T) {
+	c, api := newCarrier(t)
+	si := dbInstance()
+	c.Crash = func(p Point) bool { return p == BeforeAnswer }
+	out := c.Run(context.Background(), intentFor(si, v1alpha1.VerbProvision), func(osbclient.RequestMeta, *Answer) (bool, error) { return false, nil })
+	require.NoError(t, out.Err)
+	require.Empty(t, records(t, api))
+
+	leases, err := c.Leases.Locks(context.Background())
+	require.NoError(t, err)
+	require.Len(t, leases, 1)
+	wrote, err := c.Journal.Restore(context.Background(), &leases[0])
+	require.NoError(t, err)
+	assert.True(t, wrote)
+	wrote, err = c.Journal.Restore(context.Background(), &leases[0])
+	require.NoError(t, err)
+	assert.False(t, wrote, "written once")
+
+	ops := records(t, api)
+	require.Len(t, ops, 1)
+	assert.Equal(t, out.Record, ops[0].Name)
+	assert.True(t, IsPending(&ops[0]))
+	assert.Equal(t, v1alpha1.VerbProvision, ops[0].Spec.Verb)
+	assert.Equal(t, "alice", ops[0].Spec.Requester.Username)
+	assert.Equal(t, "uid-1", ops[0].Labels[LabelTargetUID])
+
+	// The answer written late does not overwrite the settlement.
+	require.NoError(t, c.Journal.SetPhase(context.Background(), &ops[0], nil, Answer{Phase: v1alpha1.PhaseFailed}))
+	late := c.Journal.Draft(intentFor(si, v1alpha1.VerbProvision))
+	require.NoError(t, c.Journal.Settle(context.Background(), late, nil, Answer{Phase: v1alpha1.PhaseSucceeded}))
+	ops = records(t, api)
+	require.Len(t, ops, 1)
+	assert.Equal(t, v1alpha1.PhaseFailed, ops[0].Status.Phase)
+}
+
+func TestAfterRemembersAChangeUntilItsRecordIsWritten(t *testing.T) {
+	a := NewAfter()
+	change := Change{UID: "uid-1", Verb: v1alpha1.VerbProvision, SpecHash: "abc"}
+	release := make(chan struct{})
+	a.run("db-provision-1", &change, func() { <-release })
+
+	assert.True(t, a.carriedOut("db-provision-1", change))
+	assert.False(t, a.carriedOut("db-provision-1", Change{UID: "uid-1", Verb: v1alpha1.VerbProvision, SpecHash: "other"}), "another spec")
+	assert.False(t, a.carriedOut("db-provision-2", change), "another operation")
+
+	close(release)
+	a.Wait()
+	assert.False(t, a.carriedOut("db-provision-1", change), "forgotten once written: the journal says it from then on")
+
+	var none *After
+	ran := false
+	none.run("db-provision-3", &change, func() { ran = true })
+	assert.True(t, ran, "without After the record is written before Run returns")
+	assert.False(t, none.carriedOut("db-provision-3", change))
+}
+
+// A retry of a change the broker carried out is allowed without a broker
+// call while its record is still being written (this replica knows it), or
+// once the record says so.
+func TestRunAllowsTheRetryOfAChangeCarriedOut(t *testing.T) {
+	c, _ := newCarrier(t)
+	c.After = NewAfter()
+	si := dbInstance()
+	in := intentFor(si, v1alpha1.VerbProvision)
+	unwritten := &Operation{Verb: v1alpha1.VerbProvision, Record: "db-provision-unwritten"}
+	assert.False(t, c.identicalDone(context.Background(), "team", in.Change(), unwritten), "no such record in the journal")
+	release := make(chan struct{})
+	change := in.Change()
+	c.After.run(unwritten.Record, &change, func() { <-release })
+	assert.True(t, c.identicalDone(context.Background(), "team", in.Change(), unwritten))
+	close(release)
+	c.After.Wait()
+
+	first := c.Run(context.Background(), in, func(osbclient.RequestMeta, *Answer) (bool, error) { return false, nil })
+	require.True(t, first.Called())
+	c.After.Wait()
+	retry := in
+	retry.ID = "fedcba987654"
+	out := c.Run(context.Background(), retry, func(osbclient.RequestMeta, *Answer) (bool, error) {
+		t.Fatal("the broker is not called again")
+		return false, nil
+	})
+	assert.True(t, out.Identical)
+}
