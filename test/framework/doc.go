@@ -7,7 +7,8 @@
 // deploy/rbac grants its permissions to. What lockstep logs is captured for
 // the test to read.
 //
-// test/e2e, test/deploy, test/replicas, bench/env and hack/devenv's test use
-// it. The control plane binaries come from KUBEBUILDER_ASSETS, or from
-// hack/testbin.sh when it is unset (see Assets).
+// test/e2e, test/deploy, test/replicas, test/celrules, the benchmarks'
+// bench/env, and `make run` (hack/devenv) and its test use it. The control
+// plane binaries come from KUBEBUILDER_ASSETS, or from hack/testbin.sh when
+// it is unset (see Assets).
 package framework
