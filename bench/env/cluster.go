@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
@@ -86,25 +87,14 @@ func (e *Env) Settle(ctx context.Context, ns string, timeout time.Duration) erro
 	return nil
 }
 
-// Poll calls cond every interval until it reports done, fails, or timeout
-// passes: every wait of the benchmarks is bounded.
+// Poll calls cond at once and then every interval until it reports done,
+// fails, or timeout passes: every wait of the benchmarks is bounded.
 func Poll(ctx context.Context, timeout, interval time.Duration, cond func(context.Context) (bool, error)) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	for {
-		done, err := cond(ctx)
-		if err != nil && ctx.Err() == nil {
-			return err
-		}
-		if done {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("gave up after %s: %w", timeout, ctx.Err())
-		case <-time.After(interval):
-		}
+	err := wait.PollUntilContextTimeout(ctx, interval, timeout, true, cond)
+	if err != nil && wait.Interrupted(err) {
+		return fmt.Errorf("gave up after %s: %w", timeout, err)
 	}
+	return err
 }
 
 // LockstepNamespace is lockstep's own namespace in the bench (the

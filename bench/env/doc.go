@@ -1,7 +1,8 @@
 // Package env starts the control plane lockstep's benchmarks run against,
 // on loopback only:
 //
-//   - a real kube-apiserver and etcd (controller-runtime envtest) with
+//   - a real kube-apiserver and etcd (controller-runtime envtest, started
+//     with test/framework as every end-to-end suite does) with
 //     lockstep's CRDs and webhook configurations from deploy/, plus two
 //     copies of the ServiceInstance CRD for the end-to-end baselines: one
 //     without webhooks (group plain.bench.lockstep.dev) and one whose
@@ -10,7 +11,8 @@
 //   - lockstep itself, the real cmd/webhook binary built from the working
 //     tree and run as a separate process with LOCKSTEP_* settings, exactly
 //     as it is deployed (so that whatever internal/app wires, the journal
-//     and the lock included, is what is measured), with its memory readable
+//     and the lock included, is what is measured), as the service account
+//     of deploy/base with the RBAC of deploy/rbac, with its memory readable
 //     from /proc and its metrics scraped over HTTP;
 //   - the allow-all baseline webhook server (bench/cmd/allow-all), a
 //     separate process with the same TLS setup and certificates, and two

@@ -16,12 +16,13 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/lockstep-dev/lockstep/internal/app"
+	"github.com/lockstep-dev/lockstep/test/framework"
 )
 
 // Options configure Start.
@@ -60,7 +61,7 @@ type Env struct {
 
 	opts               Options
 	bins               Binaries
-	test               *envtest.Environment
+	cp                 *framework.ControlPlane
 	lockstepKubeconfig string
 	certDir            string
 	webhookPort        int
@@ -110,20 +111,15 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	if err != nil {
 		return nil, err
 	}
-	e.test = &envtest.Environment{
-		BinaryAssetsDirectory: opts.Assets,
-		CRDDirectoryPaths:     []string{filepath.Join(opts.Root, "deploy", "crds")},
-		CRDs:                  crds,
-		ErrorIfCRDPathMissing: true,
-		WebhookInstallOptions: envtest.WebhookInstallOptions{
-			MutatingWebhooks: mutating, ValidatingWebhooks: validating, LocalServingHost: "127.0.0.1",
-		},
-	}
 	t0 = time.Now()
-	cfg, err := e.test.Start()
+	e.cp, err = framework.Start(framework.Options{
+		Name: "bench", Root: opts.Root, Assets: opts.Assets, Dir: dir,
+		CRDs: crds, MutatingWebhooks: mutating, ValidatingWebhooks: validating,
+	})
 	if err != nil {
-		return nil, fmt.Errorf("starting kube-apiserver and etcd from %s: %w", opts.Assets, err)
+		return nil, err
 	}
+	cfg := e.cp.Config
 	e.Logf("kube-apiserver and etcd up in %s", time.Since(t0).Round(time.Millisecond))
 	cfg.QPS, cfg.Burst = -1, 0 // no client-side rate limit: measure the servers
 	e.Config = cfg
@@ -134,16 +130,27 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 		return nil, err
 	}
 
-	kubeconfig, err := serviceAccountKubeconfig(ctx, cfg, e.Client, opts.Root)
+	// lockstep runs as the service account deploy/ gives it, bound to the
+	// ClusterRoles of deploy/rbac: with exactly the permissions a
+	// deployment gives it, under the username a deployment's requests
+	// carry (which the webhook configurations' matchConditions compare
+	// against).
+	rendered, err := e.cp.Render("base")
 	if err != nil {
 		return nil, err
 	}
-	e.lockstepKubeconfig = filepath.Join(dir, "lockstep.kubeconfig")
-	if err := os.WriteFile(e.lockstepKubeconfig, kubeconfig, 0o600); err != nil {
-		return nil, fmt.Errorf("writing lockstep's kubeconfig: %w", err)
+	sa, err := framework.InstallRBAC(ctx, e.Client, rendered)
+	if err != nil {
+		return nil, err
+	}
+	if sa != ServiceAccountUser {
+		return nil, fmt.Errorf("deploy/base runs lockstep as %s, the bench expects %s", sa, ServiceAccountUser)
+	}
+	if e.lockstepKubeconfig, err = e.cp.ServiceAccountKubeconfig(ctx, sa); err != nil {
+		return nil, err
 	}
 
-	wh := e.test.WebhookInstallOptions
+	wh := e.cp.Env.WebhookInstallOptions
 	e.CA, e.certDir, e.webhookPort = wh.LocalServingCAData, wh.LocalServingCertDir, wh.LocalServingPort
 	for _, p := range []*int{&e.healthPort, &e.metricsPort} {
 		if *p, err = freePort(); err != nil {
@@ -176,9 +183,9 @@ func (e *Env) Stop() error {
 			}
 		}
 	}
-	if e.test != nil {
-		if err := e.test.Stop(); err != nil {
-			errs = append(errs, fmt.Sprintf("stopping kube-apiserver and etcd: %v", err))
+	if e.cp != nil {
+		if err := e.cp.Stop(); err != nil {
+			errs = append(errs, err.Error())
 		}
 	}
 	if !e.opts.Keep {
@@ -290,25 +297,21 @@ func (e *Env) handshake(port int) error {
 	return conn.Close()
 }
 
-// waitReady polls ready every 100ms until it succeeds, the process exits,
+// waitReady checks ready every 100ms until it succeeds, the process exits,
 // or timeout passes.
 func waitReady(ctx context.Context, p *Process, timeout time.Duration, ready func(context.Context) error) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
 	var last error
-	for {
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		if done, err := p.Exited(); done {
-			return fmt.Errorf("%s exited before it was ready (%v); its last output:\n%s", p.Name, err, p.LogTail(30))
+			return false, fmt.Errorf("%s exited before it was ready (%v); its last output:\n%s", p.Name, err, p.LogTail(30))
 		}
-		if last = ready(ctx); last == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s was not ready within %s (last check: %v); its last output:\n%s", p.Name, timeout, last, p.LogTail(30))
-		case <-time.After(100 * time.Millisecond):
-		}
+		last = ready(ctx)
+		return last == nil, nil
+	})
+	if err != nil && wait.Interrupted(err) {
+		return fmt.Errorf("%s was not ready within %s (last check: %v); its last output:\n%s", p.Name, timeout, last, p.LogTail(30))
 	}
+	return err
 }
 
 func httpOK(ctx context.Context, url string) error {

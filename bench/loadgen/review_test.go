@@ -55,7 +55,7 @@ func review(op admissionv1.Operation) []byte {
 func TestReviewClient(t *testing.T) {
 	srv, ca := webhook(t, func(req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
 		if req.Operation == admissionv1.Delete {
-			return &admissionv1.AdmissionResponse{Result: &metav1.Status{Code: 422, Message: "create-only field"}}
+			return &admissionv1.AdmissionResponse{Result: &metav1.Status{Code: http.StatusUnprocessableEntity, Message: "create-only field"}}
 		}
 		return &admissionv1.AdmissionResponse{Allowed: true}
 	})
@@ -71,11 +71,11 @@ func TestReviewClient(t *testing.T) {
 		wantErr string
 	}{
 		{name: "allowed as expected", op: admissionv1.Update, want: Expect{Allowed: true}},
-		{name: "rejected as expected", op: admissionv1.Delete, want: Expect{Code: 422}},
+		{name: "rejected as expected", op: admissionv1.Delete, want: Expect{Code: http.StatusUnprocessableEntity}},
 		{name: "rejected with any code", op: admissionv1.Delete, want: Expect{}},
-		{name: "allowed but a rejection was expected", op: admissionv1.Update, want: Expect{Code: 422}, wantErr: "allowed, expected a rejection"},
+		{name: "allowed but a rejection was expected", op: admissionv1.Update, want: Expect{Code: http.StatusUnprocessableEntity}, wantErr: "allowed, expected a rejection"},
 		{name: "rejected but expected allowed", op: admissionv1.Delete, want: Expect{Allowed: true}, wantErr: "rejected (HTTP 422: create-only field)"},
-		{name: "rejected with another code", op: admissionv1.Delete, want: Expect{Code: 409}, wantErr: "expected HTTP 409"},
+		{name: "rejected with another code", op: admissionv1.Delete, want: Expect{Code: http.StatusConflict}, wantErr: "expected HTTP 409"},
 		{name: "a server error is an error", path: "/broken", op: admissionv1.Update, want: Expect{Allowed: true}, wantErr: "HTTP 500"},
 	}
 	for _, tt := range tests {

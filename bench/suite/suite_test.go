@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -13,15 +12,8 @@ import (
 
 	"github.com/lockstep-dev/lockstep/bench/env"
 	"github.com/lockstep-dev/lockstep/bench/report"
+	"github.com/lockstep-dev/lockstep/test/framework"
 )
-
-// testWriter sends progress lines to the test log.
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
 
 // TestSuiteTiny runs every benchmark once at tiny sizes, strictly (any
 // unexpected answer fails), to prove that the harness works. It asserts
@@ -37,11 +29,11 @@ func TestSuiteTiny(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 
-	s := &Suite{Root: root, Sizes: Tiny(), Progress: testWriter{t}, GoFlags: raceFlags, Strict: true}
+	s := &Suite{Root: root, Sizes: Tiny(), Progress: framework.TestLog{T: t}, GoFlags: raceFlags, Strict: true}
 	defer s.Close()
 	assets := os.Getenv("KUBEBUILDER_ASSETS")
 	if assets != "" {
-		e, err := env.Start(ctx, env.Options{Root: root, Assets: assets, Progress: testWriter{t}, BuildFlags: raceFlags})
+		e, err := env.Start(ctx, env.Options{Root: root, Assets: assets, Progress: framework.TestLog{T: t}, BuildFlags: raceFlags})
 		require.NoError(t, err)
 		defer func() { assert.NoError(t, e.Stop()) }()
 		s.Env = e

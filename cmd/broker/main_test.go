@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,6 +20,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/lockstep-dev/lockstep/test/framework"
 )
 
 // TestMain doubles as the broker binary: the restart test runs this test
@@ -68,26 +69,8 @@ func TestConfigErrors(t *testing.T) {
 	}
 }
 
-// syncBuffer collects a process's log lines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // address waits for the "broker listening" log line and returns its address.
-func address(t *testing.T, logs *syncBuffer) string {
+func address(t *testing.T, logs *framework.LogBuffer) string {
 	t.Helper()
 	var addr string
 	require.Eventually(t, func() bool {
@@ -152,7 +135,7 @@ func TestServesAndShutsDown(t *testing.T) {
 		t.Setenv(k, v)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	logs := &syncBuffer{}
+	logs := &framework.LogBuffer{}
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, nil, io.Discard, logs) }()
 	url := address(t, logs)
@@ -174,7 +157,7 @@ func TestServesAndShutsDown(t *testing.T) {
 // process is a broker running as a separate process.
 type process struct {
 	cmd  *exec.Cmd
-	logs *syncBuffer
+	logs *framework.LogBuffer
 	url  string
 	done chan struct{}
 }
@@ -186,7 +169,7 @@ func startProcess(t *testing.T, env map[string]string) *process {
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
-	p := &process{cmd: cmd, logs: &syncBuffer{}, done: make(chan struct{})}
+	p := &process{cmd: cmd, logs: &framework.LogBuffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = io.Discard, p.logs
 	require.NoError(t, cmd.Start())
 	go func() { _ = cmd.Wait(); close(p.done) }()

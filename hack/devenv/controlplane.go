@@ -10,17 +10,15 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/lockstep-dev/lockstep/test/framework"
 )
 
-// The kubectl user, a cluster admin. Its name is what BrokerOperations and
-// the broker's originating identity show.
-const (
-	kubectlUser    = "dev"
-	kubeconfigName = "lockstep"
-)
+// kubectlUser is the kubectl user, a cluster admin. Its name is what
+// BrokerOperations and the broker's originating identity show; its
+// kubeconfig's cluster and context are named "lockstep".
+const kubectlUser = "dev"
 
 func manifestsPath(root string) string {
 	return filepath.Join(root, "deploy", "webhook", "manifests.yaml")
@@ -35,12 +33,14 @@ type controlPlane struct {
 	// admin is the configuration lockstep uses (envtest's admin user).
 	admin *rest.Config
 	url   string
+	fw    *framework.ControlPlane
 }
 
 // startControlPlane starts etcd (data kept in the state directory) and
-// kube-apiserver on the remembered ports, installs the CRDs and the webhook
-// configurations (a URL on loopback and the CA of the serving certificate
-// envtest generates), and writes the kubeconfig.
+// kube-apiserver on the remembered ports with test/framework, as the tests
+// do: it installs the CRDs and the webhook configurations (a URL on
+// loopback and the CA of the serving certificate envtest generates). Then
+// it writes the kubeconfig.
 func startControlPlane(o options, s *state, ports Ports, logs *logFiles) (*controlPlane, error) {
 	// envtest makes kube-apiserver's certificates (and users' CA) only in
 	// a directory without them: the directory starts empty every time.
@@ -52,35 +52,27 @@ func startControlPlane(o options, s *state, ports Ports, logs *logFiles) (*contr
 			return nil, fmt.Errorf("creating %s: %w", dir, err)
 		}
 	}
-	env := &envtest.Environment{
-		BinaryAssetsDirectory:    o.assets,
-		CRDDirectoryPaths:        []string{crdPath(o.root)},
-		ErrorIfCRDPathMissing:    true,
-		ControlPlaneStartTimeout: time.Minute,
-		ControlPlaneStopTimeout:  30 * time.Second,
-		WebhookInstallOptions: envtest.WebhookInstallOptions{
-			Paths:            []string{manifestsPath(o.root)},
-			LocalServingHost: "127.0.0.1",
-			LocalServingPort: ports.Webhook,
+	fw, err := framework.Start(framework.Options{
+		Name: "run", Root: o.root, Assets: o.assets, Dir: s.dir, WebhookPort: ports.Webhook,
+		Configure: func(env *envtest.Environment) {
+			env.ControlPlaneStartTimeout = time.Minute
+			env.ControlPlaneStopTimeout = 30 * time.Second
+			env.ControlPlane.Etcd = &envtest.Etcd{
+				DataDir: s.etcdDir(),
+				URL:     &url.URL{Scheme: "http", Host: "127.0.0.1:" + strconv.Itoa(ports.Etcd)},
+				Out:     logs.etcd, Err: logs.etcd,
+			}
+			api := env.ControlPlane.GetAPIServer()
+			api.CertDir = s.apiserverDir()
+			api.SecureServing.Address = "127.0.0.1"
+			api.SecureServing.Port = strconv.Itoa(ports.APIServer)
+			api.Out, api.Err = logs.apiserver, logs.apiserver
 		},
-	}
-	env.ControlPlane.Etcd = &envtest.Etcd{
-		DataDir: s.etcdDir(),
-		URL:     &url.URL{Scheme: "http", Host: "127.0.0.1:" + strconv.Itoa(ports.Etcd)},
-		Out:     logs.etcd, Err: logs.etcd,
-	}
-	api := env.ControlPlane.GetAPIServer()
-	api.CertDir = s.apiserverDir()
-	api.SecureServing.Address = "127.0.0.1"
-	api.SecureServing.Port = strconv.Itoa(ports.APIServer)
-	api.Out, api.Err = logs.apiserver, logs.apiserver
-
-	admin, err := env.Start()
+	})
 	if err != nil {
-		_ = env.Stop()
 		return nil, fmt.Errorf("starting etcd and kube-apiserver (see %s): %w", s.logDir(), err)
 	}
-	cp := &controlPlane{env: env, admin: admin, url: strings.TrimSuffix(admin.Host, "/")}
+	cp := &controlPlane{env: fw.Env, admin: fw.Config, url: strings.TrimSuffix(fw.Config.Host, "/"), fw: fw}
 	if err := cp.writeKubeconfig(s.kubeconfig()); err != nil {
 		_ = cp.stop()
 		return nil, err
@@ -95,21 +87,11 @@ func (cp *controlPlane) writeKubeconfig(path string) error {
 	if err != nil {
 		return fmt.Errorf("provisioning the kubectl user %q: %w", kubectlUser, err)
 	}
-	cfg := user.Config()
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters[kubeconfigName] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos[kubectlUser] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
-	kc.Contexts[kubeconfigName] = &clientcmdapi.Context{Cluster: kubeconfigName, AuthInfo: kubectlUser, Namespace: "default"}
-	kc.CurrentContext = kubeconfigName
-	raw, err := clientcmd.Write(*kc)
-	if err != nil {
-		return fmt.Errorf("encoding the kubeconfig: %w", err)
-	}
 	// Written whole, then renamed: a kubectl running meanwhile never reads
 	// half a file.
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, raw, 0o600); err != nil {
-		return fmt.Errorf("writing the kubeconfig: %w", err)
+	if err := framework.WriteKubeconfig(user.Config(), kubectlUser, "default", tmp); err != nil {
+		return err
 	}
 	if err := os.Rename(tmp, path); err != nil {
 		return fmt.Errorf("writing the kubeconfig: %w", err)
@@ -120,8 +102,5 @@ func (cp *controlPlane) writeKubeconfig(path string) error {
 // stop stops kube-apiserver and etcd (SIGTERM, then SIGKILL after the stop
 // timeout) and removes envtest's temporary files; etcd's data stays.
 func (cp *controlPlane) stop() error {
-	if err := cp.env.Stop(); err != nil {
-		return fmt.Errorf("stopping kube-apiserver and etcd: %w", err)
-	}
-	return nil
+	return cp.fw.Stop()
 }

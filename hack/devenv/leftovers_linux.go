@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // reapLeftovers stops an etcd, kube-apiserver or kube-controller-manager
@@ -83,22 +86,20 @@ func stopProcess(pid int, grace time.Duration) error {
 		}
 		return err
 	}
-	deadline := time.Now().Add(grace)
-	for alive(pid) {
-		if time.Now().After(deadline) {
-			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
-				return err
-			}
-			deadline = time.Now().Add(grace)
-			for alive(pid) && time.Now().Before(deadline) {
-				time.Sleep(50 * time.Millisecond)
-			}
-			if alive(pid) {
-				return errors.New("it survived SIGKILL")
-			}
-			return nil
-		}
-		time.Sleep(50 * time.Millisecond)
+	gone := func() bool {
+		err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, grace, true, func(context.Context) (bool, error) {
+			return !alive(pid), nil
+		})
+		return err == nil
+	}
+	if gone() {
+		return nil
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return err
+	}
+	if !gone() {
+		return errors.New("it survived SIGKILL")
 	}
 	return nil
 }

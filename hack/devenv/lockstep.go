@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -128,21 +129,17 @@ func (r *lockstepRun) ready(ctx context.Context, timeout time.Duration) ([]strin
 
 // poll calls ok every 100ms until it is true, lockstep stops or ctx ends.
 func (r *lockstepRun) poll(ctx context.Context, ok func() bool) error {
-	t := time.NewTicker(100 * time.Millisecond)
-	defer t.Stop()
-	for !ok() {
+	return wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(context.Context) (bool, error) {
 		select {
 		case <-r.stopped:
 			if r.err == nil {
-				return errors.New("lockstep stopped")
+				return false, errors.New("lockstep stopped")
 			}
-			return fmt.Errorf("lockstep stopped: %w", r.err)
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
+			return false, fmt.Errorf("lockstep stopped: %w", r.err)
+		default:
 		}
-	}
-	return nil
+		return ok(), nil
+	})
 }
 
 // wait waits for app.Run to return (after its context was cancelled) and

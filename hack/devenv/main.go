@@ -2,7 +2,8 @@
 // with nothing installed but Go.
 //
 // It starts etcd and kube-apiserver on loopback from the binaries
-// hack/testbin.sh provides (controller-runtime's envtest, as the tests do),
+// hack/testbin.sh provides (controller-runtime's envtest, through
+// test/framework as the tests do),
 // and kube-controller-manager with the namespace and garbage-collector
 // controllers (so that a deleted namespace goes, and so do objects whose
 // owner is gone),

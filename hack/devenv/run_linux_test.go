@@ -1,23 +1,25 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/lockstep-dev/lockstep/test/framework"
 )
 
 // TestMakeRun runs the devenv binary as `make run` does, three times on one
@@ -27,9 +29,10 @@ import (
 // namespace controller runs), a run whose kube-controller-manager dies
 // says so and stops, and SIGINT leaves nothing behind.
 func TestMakeRun(t *testing.T) {
-	root, err := filepath.Abs("../..")
+	root, err := framework.Root()
 	require.NoError(t, err)
-	assets := testBinaries(t, root)
+	assets, err := framework.Assets(root)
+	require.NoError(t, err)
 	bin := filepath.Join(t.TempDir(), "lockstep-dev")
 	build := exec.Command("go", "build", "-o", bin, ".")
 	build.Stderr = os.Stderr
@@ -124,29 +127,28 @@ func TestMakeRun(t *testing.T) {
 // devenv is a running devenv process.
 type devenv struct {
 	cmd  *exec.Cmd
-	out  *syncBuffer
+	out  *framework.LogBuffer
 	done chan error
 }
 
 func startDevenv(t *testing.T, bin, root, state, assets string) *devenv {
 	t.Helper()
-	d := &devenv{out: &syncBuffer{}, done: make(chan error, 1)}
+	d := &devenv{out: &framework.LogBuffer{}, done: make(chan error, 1)}
 	d.cmd = exec.Command(bin, "-root", root, "-state", state, "-assets", assets)
 	d.cmd.Stdout, d.cmd.Stderr = d.out, d.out
 	require.NoError(t, d.cmd.Start())
 	go func() { d.done <- d.cmd.Wait() }()
 	t.Cleanup(func() { d.kill(t, state) })
-	deadline := time.After(90 * time.Second)
-	for !strings.Contains(d.output(), "lockstep is running.") {
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 90*time.Second, true, func(context.Context) (bool, error) {
 		select {
 		case err := <-d.done:
 			d.done <- err
-			t.Fatalf("devenv stopped while starting: %v\n%s", err, d.output())
-		case <-deadline:
-			t.Fatalf("devenv did not get ready within 90s:\n%s", d.output())
-		case <-time.After(100 * time.Millisecond):
+			return false, fmt.Errorf("devenv stopped while starting: %v", err)
+		default:
 		}
-	}
+		return strings.Contains(d.output(), "lockstep is running."), nil
+	})
+	require.NoError(t, err, "devenv did not get ready:\n%s", d.output())
 	return d
 }
 
@@ -215,37 +217,4 @@ func assertNothingLeft(t *testing.T, state string) {
 		}
 		assert.Error(t, err, "port %d is still listened on", port)
 	}
-}
-
-// testBinaries returns the directory with kube-apiserver, etcd and kubectl:
-// KUBEBUILDER_ASSETS when set (make test sets it), else what
-// hack/testbin.sh provides (cached after the first build).
-func testBinaries(t *testing.T, root string) string {
-	t.Helper()
-	if dir := os.Getenv("KUBEBUILDER_ASSETS"); dir != "" {
-		return dir
-	}
-	cmd := exec.Command("bash", filepath.Join(root, "hack", "testbin.sh"))
-	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
-	require.NoError(t, err, "hack/testbin.sh could not provide the control plane")
-	return strings.TrimSpace(string(out))
-}
-
-// syncBuffer collects a process's output, safe for concurrent use.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.String()
 }

@@ -1,6 +1,7 @@
 package controllermanager
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
@@ -168,22 +170,18 @@ func (cm *ControllerManager) waitHealthy(timeout time.Duration) error {
 		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec // a liveness probe on loopback
 	}
 	defer client.CloseIdleConnections()
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		if healthy(client, cm.healthz) {
-			return nil
-		}
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
 		select {
 		case <-cm.exited:
-			return fmt.Errorf("kube-controller-manager exited while starting (%v); its log says why", cm.err)
-		case <-deadline.C:
-			return fmt.Errorf("kube-controller-manager did not report healthy at %s within %s; its log says why", cm.healthz, timeout)
-		case <-tick.C:
+			return false, fmt.Errorf("kube-controller-manager exited while starting (%v); its log says why", cm.err)
+		default:
 		}
+		return healthy(client, cm.healthz), nil
+	})
+	if wait.Interrupted(err) {
+		return fmt.Errorf("kube-controller-manager did not report healthy at %s within %s; its log says why", cm.healthz, timeout)
 	}
+	return err
 }
 
 func healthy(c *http.Client, url string) bool {

@@ -3,6 +3,7 @@ package credentials
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 
@@ -10,8 +11,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 )
@@ -104,34 +105,24 @@ func Write(ctx context.Context, c client.Client, b *v1alpha1.ServiceBinding, cre
 	if err != nil {
 		return err
 	}
-	s := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace:   b.Namespace,
-			Name:        b.Spec.SecretName,
-			Labels:      map[string]string{LabelBindingUID: string(b.UID)},
-			Annotations: map[string]string{AnnotationBinding: b.Name},
-		},
-		Type: corev1.SecretTypeOpaque,
-		Data: data,
-	}
-	err = c.Create(ctx, s)
-	if !apierrors.IsAlreadyExists(err) {
-		if err != nil {
-			return fmt.Errorf("creating Secret %q: %w", s.Name, err)
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: b.Namespace, Name: b.Spec.SecretName}}
+	_, err = controllerutil.CreateOrUpdate(ctx, c, s, func() error {
+		if s.ResourceVersion == "" { // new: lockstep's from the start
+			s.Labels = map[string]string{LabelBindingUID: string(b.UID)}
+			s.Type = corev1.SecretTypeOpaque
+		} else if !Owned(s, b) {
+			return &TakenError{Namespace: b.Namespace, Name: s.Name}
 		}
+		s.Data = data
+		metav1.SetMetaDataAnnotation(&s.ObjectMeta, AnnotationBinding, b.Name)
 		return nil
+	})
+	var taken *TakenError
+	if errors.As(err, &taken) {
+		return taken
 	}
-	var existing corev1.Secret
-	if err := c.Get(ctx, client.ObjectKeyFromObject(s), &existing); err != nil {
-		return fmt.Errorf("reading Secret %q: %w", s.Name, err)
-	}
-	if !Owned(&existing, b) {
-		return &TakenError{Namespace: b.Namespace, Name: s.Name}
-	}
-	existing.Data = data
-	metav1.SetMetaDataAnnotation(&existing.ObjectMeta, AnnotationBinding, b.Name)
-	if err := c.Update(ctx, &existing); err != nil {
-		return fmt.Errorf("updating Secret %q: %w", s.Name, err)
+	if err != nil {
+		return fmt.Errorf("writing Secret %q: %w", s.Name, err)
 	}
 	return nil
 }
@@ -147,14 +138,9 @@ func Adopt(ctx context.Context, c client.Client, b *v1alpha1.ServiceBinding) err
 		return nil
 	}
 	patch := client.MergeFrom(s.DeepCopy())
-	s.OwnerReferences = append(s.OwnerReferences, metav1.OwnerReference{
-		APIVersion:         v1alpha1.GroupVersion.String(),
-		Kind:               "ServiceBinding",
-		Name:               b.Name,
-		UID:                b.UID,
-		Controller:         ptr.To(true),
-		BlockOwnerDeletion: ptr.To(true),
-	})
+	if err := controllerutil.SetControllerReference(b, &s, c.Scheme()); err != nil {
+		return fmt.Errorf("adopting Secret %q: %w", s.Name, err)
+	}
 	if err := c.Patch(ctx, &s, patch); err != nil {
 		return fmt.Errorf("adopting Secret %q: %w", s.Name, err)
 	}

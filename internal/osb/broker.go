@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
+
 	"github.com/lockstep-dev/lockstep/internal/osb/executor"
 	"github.com/lockstep-dev/lockstep/internal/osb/jobs"
 	"github.com/lockstep-dev/lockstep/internal/osb/lifecycle"
@@ -49,12 +51,12 @@ func New(cfg Config) (*Broker, error) {
 	}
 	b.reconciler = specs.NewReconciler(specs.Options{
 		Store: cfg.Store, Catalog: b.catalog, Registries: cfg.Registries,
-		FailureThreshold: cfg.FailureThreshold, Now: cfg.Now, Logger: cfg.Logger,
+		FailureThreshold: cfg.FailureThreshold, Clock: cfg.Clock, Logger: cfg.Logger,
 	})
 	b.runner = jobs.New(jobs.Options{
 		Store: cfg.Store, Catalog: b.catalog, Executor: cfg.Executor, Bootstrapped: b.reconciler.Bootstrapped,
 		RunnerID: cfg.RunnerID, Timeout: cfg.JobTimeout, RunnerTimeout: cfg.RunnerTimeout, Reap: executor.KillRunnerProcesses,
-		ShutdownGrace: cfg.ShutdownGrace, MaxConcurrent: cfg.MaxConcurrentJobs, Now: cfg.Now, Logger: cfg.Logger,
+		ShutdownGrace: cfg.ShutdownGrace, MaxConcurrent: cfg.MaxConcurrentJobs, Clock: cfg.Clock, Logger: cfg.Logger,
 	})
 	// Shared-store peers must see this runner before it claims any job.
 	if err := b.runner.Heartbeat(ctx); err != nil {
@@ -62,7 +64,7 @@ func New(cfg Config) (*Broker, error) {
 	}
 	b.service = lifecycle.New(lifecycle.Options{
 		Store: cfg.Store, Catalog: b.catalog, Runner: b.runner, Bootstrapped: b.reconciler.Bootstrapped,
-		SyncWindow: cfg.SyncWindow, SyncTimeout: cfg.SyncTimeout, Now: cfg.Now, Logger: cfg.Logger,
+		SyncWindow: cfg.SyncWindow, SyncTimeout: cfg.SyncTimeout, Now: cfg.Clock.Now, Logger: cfg.Logger,
 	})
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", b.healthz)
@@ -155,19 +157,11 @@ func (b *Broker) loop(ctx context.Context, period time.Duration, now bool, fn fu
 	b.loops.Add(1)
 	go func() {
 		defer b.loops.Done()
-		if now {
+		// The condition never holds: the loop ends when ctx does.
+		_ = wait.PollUntilContextCancel(ctx, period, now, func(ctx context.Context) (bool, error) {
 			fn(ctx)
-		}
-		t := time.NewTicker(period)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				fn(ctx)
-			}
-		}
+			return false, nil
+		})
 	}()
 }
 
@@ -191,7 +185,7 @@ const GoneRetention = 24 * time.Hour
 // GoneRetention ago (the sweep loop calls it every SweepPeriod) and
 // returns how many it forgot.
 func (b *Broker) PruneGone(ctx context.Context) (int, error) {
-	before := b.cfg.Now().Add(-GoneRetention)
+	before := b.cfg.Clock.Now().Add(-GoneRetention)
 	n := 0
 	err := b.cfg.Store.Update(ctx, func(tx store.Tx) error {
 		var err error

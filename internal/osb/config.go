@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"k8s.io/utils/clock"
 
 	"github.com/lockstep-dev/lockstep/internal/osb/executor"
 	"github.com/lockstep-dev/lockstep/internal/osb/registry"
@@ -75,7 +76,9 @@ type Config struct {
 	RunnerID string
 
 	Logger *slog.Logger
-	Now    func() time.Time
+	// Clock reads the time of the broker's records; the real clock when
+	// nil.
+	Clock clock.PassiveClock
 }
 
 func (c *Config) applyDefaults() error {
@@ -115,8 +118,8 @@ func (c *Config) applyDefaults() error {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
-	if c.Now == nil {
-		c.Now = time.Now
+	if c.Clock == nil {
+		c.Clock = clock.RealClock{}
 	}
 	if c.Executor == nil {
 		c.Executor = executor.Mux{Process: &executor.Process{WorkDir: c.WorkDir, RunnerID: c.RunnerID}}

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -142,7 +143,7 @@ func TestLongNamesWorkEndToEnd(t *testing.T) {
 
 func TestBindRefusedByTheBrokerCreatesNothing(t *testing.T) {
 	b, ns := boundInstance(t)
-	b.ScriptInstance(fakebroker.OpBind, ns+"-db", fakebroker.Respond{Status: 400, Error: "TooManyBindings", Description: "at most 5 bindings per instance"})
+	b.ScriptInstance(fakebroker.OpBind, ns+"-db", fakebroker.Respond{Status: http.StatusBadRequest, Error: "TooManyBindings", Description: "at most 5 bindings per instance"})
 	r := kubectl(t, bindingYAML(ns, "creds", "db", ns+"-creds", ""), "apply", "-f", "-")
 	assert.NotEqual(t, 0, r.ExitCode)
 	assert.Contains(t, r.Stderr, `broker "acme" refused to bind instance "db" for binding "creds"`)
@@ -172,7 +173,7 @@ func TestUnbindRefusedKeepsBindingAndSecret(t *testing.T) {
 	b, ns := boundInstance(t)
 	require.Equal(t, 0, kubectl(t, bindingYAML(ns, "creds", "db", ns+"-creds", ""), "apply", "-f", "-").ExitCode)
 
-	b.ScriptInstance(fakebroker.OpUnbind, ns+"-db", fakebroker.Respond{Status: 500, Description: "credential store offline"})
+	b.ScriptInstance(fakebroker.OpUnbind, ns+"-db", fakebroker.Respond{Status: http.StatusInternalServerError, Description: "credential store offline"})
 	r := kubectl(t, "", "delete", "servicebinding", "creds", "-n", ns, "--wait=false")
 	assert.NotEqual(t, 0, r.ExitCode)
 	assert.Contains(t, r.Stderr, `broker "acme" failed to unbind binding "creds" of instance "db"`)

@@ -5,6 +5,6 @@
 // in-process, and the real kubectl binary, whose output the tests read as a
 // person would.
 //
-// The binaries come from hack/testbin.sh (KUBEBUILDER_ASSETS); `make test`
-// provides them. Run only these tests with `make e2e`.
+// test/framework starts all of it. The binaries come from hack/testbin.sh
+// (KUBEBUILDER_ASSETS); `make test` provides them. Run only these tests with `make e2e`.
 package e2e

@@ -2,39 +2,32 @@ package e2e
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/app"
-	"github.com/lockstep-dev/lockstep/internal/controllermanager"
 	"github.com/lockstep-dev/lockstep/internal/osb/fakebroker"
+	"github.com/lockstep-dev/lockstep/test/framework"
 )
 
 // cluster is the environment every e2e test shares.
 var cluster struct {
-	env        *envtest.Environment
+	*framework.ControlPlane
 	config     *rest.Config
 	client     client.Client
 	kubeconfig string // for kubectl, as user "alice"
 	kubectl    string // path of the real kubectl binary
-	logs       *syncWriter
+	logs       *framework.LogBuffer
 	broker     *fakebroker.Broker // registered as ServiceBroker "acme"
 }
 
@@ -50,102 +43,54 @@ func TestMain(m *testing.M) {
 }
 
 func runMain(m *testing.M) int {
-	root, err := filepath.Abs("../..")
+	fail := func(err error) int { fmt.Fprintln(os.Stderr, "e2e:", err); return 1 }
+	cp, err := framework.Start(framework.Options{Name: "e2e", ControllerManager: true})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return fail(err)
 	}
-	assets, err := testBinaries(root)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e:", err)
-		return 1
-	}
-	cluster.kubectl = filepath.Join(assets, "kubectl")
+	defer func() {
+		if err := cp.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "e2e:", err)
+		}
+		fmt.Fprintln(os.Stderr, "e2e: kube-controller-manager's log is in", cp.ControllerManagerLog)
+	}()
+	cluster.ControlPlane, cluster.config, cluster.kubectl = cp, cp.Config, cp.Kubectl
 
-	cluster.env = &envtest.Environment{
-		BinaryAssetsDirectory: assets,
-		CRDDirectoryPaths:     []string{filepath.Join(root, "deploy", "crds")},
-		ErrorIfCRDPathMissing: true,
-		WebhookInstallOptions: envtest.WebhookInstallOptions{
-			Paths:            []string{filepath.Join(root, "deploy", "webhook", "manifests.yaml")},
-			LocalServingHost: "127.0.0.1",
-		},
-	}
-	cluster.config, err = cluster.env.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e: starting kube-apiserver and etcd:", err)
-		return 1
-	}
-	defer func() { _ = cluster.env.Stop() }()
-	stopControllerManager, err := startControllerManager(assets)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e:", err)
-		return 1
-	}
-	defer stopControllerManager()
-
-	state, err := os.MkdirTemp("", "lockstep-e2e-broker-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() { _ = os.RemoveAll(state) }()
 	// The embedded broker serves the sample bundles, as `make run` does.
+	state := filepath.Join(cp.Dir, "broker")
+	if err := os.MkdirAll(state, 0o700); err != nil {
+		return fail(err)
+	}
 	for k, v := range map[string]string{
-		"LOCKSTEP_EMBEDDED_BROKER_REGISTRIES": "samples=local:" + filepath.Join(root, "examples", "bundles"),
+		"LOCKSTEP_EMBEDDED_BROKER_REGISTRIES": "samples=local:" + filepath.Join(cp.Root, "examples", "bundles"),
 		"LOCKSTEP_EMBEDDED_BROKER_BBOLT_PATH": filepath.Join(state, "broker.db"),
 		"LOCKSTEP_EMBEDDED_BROKER_WORK_DIR":   filepath.Join(state, "work"),
 	} {
 		if err := os.Setenv(k, v); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
+			return fail(err)
 		}
 	}
 
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done, err := startWebhook(ctx)
+	lockstep, err := cp.RunLockstep(context.Background(), lockstepConfig(), nil)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e:", err)
-		return 1
+		return fail(err)
 	}
-	defer func() { cancel(); <-done }()
+	defer func() { _ = lockstep.Stop() }()
+	cluster.logs = lockstep.Logs
 
-	cluster.client, err = client.New(cluster.config, client.Options{Scheme: app.Scheme()})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e: client:", err)
-		return 1
+	if cluster.client, err = cp.Client(); err != nil {
+		return fail(err)
 	}
-	user, err := cluster.env.AddUser(envtest.User{Name: "alice", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e: adding user alice:", err)
-		return 1
-	}
-	kubeconfig, err := user.KubeConfig()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e: kubeconfig:", err)
-		return 1
-	}
-	dir, err := os.MkdirTemp("", "lockstep-e2e-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() { _ = os.RemoveAll(dir) }()
-	cluster.kubeconfig = filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(cluster.kubeconfig, kubeconfig, 0o600); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+	if cluster.kubeconfig, _, err = cp.Kubeconfig("alice", "system:masters"); err != nil {
+		return fail(err)
 	}
 	cluster.broker, err = fakebroker.Start()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e: starting the test broker:", err)
-		return 1
+		return fail(fmt.Errorf("starting the test broker: %w", err))
 	}
 	defer cluster.broker.Close()
 	if err := registerBroker(brokerName, cluster.broker.URL()); err != nil {
-		fmt.Fprintln(os.Stderr, "e2e:", err)
-		return 1
+		return fail(err)
 	}
 	code := m.Run()
 	// What lockstep logged, for a person looking into a failure.
@@ -165,67 +110,20 @@ func registerBroker(name, url string) error {
 	if err := cluster.client.Create(ctx, sb); err != nil {
 		return fmt.Errorf("creating ServiceBroker %q: %w", name, err)
 	}
-	for ctx.Err() == nil {
-		if err := cluster.client.Get(ctx, client.ObjectKeyFromObject(sb), sb); err == nil &&
-			meta.IsStatusConditionTrue(sb.Status.Conditions, v1alpha1.ConditionReady) {
-			return nil
-		}
-		time.Sleep(100 * time.Millisecond)
+	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		err := cluster.client.Get(ctx, client.ObjectKeyFromObject(sb), sb)
+		return err == nil && meta.IsStatusConditionTrue(sb.Status.Conditions, v1alpha1.ConditionReady), nil
+	})
+	if err != nil {
+		return fmt.Errorf("ServiceBroker %q did not become Ready: %+v", name, sb.Status.Conditions)
 	}
-	return fmt.Errorf("ServiceBroker %q did not become Ready: %+v", name, sb.Status.Conditions)
+	return nil
 }
 
-// startControllerManager runs kube-controller-manager (namespace and
-// garbage-collector controllers) against the test cluster, its log in a
-// file that stays after the run, and returns how to stop it.
-func startControllerManager(assets string) (stop func(), err error) {
-	dir, err := os.MkdirTemp("", "lockstep-e2e-kcm-")
-	if err != nil {
-		return nil, err
-	}
-	logFile := filepath.Join(os.TempDir(), "lockstep-e2e-kube-controller-manager.log")
-	cm, err := controllermanager.Start(cluster.env, controllermanager.Options{Assets: assets, Dir: dir, LogFile: logFile})
-	if err != nil {
-		_ = os.RemoveAll(dir)
-		return nil, fmt.Errorf("%w (its log: %s)", err, logFile)
-	}
-	return func() {
-		if err := cm.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "e2e:", err)
-		}
-		_ = os.RemoveAll(dir)
-		fmt.Fprintln(os.Stderr, "e2e: kube-controller-manager's log is in", logFile)
-	}, nil
-}
-
-// testBinaries returns the directory with kube-apiserver,
-// kube-controller-manager, etcd and kubectl:
-// KUBEBUILDER_ASSETS when set (make test sets it), else whatever
-// hack/testbin.sh provides (cached after the first build).
-func testBinaries(root string) (string, error) {
-	if dir := os.Getenv("KUBEBUILDER_ASSETS"); dir != "" {
-		return dir, nil
-	}
-	cmd := exec.Command("bash", filepath.Join(root, "hack", "testbin.sh"))
-	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("hack/testbin.sh could not provide the control plane: %w", err)
-	}
-	return strings.TrimSpace(string(out)), nil
-}
-
-// startWebhook runs lockstep's manager in-process on the port and with the
-// certificates envtest prepared for the webhook configurations, and waits
-// until it serves TLS.
-func startWebhook(ctx context.Context) (<-chan struct{}, error) {
-	cluster.logs = &syncWriter{}
-	ctrl.SetLogger(zap.New(zap.WriteTo(cluster.logs), zap.UseDevMode(true)))
-	opts := cluster.env.WebhookInstallOptions
-	cfg := app.Config{
-		WebhookHost:    opts.LocalServingHost,
-		WebhookPort:    opts.LocalServingPort,
-		CertDir:        opts.LocalServingCertDir,
+// lockstepConfig is lockstep's configuration in the e2e tests: short
+// intervals, leader election on, and the embedded broker.
+func lockstepConfig() app.Config {
+	return app.Config{
 		Namespace:      "lockstep-system",
 		LeaderElection: true,
 		// One process: it takes the lead at once; short periods all the same.
@@ -253,28 +151,4 @@ func startWebhook(ctx context.Context) (<-chan struct{}, error) {
 		LogLevel:                    "debug",
 		LogFormat:                   "console",
 	}
-	done := make(chan struct{})
-	errc := make(chan error, 1)
-	go func() {
-		defer close(done)
-		if err := app.Run(ctx, cfg, cluster.config); err != nil {
-			errc <- err
-		}
-	}()
-	addr := net.JoinHostPort(opts.LocalServingHost, strconv.Itoa(opts.LocalServingPort))
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		select {
-		case err := <-errc:
-			return done, fmt.Errorf("lockstep webhook stopped: %w", err)
-		default:
-		}
-		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", addr, &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // readiness probe only
-		if err == nil {
-			_ = conn.Close()
-			return done, nil
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return done, fmt.Errorf("lockstep webhook did not serve on %s within 30s", addr)
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -39,14 +40,16 @@ func installRejecter(t *testing.T) {
 	require.NoError(t, err)
 	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{pair}})
 	require.NoError(t, err)
+	var called atomic.Bool
 	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		called.Store(true)
 		var review admissionv1.AdmissionReview
 		if err := json.NewDecoder(r.Body).Decode(&review); err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
 		review.Response = &admissionv1.AdmissionResponse{UID: review.Request.UID, Allowed: false,
-			Result: &metav1.Status{Code: 403, Message: "rejected by the e2e test's second webhook"}}
+			Result: &metav1.Status{Code: http.StatusForbidden, Message: "rejected by the e2e test's second webhook"}}
 		review.Request = nil
 		_ = json.NewEncoder(w).Encode(review)
 	})}
@@ -72,7 +75,32 @@ func installRejecter(t *testing.T) {
 	}
 	require.NoError(t, cluster.client.Create(context.Background(), config))
 	t.Cleanup(func() { _ = cluster.client.Delete(context.Background(), config) })
-	time.Sleep(time.Second) // the API server picks webhook configurations up asynchronously
+	// The API server picks webhook configurations up asynchronously: it
+	// uses this one once a labelled dry-run reaches the rejecter.
+	require.Eventually(t, func() bool {
+		probe := probeInstance("reject-probe")
+		probe.Labels = map[string]string{rejectLabel: "true"}
+		_ = cluster.client.Create(context.Background(), probe, client.DryRunAll)
+		return called.Load()
+	}, 30*time.Second, 100*time.Millisecond, "the API server never called the rejecting webhook")
+}
+
+// probeInstance is a ServiceInstance in namespace default for dry-runs
+// that show which webhooks the API server calls.
+func probeInstance(name string) *v1alpha1.ServiceInstance {
+	return &v1alpha1.ServiceInstance{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
+		Spec:       v1alpha1.ServiceInstanceSpec{BrokerName: brokerName, ServiceName: "db", PlanName: "small"},
+	}
+}
+
+// validatingWebhookCalled reports whether the API server calls lockstep's
+// validating webhook: it refuses a dry-run of an instance whose plan its
+// broker does not offer.
+func validatingWebhookCalled() bool {
+	probe := probeInstance("validating-probe")
+	probe.Spec.PlanName = "no-such-plan"
+	return cluster.client.Create(context.Background(), probe, client.DryRunAll) != nil
 }
 
 // operationPhase waits until the operation of verb on the named object
@@ -180,9 +208,10 @@ func TestBypassedAdmissionIsStillDeprovisioned(t *testing.T) {
 	t.Cleanup(func() {
 		config.ResourceVersion = ""
 		require.NoError(t, cluster.client.Create(context.Background(), &config))
-		time.Sleep(time.Second)
+		require.Eventually(t, validatingWebhookCalled, 30*time.Second, 100*time.Millisecond, "lockstep's validating webhook is back")
 	})
-	time.Sleep(time.Second)
+	require.Eventually(t, func() bool { return !validatingWebhookCalled() }, 30*time.Second, 100*time.Millisecond,
+		"the API server no longer calls lockstep's validating webhook")
 
 	r := kubectl(t, "", "delete", "serviceinstance", "db", "-n", ns, "--timeout=30s")
 	require.Equal(t, 0, r.ExitCode, r.Output())

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -133,7 +134,7 @@ func TestUpdateRefusedByTheBrokerKeepsTheSpec(t *testing.T) {
 	ns := namespace(t)
 	require.Equal(t, 0, kubectl(t, instanceWith(ns, "db", "small", ns+"-db", ""), "apply", "-f", "-").ExitCode)
 
-	b.ScriptInstance(fakebroker.OpUpdate, ns+"-db", fakebroker.Respond{Status: 422, Error: "PlanChangeNotSupported", Description: "no capacity for large instances in eu"})
+	b.ScriptInstance(fakebroker.OpUpdate, ns+"-db", fakebroker.Respond{Status: http.StatusUnprocessableEntity, Error: "PlanChangeNotSupported", Description: "no capacity for large instances in eu"})
 	r := kubectl(t, instanceWith(ns, "db", "large", ns+"-db", ""), "apply", "-f", "-")
 	assert.NotEqual(t, 0, r.ExitCode)
 	assert.Contains(t, r.Stderr, `broker "acme" refused to change plan of instance "db" from "small" to "large"`)
@@ -158,7 +159,7 @@ func TestDeleteRefusedByTheBrokerIsRolledBack(t *testing.T) {
 	ns := namespace(t)
 	require.Equal(t, 0, kubectl(t, instanceWith(ns, "db", "small", ns+"-db", ""), "apply", "-f", "-").ExitCode)
 
-	b.ScriptInstance(fakebroker.OpDeprovision, ns+"-db", fakebroker.Respond{Status: 500, Description: "storage backend unavailable"})
+	b.ScriptInstance(fakebroker.OpDeprovision, ns+"-db", fakebroker.Respond{Status: http.StatusInternalServerError, Description: "storage backend unavailable"})
 	r := kubectl(t, "", "delete", "serviceinstance", "db", "-n", ns, "--wait=false")
 	assert.NotEqual(t, 0, r.ExitCode)
 	assert.Contains(t, r.Stderr, `broker "acme" failed to deprovision instance "db"`)
@@ -308,24 +309,11 @@ func TestRemovedPlanTakesNoNewInstancesButExistingOnesGoOn(t *testing.T) {
 	require.Equal(t, 0, r.ExitCode, "and deletes: %s", r.Output())
 }
 
-// refreshCatalog makes the catalog reconciler fetch the catalog again and
-// waits until it has.
+// refreshCatalog makes the catalog reconciler fetch the catalog of the
+// test broker again and waits until it has.
 func refreshCatalog(t *testing.T) {
 	t.Helper()
-	var sb v1alpha1.ServiceBroker
-	require.NoError(t, cluster.client.Get(context.Background(), client.ObjectKey{Name: brokerName}, &sb))
-	before := sb.Status.LastCatalogSync
-	if before != nil {
-		// The sync time is stored to the second: start the refresh in a
-		// later second than the last sync, or it cannot be told apart.
-		time.Sleep(time.Until(before.Add(time.Second)))
-	}
-	r := kubectl(t, "", "annotate", "servicebroker", brokerName, "--overwrite", fmt.Sprintf("e2e.lockstep.dev/refresh=%d", time.Now().UnixNano()))
-	require.Equal(t, 0, r.ExitCode, r.Output())
-	require.Eventually(t, func() bool {
-		require.NoError(t, cluster.client.Get(context.Background(), client.ObjectKey{Name: brokerName}, &sb))
-		return sb.Status.LastCatalogSync != nil && (before == nil || sb.Status.LastCatalogSync.After(before.Time))
-	}, 10*time.Second, 50*time.Millisecond)
+	refreshBroker(t, brokerName)
 }
 
 func TestBrokerFailuresAreClearAndPersistNothing(t *testing.T) {
@@ -335,10 +323,10 @@ func TestBrokerFailuresAreClearAndPersistNothing(t *testing.T) {
 		want    string
 	}{
 		{"broker slow past the budget", fakebroker.Respond{Hang: true}, `broker "acme" did not answer in time to provision instance "db"`},
-		{"broker answering garbage", fakebroker.Respond{Status: 201, Malformed: true}, `could not provision instance "db" (service "db", plan "small") at broker "acme"`},
+		{"broker answering garbage", fakebroker.Respond{Status: http.StatusCreated, Malformed: true}, `could not provision instance "db" (service "db", plan "small") at broker "acme"`},
 		{"broker closing the connection", fakebroker.Respond{CloseConnection: true}, `could not provision instance "db" (service "db", plan "small") at broker "acme"`},
-		{"broker failing", fakebroker.Respond{Status: 503, Description: "maintenance"}, `broker "acme" failed to provision instance "db"`},
-		{"broker refusing in an errors array", fakebroker.Respond{Status: 400, Body: `{"errors":[{"msg":"Missing organization_guid"}]}`},
+		{"broker failing", fakebroker.Respond{Status: http.StatusServiceUnavailable, Description: "maintenance"}, `broker "acme" failed to provision instance "db"`},
+		{"broker refusing in an errors array", fakebroker.Respond{Status: http.StatusBadRequest, Body: `{"errors":[{"msg":"Missing organization_guid"}]}`},
 			`broker "acme" refused to provision instance "db" (service "db", plan "small"): "Missing organization_guid" (HTTP 400)`},
 	}
 	for _, tt := range tests {

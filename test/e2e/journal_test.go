@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +17,7 @@ func TestBrokerOperationsShowWhoDidWhatWithWhatResult(t *testing.T) {
 	b := freshBroker(t)
 	ns := namespace(t)
 	require.Equal(t, 0, kubectl(t, instanceWith(ns, "db", "small", ns+"-db", ""), "apply", "-f", "-").ExitCode)
-	b.ScriptInstance(fakebroker.OpUpdate, ns+"-db", fakebroker.Respond{Status: 422, Description: "no capacity"})
+	b.ScriptInstance(fakebroker.OpUpdate, ns+"-db", fakebroker.Respond{Status: http.StatusUnprocessableEntity, Description: "no capacity"})
 	require.NotEqual(t, 0, kubectl(t, instanceWith(ns, "db", "large", ns+"-db", ""), "apply", "-f", "-").ExitCode)
 	require.Equal(t, 0, kubectl(t, "", "delete", "serviceinstance", "db", "-n", ns, "--timeout=20s").ExitCode)
 

@@ -5,7 +5,6 @@ import (
 	"context"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -39,23 +38,4 @@ func kubectl(t *testing.T, stdin string, args ...string) result {
 	}
 	t.Logf("$ kubectl %s\n%s", strings.Join(args, " "), r.Output())
 	return r
-}
-
-// syncWriter keeps what the webhook logs, safe for concurrent use.
-type syncWriter struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.Write(p)
-}
-
-// String returns everything logged so far.
-func (s *syncWriter) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.String()
 }

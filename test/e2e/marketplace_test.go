@@ -14,6 +14,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
@@ -33,21 +35,19 @@ func marketBroker(t *testing.T, name string) *fakebroker.Broker {
 }
 
 // refreshBroker makes the catalog reconciler fetch the named broker's
-// catalog again and waits until it has.
+// catalog again and waits until it has. The sync time is stored to the
+// second, so the broker is asked again (a new annotation each time) until
+// its sync time moves past the one before.
 func refreshBroker(t *testing.T, name string) {
 	t.Helper()
 	var sb v1alpha1.ServiceBroker
 	require.NoError(t, cluster.client.Get(context.Background(), client.ObjectKey{Name: name}, &sb))
 	before := sb.Status.LastCatalogSync
-	if before != nil {
-		time.Sleep(time.Until(before.Add(time.Second))) // stored to the second
-	}
-	r := kubectl(t, "", "annotate", "servicebroker", name, "--overwrite", fmt.Sprintf("e2e.lockstep.dev/refresh=%d", time.Now().UnixNano()))
-	require.Equal(t, 0, r.ExitCode, r.Output())
 	require.Eventually(t, func() bool {
-		require.NoError(t, cluster.client.Get(context.Background(), client.ObjectKey{Name: name}, &sb))
+		patch := fmt.Sprintf(`{"metadata":{"annotations":{"e2e.lockstep.dev/refresh":"%d"}}}`, time.Now().UnixNano())
+		require.NoError(t, cluster.client.Patch(context.Background(), &sb, client.RawPatch(types.MergePatchType, []byte(patch))))
 		return sb.Status.LastCatalogSync != nil && (before == nil || sb.Status.LastCatalogSync.After(before.Time))
-	}, 10*time.Second, 50*time.Millisecond)
+	}, 10*time.Second, 200*time.Millisecond)
 }
 
 // plansOf lists, as kubectl shows them, the names of the ServicePlans
@@ -73,12 +73,11 @@ func plansOf(t *testing.T, selector string) string {
 // eventuallyPlans waits until the plans selected are want.
 func eventuallyPlans(t *testing.T, selector, want string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	got := plansOf(t, selector)
-	for got != want && time.Now().Before(deadline) {
-		time.Sleep(200 * time.Millisecond)
+	var got string
+	_ = wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
 		got = plansOf(t, selector)
-	}
+		return got == want, nil
+	})
 	require.Equal(t, want, got, "kubectl get serviceplans --field-selector %s", selector)
 }
 

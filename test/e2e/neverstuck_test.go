@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -87,14 +88,10 @@ func contentFailure(t *testing.T, ns string) (corev1.Namespace, string) {
 // poll calls cond every interval until it holds or timeout has passed,
 // in the test's own goroutine, so that what cond saw last can be reported.
 func poll(timeout, interval time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(interval)
-	}
-	return true
+	err := wait.PollUntilContextTimeout(context.Background(), interval, timeout, true, func(context.Context) (bool, error) {
+		return cond(), nil
+	})
+	return err == nil
 }
 
 // conditionMessage is the message of condition kind of a namespace.

@@ -16,13 +16,12 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/osbclient"
+	"github.com/lockstep-dev/lockstep/test/framework"
 )
 
 // TestReadmeParametersFrom runs the README's section "## Parameters from
@@ -88,15 +87,16 @@ spec:
 	assert.Contains(t, r.Stderr, `(the parameter comes from Secret "weak" key "parameters")`)
 
 	// The Secret changes: nothing happens until the spec changes.
+	fetched := embeddedFetches(si.Spec.ExternalID)
 	require.Equal(t, 0, run(secret("admin", second), "apply", "-f", "-").ExitCode)
-	time.Sleep(2 * resyncInterval)
+	awaitEmbeddedFetches(t, si.Spec.ExternalID, fetched+2)
 	assert.Equal(t, first, heldAdminPassword(t, si), "a Secret's change alone changes nothing")
 	r = run(instance(2, "admin"), "apply", "-f", "-")
 	require.Equal(t, 0, r.ExitCode, r.Output())
 	assert.Equal(t, second, heldAdminPassword(t, si), "a new parametersFromGeneration sends the Secret's current values")
 
 	// Resync compares by digest: the instance stays in sync.
-	time.Sleep(2 * resyncInterval)
+	awaitEmbeddedFetches(t, si.Spec.ExternalID, embeddedFetches(si.Spec.ExternalID)+2)
 	require.Eventually(t, func() bool {
 		got := getInstance(t, ns, "vault")
 		c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionInSync)
@@ -217,15 +217,30 @@ spec:
 // context's namespace is ns.
 func userKubeconfig(t *testing.T, name, ns string) string {
 	t.Helper()
-	user, err := cluster.env.AddUser(envtest.User{Name: name}, nil)
+	user, err := cluster.Env.AddUser(envtest.User{Name: name}, nil)
 	require.NoError(t, err)
-	cfg := user.Config()
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["lockstep"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
-	kc.Contexts["lockstep"] = &clientcmdapi.Context{Cluster: "lockstep", AuthInfo: name, Namespace: ns}
-	kc.CurrentContext = "lockstep"
 	path := filepath.Join(t.TempDir(), "kubeconfig")
-	require.NoError(t, clientcmd.WriteToFile(*kc, path))
+	require.NoError(t, framework.WriteKubeconfig(user.Config(), name, ns, path))
 	return path
+}
+
+// embeddedFetches counts the fetches of an instance (GET
+// /v2/service_instances/<id>) the embedded broker has logged.
+func embeddedFetches(externalID string) int {
+	fetch := "method=GET path=/v2/service_instances/" + externalID + " "
+	n := 0
+	for _, line := range strings.Split(cluster.logs.String(), "\n") {
+		if strings.Contains(line, "osb request") && strings.Contains(line, fetch) {
+			n++
+		}
+	}
+	return n
+}
+
+// awaitEmbeddedFetches waits until the embedded broker has been asked for
+// the instance n times in all: resync has read it from the broker again.
+func awaitEmbeddedFetches(t *testing.T, externalID string, n int) {
+	t.Helper()
+	require.Eventually(t, func() bool { return embeddedFetches(externalID) >= n }, 10*resyncInterval, 100*time.Millisecond,
+		"resync never read instance %s from the embedded broker again", externalID)
 }

@@ -14,9 +14,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/lockstep-dev/lockstep/test/framework"
 )
 
 // TestReadmeWalkthrough runs the README's walkthrough (section
@@ -47,11 +48,14 @@ func runSteps(t *testing.T, steps []step, root, kubeconfig, ns string, rewrite f
 		want := normalize(s.output, ns)
 		got := run(s.command)
 		if readOnly(s.command) {
-			deadline := time.Now().Add(15 * time.Second)
-			for normalize(got, ns) != want && time.Now().Before(deadline) {
-				time.Sleep(200 * time.Millisecond)
+			// What it reads may not be there yet: read again until it is.
+			_ = wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 15*time.Second, false, func(context.Context) (bool, error) {
+				if normalize(got, ns) == want {
+					return true, nil
+				}
 				got = run(s.command)
-			}
+				return false, nil
+			})
 		}
 		if !assert.Equal(t, want, normalize(got, ns), "step %d: $ %s\nREADME shows:\n%s\nprinted:\n%s", i+1, s.command, s.output, got) {
 			t.FailNow() // later steps build on this one
@@ -102,16 +106,10 @@ func readmeSection(t *testing.T, heading string) []step {
 // admin like `make run`'s, whose context's namespace is ns.
 func walkthroughKubeconfig(t *testing.T, ns string) string {
 	t.Helper()
-	user, err := cluster.env.AddUser(envtest.User{Name: "dev", Groups: []string{"system:masters"}}, nil)
+	user, err := cluster.Env.AddUser(envtest.User{Name: "dev", Groups: []string{"system:masters"}}, nil)
 	require.NoError(t, err)
-	cfg := user.Config()
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["lockstep"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos["dev"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
-	kc.Contexts["lockstep"] = &clientcmdapi.Context{Cluster: "lockstep", AuthInfo: "dev", Namespace: ns}
-	kc.CurrentContext = "lockstep"
 	path := filepath.Join(t.TempDir(), "kubeconfig")
-	require.NoError(t, clientcmd.WriteToFile(*kc, path))
+	require.NoError(t, framework.WriteKubeconfig(user.Config(), "dev", ns, path))
 	return path
 }
 

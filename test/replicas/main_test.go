@@ -2,7 +2,6 @@ package replicas
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -10,29 +9,24 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/app"
-	"github.com/lockstep-dev/lockstep/internal/controllermanager"
 	"github.com/lockstep-dev/lockstep/internal/osb/fakebroker"
+	"github.com/lockstep-dev/lockstep/test/framework"
 )
 
 var env struct {
-	test       *envtest.Environment
+	*framework.ControlPlane
 	client     client.Client
 	binary     string // the lockstep webhook binary
 	kubeconfig string // lockstep's identity
@@ -45,18 +39,14 @@ func TestMain(m *testing.M) { os.Exit(run(m)) }
 
 func run(m *testing.M) int {
 	fail := func(err error) int { fmt.Fprintln(os.Stderr, "replicas:", err); return 1 }
-	root, err := filepath.Abs("../..")
+	// The namespace and garbage-collector controllers run, as in a cluster.
+	cp, err := framework.Start(framework.Options{Name: "replicas", ControllerManager: true})
 	if err != nil {
 		return fail(err)
 	}
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		out, err := exec.Command("bash", filepath.Join(root, "hack", "testbin.sh")).Output()
-		if err != nil {
-			return fail(fmt.Errorf("hack/testbin.sh: %w", err))
-		}
-		assets = strings.TrimSpace(string(out))
-	}
+	defer func() { _ = cp.Stop() }()
+	env.ControlPlane = cp
+	// The replicas' logs and binary stay when KEEP is set.
 	if env.dir, err = os.MkdirTemp("", "lockstep-replicas-"); err != nil {
 		return fail(err)
 	}
@@ -68,48 +58,21 @@ func run(m *testing.M) int {
 
 	env.binary = filepath.Join(env.dir, "webhook")
 	build := exec.Command("go", "build", "-o", env.binary, "./cmd/webhook")
-	build.Dir, build.Stdout, build.Stderr = root, os.Stderr, os.Stderr
+	build.Dir, build.Stdout, build.Stderr = cp.Root, os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		return fail(fmt.Errorf("building the webhook binary: %w", err))
 	}
 
-	env.test = &envtest.Environment{
-		BinaryAssetsDirectory: assets,
-		CRDDirectoryPaths:     []string{filepath.Join(root, "deploy", "crds")},
-		ErrorIfCRDPathMissing: true,
-		WebhookInstallOptions: envtest.WebhookInstallOptions{
-			Paths:            []string{filepath.Join(root, "deploy", "webhook", "manifests.yaml")},
-			LocalServingHost: "127.0.0.1",
-		},
-	}
-	cfg, err := env.test.Start()
-	if err != nil {
-		return fail(fmt.Errorf("starting kube-apiserver and etcd: %w", err))
-	}
-	defer func() { _ = env.test.Stop() }()
-	// The namespace and garbage-collector controllers, as in a cluster.
-	kcmLog := filepath.Join(os.TempDir(), "lockstep-replicas-kube-controller-manager.log")
-	cm, err := controllermanager.Start(env.test, controllermanager.Options{Assets: assets, Dir: filepath.Join(env.dir, "kcm"), LogFile: kcmLog})
-	if err != nil {
-		return fail(fmt.Errorf("%w (its log: %s)", err, kcmLog))
-	}
-	defer func() { _ = cm.Stop() }()
-	if env.client, err = client.New(cfg, client.Options{Scheme: app.Scheme()}); err != nil {
+	if env.client, err = cp.Client(); err != nil {
 		return fail(err)
 	}
-	user, err := env.test.AddUser(envtest.User{Name: "lockstep", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		return fail(err)
-	}
-	env.kubeconfig = filepath.Join(env.dir, "kubeconfig")
-	if err := writeKubeconfig(user.Config(), env.kubeconfig); err != nil {
+	if env.kubeconfig, _, err = cp.Kubeconfig("lockstep", "system:masters"); err != nil {
 		return fail(err)
 	}
 
 	// The API server calls the webhook at the envtest port; a round-robin
 	// front there spreads the calls over the replicas.
-	opts := env.test.WebhookInstallOptions
-	if env.front, err = newFront(net.JoinHostPort(opts.LocalServingHost, strconv.Itoa(opts.LocalServingPort))); err != nil {
+	if env.front, err = newFront(cp.WebhookAddr()); err != nil {
 		return fail(err)
 	}
 	defer env.front.close()
@@ -130,6 +93,9 @@ type replica struct {
 	cmd  *exec.Cmd
 	addr string
 	log  string
+	// exited is closed when the process has ended; err is how it ended.
+	exited chan struct{}
+	err    error
 }
 
 // startReplica runs the webhook binary on a free port, adds it to the front
@@ -140,7 +106,7 @@ func startReplica(t *testing.T, name string) *replica {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := env.test.WebhookInstallOptions
+	opts := env.Env.WebhookInstallOptions
 	r := &replica{addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), log: filepath.Join(env.dir, name+".log")}
 	logFile, err := os.OpenFile(r.log, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
@@ -171,19 +137,20 @@ func startReplica(t *testing.T, name string) *replica {
 	if err := r.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	r.exited = make(chan struct{})
+	go func() { r.err = r.cmd.Wait(); close(r.exited) }()
 	t.Cleanup(func() { r.kill(); _ = logFile.Close() })
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", r.addr, &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // readiness probe only
-		if err == nil {
-			_ = conn.Close()
-			break
+	stopped := func() error {
+		select {
+		case <-r.exited:
+			return fmt.Errorf("replica %s ended: %v", name, r.err)
+		default:
+			return nil
 		}
-		if time.Now().After(deadline) || r.cmd.ProcessState != nil {
-			out, _ := os.ReadFile(r.log)
-			t.Fatalf("replica %s did not serve within 60s:\n%s", name, out)
-		}
-		time.Sleep(100 * time.Millisecond)
+	}
+	if err := framework.WaitServing(context.Background(), r.addr, 60*time.Second, stopped); err != nil {
+		out, _ := os.ReadFile(r.log)
+		t.Fatalf("replica %s did not serve: %v\n%s", name, err, out)
 	}
 	env.front.add(r.addr)
 	t.Cleanup(func() { env.front.remove(r.addr) })
@@ -193,9 +160,11 @@ func startReplica(t *testing.T, name string) *replica {
 // kill stops the replica at once, as a crash would (SIGKILL).
 func (r *replica) kill() {
 	env.front.remove(r.addr)
-	if r.cmd.Process != nil && r.cmd.ProcessState == nil {
+	select {
+	case <-r.exited:
+	default:
 		_ = r.cmd.Process.Signal(syscall.SIGKILL)
-		_ = r.cmd.Wait()
+		<-r.exited
 	}
 }
 
@@ -203,16 +172,11 @@ func (r *replica) kill() {
 // running replica (each loads it on start).
 func waitBrokerReady(t *testing.T) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
+	require.Eventually(t, func() bool {
 		var sb v1alpha1.ServiceBroker
-		if err := env.client.Get(context.Background(), client.ObjectKey{Name: "acme"}, &sb); err == nil &&
-			meta.IsStatusConditionTrue(sb.Status.Conditions, v1alpha1.ConditionReady) {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatal("ServiceBroker acme never became Ready")
+		err := env.client.Get(context.Background(), client.ObjectKey{Name: "acme"}, &sb)
+		return err == nil && meta.IsStatusConditionTrue(sb.Status.Conditions, v1alpha1.ConditionReady)
+	}, 30*time.Second, 100*time.Millisecond, "ServiceBroker acme never became Ready")
 }
 
 // front forwards TCP connections (TLS passes through) to the replicas in
@@ -300,13 +264,4 @@ func freePort() (int, error) {
 	}
 	defer func() { _ = ln.Close() }()
 	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
-func writeKubeconfig(cfg *rest.Config, path string) error {
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos["lockstep"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
-	kc.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "lockstep"}
-	kc.CurrentContext = "envtest"
-	return clientcmd.WriteToFile(*kc, path)
 }

@@ -2,6 +2,7 @@ package binding
 
 import (
 	"context"
+	"net/http"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -70,7 +71,7 @@ func TestBindingResyncWithParametersFromSecrets(t *testing.T) {
 func TestBindingStatusKeepsTheDigest(t *testing.T) {
 	var status v1alpha1.ServiceBindingStatus
 	op := v1alpha1.BrokerOperation{Spec: v1alpha1.BrokerOperationSpec{Verb: v1alpha1.VerbBind, BrokerName: "acme", ParametersDigest: "abc"},
-		Status: v1alpha1.BrokerOperationStatus{Phase: v1alpha1.PhaseCommitted, HTTPStatus: 201}}
+		Status: v1alpha1.BrokerOperationStatus{Phase: v1alpha1.PhaseCommitted, HTTPStatus: http.StatusCreated}}
 	applyJournal(&status, []v1alpha1.BrokerOperation{op})
 	assert.Equal(t, "abc", status.ParametersDigest)
 }

@@ -2,6 +2,7 @@ package instance
 
 import (
 	"context"
+	"net/http"
 	"testing"
 	"time"
 
@@ -63,7 +64,7 @@ func TestInstanceFinalizer(t *testing.T) {
 		{name: "observe: the broker keeps the instance", policy: v1alpha1.PolicyObserve, wantGone: true, brokerHoldsIt: true},
 		{name: "manage, named: deprovisions", policy: v1alpha1.PolicyManage, wantGone: true, wantDeprov: 1},
 		{name: "bypassed admission, async deprovision", script: &fakebroker.Respond{Async: &fakebroker.Async{InProgressPolls: 1}}, wantGone: true, wantDeprov: 1},
-		{name: "bypassed admission, broker refuses: finalizer stays", script: &fakebroker.Respond{Status: 500, Description: "down"},
+		{name: "bypassed admission, broker refuses: finalizer stays", script: &fakebroker.Respond{Status: http.StatusInternalServerError, Description: "down"},
 			wantDeprov: 1, wantErr: "down", brokerHoldsIt: true},
 	}
 	for _, tt := range tests {

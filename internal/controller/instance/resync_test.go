@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -169,7 +170,7 @@ func TestInstanceResync(t *testing.T) {
 			object: confirmed("small", fakebroker.PlanSmallID, "", nil),
 			broker: func(b *fakebroker.Broker) {
 				held(fakebroker.PlanLargeID, nil)(b)
-				b.Script(fakebroker.OpUpdate, fakebroker.Respond{Status: 400, Description: "downgrades are not allowed"})
+				b.Script(fakebroker.OpUpdate, fakebroker.Respond{Status: http.StatusBadRequest, Description: "downgrades are not allowed"})
 			},
 			wantInSync: metav1.ConditionFalse, wantReason: resync.ReasonPlanDrift, wantReady: metav1.ConditionTrue, wantWrite: true, wantFetches: 1,
 			wantMsg: []string{`plan is "large" at the broker, "small" here`, "lockstep could not re-apply this object's spec", "downgrades are not allowed"},
@@ -184,7 +185,7 @@ func TestInstanceResync(t *testing.T) {
 			name:   "broker failing",
 			object: confirmed("small", fakebroker.PlanSmallID, "", nil),
 			broker: func(b *fakebroker.Broker) {
-				b.Always(fakebroker.OpGetInstance, fakebroker.Respond{Status: 503, Description: "maintenance"})
+				b.Always(fakebroker.OpGetInstance, fakebroker.Respond{Status: http.StatusServiceUnavailable, Description: "maintenance"})
 			},
 			wantInSync: metav1.ConditionFalse, wantReason: resync.ReasonBrokerUnreachable, wantReady: metav1.ConditionTrue, wantWrite: true, wantFetches: 1,
 			wantMsg: []string{`lockstep could not read instance "db" from broker "acme" to compare it`, "maintenance", "tries again in 1m0s"},

@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -37,8 +38,8 @@ type Reconciler struct {
 	Cache *catalog.Cache
 	// Timeout bounds each request to a broker.
 	Timeout time.Duration
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
+	// Clock reads the time of catalog syncs; the real clock when nil.
+	Clock clock.PassiveClock
 }
 
 // SetupWithManager registers the reconciler and makes it the Cache's
@@ -229,8 +230,8 @@ func relistInterval(sb *v1alpha1.ServiceBroker) time.Duration {
 }
 
 func (r *Reconciler) now() time.Time {
-	if r.Now != nil {
-		return r.Now()
+	if r.Clock != nil {
+		return r.Clock.Now()
 	}
 	return time.Now()
 }

@@ -2,6 +2,7 @@ package servicebroker
 
 import (
 	"context"
+	"net/http"
 	"testing"
 	"time"
 
@@ -78,7 +79,7 @@ func TestReconcileFailureSaysWhyAndKeepsTheLastCatalog(t *testing.T) {
 	require.NoError(t, err)
 	before, _ := r.Cache.Get("acme")
 
-	b.Always(fakebroker.OpCatalog, fakebroker.Respond{Status: 500, Description: "catalog service down"})
+	b.Always(fakebroker.OpCatalog, fakebroker.Respond{Status: http.StatusInternalServerError, Description: "catalog service down"})
 	got, _, err := reconcile(t, r, c, "acme")
 	require.Error(t, err, "a failed fetch is retried with backoff")
 	ready := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionReady)

@@ -475,7 +475,7 @@ func TestSpecificationAnswers(t *testing.T) {
 		},
 		{
 			name: "last_operation forgets deleted instances after the retention",
-			opts: []harnessOption{withConfig(func(c *osb.Config) { c.Now = clock.now })},
+			opts: []harnessOption{withConfig(func(c *osb.Config) { c.Clock = clock })},
 			run: func(t *testing.T, h *harness) {
 				h.provision("i-old", map[string]any{"size": 1})
 				requireStatus(t, http.StatusOK, h.do("DELETE", instPath("i-old")+"?"+quickQuery, nil))
@@ -597,10 +597,14 @@ func (h *harness) plain(path string) string {
 	return b.String()
 }
 
-// testClock is time.Now moved by an offset the test sets.
+// testClock is the real clock moved by an offset the test sets.
 type testClock struct{ offset atomic.Int64 }
 
-func (c *testClock) now() time.Time { return time.Now().Add(time.Duration(c.offset.Load())) }
+// Now is time.Now moved by the offset.
+func (c *testClock) Now() time.Time { return time.Now().Add(time.Duration(c.offset.Load())) }
+
+// Since is the time passed since t by this clock.
+func (c *testClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
 
 // waitPid waits until a pid file is written and returns the pid.
 func waitPid(t *testing.T, path string) int {

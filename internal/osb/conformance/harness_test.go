@@ -25,6 +25,7 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/osb/registry"
 	"github.com/lockstep-dev/lockstep/internal/osb/store"
 	"github.com/lockstep-dev/lockstep/internal/osb/store/bboltstore"
+	"github.com/lockstep-dev/lockstep/test/framework"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -194,7 +195,7 @@ type harness struct {
 	exec   *controlExecutor
 	store  store.Store
 	regDir string
-	logs   *syncBuffer
+	logs   *framework.LogBuffer
 }
 
 type harnessOption func(*osb.Config, *harnessSetup)
@@ -233,7 +234,7 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 		bundles:   map[string]string{"quick": quickManifest, "slow": slowManifest},
 		storePath: filepath.Join(t.TempDir(), "broker.db"),
 	}
-	h := &harness{t: t, exec: newControlExecutor(), regDir: t.TempDir(), logs: &syncBuffer{}}
+	h := &harness{t: t, exec: newControlExecutor(), regDir: t.TempDir(), logs: &framework.LogBuffer{}}
 	cfg := osb.Config{
 		Executor:   h.exec,
 		WorkDir:    t.TempDir(),

@@ -14,6 +14,7 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/osb"
 	"github.com/lockstep-dev/lockstep/internal/osb/bundle"
 	"github.com/lockstep-dev/lockstep/internal/osb/registry"
+	"github.com/lockstep-dev/lockstep/test/framework"
 )
 
 // restarted starts a second broker process on the first one's store, as a
@@ -21,7 +22,7 @@ import (
 // running job, and the first one is, as far as the store can tell, gone.
 func restarted(t *testing.T, h *harness) *harness {
 	t.Helper()
-	h2 := &harness{t: t, exec: newControlExecutor(), store: h.store, regDir: h.regDir, logs: &syncBuffer{}}
+	h2 := &harness{t: t, exec: newControlExecutor(), store: h.store, regDir: h.regDir, logs: &framework.LogBuffer{}}
 	b, err := osb.New(osb.Config{
 		Store: h.store, Registries: []registry.Registry{registry.NewLocal("test", h.regDir, 0)},
 		Executor: h2.exec, WorkDir: t.TempDir(), Username: username, Password: password,

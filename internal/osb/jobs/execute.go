@@ -84,7 +84,7 @@ func (r *Runner) execute(token string) Outcome {
 	if job.Identity != nil {
 		inv.Input.Identity = &executor.Identity{Platform: job.Identity.Platform, Value: job.Identity.Value}
 	}
-	start := r.opts.Now()
+	start := r.opts.Clock.Now()
 	r.opts.Logger.Info("action started", "job", job.Token, "method", job.Method, "instance", job.InstanceID,
 		"binding", job.BindingID, "service", entry.Spec.Name(), "program", inv.Program, "timeout", timeout)
 	res, runErr := r.opts.Executor.Run(runCtx, inv)
@@ -93,7 +93,7 @@ func (r *Runner) execute(token string) Outcome {
 	}
 	out := r.finish(job, res, runErr, timeout, true)
 	r.opts.Logger.Info("action finished", "job", job.Token, "method", job.Method, "instance", job.InstanceID,
-		"binding", job.BindingID, "state", out.Job.State, "duration", r.opts.Now().Sub(start))
+		"binding", job.BindingID, "state", out.Job.State, "duration", r.opts.Clock.Now().Sub(start))
 	return out
 }
 
@@ -171,7 +171,7 @@ func describe(job *store.Job, res executor.Result, runErr error, timeout time.Du
 func (r *Runner) finish(job *store.Job, res executor.Result, runErr error, timeout time.Duration, ran bool) Outcome {
 	state, desc, errText := describe(job, res, runErr, timeout)
 	final := *job
-	final.State, final.Description, final.Error, final.FinishedAt = state, desc, errText, r.opts.Now()
+	final.State, final.Description, final.Error, final.FinishedAt = state, desc, errText, r.opts.Clock.Now()
 	final.ActionRan = ran
 	var ae *executor.ActionError
 	final.Refused = errors.As(runErr, &ae) && ae.Refused

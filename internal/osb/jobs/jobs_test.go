@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/lockstep-dev/lockstep/internal/osb/bundle"
 	"github.com/lockstep-dev/lockstep/internal/osb/executor"
@@ -77,7 +79,7 @@ func (e *env) runner(t *testing.T, st store.Store, id string, exec executor.Exec
 	t.Helper()
 	o := jobs.Options{Store: st, Catalog: e.catalog, Executor: exec, RunnerID: id,
 		Timeout: time.Minute, RunnerTimeout: time.Minute, ShutdownGrace: time.Minute,
-		Now: func() time.Time { return e.now }}
+		Clock: clocktesting.NewFakePassiveClock(e.now)}
 	for _, f := range opts {
 		f(&o)
 	}
@@ -231,12 +233,11 @@ func TestShutdown(t *testing.T) {
 		exec      executor.Executor
 		wantState store.JobState
 		wantDesc  string
+		// release, when set, holds the job until Close has been called.
+		release chan struct{}
 	}{
-		{"a job that outlives the grace is stopped", 0, funcExecutor(blockUntilStopped), store.JobFailed, "the broker shut down while the update ran"},
-		{"a job within the grace finishes", time.Minute, funcExecutor(func(ctx context.Context, inv executor.Invocation) (executor.Result, error) {
-			time.Sleep(20 * time.Millisecond)
-			return executor.Result{}, nil
-		}), store.JobSucceeded, "update succeeded"},
+		{"a job that outlives the grace is stopped", 0, funcExecutor(blockUntilStopped), store.JobFailed, "the broker shut down while the update ran", nil},
+		{"a job within the grace finishes", time.Minute, nil, store.JobSucceeded, "update succeeded", make(chan struct{})},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -244,14 +245,29 @@ func TestShutdown(t *testing.T) {
 			started := make(chan struct{})
 			exec := funcExecutor(func(ctx context.Context, inv executor.Invocation) (executor.Result, error) {
 				close(started)
+				if tt.release != nil {
+					<-tt.release
+					return executor.Result{}, nil
+				}
 				return tt.exec.Run(ctx, inv)
 			})
 			r := e.runner(t, e.store, "me", exec, func(o *jobs.Options) { o.ShutdownGrace = tt.grace })
 			token := e.seed(t, store.Update, store.JobRunning, "me")
 			ch := r.Run(token)
 			<-started
-			r.Close()
+			closed := make(chan struct{})
+			go func() { r.Close(); close(closed) }()
+			if tt.release != nil {
+				// Close has begun once the runner refuses new jobs (a
+				// token without a job shows it without running anything).
+				require.Eventually(t, func() bool {
+					o := <-r.Run("no-such-job")
+					return strings.Contains(o.Job.Description, "shutting down")
+				}, 10*time.Second, time.Millisecond, "Close stops taking jobs")
+				close(tt.release)
+			}
 			o := wait(t, ch)
+			<-closed
 			assert.Equal(t, tt.wantState, o.Job.State)
 			assert.Contains(t, o.Job.Description, tt.wantDesc)
 			j, _ := e.get(t, token)

@@ -76,7 +76,7 @@ func (r *Runner) claim(ctx context.Context, token string) (bool, error) {
 		if j.State != store.JobPending {
 			return nil
 		}
-		j.State, j.RunnerID, j.StartedAt = store.JobRunning, r.opts.RunnerID, r.opts.Now()
+		j.State, j.RunnerID, j.StartedAt = store.JobRunning, r.opts.RunnerID, r.opts.Clock.Now()
 		claimed = true
 		return store.PutJob(tx, j)
 	})
@@ -104,7 +104,7 @@ func (r *Runner) fail(ctx context.Context, token string, from store.JobState, ru
 		if j.State != from || (runner != "" && j.RunnerID != runner) {
 			return nil
 		}
-		j.State, j.Description, j.Error, j.FinishedAt = store.JobFailed, desc, desc, r.opts.Now()
+		j.State, j.Description, j.Error, j.FinishedAt = store.JobFailed, desc, desc, r.opts.Clock.Now()
 		j.ActionRan = mayHaveRun
 		did = true
 		return applyOutcome(tx, j, executor.Result{})
@@ -153,7 +153,7 @@ func (r *Runner) Recover(ctx context.Context) ([]string, error) {
 	}); err != nil {
 		return nil, fmt.Errorf("recover jobs: %w", err)
 	}
-	now := r.opts.Now()
+	now := r.opts.Clock.Now()
 	host, _ := os.Hostname()
 	alive := map[string]bool{r.opts.RunnerID: true}
 	var gone []string

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/lockstep-dev/lockstep/internal/osb/executor"
 	"github.com/lockstep-dev/lockstep/internal/osb/specs"
 	"github.com/lockstep-dev/lockstep/internal/osb/store"
@@ -37,8 +39,10 @@ type Options struct {
 	Reap func(runnerID string) (int, error)
 	// MaxConcurrent bounds the actions running at once; zero means 64.
 	MaxConcurrent int
-	Now           func() time.Time
-	Logger        *slog.Logger
+	// Clock reads the time of job records and heartbeats; the real
+	// clock when nil.
+	Clock  clock.PassiveClock
+	Logger *slog.Logger
 }
 
 // Outcome is the end of one job.
@@ -77,8 +81,8 @@ func New(opts Options) *Runner {
 	if opts.MaxConcurrent <= 0 {
 		opts.MaxConcurrent = 64
 	}
-	if opts.Now == nil {
-		opts.Now = time.Now
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -160,7 +164,7 @@ func (r *Runner) Close() {
 // Heartbeat records that this runner is alive.
 func (r *Runner) Heartbeat(ctx context.Context) error {
 	host, _ := os.Hostname()
-	rec := &store.Runner{ID: r.opts.RunnerID, Host: host, PID: os.Getpid(), Heartbeat: r.opts.Now()}
+	rec := &store.Runner{ID: r.opts.RunnerID, Host: host, PID: os.Getpid(), Heartbeat: r.opts.Clock.Now()}
 	if err := r.opts.Store.Update(ctx, func(tx store.Tx) error { return store.PutRunner(tx, rec) }); err != nil {
 		return fmt.Errorf("write runner heartbeat: %w", err)
 	}

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/lockstep-dev/lockstep/internal/osb/bundle"
 	"github.com/lockstep-dev/lockstep/internal/osb/registry"
 	"github.com/lockstep-dev/lockstep/internal/osb/store"
@@ -23,8 +25,9 @@ type Options struct {
 	// FailureThreshold is how many consecutive failed fetches of a registry
 	// mark its unused specs; values below 1 mean 1.
 	FailureThreshold int
-	Now              func() time.Time
-	Logger           *slog.Logger
+	// Clock reads the time of marks and syncs; the real clock when nil.
+	Clock  clock.PassiveClock
+	Logger *slog.Logger
 }
 
 // Reconciler keeps the stored specs in step with the registries.
@@ -78,8 +81,8 @@ func NewReconciler(opts Options) *Reconciler {
 	if opts.FailureThreshold < 1 {
 		opts.FailureThreshold = 1
 	}
-	if opts.Now == nil {
-		opts.Now = time.Now
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -110,7 +113,7 @@ func (r *Reconciler) Sync(ctx context.Context) Report {
 	for _, reg := range r.opts.Registries {
 		rr := r.syncRegistry(ctx, reg)
 		st := r.status[reg.Name()]
-		st.last, st.lastAt = &rr, r.opts.Now()
+		st.last, st.lastAt = &rr, r.opts.Clock.Now()
 		rep.Registries = append(rep.Registries, rr)
 	}
 	rep.Orphans = r.markOrphans(ctx)
@@ -241,7 +244,7 @@ func (r *Reconciler) upsert(ctx context.Context, reg string, b *bundle.Bundle) (
 	if err != nil {
 		return false, false, fmt.Errorf("encode spec %q: %w", b.Manifest.Name, err)
 	}
-	now := r.opts.Now()
+	now := r.opts.Clock.Now()
 	err = r.opts.Store.Update(ctx, func(tx store.Tx) error {
 		added, unmarked = false, false
 		old, err := store.GetSpec(tx, b.Manifest.ID)
@@ -272,7 +275,7 @@ func (r *Reconciler) upsert(ctx context.Context, reg string, b *bundle.Bundle) (
 
 // mark marks one spec of a registry; it reports whether it did.
 func (r *Reconciler) mark(ctx context.Context, serviceID, reg, reason string) bool {
-	now := r.opts.Now()
+	now := r.opts.Clock.Now()
 	did := false
 	err := r.opts.Store.Update(ctx, func(tx store.Tx) error {
 		did = false

@@ -156,7 +156,7 @@ func (r *Registry) fetchTag(ropts []remote.Option, tag string) (*bundle.Bundle, 
 func unreachable(err error) bool {
 	var te *transport.Error
 	if errors.As(err, &te) {
-		return te.StatusCode >= 500 || te.StatusCode == http.StatusTooManyRequests ||
+		return te.StatusCode >= http.StatusInternalServerError || te.StatusCode == http.StatusTooManyRequests ||
 			te.StatusCode == http.StatusUnauthorized || te.StatusCode == http.StatusForbidden
 	}
 	var ue *url.Error

@@ -1,7 +1,6 @@
 package etcdtest
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -9,13 +8,15 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/lockstep-dev/lockstep/test/framework"
 )
 
 // Binary returns the path of the etcd binary, or skips the test with a
@@ -39,7 +40,7 @@ type Etcd struct {
 	// Endpoint is the client URL, http://127.0.0.1:<port>.
 	Endpoint string
 	cmd      *exec.Cmd
-	output   *syncBuffer
+	output   *framework.LogBuffer
 	done     chan struct{}
 }
 
@@ -62,7 +63,7 @@ func Start(t testing.TB) *Etcd {
 		"--initial-cluster", "lockstep-test="+peer,
 		"--log-level", "error",
 	)
-	out := &syncBuffer{}
+	out := &framework.LogBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
@@ -94,23 +95,22 @@ func (e *Etcd) waitReady(limit time.Duration) error {
 		return err
 	}
 	defer func() { _ = cli.Close() }()
-	deadline := time.Now().Add(limit)
 	var last error
-	for time.Now().Before(deadline) {
+	err = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, limit, true, func(context.Context) (bool, error) {
 		select {
 		case <-e.done:
-			return fmt.Errorf("etcd exited early")
+			return false, fmt.Errorf("etcd exited early")
 		default:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		_, last = cli.Get(ctx, "ready-check")
 		cancel()
-		if last == nil {
-			return nil
-		}
-		time.Sleep(100 * time.Millisecond)
+		return last == nil, nil
+	})
+	if wait.Interrupted(err) {
+		return fmt.Errorf("no answer within %s: %w", limit, last)
 	}
-	return fmt.Errorf("no answer within %s: %w", limit, last)
+	return err
 }
 
 func (e *Etcd) stop() {
@@ -134,21 +134,4 @@ func freePort(t testing.TB) int {
 	}
 	defer func() { _ = l.Close() }()
 	return l.Addr().(*net.TCPAddr).Port
-}
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
