@@ -52,8 +52,9 @@ func (s *Suite) Admission(ctx context.Context) (report.Section, error) {
 			"lockstep) show what reading the objects costs behind controller-runtime's `admission.Webhook`, which decodes the " +
 			"AdmissionReview twice and copies both objects: one decodes the old and new ServiceInstance as `admission.WithValidator` does " +
 			"(the universal deserializer) and allows without any check; the other compares the raw specs of an UPDATE first and decodes into " +
-			"the Go type directly (`sigs.k8s.io/json`) only when they differ. lockstep serves its validators with its own `reviewServer`, " +
-			"which reads the AdmissionReview in one pass and cuts the objects into their parts as it goes.",
+			"the Go type directly (`sigs.k8s.io/json`) only when they differ. lockstep serves its validators inside the same `admission.Webhook`, " +
+			"with a handler that reads the raw objects: it compares the raw specs of an UPDATE first and decodes only the metadata " +
+			"(without managedFields) and the spec, and only when they differ.",
 		"The spec update goes through lockstep's whole broker phase: the per-object lock and the BrokerOperation journal (written to the " +
 			"real kube-apiserver, whose status writes come back through lockstep's status guard), then the broker (instant test broker). " +
 			"Each request names its own object, so that no request waits for another's lock; between levels the benchmark waits until " +
@@ -193,7 +194,7 @@ func decodeNote(scenario string, cpu map[string]float64) string {
 	}
 	return fmt.Sprintf("Reading the %s figures: lockstep used %.2fx allow-all's CPU per request (mean over the levels), checks and "+
 		"answer included. Only reading the objects behind controller-runtime's `admission.Webhook`, without any check, used %.2fx "+
-		"(universal deserializer) and %.2fx (raw specs first, direct decoding): that is what lockstep's one-pass `reviewServer` saves.",
+		"(universal deserializer) and %.2fx (raw specs first, direct decoding): lockstep's handler reads the objects behind the same `admission.Webhook`.",
 		scenario, l, typed, first)
 }
 

@@ -2,7 +2,6 @@ package admission
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -14,7 +13,9 @@ import (
 )
 
 // Defaulter is the mutating handler for one kind. It implements
-// controller-runtime's admission.Defaulter[T].
+// controller-runtime's admission.Defaulter[T], served by
+// admission.WithDefaulter, which decodes the request's object and answers
+// with the JSON patch from it to the defaulted one.
 //
 // On CREATE it fills in defaults and adds the lockstep.dev/broker finalizer.
 // On UPDATE it keeps defaulted fields a request left empty (so that a
@@ -28,6 +29,10 @@ type Defaulter[T client.Object] struct {
 	Defaults func(ctx context.Context, obj T) error
 	// Keep copies defaulted fields that obj left empty from old.
 	Keep func(old, obj T)
+	// decoder decodes the persisted object of an UPDATE as
+	// admission.WithDefaulter decodes the request's object; set by
+	// defaulterWebhook.
+	decoder admission.Decoder
 }
 
 var _ admission.Defaulter[client.Object] = &Defaulter[client.Object]{}
@@ -46,8 +51,11 @@ func (d *Defaulter[T]) Default(ctx context.Context, obj T) error {
 		if obj.GetDeletionTimestamp() != nil {
 			return nil
 		}
+		if d.decoder == nil {
+			return fmt.Errorf("no decoder for the persisted object: serve the defaulter with defaulterWebhook")
+		}
 		old := d.New()
-		if err := json.Unmarshal(req.OldObject.Raw, old); err != nil {
+		if err := d.decoder.DecodeRaw(req.OldObject, old); err != nil {
 			return fmt.Errorf("decoding the persisted object: %w", err)
 		}
 		if old.GetDeletionTimestamp() != nil {

@@ -2,13 +2,15 @@
 // and ServiceBinding.
 //
 // Each kind has a mutating handler (a controller-runtime Defaulter: default
-// values and the lockstep.dev/broker finalizer) and a validating handler (a
-// Validator) built as an explicit chain of small steps. The validators are
-// served over HTTP by review.go, which reads an AdmissionReview in one pass
-// and cuts its objects into their parts (split.go) as it goes; handler.go
-// then decides unchanged updates from those raw parts before decoding
-// anything. The chain runs in this order (docs/design.md, "How a request is
-// decided"):
+// values and the lockstep.dev/broker finalizer, served by
+// admission.WithDefaulter) and a validating handler (a Validator) built as
+// an explicit chain of small steps. Every webhook is a controller-runtime
+// admission.Webhook (register.go, whose markers generate the webhook
+// configurations); the validators' admission.Handler (handler.go) reads
+// the request's raw objects, decides unchanged updates from them before
+// decoding anything, and decodes only the parts the chain reads
+// (split.go). The chain runs in this order (docs/design.md, "How a request
+// is decided"):
 //
 //  1. classify the request (request.go, handler.go): metadata-only updates
 //     and updates of objects being deleted are allowed at once, with no

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,10 +24,10 @@ import (
 // bench/ measures the same over TLS against an allow-all baseline.
 func BenchmarkValidatingHandler(b *testing.B) {
 	h := newHarness(b)
-	handler := &validatingHandler[Instance]{
-		validator: h.validator,
-		new:       func() Instance { return &v1alpha1.ServiceInstance{} },
-		parts:     func(si Instance) (*metav1.ObjectMeta, any) { return &si.ObjectMeta, &si.Spec },
+	handler := InstanceValidatorWebhook(h.validator).Handler
+	scheme := runtime.NewScheme()
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		b.Fatal(err)
 	}
 	full := func(mutate ...func(*v1alpha1.ServiceInstance)) runtime.RawExtension {
 		created := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
@@ -74,9 +73,11 @@ func BenchmarkValidatingHandler(b *testing.B) {
 			}
 		})
 		// The whole HTTP handler, from the AdmissionReview's bytes to the
-		// answer's: lockstep's reviewServer; the same handler behind
-		// controller-runtime's admission.Webhook; and an allow-all
-		// admission.Webhook, the baseline of bench/.
+		// answer's, each inside controller-runtime's admission.Webhook:
+		// lockstep's webhook (the handler above); the same Validator
+		// behind admission.WithValidator, which decodes both objects whole
+		// with the scheme's decoder before the chain decides anything; and
+		// an allow-all handler, the baseline of bench/.
 		body, err := json.Marshal(admissionv1.AdmissionReview{
 			TypeMeta: metav1.TypeMeta{APIVersion: admissionv1.SchemeGroupVersion.String(), Kind: "AdmissionReview"},
 			Request:  &req.AdmissionRequest,
@@ -84,12 +85,14 @@ func BenchmarkValidatingHandler(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		stock := admission.WithValidator[Instance](scheme, h.validator)
+		stock.LogConstructor = requestLogger
 		servers := []struct {
 			name string
 			h    http.Handler
 		}{
-			{"reviewServer", &reviewServer[Instance]{handler: handler, log: logr.Discard()}},
-			{"controller-runtime Webhook", &admission.Webhook{Handler: handler, LogConstructor: requestLogger}},
+			{"lockstep Webhook", InstanceValidatorWebhook(h.validator)},
+			{"WithValidator Webhook", stock},
 			{"allow-all Webhook", &admission.Webhook{Handler: admission.HandlerFunc(func(context.Context, admission.Request) admission.Response {
 				return admission.Allowed("")
 			}), LogConstructor: requestLogger}},

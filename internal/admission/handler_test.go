@@ -2,8 +2,11 @@ package admission
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -152,4 +155,37 @@ func decisions(t *testing.T) map[string]float64 {
 		}
 	}
 	return out
+}
+
+// Served by controller-runtime's admission.Webhook, the chain sees who
+// asked and whether it is a dry run (a dry run never calls the broker),
+// and the answer names the request.
+func TestValidatorWebhookPassesTheRequestOn(t *testing.T) {
+	var seen []*Attributes[Instance]
+	check := CheckFunc[Instance]{CheckName: "test", Fn: func(_ context.Context, a *Attributes[Instance]) (field.ErrorList, admission.Warnings, error) {
+		seen = append(seen, a)
+		return nil, nil, nil
+	}}
+	wh := InstanceValidatorWebhook(&Validator[Instance]{Kind: instanceKind, Checks: []Check[Instance]{check}})
+	body := `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"req-2","operation":"CREATE","dryRun":true,` +
+		`"userInfo":{"username":"bob","groups":["devs"]},"object":{"apiVersion":"lockstep.dev/v1alpha1","kind":"ServiceInstance",` +
+		`"metadata":{"name":"db","namespace":"team","managedFields":[{"manager":"kubectl"}]},"spec":{"planName":"small"}}}}`
+	r := httptest.NewRequest(http.MethodPost, ValidateInstancePath, strings.NewReader(body))
+	r.Header.Set("Content-Type", "application/json")
+	w := httptest.NewRecorder()
+	wh.ServeHTTP(w, r)
+
+	require.Equal(t, http.StatusOK, w.Code)
+	var review admissionv1.AdmissionReview
+	require.NoError(t, json.Unmarshal(w.Body.Bytes(), &review), w.Body.String())
+	require.NotNil(t, review.Response)
+	assert.True(t, review.Response.Allowed)
+	assert.Equal(t, "req-2", string(review.Response.UID))
+	require.Len(t, seen, 1)
+	assert.True(t, seen[0].DryRun)
+	assert.Equal(t, "bob", seen[0].User.Username)
+	assert.Equal(t, []string{"devs"}, seen[0].User.Groups)
+	assert.Equal(t, "db", seen[0].New.Name)
+	assert.Equal(t, "small", seen[0].New.Spec.PlanName)
+	assert.Empty(t, seen[0].New.ManagedFields, "no check reads them")
 }

@@ -1,16 +1,50 @@
 package admission
 
+// Admission reads instances and bindings from the manager's cache (the
+// bound instance, the live bindings of an instance or ServiceBroker being
+// deleted); the marketplace guard reads a ServiceBroker directly (get) to
+// let the garbage collector delete the marketplace of a broker that is
+// gone. A binding's credentials are written during admission into the
+// Secret spec.secretName (get: is the name free, does lockstep own that
+// Secret; create; update to rewrite a Secret lockstep wrote for the same
+// binding).
+//
+// +kubebuilder:rbac:groups=lockstep.dev,resources=serviceinstances;servicebindings,verbs=list;watch
+// +kubebuilder:rbac:groups=lockstep.dev,resources=servicebrokers,verbs=get
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create;update
+
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 )
 
-// The paths lockstep serves its webhooks on; deploy/webhook uses the same.
+// The webhook configurations that `make generate` writes to
+// deploy/webhook/manifests.yaml, from the +kubebuilder:webhook markers
+// beside each Register call below. What every webhook shares:
+//
+//   - failurePolicy Fail: a change that lockstep could not judge, or could
+//     not carry out at the broker, is never persisted.
+//   - namespaceSelector: objects in kube-system and in lockstep's own
+//     namespace (lockstep-system; change both together) never go through
+//     lockstep, so that a broken or missing lockstep can never block the
+//     cluster's system namespace or its own repair. The API server sets the
+//     label kubernetes.io/metadata.name on every namespace. Cluster-scoped
+//     objects (ServiceBrokers, the marketplace, the status of
+//     ServiceBrokers) are always sent.
+//   - matchConditions (CEL, evaluated by the API server): a request whose
+//     answer is known in advance is never sent. docs/operations.md lists
+//     what each webhook skips, and test/e2e shows each skipped class
+//     behaving as before.
+//
+// +kubebuilder:webhookconfiguration:mutating=true,name=lockstep-mutating
+// +kubebuilder:webhookconfiguration:mutating=false,name=lockstep-validating
+
+// The paths lockstep serves its webhooks on; the markers name the same.
 const (
 	MutateInstancePath   = "/mutate-lockstep-dev-v1alpha1-serviceinstance"
 	ValidateInstancePath = "/validate-lockstep-dev-v1alpha1-serviceinstance"
@@ -33,31 +67,119 @@ type Handlers struct {
 	MarketplaceGuard  *MarketplaceGuard
 }
 
-// webhookLog is the logger controller-runtime gives its webhooks.
-var webhookLog = logf.Log.WithName("admission")
-
-// Register adds the handlers to a webhook server at their paths. The
-// validators are served by reviewServer, which reads an AdmissionReview in
-// one pass; the defaulters and the status guard by controller-runtime's
-// admission.Webhook.
+// Register adds the handlers to a webhook server at their paths, each as a
+// controller-runtime admission.Webhook: the defaulters through
+// admission.WithDefaulter, the validators and guards as admission.Handlers
+// that read the request's raw objects and decode only what they need.
 func Register(srv webhook.Server, scheme *runtime.Scheme, h Handlers) {
-	srv.Register(MutateInstancePath, withLogger(admission.WithDefaulter[Instance](scheme, h.InstanceDefaulter)))
-	srv.Register(ValidateInstancePath, &reviewServer[Instance]{log: webhookLog, handler: &validatingHandler[Instance]{
-		validator: h.InstanceValidator, new: func() Instance { return &v1alpha1.ServiceInstance{} },
-		parts: func(si Instance) (*metav1.ObjectMeta, any) { return &si.ObjectMeta, &si.Spec },
-	}})
-	srv.Register(MutateBindingPath, withLogger(admission.WithDefaulter[Binding](scheme, h.BindingDefaulter)))
-	srv.Register(ValidateBindingPath, &reviewServer[Binding]{log: webhookLog, handler: &validatingHandler[Binding]{
-		validator: h.BindingValidator, new: func() Binding { return &v1alpha1.ServiceBinding{} },
-		parts: func(b Binding) (*metav1.ObjectMeta, any) { return &b.ObjectMeta, &b.Spec },
-	}})
-	srv.Register(ValidateStatusPath, withLogger(&admission.Webhook{Handler: h.StatusGuard}))
+	srv.Register(MutateInstancePath, InstanceDefaulterWebhook(scheme, h.InstanceDefaulter))
+	srv.Register(ValidateInstancePath, InstanceValidatorWebhook(h.InstanceValidator))
+	srv.Register(MutateBindingPath, BindingDefaulterWebhook(scheme, h.BindingDefaulter))
+	srv.Register(ValidateBindingPath, BindingValidatorWebhook(h.BindingValidator))
+	srv.Register(ValidateStatusPath, StatusGuardWebhook(h.StatusGuard))
 	if h.BrokerGuard != nil {
-		srv.Register(ValidateBrokerPath, withLogger(&admission.Webhook{Handler: h.BrokerGuard}))
+		srv.Register(ValidateBrokerPath, BrokerGuardWebhook(h.BrokerGuard))
 	}
 	if h.MarketplaceGuard != nil {
-		srv.Register(ValidateMarketplacePath, withLogger(&admission.Webhook{Handler: h.MarketplaceGuard}))
+		srv.Register(ValidateMarketplacePath, MarketplaceGuardWebhook(h.MarketplaceGuard))
 	}
+}
+
+// The mutating webhooks default on CREATE, and on UPDATE only restore the
+// finalizer and refill the defaulted fields a request left empty; they
+// change nothing on an object being deleted. Their matchCondition sends an
+// UPDATE only when there is something to restore or refill. timeoutSeconds
+// 5: defaulting is in-memory work (a UUID, a finalizer, a cached broker
+// list); if it takes longer something is wrong, and failing fast keeps
+// kubectl responsive. sideEffects None: they never call the broker.
+
+// +kubebuilder:webhook:path=/mutate-lockstep-dev-v1alpha1-serviceinstance,mutating=true,failurePolicy=fail,sideEffects=None,timeoutSeconds=5,reinvocationPolicy=Never,groups=lockstep.dev,resources=serviceinstances,verbs=create;update,versions=v1alpha1,name=serviceinstances.mutate.lockstep.dev,admissionReviewVersions=v1,serviceName=lockstep-webhook,serviceNamespace=lockstep-system,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","lockstep-system"]}]},"matchConditions":[{"name":"create-or-not-yet-defaulted","expression":"request.operation != 'UPDATE' || !(has(object.metadata.deletionTimestamp) || (has(object.metadata.finalizers) && 'lockstep.dev/broker' in object.metadata.finalizers && has(object.spec) && has(object.spec.externalID) && object.spec.externalID != '' && has(object.spec.brokerName) && object.spec.brokerName != ''))"}]}`
+
+// InstanceDefaulterWebhook serves the ServiceInstance defaulter.
+func InstanceDefaulterWebhook(scheme *runtime.Scheme, d *Defaulter[Instance]) *admission.Webhook {
+	return defaulterWebhook(scheme, d)
+}
+
+// +kubebuilder:webhook:path=/mutate-lockstep-dev-v1alpha1-servicebinding,mutating=true,failurePolicy=fail,sideEffects=None,timeoutSeconds=5,reinvocationPolicy=Never,groups=lockstep.dev,resources=servicebindings,verbs=create;update,versions=v1alpha1,name=servicebindings.mutate.lockstep.dev,admissionReviewVersions=v1,serviceName=lockstep-webhook,serviceNamespace=lockstep-system,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","lockstep-system"]}]},"matchConditions":[{"name":"create-or-not-yet-defaulted","expression":"request.operation != 'UPDATE' || !(has(object.metadata.deletionTimestamp) || (has(object.metadata.finalizers) && 'lockstep.dev/broker' in object.metadata.finalizers && has(object.spec) && has(object.spec.externalID) && object.spec.externalID != '' && has(object.spec.secretName) && object.spec.secretName != ''))"}]}`
+
+// BindingDefaulterWebhook serves the ServiceBinding defaulter.
+func BindingDefaulterWebhook(scheme *runtime.Scheme, d *Defaulter[Binding]) *admission.Webhook {
+	return defaulterWebhook(scheme, d)
+}
+
+// The validating webhooks of instances and bindings carry the change out at
+// the broker, synchronously, and may poll an asynchronous operation:
+// timeoutSeconds 30, the maximum the API server allows; lockstep answers
+// within its own admission budget (LOCKSTEP_ADMISSION_BUDGET, default 25s)
+// so that it always replies with the broker's answer, or with "still in
+// progress", before the API server gives up on it. sideEffects
+// NoneOnDryRun: a dry run never calls the broker. Their matchCondition
+// sends every CREATE and DELETE, and an UPDATE only when it changes the
+// spec of an object that is not being deleted: every other UPDATE
+// (labels, annotations, the reconcile policy included, finalizers, owner
+// references) lockstep allows at once, without a check or a side effect,
+// so that nothing ever blocks finalizer removal.
+
+// +kubebuilder:webhook:path=/validate-lockstep-dev-v1alpha1-serviceinstance,mutating=false,failurePolicy=fail,sideEffects=NoneOnDryRun,timeoutSeconds=30,groups=lockstep.dev,resources=serviceinstances,verbs=create;update;delete,versions=v1alpha1,name=serviceinstances.validate.lockstep.dev,admissionReviewVersions=v1,serviceName=lockstep-webhook,serviceNamespace=lockstep-system,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","lockstep-system"]}]},"matchConditions":[{"name":"not-metadata-only","expression":"request.operation != 'UPDATE' || (!has(oldObject.metadata.deletionTimestamp) && (!has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec))"}]}`
+
+// InstanceValidatorWebhook serves the ServiceInstance validator.
+func InstanceValidatorWebhook(v *Validator[Instance]) *admission.Webhook {
+	return withLogger(&admission.Webhook{Handler: &validatingHandler[Instance]{
+		validator: v, new: func() Instance { return &v1alpha1.ServiceInstance{} },
+		parts: func(si Instance) (*metav1.ObjectMeta, any) { return &si.ObjectMeta, &si.Spec },
+	}})
+}
+
+// +kubebuilder:webhook:path=/validate-lockstep-dev-v1alpha1-servicebinding,mutating=false,failurePolicy=fail,sideEffects=NoneOnDryRun,timeoutSeconds=30,groups=lockstep.dev,resources=servicebindings,verbs=create;update;delete,versions=v1alpha1,name=servicebindings.validate.lockstep.dev,admissionReviewVersions=v1,serviceName=lockstep-webhook,serviceNamespace=lockstep-system,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","lockstep-system"]}]},"matchConditions":[{"name":"not-metadata-only","expression":"request.operation != 'UPDATE' || (!has(oldObject.metadata.deletionTimestamp) && (!has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec))"}]}`
+
+// BindingValidatorWebhook serves the ServiceBinding validator.
+func BindingValidatorWebhook(v *Validator[Binding]) *admission.Webhook {
+	return withLogger(&admission.Webhook{Handler: &validatingHandler[Binding]{
+		validator: v, new: func() Binding { return &v1alpha1.ServiceBinding{} },
+		parts: func(b Binding) (*metav1.ObjectMeta, any) { return &b.ObjectMeta, &b.Spec },
+	}})
+}
+
+// +kubebuilder:webhook:path=/validate-lockstep-dev-v1alpha1-status,mutating=false,failurePolicy=fail,sideEffects=None,timeoutSeconds=5,groups=lockstep.dev,resources=serviceinstances/status;servicebindings/status;servicebrokers/status;brokeroperations/status,verbs=update,versions=v1alpha1,name=status.validate.lockstep.dev,admissionReviewVersions=v1,serviceName=lockstep-webhook,serviceNamespace=lockstep-system,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","lockstep-system"]}]},"matchConditions":[{"name":"not-lockstep","expression":"request.userInfo.username != \"system:serviceaccount:lockstep-system:lockstep\""}]}`
+
+// StatusGuardWebhook serves the status guard: status says what the broker
+// confirmed, so only lockstep writes it. Its matchCondition skips
+// lockstep's own status writes, which the guard lets through anyway: a
+// round trip saved per write. Installed under another namespace or service
+// account, lockstep is still asked about its own writes, and allows them,
+// until the name in the condition is changed too.
+func StatusGuardWebhook(g *StatusGuard) *admission.Webhook {
+	return withLogger(&admission.Webhook{Handler: g})
+}
+
+// +kubebuilder:webhook:path=/validate-lockstep-dev-v1alpha1-servicebroker,mutating=false,failurePolicy=fail,sideEffects=None,timeoutSeconds=5,groups=lockstep.dev,resources=servicebrokers,verbs=delete,versions=v1alpha1,name=servicebrokers.validate.lockstep.dev,admissionReviewVersions=v1,serviceName=lockstep-webhook,serviceNamespace=lockstep-system,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","lockstep-system"]}]}}`
+
+// BrokerGuardWebhook serves the ServiceBroker guard: a ServiceBroker is not
+// deleted while lockstep manages instances or bindings at it (they could
+// never be deprovisioned or unbound then). Only DELETE is sent.
+func BrokerGuardWebhook(g *BrokerGuard) *admission.Webhook {
+	return withLogger(&admission.Webhook{Handler: g})
+}
+
+// +kubebuilder:webhook:path=/validate-lockstep-dev-v1alpha1-marketplace,mutating=false,failurePolicy=fail,sideEffects=None,timeoutSeconds=5,groups=lockstep.dev,resources=serviceofferings;serviceofferings/status;serviceplans;serviceplans/status,verbs=create;update;delete,versions=v1alpha1,name=marketplace.validate.lockstep.dev,admissionReviewVersions=v1,serviceName=lockstep-webhook,serviceNamespace=lockstep-system,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","lockstep-system"]}]},"matchConditions":[{"name":"not-lockstep","expression":"request.userInfo.username != \"system:serviceaccount:lockstep-system:lockstep\""}]}`
+
+// MarketplaceGuardWebhook serves the marketplace guard: ServiceOfferings
+// and ServicePlans show what the brokers' catalogs say, and only lockstep's
+// catalog sync writes them, whoever else asks (cluster administrators
+// too). Every write is sent, its status too, except lockstep's own, which
+// the guard lets through anyway (the matchCondition, as the status
+// guard's); the guard also lets anyone's write through to an object whose
+// ServiceBroker is gone or being deleted (the garbage collector).
+func MarketplaceGuardWebhook(g *MarketplaceGuard) *admission.Webhook {
+	return withLogger(&admission.Webhook{Handler: g})
+}
+
+// defaulterWebhook serves a Defaulter with admission.WithDefaulter, which
+// decodes the request's object with the scheme; the defaulter decodes the
+// persisted object of an UPDATE with the same decoder.
+func defaulterWebhook[T client.Object](scheme *runtime.Scheme, d *Defaulter[T]) *admission.Webhook {
+	d.decoder = admission.NewDecoder(scheme)
+	return withLogger(admission.WithDefaulter[T](scheme, d))
 }
 
 // withLogger gives a webhook lockstep's cheap per-request logger.

@@ -7,10 +7,10 @@ import (
 	sigsjson "sigs.k8s.io/json"
 )
 
-// splitObject is one object of an admission request cut into the parts the
-// validating chain reads: its metadata decoded (without managedFields), its
-// spec not yet. Reading a request into it passes over each object once; the
-// status is skipped.
+// splitObject is one raw object of an admission request (req.Object.Raw or
+// req.OldObject.Raw) cut into the parts the validating chain reads: its
+// metadata decoded (without managedFields), its spec not yet. Cutting
+// passes over the object once; the status is skipped.
 //
 // The metadata is decoded in the same pass because every request reads the
 // old object's, and every request that gets past the raw spec comparison
@@ -35,8 +35,8 @@ func split(raw []byte, what string) (*splitObject, error) {
 }
 
 // rawRef is a JSON value kept undecoded, as a slice of the request's own
-// bytes: unlike json.RawMessage it copies nothing. The request body lives,
-// unchanged, until the answer is written, and nothing keeps a rawRef
+// bytes: unlike json.RawMessage it copies nothing. The request's objects
+// live, unchanged, until the answer is written, and nothing keeps a rawRef
 // longer (decoding copies what it keeps).
 type rawRef []byte
 
