@@ -1,5 +1,12 @@
 package admission
 
+// spec.parametersFrom: before it reads a Secret for a request, lockstep
+// asks whether the requester may get that Secret themselves; then it
+// reads it directly (get), never cached.
+//
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+
 import (
 	"context"
 	"fmt"

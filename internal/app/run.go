@@ -1,5 +1,28 @@
 package app
 
+// The operation journal and the per-object lock, which run creates here
+// for admission and the reconcilers: a BrokerOperation is written before
+// every broker call (create; next to its object, or in lockstep's
+// namespace for a delete in a namespace being deleted). The lock is one
+// coordination.k8s.io Lease per object, in lockstep's own namespace
+// (never the object's, which may be being deleted): create to take it,
+// update to renew it or take over an expired one, delete to release it,
+// get to read the holder (read directly, never cached).
+//
+// +kubebuilder:rbac:groups=lockstep.dev,resources=brokeroperations,verbs=create
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update;delete
+
+// Events on instances and bindings, one per broker outcome, for
+// `kubectl describe` (patch: a repeated event is counted, not duplicated).
+//
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
+// The cluster's id, sent to brokers as the OSB context's clusterid and the
+// organization_guid, is the UID of kube-system unless LOCKSTEP_CLUSTER_ID
+// is set: read once at start.
+//
+// +kubebuilder:rbac:groups="",resources=namespaces,resourceNames=kube-system,verbs=get
+
 import (
 	"context"
 	"fmt"

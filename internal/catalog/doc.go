@@ -12,3 +12,8 @@
 // per interval when a request names a service or plan the cached catalog
 // does not know.
 package catalog
+
+// A broker's client reads the Secret its ServiceBroker's authSecretRef
+// names, directly (lockstep does not cache the cluster's Secrets).
+//
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get

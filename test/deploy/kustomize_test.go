@@ -180,24 +180,31 @@ func TestWebhooksSkipSystemNamespaces(t *testing.T) {
 	}
 }
 
-// TestStatusGuardSkipsOnlyLockstepsOwnWrites: the status webhook is not
-// called for lockstep's own status writes (a round trip saved per write),
-// and its match condition names exactly the service account the Deployment
-// runs as, so that nobody else's writes skip the guard.
-func TestStatusGuardSkipsOnlyLockstepsOwnWrites(t *testing.T) {
+// TestGuardsSkipOnlyLockstepsOwnWrites: the status and marketplace
+// webhooks are not called for lockstep's own writes (a round trip saved per
+// write), and their match condition names exactly the service account the
+// Deployment runs as, so that nobody else's writes skip the guards. No
+// other webhook skips anyone by name.
+func TestGuardsSkipOnlyLockstepsOwnWrites(t *testing.T) {
+	skipsLockstep := map[string]bool{"status.validate.lockstep.dev": true, "marketplace.validate.lockstep.dev": true}
 	for _, variant := range variants {
 		t.Run(variant, func(t *testing.T) {
 			d := find(t, variant, "Deployment", "lockstep")
 			self := fmt.Sprintf("system:serviceaccount:%s:%s", d.GetNamespace(), lookup(t, d.Object, "spec.template.spec.serviceAccountName"))
-			hooks, _ := field(t, find(t, variant, "ValidatingWebhookConfiguration", "lockstep-validating"), "webhooks").([]any)
-			for _, h := range hooks {
-				conditions, _ := h.(map[string]any)["matchConditions"].([]any)
-				if lookup(t, h, "name") != "status.validate.lockstep.dev" {
-					assert.Empty(t, conditions, "only the status guard skips anyone")
-					continue
+			for _, kind := range []string{"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"} {
+				name := map[string]string{"MutatingWebhookConfiguration": "lockstep-mutating", "ValidatingWebhookConfiguration": "lockstep-validating"}[kind]
+				hooks, _ := field(t, find(t, variant, kind, name), "webhooks").([]any)
+				for _, h := range hooks {
+					conditions, _ := h.(map[string]any)["matchConditions"].([]any)
+					if !skipsLockstep[lookup(t, h, "name").(string)] {
+						for _, c := range conditions {
+							assert.NotContains(t, lookup(t, c, "expression"), "username", "only the guards skip anyone by name")
+						}
+						continue
+					}
+					require.Len(t, conditions, 1)
+					assert.Equal(t, fmt.Sprintf("request.userInfo.username != %q", self), lookup(t, conditions[0], "expression"))
 				}
-				require.Len(t, conditions, 1)
-				assert.Equal(t, fmt.Sprintf("request.userInfo.username != %q", self), lookup(t, conditions[0], "expression"))
 			}
 		})
 	}

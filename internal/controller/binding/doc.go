@@ -14,3 +14,14 @@
 //
 // It runs in the elected replica only.
 package binding
+
+// The binding reconciler adds and removes the lockstep.dev/broker
+// finalizer (patch), writes status, and watches the credential Secrets it
+// wrote: only those labelled lockstep.dev/binding-uid are in its cache
+// (RBAC cannot restrict by label). It lets the binding adopt its Secret
+// (patch: ownerReference), removes it after unbind (delete), and finds by
+// label the Secrets of a binding that never persisted (list).
+//
+// +kubebuilder:rbac:groups=lockstep.dev,resources=servicebindings,verbs=list;watch;patch
+// +kubebuilder:rbac:groups=lockstep.dev,resources=servicebindings/status,verbs=patch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=list;watch;patch;delete

@@ -14,3 +14,9 @@
 //
 // It runs in the elected replica only.
 package instance
+
+// The instance reconciler adds and removes the lockstep.dev/broker
+// finalizer (patch) and writes status from what the broker confirmed.
+//
+// +kubebuilder:rbac:groups=lockstep.dev,resources=serviceinstances,verbs=list;watch;patch
+// +kubebuilder:rbac:groups=lockstep.dev,resources=serviceinstances/status,verbs=patch

@@ -9,3 +9,11 @@
 // last plan. Everything a ServiceBroker's catalog wrote is owned by it, so
 // the garbage collector deletes it with the broker.
 package marketplace
+
+// The catalog sync (leader only) writes every broker's catalog as
+// ServiceOfferings and ServicePlans: create; update when the catalog
+// changed; delete what left the catalog and no instance uses; and their
+// status (removedFromCatalog, SchemasUsable). It reads them from its cache.
+//
+// +kubebuilder:rbac:groups=lockstep.dev,resources=serviceofferings;serviceplans,verbs=list;watch;create;update;delete
+// +kubebuilder:rbac:groups=lockstep.dev,resources=serviceofferings/status;serviceplans/status,verbs=update

@@ -1,5 +1,19 @@
 package operations
 
+// The operations reconciler follows every BrokerOperation (list, watch),
+// prunes them to the newest LOCKSTEP_KEEP_OPERATIONS per object (delete),
+// writes their phase and the broker's answer into their status (update,
+// patch), and finishes the delete of an object whose deprovision or
+// unbind the broker confirmed after admission answered (delete). It lists
+// lockstep's locks (Leases, read directly, never cached) to find the
+// operations cut short before their record was written, and writes the
+// record from the lock.
+//
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=list
+// +kubebuilder:rbac:groups=lockstep.dev,resources=brokeroperations,verbs=list;watch;delete
+// +kubebuilder:rbac:groups=lockstep.dev,resources=brokeroperations/status,verbs=update;patch
+// +kubebuilder:rbac:groups=lockstep.dev,resources=serviceinstances;servicebindings,verbs=delete
+
 import (
 	"context"
 	"fmt"

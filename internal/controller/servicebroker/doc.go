@@ -3,3 +3,9 @@
 // summarizes it in the broker's status. It runs on every replica, leader
 // or not, because each replica's admission reads its own cache.
 package servicebroker
+
+// The catalog reconciler watches ServiceBrokers and writes each catalog's
+// summary and Ready condition into the broker's status.
+//
+// +kubebuilder:rbac:groups=lockstep.dev,resources=servicebrokers,verbs=list;watch
+// +kubebuilder:rbac:groups=lockstep.dev,resources=servicebrokers/status,verbs=patch
