@@ -25,7 +25,7 @@ import (
 
 // The webhook configurations that `make generate` writes to
 // deploy/webhook/manifests.yaml, from the +kubebuilder:webhook markers
-// beside each Register call below. What every webhook shares:
+// beside each webhook's constructor below. What every webhook shares:
 //
 //   - failurePolicy Fail: a change that lockstep could not judge, or could
 //     not carry out at the broker, is never persisted.
