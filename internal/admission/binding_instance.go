@@ -25,7 +25,7 @@ type bindingLookup struct {
 	cache  *catalog.Cache
 }
 
-func (l *bindingLookup) lookup(ctx context.Context, a *Attributes[Binding]) (*Target, field.ErrorList, error) {
+func (l *bindingLookup) find(ctx context.Context, a *Attributes[Binding]) (*Target, field.ErrorList, error) {
 	b := a.Object()
 	spec := field.NewPath("spec")
 	var si v1alpha1.ServiceInstance

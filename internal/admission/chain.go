@@ -15,7 +15,7 @@ type Check[T client.Object] interface {
 	// Name identifies the check in logs and metrics.
 	Name() string
 	// Check returns the field errors and warnings for the request. An error
-	// means the request cannot be judged now (a catalog not loaded yet, a
+	// means the request cannot be judged now (a read that failed, a
 	// conflict with another object); it rejects the request at once with
 	// its own status.
 	Check(ctx context.Context, a *Attributes[T]) (field.ErrorList, admission.Warnings, error)

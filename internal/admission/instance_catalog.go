@@ -25,7 +25,7 @@ type instanceLookup struct {
 	cache  *catalog.Cache
 }
 
-func (l *instanceLookup) lookup(ctx context.Context, a *Attributes[Instance]) (*Target, field.ErrorList, error) {
+func (l *instanceLookup) find(ctx context.Context, a *Attributes[Instance]) (*Target, field.ErrorList, error) {
 	si := a.Object()
 	spec := field.NewPath("spec")
 	// On DELETE the user changed no field: a missing broker or plan is

@@ -12,7 +12,7 @@ import (
 // bound instance). It returns an empty Target, with the field errors
 // saying why, when they cannot be found.
 type lookup[T client.Object] interface {
-	lookup(ctx context.Context, a *Attributes[T]) (*Target, field.ErrorList, error)
+	find(ctx context.Context, a *Attributes[T]) (*Target, field.ErrorList, error)
 }
 
 // targetResolver is the Resolver of both kinds: it resolves
@@ -32,7 +32,7 @@ func (r *targetResolver[T]) Resolve(ctx context.Context, a *Attributes[T]) (*Tar
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	t, lookupErrs, err := r.lookup.lookup(ctx, a)
+	t, lookupErrs, err := r.lookup.find(ctx, a)
 	if err != nil {
 		return nil, nil, nil, err
 	}
