@@ -27,7 +27,7 @@ import (
 
 // adoptInstance reads the instance the new object names and compares it
 // with the spec.
-func (s *instanceBroker) adoptInstance(ctx context.Context, si Instance, params *parametersfrom.Resolved, t *Target, meta osbclient.RequestMeta, ans *journal.Answer) error {
+func (s *instanceBroker) adoptInstance(ctx context.Context, si Instance, t *Target, meta osbclient.RequestMeta, ans *journal.Answer) error {
 	c := t.Entry.Client
 	if !t.Plan.Service.InstancesRetrievable {
 		return statusError(http.StatusUnprocessableEntity, metav1.StatusReasonInvalid,
@@ -48,8 +48,8 @@ func (s *instanceBroker) adoptInstance(ctx context.Context, si Instance, params 
 	if got.PlanID != "" && got.PlanID != t.Plan.Plan.ID {
 		differs = append(differs, fmt.Sprintf("plan %q (the spec says %q)", t.Entry.PlanName(got.PlanID), si.Spec.PlanName))
 	}
-	if want := raw(mergedParams(params, si.Spec.Parameters)); got.Parameters != nil && !sameJSON(got.Parameters, want) {
-		differs = append(differs, parametersDiffer(got.Parameters, want, params))
+	if want := raw(mergedParams(t.Params, si.Spec.Parameters)); got.Parameters != nil && !sameJSON(got.Parameters, want) {
+		differs = append(differs, parametersDiffer(got.Parameters, want, t.Params))
 	}
 	if len(differs) > 0 {
 		return conflict("instance %q cannot adopt %q: broker %q holds it with %s; nothing was created; write the broker's values into the spec to adopt it as it is",
@@ -61,7 +61,7 @@ func (s *instanceBroker) adoptInstance(ctx context.Context, si Instance, params 
 // adoptBinding reads the binding the new object names, compares its
 // parameters with the spec, and stores its credentials in the binding's
 // Secret, as a bind does.
-func (s *bindingBroker) adoptBinding(ctx context.Context, b Binding, params *parametersfrom.Resolved, t *Target, meta osbclient.RequestMeta, ans *journal.Answer) error {
+func (s *bindingBroker) adoptBinding(ctx context.Context, b Binding, t *Target, meta osbclient.RequestMeta, ans *journal.Answer) error {
 	c := t.Entry.Client
 	if !t.Plan.Service.BindingsRetrievable {
 		return statusError(http.StatusUnprocessableEntity, metav1.StatusReasonInvalid,
@@ -79,9 +79,9 @@ func (s *bindingBroker) adoptBinding(ctx context.Context, b Binding, params *par
 		return change{broker: t.Entry.Broker, what: fmt.Sprintf("read binding %q to adopt it", b.Spec.ExternalID), stays: "nothing was created"}.refusal(err)
 	}
 	ans.HTTPStatus = http.StatusOK
-	if want := raw(mergedParams(params, b.Spec.Parameters)); got.Parameters != nil && !sameJSON(got.Parameters, want) {
+	if want := raw(mergedParams(t.Params, b.Spec.Parameters)); got.Parameters != nil && !sameJSON(got.Parameters, want) {
 		return conflict("binding %q cannot adopt %q: broker %q holds it with %s; nothing was created; "+
-			"write the broker's values into the spec to adopt it as it is", b.Name, b.Spec.ExternalID, t.Entry.Broker, parametersDiffer(got.Parameters, want, params))
+			"write the broker's values into the spec to adopt it as it is", b.Name, b.Spec.ExternalID, t.Entry.Broker, parametersDiffer(got.Parameters, want, t.Params))
 	}
 	if err := credentials.Write(ctx, s.writer, b, got.Credentials); err != nil {
 		return unavailable("binding %q adopted %q, but lockstep could not write Secret %q: %v; nothing was created (the broker keeps the binding): retry",

@@ -48,7 +48,11 @@ func NewBindingDefaulter() *Defaulter[Binding] {
 	}
 }
 
-// NewBindingValidator returns the validating chain for ServiceBindings.
+// NewBindingValidator returns the validating chain for ServiceBindings:
+// field policies, spec checks and registered hooks; then the Resolver
+// (parameters from Secrets, the bound instance, its broker and plan) and
+// the checks of the instance and the Secret against it; then the broker
+// call.
 // OSB bindings cannot be updated, so every spec field is create-only: a
 // change is refused with the advice to delete and recreate the binding.
 func NewBindingValidator(d Deps, hooks *validate.Hooks[Binding]) *Validator[Binding] {
@@ -62,14 +66,16 @@ func NewBindingValidator(d Deps, hooks *validate.Hooks[Binding]) *Validator[Bind
 				return validate.ServiceBindingSpec(&a.New.Spec, field.NewPath("spec")), nil, nil
 			}},
 			hookCheck(hooks),
-			&parametersFrom[Binding]{secrets: d.Secrets, access: d.Access, of: func(b Binding) (*runtime.RawExtension, []v1alpha1.ParametersFromSource) {
+		},
+		Resolve: &targetResolver[Binding]{
+			params: &parametersFrom[Binding]{secrets: d.Secrets, access: d.Access, of: func(b Binding) (*runtime.RawExtension, []v1alpha1.ParametersFromSource) {
 				return b.Spec.Parameters, b.Spec.ParametersFrom
 			}},
-			&bindingInstance{reader: d.Reader, cache: d.Catalogs, leases: d.Leases},
-			&bindingSecret{reader: d.Secrets},
+			lookup: &bindingLookup{reader: d.Reader, cache: d.Catalogs},
 		},
-		DeleteChecks: []Check[Binding]{
-			&bindingInstance{reader: d.Reader, cache: d.Catalogs, leases: d.Leases},
+		TargetChecks: []TargetCheck[Binding]{
+			&bindingInstance{leases: d.Leases},
+			&bindingSecret{reader: d.Secrets},
 		},
 		Steps: []Step[Binding]{
 			&bindingBroker{carry: newCarrier(d), writer: d.Writer, opts: d.Broker},

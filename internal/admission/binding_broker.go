@@ -29,7 +29,7 @@ type bindingBroker struct {
 
 func (s *bindingBroker) Name() string { return "broker" }
 
-func (s *bindingBroker) Admit(ctx context.Context, a *Attributes[Binding]) (admission.Warnings, error) {
+func (s *bindingBroker) Admit(ctx context.Context, a *Attributes[Binding], t *Target) (admission.Warnings, error) {
 	b := a.Object()
 	if a.Operation == admissionv1.Delete && b.DeletionTimestamp != nil {
 		return nil, nil // already being deleted: the broker confirmed before
@@ -41,24 +41,23 @@ func (s *bindingBroker) Admit(ctx context.Context, a *Attributes[Binding]) (admi
 	case v1alpha1.Adopting(b):
 		verb = v1alpha1.VerbAdopt
 	}
-	t := a.Target
 	return s.carry.carryOut(ctx, journal.Intent{
 		ID: uuid.NewString(), Target: b, Kind: v1alpha1.KindServiceBinding, ExternalID: b.Spec.ExternalID, Broker: t.Entry.Broker,
 		Verb: verb, User: a.User, SpecHash: journal.SpecHash(b.Spec), ServiceID: t.Plan.Service.ID, PlanID: t.Plan.Plan.ID, InstanceID: t.Instance.Spec.ExternalID,
-		ParametersDigest: parametersDigest(a.Params),
+		ParametersDigest: parametersDigest(t.Params),
 	}, func(meta osbclient.RequestMeta, ans *journal.Answer) (admission.Warnings, bool, error) {
 		if a.Operation == admissionv1.Create && v1alpha1.Adopting(b) {
-			return nil, false, s.adoptBinding(ctx, b, a.Params, t, meta, ans)
+			return nil, false, s.adoptBinding(ctx, b, t, meta, ans)
 		}
 		if a.Operation == admissionv1.Create {
-			return s.bind(ctx, a, meta, ans)
+			return s.bind(ctx, a, t, meta, ans)
 		}
-		return s.unbind(ctx, a, meta, ans)
+		return s.unbind(ctx, a, t, meta, ans)
 	})
 }
 
-func (s *bindingBroker) bind(ctx context.Context, a *Attributes[Binding], meta osbclient.RequestMeta, ans *journal.Answer) (admission.Warnings, bool, error) {
-	b, t := a.New, a.Target
+func (s *bindingBroker) bind(ctx context.Context, a *Attributes[Binding], t *Target, meta osbclient.RequestMeta, ans *journal.Answer) (admission.Warnings, bool, error) {
+	b := a.New
 	c := t.Entry.Client
 	ch := change{
 		broker: t.Entry.Broker,
@@ -70,7 +69,7 @@ func (s *bindingBroker) bind(ctx context.Context, a *Attributes[Binding], meta o
 	resp, err := c.Bind(ctx, meta, osbclient.BindRequest{
 		InstanceID: ids.instance, BindingID: ids.binding, ServiceID: ids.service, PlanID: ids.plan,
 		Context:    osbapi.Context{Platform: osbapi.KubernetesPlatform, Namespace: b.Namespace, InstanceName: t.Instance.Name, ClusterID: s.opts.ClusterID},
-		Parameters: raw(mergedParams(a.Params, b.Spec.Parameters)),
+		Parameters: raw(mergedParams(t.Params, b.Spec.Parameters)),
 	})
 	if err != nil {
 		ans.HTTPStatus, ans.Mitigate = brokerStatus(err), osbclient.NeedsOrphanMitigation(err)
@@ -151,8 +150,8 @@ func (s *bindingBroker) compensate(c *osbclient.Client, meta osbclient.RequestMe
 	s.opts.Log.Info("orphan mitigation: unbind", "binding", client.ObjectKeyFromObject(b).String(), "ok", err == nil)
 }
 
-func (s *bindingBroker) unbind(ctx context.Context, a *Attributes[Binding], meta osbclient.RequestMeta, ans *journal.Answer) (admission.Warnings, bool, error) {
-	b, t := a.Old, a.Target
+func (s *bindingBroker) unbind(ctx context.Context, a *Attributes[Binding], t *Target, meta osbclient.RequestMeta, ans *journal.Answer) (admission.Warnings, bool, error) {
+	b := a.Old
 	c := t.Entry.Client
 	ch := change{
 		broker: t.Entry.Broker,

@@ -16,24 +16,20 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/metrics"
 )
 
-// bindingInstance checks what a bind needs: the instance exists in the
-// binding's namespace, is not being deleted and has no broker operation in
-// flight; its plan is bindable; the parameters match the plan's bind
-// schema. On DELETE it only resolves the plan, for the unbind. It puts the
-// instance and plan into the request's Target for the broker step.
-type bindingInstance struct {
+// bindingLookup finds what a binding names: its instance, in the
+// binding's namespace, and the instance's broker and plan. On DELETE a
+// missing instance or broker is not a field error but the reason the
+// binding cannot be unbound.
+type bindingLookup struct {
 	reader client.Reader
 	cache  *catalog.Cache
-	leases *journal.Leases
 }
 
-func (c *bindingInstance) Name() string { return "instance" }
-
-func (c *bindingInstance) Check(ctx context.Context, a *Attributes[Binding]) (field.ErrorList, admission.Warnings, error) {
+func (l *bindingLookup) find(ctx context.Context, a *Attributes[Binding]) (*Target, field.ErrorList, error) {
 	b := a.Object()
 	spec := field.NewPath("spec")
 	var si v1alpha1.ServiceInstance
-	if err := c.reader.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: b.Spec.InstanceName}, &si); err != nil {
+	if err := l.reader.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: b.Spec.InstanceName}, &si); err != nil {
 		if !apierrors.IsNotFound(err) {
 			return nil, nil, unavailable("could not read ServiceInstance %q: %v; nothing was changed: retry", b.Spec.InstanceName, err)
 		}
@@ -41,10 +37,10 @@ func (c *bindingInstance) Check(ctx context.Context, a *Attributes[Binding]) (fi
 			return nil, nil, conflict("the instance %q of binding %q no longer exists, so lockstep cannot unbind at the broker; the binding stays as it was; %s",
 				b.Spec.InstanceName, b.Name, wayOut(v1alpha1.KindServiceBinding, b.Namespace, b.Name))
 		}
-		return field.ErrorList{field.Invalid(spec.Child("instanceName"), b.Spec.InstanceName,
-			fmt.Sprintf("no ServiceInstance of this name in namespace %q (kubectl get serviceinstances -n %s)", b.Namespace, b.Namespace))}, nil, nil
+		return &Target{}, field.ErrorList{field.Invalid(spec.Child("instanceName"), b.Spec.InstanceName,
+			fmt.Sprintf("no ServiceInstance of this name in namespace %q (kubectl get serviceinstances -n %s)", b.Namespace, b.Namespace))}, nil
 	}
-	entry, errs, err := resolveBroker(ctx, c.reader, c.cache, si.Spec.BrokerName, spec.Child("brokerName"))
+	entry, errs, err := resolveBroker(ctx, l.reader, l.cache, si.Spec.BrokerName, spec.Child("brokerName"))
 	switch {
 	case err != nil:
 		return nil, nil, err
@@ -53,8 +49,8 @@ func (c *bindingInstance) Check(ctx context.Context, a *Attributes[Binding]) (fi
 			"the binding and its Secret stay as they were (no deletion was started); recreate ServiceBroker %q with the URL of the broker that holds the binding, then delete again; or %s",
 			b.Name, si.Name, si.Spec.BrokerName, si.Spec.BrokerName, wayOut(v1alpha1.KindServiceBinding, b.Namespace, b.Name))
 	case entry == nil:
-		return field.ErrorList{field.Invalid(spec.Child("instanceName"), b.Spec.InstanceName, fmt.Sprintf(
-			"instance %q uses ServiceBroker %q, which does not exist (kubectl get servicebrokers): it cannot be bound (%s)", si.Name, si.Spec.BrokerName, errs.ToAggregate()))}, nil, nil
+		return &Target{}, field.ErrorList{field.Invalid(spec.Child("instanceName"), b.Spec.InstanceName, fmt.Sprintf(
+			"instance %q uses ServiceBroker %q, which does not exist (kubectl get servicebrokers): it cannot be bound (%s)", si.Name, si.Spec.BrokerName, errs.ToAggregate()))}, nil
 	}
 	plan, err := entry.Find(si.Spec.ServiceName, si.Spec.PlanName)
 	if err != nil {
@@ -64,15 +60,28 @@ func (c *bindingInstance) Check(ctx context.Context, a *Attributes[Binding]) (fi
 		}
 		return nil, nil, conflict("%s", msg)
 	}
-	a.Target = &Target{Entry: entry, Plan: plan, Instance: &si}
-	if a.Operation == admissionv1.Delete {
-		return nil, nil, nil
-	}
+	return &Target{Entry: entry, Plan: plan, Instance: &si}, nil, nil
+}
 
+// bindingInstance checks that the instance bindingLookup found can take
+// the bind: it is not being deleted and has no broker operation in flight;
+// its plan is bindable; the parameters match the plan's bind schema.
+type bindingInstance struct {
+	leases *journal.Leases
+}
+
+func (c *bindingInstance) Name() string { return "instance" }
+
+func (c *bindingInstance) Check(ctx context.Context, a *Attributes[Binding], t *Target) (field.ErrorList, admission.Warnings, error) {
+	if !t.found() {
+		return nil, nil, nil // the Resolver reported why
+	}
+	b, si, entry, plan := a.New, t.Instance, t.Entry, t.Plan
+	spec := field.NewPath("spec")
 	if si.DeletionTimestamp != nil {
 		return nil, nil, conflict("instance %q is being deleted; it takes no new bindings", si.Name)
 	}
-	holder, err := c.leases.AwaitFree(ctx, journal.KeyOf(v1alpha1.KindServiceInstance, &si))
+	holder, err := c.leases.AwaitFree(ctx, journal.KeyOf(v1alpha1.KindServiceInstance, si))
 	if err != nil {
 		return nil, nil, unavailable("could not read the lock of instance %q: %v; nothing was changed: retry", si.Name, err)
 	}
@@ -87,9 +96,9 @@ func (c *bindingInstance) Check(ctx context.Context, a *Attributes[Binding]) (fi
 	if plan.SchemaError != nil {
 		return field.ErrorList{field.InternalError(spec.Child("parameters"), plan.SchemaError)}, nil, nil
 	}
-	if a.Params == nil && len(b.Spec.ParametersFrom) > 0 {
-		return nil, nil, nil // the parametersFrom check reported why they could not be resolved
+	if t.Params == nil && len(b.Spec.ParametersFrom) > 0 {
+		return nil, nil, nil // the Resolver reported why they could not be resolved
 	}
 	params := spec.Child("parameters")
-	return redact(plan.Schemas.ValidateBind(mergedParams(a.Params, b.Spec.Parameters), params), params, a.Params), nil, nil
+	return redact(plan.Schemas.ValidateBind(mergedParams(t.Params, b.Spec.Parameters), params), params, t.Params), nil, nil
 }

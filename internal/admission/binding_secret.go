@@ -15,14 +15,15 @@ import (
 )
 
 // bindingSecret refuses a bind whose Secret name is taken by a Secret
-// lockstep did not write for this binding, before the broker is called.
+// lockstep did not write for this binding, before the broker is called. It
+// runs after the instance check, whose refusals come first.
 type bindingSecret struct {
 	reader client.Reader
 }
 
 func (c *bindingSecret) Name() string { return "secret" }
 
-func (c *bindingSecret) Check(ctx context.Context, a *Attributes[Binding]) (field.ErrorList, admission.Warnings, error) {
+func (c *bindingSecret) Check(ctx context.Context, a *Attributes[Binding], _ *Target) (field.ErrorList, admission.Warnings, error) {
 	if a.Operation != admissionv1.Create {
 		return nil, nil, nil
 	}

@@ -8,27 +8,55 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
 
-// Check is one static check of the validating chain. It does no I/O beyond
-// in-memory caches and reports every problem it finds, so that a person sees
-// all of them at once.
+// Check is one static check of the request alone (its fields, its spec,
+// the registered hooks). It does no I/O beyond in-memory caches and reports
+// every problem it finds, so that a person sees all of them at once.
 type Check[T client.Object] interface {
 	// Name identifies the check in logs and metrics.
 	Name() string
 	// Check returns the field errors and warnings for the request. An error
-	// means the request cannot be judged now (a catalog not loaded yet, a
+	// means the request cannot be judged now (a read that failed, a
 	// conflict with another object); it rejects the request at once with
 	// its own status.
 	Check(ctx context.Context, a *Attributes[T]) (field.ErrorList, admission.Warnings, error)
 }
 
+// Resolver finds what a request names: the parameters that
+// spec.parametersFrom resolves to, the broker's catalog entry, the plan,
+// the bound instance. It returns them as a Target for the checks and steps
+// after it, which only read it. A Target that could not be resolved in full
+// comes back with the field errors saying why; its missing parts are nil,
+// so that the later checks still report their own problems.
+type Resolver[T client.Object] interface {
+	// Name identifies the resolver in logs and metrics.
+	Name() string
+	// Resolve returns the request's Target, never nil unless the error
+	// is set, and the field errors and warnings of resolving it. An error
+	// rejects the request at once with its own status, as a Check's does.
+	Resolve(ctx context.Context, a *Attributes[T]) (*Target, field.ErrorList, admission.Warnings, error)
+}
+
+// TargetCheck is one static check of the request against what the
+// Resolver found (a plan the catalog removed, a plan change the catalog
+// forbids, parameters against the plan's schemas, an instance not ready
+// to bind). It reads t and never changes it.
+type TargetCheck[T client.Object] interface {
+	// Name identifies the check in logs and metrics.
+	Name() string
+	// Check returns the field errors and warnings for the request, as
+	// Check.Check does.
+	Check(ctx context.Context, a *Attributes[T], t *Target) (field.ErrorList, admission.Warnings, error)
+}
+
 // Step is one step of the broker phase. Steps run in order, after every
-// static check passed, and never for a dry run. An error rejects the
+// static check passed, and never for a dry run. They get the Target in
+// full (every static check passed) and only read it. An error rejects the
 // request; an error that is an apierrors.APIStatus keeps its HTTP code.
 type Step[T client.Object] interface {
 	// Name identifies the step in logs and metrics.
 	Name() string
 	// Admit carries out the step.
-	Admit(ctx context.Context, a *Attributes[T]) (admission.Warnings, error)
+	Admit(ctx context.Context, a *Attributes[T], t *Target) (admission.Warnings, error)
 }
 
 // CheckFunc adapts a function to a Check.

@@ -17,13 +17,24 @@
 //     checks at all, so that nothing ever blocks finalizer removal;
 //  2. static checks (no I/O beyond in-memory caches, except the Secrets
 //     that spec.parametersFrom names, read uncached: parameters_from.go),
-//     all failures reported together as one 422, as apierrors.NewInvalid
-//     builds it (invalid.go), so that kubectl shows the field paths;
+//     in three stages declared in one place per kind (instance.go,
+//     binding.go): the Checks of the request alone (field policies, spec,
+//     hooks); the Resolver (resolve.go), which returns what the request
+//     names as a Target (target.go: the broker's catalog entry, the plan,
+//     the bound instance, the parameters with those from Secrets merged
+//     in); the TargetChecks of the request against that Target (catalog
+//     rules, an instance ready to bind). Attributes describe the request
+//     alone and no stage changes them; the Target is passed explicitly and
+//     only read. All field errors are reported together, in that order, as
+//     one 422, as apierrors.NewInvalid builds it (invalid.go), so that
+//     kubectl shows the field paths; a Target resolved in part leaves its
+//     missing parts nil and the later checks still report theirs;
 //  3. dry-run stops here: the broker is never called for a dry run;
-//  4. broker steps, which carry the change out at the broker through
-//     journal.Carrier.Run (carry.go): the object's lock, carrying the
-//     operation's record, is the one API server write before the call;
-//     the record with the broker's answer is written after the reply.
+//  4. broker steps, which get the Target and carry the change out at the
+//     broker through journal.Carrier.Run (carry.go): the object's lock,
+//     carrying the operation's record, is the one API server write before
+//     the call; the record with the broker's answer is written after the
+//     reply.
 //
 // The checks themselves live in internal/validate and know nothing of
 // webhooks; this package decodes, calls and answers.

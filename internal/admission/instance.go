@@ -88,10 +88,10 @@ func NewInstanceDefaulter(reader client.Reader) *Defaulter[Instance] {
 }
 
 // NewInstanceValidator returns the validating chain for ServiceInstances:
-// field policies, spec checks, registered hooks and the catalog check, then
-// the broker call.
+// field policies, spec checks and registered hooks; then the Resolver
+// (parameters from Secrets, the broker's catalog and the plan) and the
+// catalog check against what it found; then the broker call.
 func NewInstanceValidator(d Deps, hooks *validate.Hooks[Instance]) *Validator[Instance] {
-	cat := &instanceCatalog{reader: d.Reader, cache: d.Catalogs}
 	return &Validator[Instance]{
 		Kind:     instanceKind,
 		Gate:     &reconcilePolicy[Instance]{kind: instanceKind, journal: d.Journal, reader: d.Reader},
@@ -102,14 +102,18 @@ func NewInstanceValidator(d Deps, hooks *validate.Hooks[Instance]) *Validator[In
 				return validate.ServiceInstanceSpec(&a.New.Spec, field.NewPath("spec")), nil, nil
 			}},
 			hookCheck(hooks),
-			&parametersFrom[Instance]{secrets: d.Secrets, access: d.Access, of: func(si Instance) (*runtime.RawExtension, []v1alpha1.ParametersFromSource) {
-				return si.Spec.Parameters, si.Spec.ParametersFrom
-			}},
-			cat,
 		},
 		DeleteChecks: []Check[Instance]{
 			&liveBindings{reader: d.Reader},
-			cat,
+		},
+		Resolve: &targetResolver[Instance]{
+			params: &parametersFrom[Instance]{secrets: d.Secrets, access: d.Access, of: func(si Instance) (*runtime.RawExtension, []v1alpha1.ParametersFromSource) {
+				return si.Spec.Parameters, si.Spec.ParametersFrom
+			}},
+			lookup: &instanceLookup{reader: d.Reader, cache: d.Catalogs},
+		},
+		TargetChecks: []TargetCheck[Instance]{
+			&instanceCatalog{},
 		},
 		Steps: []Step[Instance]{
 			&instanceBroker{carry: newCarrier(d), opts: d.Broker},

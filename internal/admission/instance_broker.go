@@ -43,12 +43,11 @@ type instanceBroker struct {
 
 func (s *instanceBroker) Name() string { return "broker" }
 
-func (s *instanceBroker) Admit(ctx context.Context, a *Attributes[Instance]) (admission.Warnings, error) {
+func (s *instanceBroker) Admit(ctx context.Context, a *Attributes[Instance], t *Target) (admission.Warnings, error) {
 	si := a.Object()
 	if a.Operation == admissionv1.Delete && si.DeletionTimestamp != nil {
 		return nil, nil // already being deleted: the broker confirmed before
 	}
-	t := a.Target
 	verb := instanceVerb(a.Operation)
 	if a.Operation == admissionv1.Create && v1alpha1.Adopting(si) {
 		verb = v1alpha1.VerbAdopt
@@ -56,10 +55,10 @@ func (s *instanceBroker) Admit(ctx context.Context, a *Attributes[Instance]) (ad
 	return s.carry.carryOut(ctx, journal.Intent{
 		ID: uuid.NewString(), Target: si, Kind: v1alpha1.KindServiceInstance, ExternalID: si.Spec.ExternalID, Broker: t.Entry.Broker,
 		Verb: verb, User: a.User, SpecHash: journal.SpecHash(si.Spec), ServiceID: t.Plan.Service.ID, PlanID: t.Plan.Plan.ID,
-		PreviousPlanID: t.previousPlanID(), ParametersDigest: parametersDigest(a.Params),
-		CreateOnlyDigest: createOnlyDigest(t.Plan.Schemas, a.Params),
+		PreviousPlanID: t.previousPlanID(), ParametersDigest: parametersDigest(t.Params),
+		CreateOnlyDigest: createOnlyDigest(t.Plan.Schemas, t.Params),
 	}, func(meta osbclient.RequestMeta, ans *journal.Answer) (admission.Warnings, bool, error) {
-		return s.call(ctx, a, meta, ans)
+		return s.call(ctx, a, t, meta, ans)
 	})
 }
 
@@ -67,14 +66,13 @@ func (s *instanceBroker) Admit(ctx context.Context, a *Attributes[Instance]) (ad
 // operation goes on after the reply (still running at the end of the
 // budget, or its outcome unknown): the operations reconciler then follows
 // it to its end.
-func (s *instanceBroker) call(ctx context.Context, a *Attributes[Instance], meta osbclient.RequestMeta, ans *journal.Answer) (admission.Warnings, bool, error) {
-	t := a.Target
+func (s *instanceBroker) call(ctx context.Context, a *Attributes[Instance], t *Target, meta osbclient.RequestMeta, ans *journal.Answer) (admission.Warnings, bool, error) {
 	c := t.Entry.Client
 	switch a.Operation {
 	case admissionv1.Create:
 		si := a.New
 		if v1alpha1.Adopting(si) {
-			return nil, false, s.adoptInstance(ctx, si, a.Params, t, meta, ans)
+			return nil, false, s.adoptInstance(ctx, si, t, meta, ans)
 		}
 		ch := change{
 			broker: t.Entry.Broker,
@@ -87,7 +85,7 @@ func (s *instanceBroker) call(ctx context.Context, a *Attributes[Instance], meta
 			ServiceID:  t.Plan.Service.ID,
 			PlanID:     t.Plan.Plan.ID,
 			Context:    s.context(si),
-			Parameters: raw(mergedParams(a.Params, si.Spec.Parameters)),
+			Parameters: raw(mergedParams(t.Params, si.Spec.Parameters)),
 		})
 		if err != nil {
 			ans.HTTPStatus, ans.Mitigate = brokerStatus(err), osbclient.NeedsOrphanMitigation(err)
@@ -117,7 +115,7 @@ func (s *instanceBroker) call(ctx context.Context, a *Attributes[Instance], meta
 			req.PlanID = t.Plan.Plan.ID
 		}
 		if parametersChanged(old, si) {
-			params, err := t.Plan.Schemas.UpdateParameters(mergedParams(a.Params, si.Spec.Parameters))
+			params, err := t.Plan.Schemas.UpdateParameters(mergedParams(t.Params, si.Spec.Parameters))
 			if err != nil {
 				return nil, false, ch.refusal(err)
 			}

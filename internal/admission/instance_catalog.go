@@ -16,50 +16,74 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/catalog"
 )
 
-// instanceCatalog checks an instance against its broker's catalog: the
-// broker exists and its catalog is loaded, the service and plan exist, a
-// removed plan takes no new instances, a plan changes only where the
-// catalog allows it, and parameters match the plan's schemas (create-only
-// parameters included). It resolves the plan for the broker steps.
-type instanceCatalog struct {
+// instanceLookup finds what an instance names at its broker: the broker,
+// whose catalog must be loaded, and the service and plan in it (on UPDATE
+// also the persisted plan). On DELETE a missing broker or plan is not a
+// field error but the reason the instance cannot be deprovisioned.
+type instanceLookup struct {
 	reader client.Reader
 	cache  *catalog.Cache
 }
 
-func (c *instanceCatalog) Name() string { return "catalog" }
-
-func (c *instanceCatalog) Check(ctx context.Context, a *Attributes[Instance]) (field.ErrorList, admission.Warnings, error) {
+func (l *instanceLookup) find(ctx context.Context, a *Attributes[Instance]) (*Target, field.ErrorList, error) {
 	si := a.Object()
 	spec := field.NewPath("spec")
 	// On DELETE the user changed no field: a missing broker or plan is
 	// not a field error there, but why the instance cannot be
 	// deprovisioned.
 	deleting := a.Operation == admissionv1.Delete
-	entry, errs, err := resolveBroker(ctx, c.reader, c.cache, si.Spec.BrokerName, spec.Child("brokerName"))
+	entry, errs, err := resolveBroker(ctx, l.reader, l.cache, si.Spec.BrokerName, spec.Child("brokerName"))
 	if entry == nil || err != nil {
 		if deleting && err == nil {
 			return nil, nil, conflict("instance %q cannot be deleted: no ServiceBroker named %q exists, so it cannot be deprovisioned at its broker; "+
 				"the instance stays as it was (no deletion was started); recreate ServiceBroker %q with the URL of the broker that holds the instance, then delete again; or %s",
 				si.Name, si.Spec.BrokerName, si.Spec.BrokerName, wayOut(v1alpha1.KindServiceInstance, si.Namespace, si.Name))
 		}
-		return errs, nil, err
+		return &Target{}, errs, err
 	}
-	// A changed serviceName is refused by the field policy (create-only);
-	// the other checks look at the service the instance has, so that the
-	// refusal names that error alone and still reports every other one.
-	service := si.Spec.ServiceName
-	if a.Operation == admissionv1.Update && a.Old.Spec.ServiceName != service {
-		service = a.Old.Spec.ServiceName
-	}
-	plan, errs := findPlan(ctx, c.cache, entry, service, si.Spec.PlanName, spec)
+	plan, errs := findPlan(ctx, l.cache, entry, serviceOf(a), si.Spec.PlanName, spec)
 	if errs != nil {
 		if deleting {
 			return nil, nil, conflict("instance %q cannot be deleted: %s, and the deprovision must name the instance's service and plan; "+
 				"the instance stays as it was (no deletion was started); %s", si.Name, errs[0].Detail, wayOut(v1alpha1.KindServiceInstance, si.Namespace, si.Name))
 		}
-		return errs, nil, nil
+		return &Target{}, errs, nil
 	}
-	a.Target = &Target{Entry: entry, Plan: plan}
+	t := &Target{Entry: entry, Plan: plan}
+	if a.Operation == admissionv1.Update {
+		if oldPlan, err := entry.Find(a.Old.Spec.ServiceName, a.Old.Spec.PlanName); err == nil {
+			t.OldPlan = &oldPlan
+		}
+	}
+	return t, nil, nil
+}
+
+// serviceOf returns the service an instance has. A changed serviceName is
+// refused by the field policy (create-only); the other checks look at the
+// service the instance has, so that the refusal names that error alone and
+// still reports every other one.
+func serviceOf(a *Attributes[Instance]) string {
+	if a.Operation == admissionv1.Update && a.Old.Spec.ServiceName != a.New.Spec.ServiceName {
+		return a.Old.Spec.ServiceName
+	}
+	return a.Object().Spec.ServiceName
+}
+
+// instanceCatalog checks an instance against the plan that instanceLookup
+// found: a removed plan takes no new instances, a plan changes only where
+// the catalog allows it, and parameters match the plan's schemas
+// (create-only parameters included).
+type instanceCatalog struct{}
+
+func (c *instanceCatalog) Name() string { return "catalog" }
+
+func (c *instanceCatalog) Check(_ context.Context, a *Attributes[Instance], t *Target) (field.ErrorList, admission.Warnings, error) {
+	if !t.found() {
+		return nil, nil, nil // the Resolver reported why
+	}
+	si := a.New
+	entry, plan := t.Entry, t.Plan
+	spec := field.NewPath("spec")
 	params := spec.Child("parameters")
 
 	switch a.Operation {
@@ -72,22 +96,18 @@ func (c *instanceCatalog) Check(ctx context.Context, a *Attributes[Instance]) (f
 		if plan.SchemaError != nil {
 			return field.ErrorList{field.InternalError(params, plan.SchemaError)}, nil, nil
 		}
-		if a.Params == nil && len(si.Spec.ParametersFrom) > 0 {
-			return nil, nil, nil // the parametersFrom check reported why they could not be resolved
+		if t.Params == nil && len(si.Spec.ParametersFrom) > 0 {
+			return nil, nil, nil // the Resolver reported why they could not be resolved
 		}
-		return redact(plan.Schemas.ValidateProvision(mergedParams(a.Params, si.Spec.Parameters), params), params, a.Params), nil, nil
+		return redact(plan.Schemas.ValidateProvision(mergedParams(t.Params, si.Spec.Parameters), params), params, t.Params), nil, nil
 
 	case admissionv1.Update:
 		old := a.Old
 		var errs field.ErrorList
-		oldPlan, oldErr := entry.Find(old.Spec.ServiceName, old.Spec.PlanName)
-		if oldErr == nil {
-			a.Target.OldPlan = &oldPlan
-		}
 		if old.Spec.PlanName != si.Spec.PlanName {
 			updateable := plan.Service.PlanUpdateable
-			if oldErr == nil {
-				updateable = oldPlan.Updateable()
+			if t.OldPlan != nil {
+				updateable = t.OldPlan.Updateable()
 			}
 			switch {
 			case plan.Removed:
@@ -97,19 +117,19 @@ func (c *instanceCatalog) Check(ctx context.Context, a *Attributes[Instance]) (f
 			case !updateable:
 				errs = append(errs, field.Invalid(spec.Child("planName"), si.Spec.PlanName, fmt.Sprintf(
 					"broker %q does not allow plan changes for service %q (plan_updateable is false); the instance keeps plan %q: to use plan %q, create a new instance",
-					entry.Broker, service, old.Spec.PlanName, si.Spec.PlanName)))
+					entry.Broker, serviceOf(a), old.Spec.PlanName, si.Spec.PlanName)))
 			}
 		}
 		if plan.SchemaError != nil {
 			return append(errs, field.InternalError(params, plan.SchemaError)), nil, nil
 		}
-		if a.Params == nil && len(si.Spec.ParametersFrom) > 0 {
-			return errs, nil, nil // the parametersFrom check reported why they could not be resolved
+		if t.Params == nil && len(si.Spec.ParametersFrom) > 0 {
+			return errs, nil, nil // the Resolver reported why they could not be resolved
 		}
-		oldParams, newParams := mergedParams(a.OldParams, old.Spec.Parameters), mergedParams(a.Params, si.Spec.Parameters)
-		paramErrs := redact(plan.Schemas.ValidateUpdate(oldParams, newParams, params), params, a.OldParams, a.Params)
+		oldParams, newParams := mergedParams(t.OldParams, old.Spec.Parameters), mergedParams(t.Params, si.Spec.Parameters)
+		paramErrs := redact(plan.Schemas.ValidateUpdate(oldParams, newParams, params), params, t.OldParams, t.Params)
 		if len(paramErrs) == 0 {
-			paramErrs = createOnlyFromSecrets(plan.Schemas, old, a.Params, spec.Child("parametersFrom"))
+			paramErrs = createOnlyFromSecrets(plan.Schemas, old, t.Params, spec.Child("parametersFrom"))
 		}
 		return append(errs, paramErrs...), nil, nil
 	}

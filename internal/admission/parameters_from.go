@@ -9,20 +9,19 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/parametersfrom"
 	"github.com/lockstep-dev/lockstep/internal/validate/schema"
 )
 
-// parametersFrom resolves spec.parametersFrom: it reads the named Secrets
-// (uncached) and merges their JSON objects into the parameters that the
-// catalog check validates and the broker step sends. A missing Secret or
-// key, a value that is not a JSON object, or a parameter set in two places
-// is a field error naming the Secret and key, never the value. It runs
-// before the catalog check; on UPDATE it also resolves the persisted
-// object's parameters, with the Secrets' current values, for the
+// parametersFrom resolves spec.parametersFrom, as the first part of a
+// kind's Resolver: it reads the named Secrets (uncached) and merges their
+// JSON objects into the parameters that the catalog check validates and
+// the broker step sends. A missing Secret or key, a value that is not a
+// JSON object, or a parameter set in two places is a field error naming
+// the Secret and key, never the value. On UPDATE it also resolves the
+// persisted object's parameters, with the Secrets' current values, for the
 // create-only check.
 type parametersFrom[T client.Object] struct {
 	secrets client.Reader
@@ -33,38 +32,38 @@ type parametersFrom[T client.Object] struct {
 	of func(T) (*runtime.RawExtension, []v1alpha1.ParametersFromSource)
 }
 
-func (c *parametersFrom[T]) Name() string { return "parameters-from" }
-
-func (c *parametersFrom[T]) Check(ctx context.Context, a *Attributes[T]) (field.ErrorList, admission.Warnings, error) {
+// resolve returns the new object's merged parameters and, on UPDATE, the
+// persisted object's; params is nil, with the field errors saying why,
+// when a reference cannot be resolved. On DELETE it resolves nothing.
+func (c *parametersFrom[T]) resolve(ctx context.Context, a *Attributes[T]) (params, old *parametersfrom.Resolved, _ field.ErrorList, _ error) {
 	if a.Operation == admissionv1.Delete {
-		return nil, nil, nil
+		return nil, nil, nil, nil
 	}
-	params, from := c.of(a.New)
+	own, from := c.of(a.New)
 	if errs, err := c.mayRead(ctx, a, from); err != nil || len(errs) > 0 {
-		return errs, nil, err
+		return nil, nil, errs, err
 	}
-	res, errs, err := parametersfrom.Resolve(ctx, c.secrets, a.New.GetNamespace(), params, from, field.NewPath("spec", "parametersFrom"))
+	res, errs, err := parametersfrom.Resolve(ctx, c.secrets, a.New.GetNamespace(), own, from, field.NewPath("spec", "parametersFrom"))
 	if err != nil {
-		return nil, nil, unavailable("%v; nothing was changed and the broker was not called: retry", err)
+		return nil, nil, nil, unavailable("%v; nothing was changed and the broker was not called: retry", err)
 	}
 	if len(errs) > 0 {
-		return errs, nil, nil
+		return nil, nil, errs, nil
 	}
-	a.Params = &res
-	if a.Operation == admissionv1.Update {
-		oldParams, oldFrom := c.of(a.Old)
-		old, errs, err := parametersfrom.Resolve(ctx, c.secrets, a.Old.GetNamespace(), oldParams, oldFrom, field.NewPath("spec", "parametersFrom"))
-		if err != nil {
-			return nil, nil, unavailable("%v; nothing was changed and the broker was not called: retry", err)
-		}
-		if len(errs) > 0 {
-			// The persisted references no longer resolve (a Secret was
-			// deleted): compare with spec.parameters alone.
-			old = parametersfrom.Resolved{Parameters: oldParams}
-		}
-		a.OldParams = &old
+	if a.Operation != admissionv1.Update {
+		return &res, nil, nil, nil
 	}
-	return nil, nil, nil
+	oldOwn, oldFrom := c.of(a.Old)
+	prev, errs, err := parametersfrom.Resolve(ctx, c.secrets, a.Old.GetNamespace(), oldOwn, oldFrom, field.NewPath("spec", "parametersFrom"))
+	if err != nil {
+		return nil, nil, nil, unavailable("%v; nothing was changed and the broker was not called: retry", err)
+	}
+	if len(errs) > 0 {
+		// The persisted references no longer resolve (a Secret was
+		// deleted): compare with spec.parameters alone.
+		prev = parametersfrom.Resolved{Parameters: oldOwn}
+	}
+	return &res, &prev, nil, nil
 }
 
 // mayRead refuses references to Secrets the requester may not get

@@ -7,14 +7,12 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
-
-	"github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/catalog"
-	"github.com/lockstep-dev/lockstep/internal/parametersfrom"
 )
 
 // Attributes describe one admission request for an object of type T, as the
-// steps of a chain see it.
+// steps of a chain see it: the request alone, which no step changes. What
+// the request names (plan, instance, parameters from Secrets) is the
+// Target, which the chain's Resolver returns.
 type Attributes[T client.Object] struct {
 	// Operation is CREATE, UPDATE or DELETE.
 	Operation admissionv1.Operation
@@ -28,34 +26,6 @@ type Attributes[T client.Object] struct {
 	Old T
 	// New is the object as it would be persisted (nil on DELETE).
 	New T
-	// Target is what the catalog check resolved for the broker steps.
-	Target *Target
-	// Params are New's parameters with the Secrets of spec.parametersFrom
-	// merged in, OldParams Old's (on UPDATE); set by the parametersFrom
-	// check, nil when a reference could not be resolved.
-	Params, OldParams *parametersfrom.Resolved
-}
-
-// Target is the broker and plan a request is about, as the catalog check
-// found them.
-type Target struct {
-	// Entry is the broker's catalog.
-	Entry *catalog.Entry
-	// Plan is the plan asked for (on DELETE: the instance's plan).
-	Plan catalog.Plan
-	// OldPlan is the persisted plan on UPDATE.
-	OldPlan *catalog.Plan
-	// Instance is the bound instance, for bindings.
-	Instance *v1alpha1.ServiceInstance
-}
-
-// previousPlanID is the id of the persisted plan on an UPDATE that changes
-// the plan, and "" otherwise.
-func (t *Target) previousPlanID() string {
-	if t.OldPlan == nil || t.OldPlan.Plan.ID == t.Plan.Plan.ID {
-		return ""
-	}
-	return t.OldPlan.Plan.ID
 }
 
 // Object returns the object the request is about: New, or Old on DELETE.

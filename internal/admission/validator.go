@@ -23,10 +23,19 @@ type Validator[T client.Object] struct {
 	// Gate, when set, may decide a request before any check (the
 	// object's reconcile policy).
 	Gate Gate[T]
-	// Checks are the static checks, run on CREATE and spec UPDATEs.
+	// Checks are the static checks of the request alone, run first on
+	// CREATE and spec UPDATEs.
 	Checks []Check[T]
-	// DeleteChecks are the static checks run on DELETE.
+	// DeleteChecks are the static checks of the request alone, run first
+	// on DELETE.
 	DeleteChecks []Check[T]
+	// Resolve, when set, finds what the request names, after Checks or
+	// DeleteChecks, for every operation; nil resolves nothing (an empty
+	// Target).
+	Resolve Resolver[T]
+	// TargetChecks are the static checks of the request against what
+	// Resolve found, run after it on CREATE and spec UPDATEs.
+	TargetChecks []TargetCheck[T]
 	// Steps are the broker phase, run after the checks unless dry-run.
 	Steps []Step[T]
 	// Budget bounds the time spent on one request, broker calls included;
@@ -53,9 +62,11 @@ func (v *Validator[T]) ValidateDelete(ctx context.Context, obj T) (admission.War
 	return v.admit(ctx, attributesFrom(ctx, admissionv1.Delete, obj, none))
 }
 
-// admit runs the chain: pass-through classes first, then every static check
-// (all failures reported together as one 422), then, unless dry-run, the
-// broker steps in order. Every decision is counted (metrics).
+// admit runs the chain: pass-through classes first, then the static phase
+// (the checks of the request alone, the Resolver, the checks against what
+// it resolved; all field errors reported together as one 422, in that
+// order), then, unless dry-run, the broker steps in order with the
+// resolved Target. Every decision is counted (metrics).
 func (v *Validator[T]) admit(ctx context.Context, a *Attributes[T]) (_ admission.Warnings, err error) {
 	reason := metrics.ReasonBroker
 	defer func() { v.count(a.Operation, reason, err) }()
@@ -75,6 +86,30 @@ func (v *Validator[T]) admit(ctx context.Context, a *Attributes[T]) (_ admission
 			return w, err
 		}
 	}
+	t, errs, warnings, err := v.check(ctx, a)
+	if err != nil {
+		return warnings, err
+	}
+	if len(errs) > 0 {
+		return warnings, invalid(v.Kind, a.Object().GetName(), errs)
+	}
+	if a.DryRun {
+		reason = metrics.ReasonDryRun
+		return warnings, nil
+	}
+	for _, s := range v.Steps {
+		w, err := s.Admit(ctx, a, t)
+		warnings = append(warnings, w...)
+		if err != nil {
+			return warnings, err
+		}
+	}
+	return warnings, nil
+}
+
+// check runs the static phase and returns the resolved Target with every
+// field error and warning. The first error stops it.
+func (v *Validator[T]) check(ctx context.Context, a *Attributes[T]) (*Target, field.ErrorList, admission.Warnings, error) {
 	checks := v.Checks
 	if a.Operation == admissionv1.Delete {
 		checks = v.DeleteChecks
@@ -87,25 +122,31 @@ func (v *Validator[T]) admit(ctx context.Context, a *Attributes[T]) (_ admission
 		e, w, err := c.Check(ctx, a)
 		warnings = append(warnings, w...)
 		if err != nil {
-			return warnings, err
+			return nil, nil, warnings, err
 		}
 		errs = append(errs, e...)
 	}
-	if len(errs) > 0 {
-		return warnings, invalid(v.Kind, a.Object().GetName(), errs)
-	}
-	if a.DryRun {
-		reason = metrics.ReasonDryRun
-		return warnings, nil
-	}
-	for _, s := range v.Steps {
-		w, err := s.Admit(ctx, a)
+	t := &Target{}
+	if v.Resolve != nil {
+		resolved, e, w, err := v.Resolve.Resolve(ctx, a)
 		warnings = append(warnings, w...)
 		if err != nil {
-			return warnings, err
+			return nil, nil, warnings, err
 		}
+		t, errs = resolved, append(errs, e...)
 	}
-	return warnings, nil
+	if a.Operation == admissionv1.Delete {
+		return t, errs, warnings, nil
+	}
+	for _, c := range v.TargetChecks {
+		e, w, err := c.Check(ctx, a, t)
+		warnings = append(warnings, w...)
+		if err != nil {
+			return nil, nil, warnings, err
+		}
+		errs = append(errs, e...)
+	}
+	return t, errs, warnings, nil
 }
 
 // count records a decision: denied with the rejection's reason, or
