@@ -12,21 +12,20 @@ import (
 
 // sameInstanceSpec reports whether two instance specs say the same thing,
 // by the one definition the journal and the controllers use too
-// (journal.SameSpec: the same SpecHash). Specs equal field by field are
-// the same without hashing: it runs on every update that reaches the
-// checks, and most of those change no spec at all.
+// (journal.SameSpec: the same SpecHash). It runs on every update that
+// reaches the validating webhook, so it hashes only when it must: specs
+// whose fields other than the parameters differ are not the same, and
+// parameters equal byte for byte are; only parameters spelled differently
+// are compared by their hash, which reads them as JSON values.
 // TestSameInstanceSpecComparesEveryField fails when a field is added to the
-// spec and not to equalInstanceSpec.
+// spec and not here.
 func sameInstanceSpec(a, b *v1alpha1.ServiceInstanceSpec) bool {
-	return equalInstanceSpec(a, b) || journal.SameSpec(*a, *b)
-}
-
-// equalInstanceSpec reports whether two instance specs are equal as
-// equality.Semantic.DeepEqual tells, without walking them by reflection.
-func equalInstanceSpec(a, b *v1alpha1.ServiceInstanceSpec) bool {
-	return a.BrokerName == b.BrokerName && a.ServiceName == b.ServiceName && a.PlanName == b.PlanName &&
-		a.ExternalID == b.ExternalID && sameRaw(a.Parameters, b.Parameters) &&
-		a.ParametersFromGeneration == b.ParametersFromGeneration && sameSources(a.ParametersFrom, b.ParametersFrom)
+	if a.BrokerName != b.BrokerName || a.ServiceName != b.ServiceName || a.PlanName != b.PlanName ||
+		a.ExternalID != b.ExternalID || a.ParametersFromGeneration != b.ParametersFromGeneration ||
+		!sameSources(a.ParametersFrom, b.ParametersFrom) {
+		return false
+	}
+	return sameRaw(a.Parameters, b.Parameters) || journal.SameSpec(*a, *b)
 }
 
 // sameSources compares two lists of parameter sources in order; nil and

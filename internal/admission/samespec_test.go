@@ -5,16 +5,14 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/journal"
 )
 
-// equalInstanceSpec agrees with equality.Semantic.DeepEqual, and
-// sameInstanceSpec with the journal's SpecHash, which tells a respelling
-// of the same parameters from a change.
+// sameInstanceSpec agrees with the journal's SpecHash, which tells a
+// respelling of the same parameters from a change.
 func TestSameInstanceSpecAgreesWithTheJournal(t *testing.T) {
 	base := v1alpha1.ServiceInstanceSpec{BrokerName: "acme", ServiceName: "db", PlanName: "small", ExternalID: "ext-1",
 		Parameters: &runtime.RawExtension{Raw: []byte(`{"region":"eu"}`)}}
@@ -45,8 +43,6 @@ func TestSameInstanceSpecAgreesWithTheJournal(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			other := base
 			change(&other)
-			assert.Equal(t, equality.Semantic.DeepEqual(base, other), equalInstanceSpec(&base, &other))
-			assert.Equal(t, equality.Semantic.DeepEqual(other, base), equalInstanceSpec(&other, &base))
 			same := journal.SpecHash(base) == journal.SpecHash(other)
 			assert.Equal(t, same, sameInstanceSpec(&base, &other))
 			assert.Equal(t, same, sameInstanceSpec(&other, &base))
@@ -56,7 +52,7 @@ func TestSameInstanceSpecAgreesWithTheJournal(t *testing.T) {
 	assert.True(t, sameInstanceSpec(&empty, &v1alpha1.ServiceInstanceSpec{}))
 }
 
-// A field added to the spec must be compared by equalInstanceSpec: two specs
+// A field added to the spec must be compared by sameInstanceSpec: two specs
 // that differ only in it must not count as the same.
 func TestSameInstanceSpecComparesEveryField(t *testing.T) {
 	typ := reflect.TypeFor[v1alpha1.ServiceInstanceSpec]()
@@ -78,9 +74,9 @@ func TestSameInstanceSpecComparesEveryField(t *testing.T) {
 			case reflect.Slice:
 				v.Set(reflect.MakeSlice(v.Type(), 1, 1))
 			default:
-				t.Fatalf("field %s of kind %s: teach this test (and equalInstanceSpec) about it", f.Name, v.Kind())
+				t.Fatalf("field %s of kind %s: teach this test (and sameInstanceSpec) about it", f.Name, v.Kind())
 			}
-			assert.False(t, equalInstanceSpec(&a, &b), "specs that differ in %s count as equal: compare it in equalInstanceSpec", f.Name)
+			assert.False(t, sameInstanceSpec(&a, &b), "specs that differ in %s count as the same: compare it in sameInstanceSpec", f.Name)
 			assert.False(t, sameInstanceSpec(&a, &b), "specs that differ in %s count as the same", f.Name)
 		})
 	}
