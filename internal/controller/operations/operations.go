@@ -8,6 +8,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -74,8 +75,8 @@ type Operations struct {
 	Retention time.Duration
 	// Timeout bounds the broker calls of one reconcile.
 	Timeout time.Duration
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
+	// Clock tells the records' ages; nil means the real clock.
+	Clock clock.PassiveClock
 }
 
 // SetupWithManager registers the reconciler.
@@ -109,7 +110,7 @@ func (r *Operations) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 func (r *Operations) pending(ctx context.Context, op *v1alpha1.BrokerOperation) (ctrl.Result, error) {
-	age := r.now().Sub(journal.Started(op))
+	age := r.clock().Now().Sub(journal.Started(op))
 	if age < r.PendingTimeout {
 		return ctrl.Result{RequeueAfter: r.PendingTimeout - age}, nil
 	}
@@ -291,7 +292,7 @@ func (r *Operations) unknown(ctx context.Context, op *v1alpha1.BrokerOperation, 
 // whose outcome is unknown: a tenth of the operation's age, at least Poll
 // and at most two minutes.
 func (r *Operations) backoff(op *v1alpha1.BrokerOperation) time.Duration {
-	age := r.now().Sub(op.CreationTimestamp.Time)
+	age := r.clock().Now().Sub(op.CreationTimestamp.Time)
 	return min(max(age/10, r.Poll), 2*time.Minute)
 }
 
@@ -316,7 +317,7 @@ func (r *Operations) commit(ctx context.Context, op *v1alpha1.BrokerOperation) (
 			"generation", op.Spec.Generation, "targetFound", target != nil)
 		// The API server persists an allowed change a moment after the
 		// webhook answered; look again soon, until the grace period ends.
-		since := r.now().Sub(completed(op))
+		since := r.clock().Now().Sub(completed(op))
 		if since < r.Grace {
 			return ctrl.Result{RequeueAfter: min(r.Grace-since, 100*time.Millisecond)}, nil
 		}
@@ -546,11 +547,11 @@ func (r *Operations) key(op *v1alpha1.BrokerOperation) journal.Key {
 	return journal.Key{Kind: op.Spec.Target.Kind, Namespace: journal.TargetNamespace(op), Name: op.Spec.Target.Name}
 }
 
-func (r *Operations) now() time.Time {
-	if r.Now != nil {
-		return r.Now()
+func (r *Operations) clock() clock.PassiveClock {
+	if r.Clock != nil {
+		return r.Clock
 	}
-	return time.Now()
+	return clock.RealClock{}
 }
 
 func completed(op *v1alpha1.BrokerOperation) time.Time {
