@@ -23,6 +23,12 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/parametersfrom"
 )
 
+// persistRecheck is how soon a Succeeded record whose change the API server
+// does not hold yet is looked at again: the API server persists an allowed
+// change a moment after the webhook answered, without an event on the
+// record itself.
+const persistRecheck = 100 * time.Millisecond
+
 // Operations takes every BrokerOperation to a final phase. The webhook
 // cannot know whether the API server persisted what it allowed; this
 // reconciler closes that gap:
@@ -139,7 +145,7 @@ func (r *Operations) pending(ctx context.Context, op *v1alpha1.BrokerOperation) 
 		// The broker's answer was never recorded, and the broker is still
 		// working on it (or finished a delete the API server does not show
 		// yet): follow it like any operation in progress.
-		return ctrl.Result{Requeue: true}, r.Journal.SetPhase(ctx, op, target, journal.Answer{Phase: v1alpha1.PhaseInProgress,
+		return ctrl.Result{}, r.Journal.SetPhase(ctx, op, target, journal.Answer{Phase: v1alpha1.PhaseInProgress,
 			Description: "lockstep stopped before recording the broker's answer; the broker is still at work on it: following the operation"})
 	}
 	if persistedAsRecorded(op, target) {
@@ -148,7 +154,7 @@ func (r *Operations) pending(ctx context.Context, op *v1alpha1.BrokerOperation) 
 		// only what every webhook allowed, and lockstep allows only what
 		// the broker carried out: the object as the record describes it
 		// is the broker's success.
-		return ctrl.Result{Requeue: true}, r.Journal.SetPhase(ctx, op, nil, journal.Answer{Phase: v1alpha1.PhaseSucceeded,
+		return ctrl.Result{}, r.Journal.SetPhase(ctx, op, nil, journal.Answer{Phase: v1alpha1.PhaseSucceeded,
 			Description: "lockstep stopped before recording the broker's answer; the API server persisted the change, which lockstep allows only after the broker carried it out"})
 	}
 	if op.Spec.Verb == v1alpha1.VerbUpdate && target != nil && target.GetDeletionTimestamp() == nil &&
@@ -156,11 +162,11 @@ func (r *Operations) pending(ctx context.Context, op *v1alpha1.BrokerOperation) 
 		// The update may have reached the broker, and the API server did
 		// not persist it: the persisted spec is applied again, which
 		// changes nothing at a broker that never saw the update.
-		return ctrl.Result{Requeue: true}, r.Journal.SetPhase(ctx, op, nil, journal.Answer{Phase: v1alpha1.PhaseOrphaned,
+		return ctrl.Result{}, r.Journal.SetPhase(ctx, op, nil, journal.Answer{Phase: v1alpha1.PhaseOrphaned,
 			Description: "lockstep stopped before the broker's answer was recorded and the API server did not persist the update; applying the persisted spec again"})
 	}
 	if (op.Spec.Verb == v1alpha1.VerbProvision || op.Spec.Verb == v1alpha1.VerbBind) && target == nil {
-		return ctrl.Result{Requeue: true}, r.Journal.SetPhase(ctx, op, nil, journal.Answer{Phase: v1alpha1.PhaseOrphaned,
+		return ctrl.Result{}, r.Journal.SetPhase(ctx, op, nil, journal.Answer{Phase: v1alpha1.PhaseOrphaned,
 			Description: "lockstep stopped before the broker's answer was recorded and the object never persisted; undoing whatever the broker did"})
 	}
 	return ctrl.Result{}, r.Journal.SetPhase(ctx, op, target, journal.Answer{Phase: v1alpha1.PhaseFailed,
@@ -267,7 +273,7 @@ func (r *Operations) follow(ctx context.Context, op *v1alpha1.BrokerOperation) (
 			}
 		}
 	}
-	return ctrl.Result{Requeue: true}, r.Journal.SetPhase(ctx, op, target, journal.Answer{Phase: v1alpha1.PhaseSucceeded, HTTPStatus: last.HTTPStatus, Description: last.Description})
+	return ctrl.Result{}, r.Journal.SetPhase(ctx, op, target, journal.Answer{Phase: v1alpha1.PhaseSucceeded, HTTPStatus: last.HTTPStatus, Description: last.Description})
 }
 
 // unknown handles a poll that got no answer (connection refused or reset,
@@ -319,9 +325,9 @@ func (r *Operations) commit(ctx context.Context, op *v1alpha1.BrokerOperation) (
 		// webhook answered; look again soon, until the grace period ends.
 		since := r.clock().Now().Sub(completed(op))
 		if since < r.Grace {
-			return ctrl.Result{RequeueAfter: min(r.Grace-since, 100*time.Millisecond)}, nil
+			return ctrl.Result{RequeueAfter: min(r.Grace-since, persistRecheck)}, nil
 		}
-		return ctrl.Result{Requeue: true}, r.Journal.SetPhase(ctx, op, nil, journal.Answer{Phase: v1alpha1.PhaseOrphaned,
+		return ctrl.Result{}, r.Journal.SetPhase(ctx, op, nil, journal.Answer{Phase: v1alpha1.PhaseOrphaned,
 			Description: fmt.Sprintf("the broker carried out the %s but the API server did not persist it (rejected after lockstep allowed it, or lost); undoing it", op.Spec.Verb)})
 	}
 	if err := r.Journal.SetPhase(ctx, op, nil, journal.Answer{Phase: v1alpha1.PhaseCommitted}); err != nil {
