@@ -2,17 +2,21 @@ package journal
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 )
@@ -83,19 +87,34 @@ func TestLeaseOfADeadHolderExpires(t *testing.T) {
 
 func TestLeaseAcquireWaitsForACommit(t *testing.T) {
 	now := time.Now()
-	l := newLeases(t, clocktesting.NewFakePassiveClock(now))
-	l.Clock = nil
-	l.Wait = 2 * time.Second
+	l := newLeases(t, clock.RealClock{})
+	l.Wait = time.Minute
 	ctx := context.Background()
 	key := Key{Kind: "ServiceInstance", Namespace: "team", Name: "db"}
 	_, ok, _ := l.Acquire(ctx, key, &Operation{Record: "first", Started: now})
 	require.True(t, ok)
+
+	// The first holder commits once the second change found the lock
+	// taken and waits.
+	refused := make(chan struct{})
+	var once sync.Once
+	l.Client = interceptor.NewClient(l.Client.(client.WithWatch), interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			err := c.Create(ctx, obj, opts...)
+			if apierrors.IsAlreadyExists(err) {
+				once.Do(func() { close(refused) })
+			}
+			return err
+		},
+	})
+	released := make(chan error, 1)
 	go func() {
-		time.Sleep(100 * time.Millisecond)
-		_ = l.Release(context.Background(), key, "first")
+		<-refused
+		released <- l.Release(context.Background(), key, "first")
 	}()
 	_, ok, err := l.Acquire(ctx, key, &Operation{Record: "second", Started: now})
 	require.NoError(t, err)
+	require.NoError(t, <-released)
 	assert.True(t, ok, "the lock was freed while the second change waited")
 }
 
@@ -159,8 +178,7 @@ func TestLeaseOfAPendingRecordDoesNotExpire(t *testing.T) {
 
 func TestLeaseAcquireUnlessStopsWaitingWhenTheHolderIsEnough(t *testing.T) {
 	now := time.Now()
-	l := newLeases(t, clocktesting.NewFakePassiveClock(now))
-	l.Clock = nil
+	l := newLeases(t, clock.RealClock{})
 	l.Wait = time.Minute
 	ctx := context.Background()
 	key := Key{Kind: "ServiceInstance", Namespace: "team", Name: "db"}
