@@ -15,6 +15,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -87,11 +88,11 @@ func (h *harness) operations(t *testing.T) *operations.Operations {
 	cat := fakebroker.DefaultCatalog()
 	cache := catalog.NewCache(time.Hour)
 	cache.Store(catalog.NewEntry("acme", c, &cat, nil, time.Now()))
-	later := func() time.Time { return time.Now().Add(time.Hour) }
+	later := clocktesting.NewFakePassiveClock(time.Now().Add(time.Hour))
 	return &operations.Operations{
 		Client: h.client, Catalogs: cache, Journal: &journal.Journal{Client: h.client},
-		Leases: &journal.Leases{Client: h.client, Duration: time.Minute, Now: later},
-		Poll:   time.Millisecond, Grace: time.Second, PendingTimeout: 30 * time.Second, Timeout: 5 * time.Second, Now: later,
+		Leases: &journal.Leases{Client: h.client, Duration: time.Minute, Clock: later},
+		Poll:   time.Millisecond, Grace: time.Second, PendingTimeout: 30 * time.Second, Timeout: 5 * time.Second, Clock: later,
 	}
 }
 
@@ -101,7 +102,7 @@ func (h *harness) operations(t *testing.T) *operations.Operations {
 func (h *harness) settle(t *testing.T) {
 	t.Helper()
 	r := h.operations(t)
-	locks := &operations.Locks{Leases: r.Leases, Journal: r.Journal, After: 30 * time.Second, Now: r.Now}
+	locks := &operations.Locks{Leases: r.Leases, Journal: r.Journal, After: 30 * time.Second, Clock: r.Clock}
 	_, err := locks.Scan(context.Background())
 	require.NoError(t, err)
 	for range 10 {

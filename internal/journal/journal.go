@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
@@ -40,8 +41,8 @@ type Journal struct {
 	// Recorder, when set, also reports every outcome as an event on the
 	// target object (kubectl describe shows them).
 	Recorder record.EventRecorder
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
+	// Clock stamps the records; nil means the real clock.
+	Clock clock.PassiveClock
 }
 
 // Intent is what an operation is about to do.
@@ -106,7 +107,7 @@ func (j *Journal) Draft(in Intent) *v1alpha1.BrokerOperation {
 				LabelTargetName: labelValue(in.Target.GetName()),
 				LabelTargetUID:  string(in.Target.GetUID()),
 			},
-			Annotations: map[string]string{annotationStarted: j.now().UTC().Format(time.RFC3339Nano)},
+			Annotations: map[string]string{annotationStarted: j.clock().Now().UTC().Format(time.RFC3339Nano)},
 		},
 		Spec: v1alpha1.BrokerOperationSpec{
 			Target: v1alpha1.OperationTarget{
@@ -161,7 +162,7 @@ func (j *Journal) Write(ctx context.Context, op *v1alpha1.BrokerOperation) error
 		return fmt.Errorf("writing the operation record %s/%s: %w", op.Namespace, op.Name, err)
 	}
 	if op.CreationTimestamp.IsZero() { // a server that does not set it
-		op.CreationTimestamp = metav1.NewTime(j.now())
+		op.CreationTimestamp = metav1.NewTime(j.clock().Now())
 	}
 	metrics.OperationPhase(string(v1alpha1.PhasePending))
 	return nil
@@ -232,7 +233,7 @@ func (j *Journal) SetPhase(ctx context.Context, op *v1alpha1.BrokerOperation, ta
 		op.Status.TargetInSync = a.InSync
 	}
 	if a.Phase != v1alpha1.PhaseInProgress && a.Phase != v1alpha1.PhasePending && op.Status.CompletionTime == nil {
-		now := metav1.NewTime(j.now())
+		now := metav1.NewTime(j.clock().Now())
 		op.Status.CompletionTime = &now
 	}
 	if j.Recorder != nil && target != nil {
@@ -356,11 +357,11 @@ func labelValue(s string) string {
 	return strings.TrimRight(s[:63], "-.")
 }
 
-func (j *Journal) now() time.Time {
-	if j.Now != nil {
-		return j.Now()
+func (j *Journal) clock() clock.PassiveClock {
+	if j.Clock != nil {
+		return j.Clock
 	}
-	return time.Now()
+	return clock.RealClock{}
 }
 
 // DeleteRecord is what the journal knows of the delete (deprovision or

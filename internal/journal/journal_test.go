@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -24,7 +25,7 @@ func TestJournalBeginThenRecord(t *testing.T) {
 	c := fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&v1alpha1.BrokerOperation{}).Build()
 	events := record.NewFakeRecorder(10)
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-	j := &Journal{Client: c, Recorder: events, Now: func() time.Time { return now }}
+	j := &Journal{Client: c, Recorder: events, Clock: clocktesting.NewFakePassiveClock(now)}
 
 	si := &v1alpha1.ServiceInstance{
 		ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "team", UID: "uid-1", Generation: 2},

@@ -11,6 +11,8 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -34,6 +36,10 @@ const (
 	// namespace, so that the operations reconciler lists only those.
 	LabelLock = "lockstep.dev/lock"
 )
+
+// retryInterval is how often Acquire and AwaitFree look again at a lock
+// held by another operation while they wait.
+const retryInterval = 50 * time.Millisecond
 
 // Key names the object a lock protects.
 type Key struct {
@@ -85,8 +91,9 @@ type Leases struct {
 	// Wait is how long Acquire waits for a lock held by another operation
 	// (typically one whose commit is a moment away) before giving up.
 	Wait time.Duration
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
+	// Clock stamps the leases and judges their expiry; nil means the real
+	// clock. Waiting (Wait) is on real time.
+	Clock clock.PassiveClock
 }
 
 // Acquire takes the lock of key for op. When another live operation holds
@@ -98,20 +105,18 @@ func (l *Leases) Acquire(ctx context.Context, key Key, op *Operation) (*Operatio
 // AcquireUnless is Acquire that stops waiting as soon as enough(holder)
 // says the holder makes the lock unnecessary (nil: never).
 func (l *Leases) AcquireUnless(ctx context.Context, key Key, op *Operation, enough func(holder *Operation) bool) (*Operation, bool, error) {
-	deadline := l.now().Add(l.Wait)
-	for {
-		holder, ok, err := l.TryAcquire(ctx, key, op)
-		if err != nil || ok || (enough != nil && enough(holder)) || !l.now().Before(deadline) {
-			return holder, ok, err
-		}
-		t := time.NewTimer(50 * time.Millisecond)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return holder, false, nil
-		case <-t.C:
-		}
-	}
+	var (
+		holder *Operation
+		ok     bool
+		err    error
+	)
+	// The condition uses ctx, not the poll's own context: with Wait zero
+	// that one has already expired, and the one attempt must still be made.
+	_ = wait.PollUntilContextTimeout(ctx, retryInterval, l.Wait, true, func(context.Context) (bool, error) {
+		holder, ok, err = l.TryAcquire(ctx, key, op)
+		return err != nil || ok || (enough != nil && enough(holder)), nil
+	})
+	return holder, ok, err
 }
 
 // TryAcquire takes the lock of key for op if it is free or expired,
@@ -162,7 +167,7 @@ func (l *Leases) Renew(ctx context.Context, key Key, record string) error {
 	if ptr.Deref(lease.Spec.HolderIdentity, "") != record {
 		return nil
 	}
-	lease.Spec.RenewTime = &metav1.MicroTime{Time: l.now()}
+	lease.Spec.RenewTime = &metav1.MicroTime{Time: l.clock().Now()}
 	return client.IgnoreNotFound(l.Client.Update(ctx, &lease))
 }
 
@@ -244,7 +249,7 @@ func IsPending(op *v1alpha1.BrokerOperation) bool {
 }
 
 func (l *Leases) fill(lease *coordinationv1.Lease, key Key, op *Operation) {
-	now := metav1.MicroTime{Time: l.now()}
+	now := metav1.MicroTime{Time: l.clock().Now()}
 	start := metav1.MicroTime{Time: op.Started}
 	lease.Spec = coordinationv1.LeaseSpec{
 		HolderIdentity:       ptr.To(op.Record),
@@ -286,7 +291,7 @@ func (l *Leases) expired(lease *coordinationv1.Lease) bool {
 		return true
 	}
 	end := lease.Spec.RenewTime.Add(time.Duration(*lease.Spec.LeaseDurationSeconds) * time.Second)
-	return !l.now().Before(end)
+	return !l.clock().Now().Before(end)
 }
 
 func holderOf(lease *coordinationv1.Lease) *Operation {
@@ -301,28 +306,23 @@ func holderOf(lease *coordinationv1.Lease) *Operation {
 	return op
 }
 
-func (l *Leases) now() time.Time {
-	if l.Now != nil {
-		return l.Now()
+func (l *Leases) clock() clock.PassiveClock {
+	if l.Clock != nil {
+		return l.Clock
 	}
-	return time.Now()
+	return clock.RealClock{}
 }
 
 // AwaitFree waits up to Wait for the lock of key to be free; it returns the
 // live holder when it is still held.
 func (l *Leases) AwaitFree(ctx context.Context, key Key) (*Operation, error) {
-	deadline := l.now().Add(l.Wait)
-	for {
-		holder, err := l.Holder(ctx, key)
-		if err != nil || holder == nil || !l.now().Before(deadline) {
-			return holder, err
-		}
-		t := time.NewTimer(50 * time.Millisecond)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return holder, nil
-		case <-t.C:
-		}
-	}
+	var (
+		holder *Operation
+		err    error
+	)
+	_ = wait.PollUntilContextTimeout(ctx, retryInterval, l.Wait, true, func(context.Context) (bool, error) {
+		holder, err = l.Holder(ctx, key)
+		return err != nil || holder == nil, nil
+	})
+	return holder, err
 }

@@ -2,35 +2,41 @@ package journal
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/clock"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 )
 
-func newLeases(t *testing.T, now *time.Time) *Leases {
+func newLeases(t *testing.T, clk clock.PassiveClock) *Leases {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	require.NoError(t, coordinationv1.AddToScheme(scheme))
 	require.NoError(t, v1alpha1.AddToScheme(scheme))
 	c := fake.NewClientBuilder().WithScheme(scheme).Build()
-	return &Leases{Client: c, Duration: time.Minute, Now: func() time.Time { return *now }}
+	return &Leases{Client: c, Duration: time.Minute, Clock: clk}
 }
 
 func TestLeasesOneHolderPerObject(t *testing.T) {
-	now := time.Unix(1000, 0)
-	l := newLeases(t, &now)
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	l := newLeases(t, clk)
 	ctx := context.Background()
 	key := Key{Kind: "ServiceInstance", Namespace: "team", Name: "db"}
-	a := &Operation{Record: "db-update-a", Verb: v1alpha1.VerbUpdate, User: "alice", Started: now}
-	b := &Operation{Record: "db-update-b", Verb: v1alpha1.VerbUpdate, User: "bob", Started: now}
+	a := &Operation{Record: "db-update-a", Verb: v1alpha1.VerbUpdate, User: "alice", Started: clk.Now()}
+	b := &Operation{Record: "db-update-b", Verb: v1alpha1.VerbUpdate, User: "bob", Started: clk.Now()}
 
 	_, ok, err := l.Acquire(ctx, key, a)
 	require.NoError(t, err)
@@ -54,26 +60,26 @@ func TestLeasesOneHolderPerObject(t *testing.T) {
 }
 
 func TestLeaseOfADeadHolderExpires(t *testing.T) {
-	now := time.Unix(1000, 0)
-	l := newLeases(t, &now)
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	l := newLeases(t, clk)
 	ctx := context.Background()
 	key := Key{Kind: "ServiceInstance", Namespace: "team", Name: "db"}
-	_, ok, _ := l.Acquire(ctx, key, &Operation{Record: "dead", Started: now})
+	_, ok, _ := l.Acquire(ctx, key, &Operation{Record: "dead", Started: clk.Now()})
 	require.True(t, ok)
 
-	now = now.Add(59 * time.Second)
-	_, ok, _ = l.Acquire(ctx, key, &Operation{Record: "next", Started: now})
+	clk.Step(59 * time.Second)
+	_, ok, _ = l.Acquire(ctx, key, &Operation{Record: "next", Started: clk.Now()})
 	assert.False(t, ok, "still held")
 	require.NoError(t, l.Renew(ctx, key, "dead"))
-	now = now.Add(59 * time.Second)
-	_, ok, _ = l.Acquire(ctx, key, &Operation{Record: "next", Started: now})
+	clk.Step(59 * time.Second)
+	_, ok, _ = l.Acquire(ctx, key, &Operation{Record: "next", Started: clk.Now()})
 	assert.False(t, ok, "renewal extends the lock")
 
-	now = now.Add(2 * time.Second)
+	clk.Step(2 * time.Second)
 	holder, err := l.Holder(ctx, key)
 	require.NoError(t, err)
 	assert.Nil(t, holder, "expired")
-	_, ok, _ = l.Acquire(ctx, key, &Operation{Record: "next", Started: now})
+	_, ok, _ = l.Acquire(ctx, key, &Operation{Record: "next", Started: clk.Now()})
 	assert.True(t, ok, "nothing stays locked forever")
 	holder, _ = l.Holder(ctx, key)
 	assert.Equal(t, "next", holder.Record)
@@ -81,19 +87,34 @@ func TestLeaseOfADeadHolderExpires(t *testing.T) {
 
 func TestLeaseAcquireWaitsForACommit(t *testing.T) {
 	now := time.Now()
-	l := newLeases(t, &now)
-	l.Now = nil
-	l.Wait = 2 * time.Second
+	l := newLeases(t, clock.RealClock{})
+	l.Wait = time.Minute
 	ctx := context.Background()
 	key := Key{Kind: "ServiceInstance", Namespace: "team", Name: "db"}
 	_, ok, _ := l.Acquire(ctx, key, &Operation{Record: "first", Started: now})
 	require.True(t, ok)
+
+	// The first holder commits once the second change found the lock
+	// taken and waits.
+	refused := make(chan struct{})
+	var once sync.Once
+	l.Client = interceptor.NewClient(l.Client.(client.WithWatch), interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			err := c.Create(ctx, obj, opts...)
+			if apierrors.IsAlreadyExists(err) {
+				once.Do(func() { close(refused) })
+			}
+			return err
+		},
+	})
+	released := make(chan error, 1)
 	go func() {
-		time.Sleep(100 * time.Millisecond)
-		_ = l.Release(context.Background(), key, "first")
+		<-refused
+		released <- l.Release(context.Background(), key, "first")
 	}()
 	_, ok, err := l.Acquire(ctx, key, &Operation{Record: "second", Started: now})
 	require.NoError(t, err)
+	require.NoError(t, <-released)
 	assert.True(t, ok, "the lock was freed while the second change waited")
 }
 
@@ -122,12 +143,12 @@ func TestLeaseOfAPendingRecordDoesNotExpire(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			now := time.Unix(1000, 0)
-			l := newLeases(t, &now)
+			clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+			l := newLeases(t, clk)
 			if tt.holder != nil {
 				require.NoError(t, l.Client.Create(ctx, tt.holder))
 			}
-			first := &Operation{Record: "first", Started: now}
+			first := &Operation{Record: "first", Started: clk.Now()}
 			if tt.intent {
 				first.Intent = record("")
 			}
@@ -135,10 +156,10 @@ func TestLeaseOfAPendingRecordDoesNotExpire(t *testing.T) {
 			require.NoError(t, err)
 			require.True(t, ok)
 
-			now = now.Add(10 * time.Minute)
+			clk.Step(10 * time.Minute)
 			holder, err := l.Holder(ctx, key)
 			require.NoError(t, err)
-			_, ok, err = l.Acquire(ctx, key, &Operation{Record: "second", Started: now})
+			_, ok, err = l.Acquire(ctx, key, &Operation{Record: "second", Started: clk.Now()})
 			require.NoError(t, err)
 			assert.Equal(t, !tt.held, ok, "taken over")
 			heldBy, err := l.HeldBy(ctx, key)
@@ -157,8 +178,7 @@ func TestLeaseOfAPendingRecordDoesNotExpire(t *testing.T) {
 
 func TestLeaseAcquireUnlessStopsWaitingWhenTheHolderIsEnough(t *testing.T) {
 	now := time.Now()
-	l := newLeases(t, &now)
-	l.Now = nil
+	l := newLeases(t, clock.RealClock{})
 	l.Wait = time.Minute
 	ctx := context.Background()
 	key := Key{Kind: "ServiceInstance", Namespace: "team", Name: "db"}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -85,15 +86,15 @@ func TestBeginFailsClearlyWithoutAPlaceToRecord(t *testing.T) {
 
 func TestLocksLiveInLockstepsNamespace(t *testing.T) {
 	c := terminatingNamespaces(t, "team")
-	now := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
-	l := &Leases{Client: c, Namespace: "lockstep-system", Duration: time.Minute, Now: func() time.Time { return now }}
+	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC))
+	l := &Leases{Client: c, Namespace: "lockstep-system", Duration: time.Minute, Clock: clk}
 	j := &Journal{Client: c, Namespace: "lockstep-system"}
 	ctx := context.Background()
 	key := Key{Kind: "ServiceInstance", Namespace: "team", Name: "db"}
 
 	rec, err := j.Begin(ctx, deleteIntent("team"))
 	require.NoError(t, err)
-	_, ok, err := l.TryAcquire(ctx, key, &Operation{Verb: v1alpha1.VerbDeprovision, User: "alice", Started: now, Record: rec.Name})
+	_, ok, err := l.TryAcquire(ctx, key, &Operation{Verb: v1alpha1.VerbDeprovision, User: "alice", Started: clk.Now(), Record: rec.Name})
 	require.NoError(t, err)
 	require.True(t, ok, "an object in a namespace being deleted can still be locked")
 
@@ -103,7 +104,7 @@ func TestLocksLiveInLockstepsNamespace(t *testing.T) {
 
 	// Expired, its holder's record (in lockstep's namespace) still
 	// Pending: the lock holds.
-	now = now.Add(time.Hour)
+	clk.Step(time.Hour)
 	holder, err := l.Holder(ctx, key)
 	require.NoError(t, err)
 	require.NotNil(t, holder, "a Pending record keeps its lock, wherever it lives")

@@ -64,7 +64,7 @@ func New(cfg Config) (*Broker, error) {
 	}
 	b.service = lifecycle.New(lifecycle.Options{
 		Store: cfg.Store, Catalog: b.catalog, Runner: b.runner, Bootstrapped: b.reconciler.Bootstrapped,
-		SyncWindow: cfg.SyncWindow, SyncTimeout: cfg.SyncTimeout, Now: cfg.Clock.Now, Logger: cfg.Logger,
+		SyncWindow: cfg.SyncWindow, SyncTimeout: cfg.SyncTimeout, Clock: cfg.Clock, Logger: cfg.Logger,
 	})
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", b.healthz)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/lockstep-dev/lockstep/internal/osbapi"
 )
 
@@ -69,11 +71,9 @@ type PollOptions struct {
 	// Deleting says that the operation is a deprovision or unbind, so that
 	// 410 Gone means it succeeded. Otherwise 410 Gone means it failed.
 	Deleting bool
-	// Sleep waits d or until ctx ends. Default: a timer.
-	Sleep func(ctx context.Context, d time.Duration) error
-	// Now is the clock used against the context's deadline. Default
-	// time.Now.
-	Now func() time.Time
+	// Clock times the waits between polls and is read against the
+	// context's deadline. Default: the real clock.
+	Clock clock.Clock
 }
 
 func (o PollOptions) withDefaults() PollOptions {
@@ -92,23 +92,20 @@ func (o PollOptions) withDefaults() PollOptions {
 	case o.MaxTransientErrors < 0:
 		o.MaxTransientErrors = 0
 	}
-	if o.Sleep == nil {
-		o.Sleep = sleep
-	}
-	if o.Now == nil {
-		o.Now = time.Now
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
 	}
 	return o
 }
 
-// sleep waits d or until ctx ends, and leaves no timer behind.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
+// sleep waits d on o's clock or until ctx ends, and leaves no timer behind.
+func (o PollOptions) sleep(ctx context.Context, d time.Duration) error {
+	t := o.Clock.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-t.C:
+	case <-t.C():
 		return nil
 	}
 }
@@ -172,13 +169,13 @@ func poll(ctx context.Context, opts PollOptions, fetch func(context.Context) (*L
 			return nil, stillInProgress(polls, fmt.Sprintf("reached the limit of %d poll(s)", o.MaxPolls), nil)
 		}
 		if deadline, ok := ctx.Deadline(); ok {
-			if left := deadline.Sub(o.Now()); wait > left {
+			if left := deadline.Sub(o.Clock.Now()); wait > left {
 				return nil, stillInProgress(polls,
 					fmt.Sprintf("the next poll (in %s) would come after the deadline (%s left)", wait, max(left, 0).Round(time.Millisecond)),
 					context.DeadlineExceeded)
 			}
 		}
-		if err := o.Sleep(ctx, wait); err != nil {
+		if err := o.sleep(ctx, wait); err != nil {
 			return nil, stillInProgress(polls, "the context ended while waiting to poll", err)
 		}
 		interval = min(interval*2, o.MaxInterval)

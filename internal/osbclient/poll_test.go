@@ -9,42 +9,52 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/utils/clock"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/lockstep-dev/lockstep/internal/osb/fakebroker"
 	"github.com/lockstep-dev/lockstep/internal/osbapi"
 	"github.com/lockstep-dev/lockstep/internal/osbclient"
 )
 
-// fakeClock records every wait and moves its time forward by it.
-type fakeClock struct {
+// steppingClock is a fake clock that records every wait between polls and
+// moves its time forward by it at once, so that the timer has fired by the
+// time the poll waits on it.
+type steppingClock struct {
+	*clocktesting.FakeClock
 	mu    sync.Mutex
-	now   time.Time
 	waits []time.Duration
 }
 
-func newFakeClock() *fakeClock { return &fakeClock{now: time.Now()} }
-
-func (f *fakeClock) Now() time.Time {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.now
+func newSteppingClock() *steppingClock {
+	return &steppingClock{FakeClock: clocktesting.NewFakeClock(time.Now())}
 }
 
-func (f *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.waits = append(f.waits, d)
-	f.now = f.now.Add(d)
-	return nil
+func (c *steppingClock) NewTimer(d time.Duration) clock.Timer {
+	c.mu.Lock()
+	c.waits = append(c.waits, d)
+	c.mu.Unlock()
+	t := c.FakeClock.NewTimer(d)
+	c.Step(d)
+	return t
 }
 
-func (f *fakeClock) Waits() []time.Duration {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]time.Duration(nil), f.waits...)
+func (c *steppingClock) Waits() []time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]time.Duration(nil), c.waits...)
+}
+
+// cancellingClock cancels the poll's context when the poll starts to wait,
+// and never fires: the caller gives up during the first wait.
+type cancellingClock struct {
+	*clocktesting.FakeClock
+	cancel context.CancelFunc
+}
+
+func (c *cancellingClock) NewTimer(d time.Duration) clock.Timer {
+	c.cancel()
+	return c.FakeClock.NewTimer(d)
 }
 
 func TestPollInstance(t *testing.T) {
@@ -160,7 +170,7 @@ func TestPollInstance(t *testing.T) {
 			require.NoError(t, err)
 			require.True(t, resp.Async)
 
-			clock := newFakeClock()
+			clock := newSteppingClock()
 			opts := tt.opts
 			if opts.MinInterval == 0 {
 				opts.MinInterval = 10 * ms
@@ -168,7 +178,7 @@ func TestPollInstance(t *testing.T) {
 			if opts.MaxInterval == 0 {
 				opts.MaxInterval = 40 * ms
 			}
-			opts.Sleep, opts.Now = clock.Sleep, clock.Now
+			opts.Clock = clock
 			ctx := testCtx(t)
 			if tt.deadline != 0 {
 				var cancel context.CancelFunc
@@ -207,9 +217,9 @@ func TestPollDeprovisionGoneIsSuccess(t *testing.T) {
 	resp, err := c.Deprovision(testCtx(t), meta, deprovisionReq("i1"))
 	require.NoError(t, err)
 
-	clock := newFakeClock()
+	clock := newSteppingClock()
 	got, err := c.PollInstance(testCtx(t), meta, osbclient.InstanceLastOperationRequest{InstanceID: "i1", Operation: resp.Operation},
-		osbclient.PollOptions{Deleting: true, MinInterval: time.Millisecond, Sleep: clock.Sleep, Now: clock.Now})
+		osbclient.PollOptions{Deleting: true, MinInterval: time.Millisecond, Clock: clock})
 	require.NoError(t, err)
 	assert.Equal(t, osbapi.StateSucceeded, got.State)
 	assert.True(t, got.Gone)
@@ -226,13 +236,9 @@ func TestPollCancelledWhileWaiting(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(testCtx(t))
 	defer cancel()
-	sleep := func(ctx context.Context, d time.Duration) error {
-		cancel() // the caller gives up during the first wait
-		<-ctx.Done()
-		return ctx.Err()
-	}
+	clk := &cancellingClock{FakeClock: clocktesting.NewFakeClock(time.Now()), cancel: cancel}
 	_, err = c.PollInstance(ctx, meta, osbclient.InstanceLastOperationRequest{InstanceID: "i1", Operation: resp.Operation},
-		osbclient.PollOptions{Sleep: sleep})
+		osbclient.PollOptions{Clock: clk})
 	require.ErrorIs(t, err, osbclient.ErrStillInProgress)
 	require.ErrorIs(t, err, context.Canceled)
 	var sip *osbclient.StillInProgressError
@@ -241,7 +247,7 @@ func TestPollCancelledWhileWaiting(t *testing.T) {
 	assert.Equal(t, 1, b.Count(fakebroker.OpInstanceLastOperation))
 }
 
-// The default sleeper uses a real timer; these tests only check that it
+// The default clock makes real timers; these tests only check that it
 // ends (on time or on cancellation) and leaves nothing behind (goleak).
 func TestPollWithRealTimer(t *testing.T) {
 	b := fakebroker.New(t)
@@ -290,10 +296,10 @@ func TestPollBinding(t *testing.T) {
 	_, err = c.GetBinding(testCtx(t), meta, osbclient.GetBindingRequest{InstanceID: "i1", BindingID: "b1"})
 	require.True(t, osbclient.IsNotFound(err), "404 while the bind is in progress: %v", err)
 
-	clock := newFakeClock()
+	clock := newSteppingClock()
 	got, err := c.PollBinding(testCtx(t), meta,
 		osbclient.BindingLastOperationRequest{InstanceID: "i1", BindingID: "b1", Operation: resp.Operation},
-		osbclient.PollOptions{Sleep: clock.Sleep, Now: clock.Now})
+		osbclient.PollOptions{Clock: clock})
 	require.NoError(t, err)
 	assert.Equal(t, osbapi.StateSucceeded, got.State)
 	assert.Equal(t, []time.Duration{2 * time.Second, 2 * time.Second}, clock.Waits())

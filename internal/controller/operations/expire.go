@@ -37,7 +37,7 @@ func (r *Operations) expire(ctx context.Context, op *v1alpha1.BrokerOperation) (
 		if !final(rec.Status.Phase) {
 			continue
 		}
-		age := r.now().Sub(completed(rec))
+		age := r.clock().Now().Sub(completed(rec))
 		if age < r.Retention {
 			if wait := r.Retention - age; next == 0 || wait < next {
 				next = wait

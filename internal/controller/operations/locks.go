@@ -5,6 +5,8 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -28,25 +30,19 @@ type Locks struct {
 	After time.Duration
 	// Every is how often the locks are listed.
 	Every time.Duration
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
+	// Clock tells the locks' ages; nil means the real clock.
+	Clock clock.PassiveClock
 }
 
 // Start lists the locks at once (after a restart, operations cut short
 // are picked up again), then every Every, until ctx ends.
 func (l *Locks) Start(ctx context.Context) error {
-	t := time.NewTicker(max(l.Every, time.Second))
-	defer t.Stop()
-	for {
+	wait.NonSlidingUntilWithContext(ctx, func(ctx context.Context) {
 		if _, err := l.Scan(ctx); err != nil {
 			log.FromContext(ctx).Info("could not look for operations cut short", "error", err.Error())
 		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-	}
+	}, max(l.Every, time.Second))
+	return nil
 }
 
 // NeedLeaderElection says Locks runs in the elected replica only, with the
@@ -63,7 +59,7 @@ func (l *Locks) Scan(ctx context.Context) (int, error) {
 	restored := 0
 	for i := range leases {
 		lease := &leases[i]
-		if l.now().Sub(journal.Acquired(lease)) < l.After {
+		if l.clock().Now().Sub(journal.Acquired(lease)) < l.After {
 			continue
 		}
 		// Only from the lock as it is now: a lock released and taken
@@ -91,9 +87,9 @@ func (l *Locks) Scan(ctx context.Context) (int, error) {
 	return restored, nil
 }
 
-func (l *Locks) now() time.Time {
-	if l.Now != nil {
-		return l.Now()
+func (l *Locks) clock() clock.PassiveClock {
+	if l.Clock != nil {
+		return l.Clock
 	}
-	return time.Now()
+	return clock.RealClock{}
 }

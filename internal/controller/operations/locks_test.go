@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/journal"
@@ -37,15 +38,15 @@ func TestLocksRestoreTheRecordsOfOperationsCutShort(t *testing.T) {
 				Verb: v1alpha1.VerbProvision, User: authenticationv1.UserInfo{Username: "alice"}, SpecHash: journal.SpecHash(si.Spec)}
 			draft := h.r.Journal.Draft(in)
 			_, ok, err := h.r.Leases.Acquire(ctx, journal.KeyOf(v1alpha1.KindServiceInstance, si),
-				&journal.Operation{ID: in.ID, Verb: in.Verb, User: "alice", Started: h.now, Record: draft.Name, Intent: draft})
+				&journal.Operation{ID: in.ID, Verb: in.Verb, User: "alice", Started: h.clock.Now(), Record: draft.Name, Intent: draft})
 			require.NoError(t, err)
 			require.True(t, ok)
 			if tt.written {
 				require.NoError(t, h.r.Journal.Write(ctx, draft.DeepCopy()))
 			}
 
-			later := h.now.Add(tt.age)
-			locks := &Locks{Leases: h.r.Leases, Journal: h.r.Journal, After: 30 * time.Second, Now: func() time.Time { return later }}
+			later := clocktesting.NewFakePassiveClock(h.clock.Now().Add(tt.age))
+			locks := &Locks{Leases: h.r.Leases, Journal: h.r.Journal, After: 30 * time.Second, Clock: later}
 			wrote, err := locks.Scan(ctx)
 			require.NoError(t, err)
 			assert.Equal(t, tt.wantWrote, wrote)

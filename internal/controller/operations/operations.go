@@ -22,6 +22,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -35,6 +36,12 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/osbclient"
 	"github.com/lockstep-dev/lockstep/internal/parametersfrom"
 )
+
+// persistRecheck is how soon a Succeeded record whose change the API server
+// does not hold yet is looked at again: the API server persists an allowed
+// change a moment after the webhook answered, without an event on the
+// record itself.
+const persistRecheck = 100 * time.Millisecond
 
 // Operations takes every BrokerOperation to a final phase. The webhook
 // cannot know whether the API server persisted what it allowed; this
@@ -88,8 +95,8 @@ type Operations struct {
 	Retention time.Duration
 	// Timeout bounds the broker calls of one reconcile.
 	Timeout time.Duration
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
+	// Clock tells the records' ages; nil means the real clock.
+	Clock clock.PassiveClock
 }
 
 // SetupWithManager registers the reconciler.
@@ -123,7 +130,7 @@ func (r *Operations) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 func (r *Operations) pending(ctx context.Context, op *v1alpha1.BrokerOperation) (ctrl.Result, error) {
-	age := r.now().Sub(journal.Started(op))
+	age := r.clock().Now().Sub(journal.Started(op))
 	if age < r.PendingTimeout {
 		return ctrl.Result{RequeueAfter: r.PendingTimeout - age}, nil
 	}
@@ -152,7 +159,7 @@ func (r *Operations) pending(ctx context.Context, op *v1alpha1.BrokerOperation) 
 		// The broker's answer was never recorded, and the broker is still
 		// working on it (or finished a delete the API server does not show
 		// yet): follow it like any operation in progress.
-		return ctrl.Result{Requeue: true}, r.Journal.SetPhase(ctx, op, target, journal.Answer{Phase: v1alpha1.PhaseInProgress,
+		return ctrl.Result{}, r.Journal.SetPhase(ctx, op, target, journal.Answer{Phase: v1alpha1.PhaseInProgress,
 			Description: "lockstep stopped before recording the broker's answer; the broker is still at work on it: following the operation"})
 	}
 	if persistedAsRecorded(op, target) {
@@ -161,7 +168,7 @@ func (r *Operations) pending(ctx context.Context, op *v1alpha1.BrokerOperation) 
 		// only what every webhook allowed, and lockstep allows only what
 		// the broker carried out: the object as the record describes it
 		// is the broker's success.
-		return ctrl.Result{Requeue: true}, r.Journal.SetPhase(ctx, op, nil, journal.Answer{Phase: v1alpha1.PhaseSucceeded,
+		return ctrl.Result{}, r.Journal.SetPhase(ctx, op, nil, journal.Answer{Phase: v1alpha1.PhaseSucceeded,
 			Description: "lockstep stopped before recording the broker's answer; the API server persisted the change, which lockstep allows only after the broker carried it out"})
 	}
 	if op.Spec.Verb == v1alpha1.VerbUpdate && target != nil && target.GetDeletionTimestamp() == nil &&
@@ -169,11 +176,11 @@ func (r *Operations) pending(ctx context.Context, op *v1alpha1.BrokerOperation) 
 		// The update may have reached the broker, and the API server did
 		// not persist it: the persisted spec is applied again, which
 		// changes nothing at a broker that never saw the update.
-		return ctrl.Result{Requeue: true}, r.Journal.SetPhase(ctx, op, nil, journal.Answer{Phase: v1alpha1.PhaseOrphaned,
+		return ctrl.Result{}, r.Journal.SetPhase(ctx, op, nil, journal.Answer{Phase: v1alpha1.PhaseOrphaned,
 			Description: "lockstep stopped before the broker's answer was recorded and the API server did not persist the update; applying the persisted spec again"})
 	}
 	if (op.Spec.Verb == v1alpha1.VerbProvision || op.Spec.Verb == v1alpha1.VerbBind) && target == nil {
-		return ctrl.Result{Requeue: true}, r.Journal.SetPhase(ctx, op, nil, journal.Answer{Phase: v1alpha1.PhaseOrphaned,
+		return ctrl.Result{}, r.Journal.SetPhase(ctx, op, nil, journal.Answer{Phase: v1alpha1.PhaseOrphaned,
 			Description: "lockstep stopped before the broker's answer was recorded and the object never persisted; undoing whatever the broker did"})
 	}
 	return ctrl.Result{}, r.Journal.SetPhase(ctx, op, target, journal.Answer{Phase: v1alpha1.PhaseFailed,
@@ -280,7 +287,7 @@ func (r *Operations) follow(ctx context.Context, op *v1alpha1.BrokerOperation) (
 			}
 		}
 	}
-	return ctrl.Result{Requeue: true}, r.Journal.SetPhase(ctx, op, target, journal.Answer{Phase: v1alpha1.PhaseSucceeded, HTTPStatus: last.HTTPStatus, Description: last.Description})
+	return ctrl.Result{}, r.Journal.SetPhase(ctx, op, target, journal.Answer{Phase: v1alpha1.PhaseSucceeded, HTTPStatus: last.HTTPStatus, Description: last.Description})
 }
 
 // unknown handles a poll that got no answer (connection refused or reset,
@@ -305,7 +312,7 @@ func (r *Operations) unknown(ctx context.Context, op *v1alpha1.BrokerOperation, 
 // whose outcome is unknown: a tenth of the operation's age, at least Poll
 // and at most two minutes.
 func (r *Operations) backoff(op *v1alpha1.BrokerOperation) time.Duration {
-	age := r.now().Sub(op.CreationTimestamp.Time)
+	age := r.clock().Now().Sub(op.CreationTimestamp.Time)
 	return min(max(age/10, r.Poll), 2*time.Minute)
 }
 
@@ -330,11 +337,11 @@ func (r *Operations) commit(ctx context.Context, op *v1alpha1.BrokerOperation) (
 			"generation", op.Spec.Generation, "targetFound", target != nil)
 		// The API server persists an allowed change a moment after the
 		// webhook answered; look again soon, until the grace period ends.
-		since := r.now().Sub(completed(op))
+		since := r.clock().Now().Sub(completed(op))
 		if since < r.Grace {
-			return ctrl.Result{RequeueAfter: min(r.Grace-since, 100*time.Millisecond)}, nil
+			return ctrl.Result{RequeueAfter: min(r.Grace-since, persistRecheck)}, nil
 		}
-		return ctrl.Result{Requeue: true}, r.Journal.SetPhase(ctx, op, nil, journal.Answer{Phase: v1alpha1.PhaseOrphaned,
+		return ctrl.Result{}, r.Journal.SetPhase(ctx, op, nil, journal.Answer{Phase: v1alpha1.PhaseOrphaned,
 			Description: fmt.Sprintf("the broker carried out the %s but the API server did not persist it (rejected after lockstep allowed it, or lost); undoing it", op.Spec.Verb)})
 	}
 	if err := r.Journal.SetPhase(ctx, op, nil, journal.Answer{Phase: v1alpha1.PhaseCommitted}); err != nil {
@@ -560,11 +567,11 @@ func (r *Operations) key(op *v1alpha1.BrokerOperation) journal.Key {
 	return journal.Key{Kind: op.Spec.Target.Kind, Namespace: journal.TargetNamespace(op), Name: op.Spec.Target.Name}
 }
 
-func (r *Operations) now() time.Time {
-	if r.Now != nil {
-		return r.Now()
+func (r *Operations) clock() clock.PassiveClock {
+	if r.Clock != nil {
+		return r.Clock
 	}
-	return time.Now()
+	return clock.RealClock{}
 }
 
 func completed(op *v1alpha1.BrokerOperation) time.Time {

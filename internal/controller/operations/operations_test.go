@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -28,7 +29,7 @@ type opsHarness struct {
 	r      *Operations
 	client client.Client
 	broker *fakebroker.Broker
-	now    time.Time
+	clock  *clocktesting.FakeClock
 }
 
 func newOpsHarness(t *testing.T, objects ...client.Object) *opsHarness {
@@ -44,12 +45,11 @@ func newOpsHarness(t *testing.T, objects ...client.Object) *opsHarness {
 	cat := fakebroker.DefaultCatalog()
 	cache := catalog.NewCache(time.Hour)
 	cache.Store(catalog.NewEntry("acme", bc, &cat, nil, time.Now()))
-	h := &opsHarness{client: c, broker: b, now: time.Now()}
-	clock := func() time.Time { return h.now }
+	h := &opsHarness{client: c, broker: b, clock: clocktesting.NewFakeClock(time.Now())}
 	h.r = &Operations{
-		Client: c, Catalogs: cache, Journal: &journal.Journal{Client: c, Now: clock},
-		Leases: &journal.Leases{Client: c, Duration: time.Minute, Now: clock},
-		Poll:   time.Millisecond, Grace: 5 * time.Second, PendingTimeout: 30 * time.Second, Keep: 2, Timeout: 5 * time.Second, Now: clock,
+		Client: c, Catalogs: cache, Journal: &journal.Journal{Client: c, Clock: h.clock},
+		Leases: &journal.Leases{Client: c, Duration: time.Minute, Clock: h.clock},
+		Poll:   time.Millisecond, Grace: 5 * time.Second, PendingTimeout: 30 * time.Second, Keep: 2, Timeout: 5 * time.Second, Clock: h.clock,
 	}
 	return h
 }
@@ -90,7 +90,7 @@ func TestOperationsCommitReleasesTheLock(t *testing.T) {
 	si := &v1alpha1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "team", UID: "uid-1", Generation: 1}, Spec: spec}
 	h := newOpsHarness(t, si, opRecord("op", v1alpha1.VerbProvision, v1alpha1.PhaseSucceeded, spec, time.Now()))
 	key := journal.Key{Kind: "ServiceInstance", Namespace: "team", Name: "db"}
-	_, ok, err := h.r.Leases.Acquire(context.Background(), key, &journal.Operation{Record: "op", Started: h.now})
+	_, ok, err := h.r.Leases.Acquire(context.Background(), key, &journal.Operation{Record: "op", Started: h.clock.Now()})
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.NoError(t, h.client.Get(context.Background(), client.ObjectKeyFromObject(si), si))
@@ -114,7 +114,7 @@ func TestOperationsOrphanedProvisionIsDeprovisioned(t *testing.T) {
 	assert.Equal(t, v1alpha1.PhaseSucceeded, h.phase(t, "op"), "within the grace period the object may still persist")
 	assert.Positive(t, res.RequeueAfter)
 
-	h.now = h.now.Add(6 * time.Second)
+	h.clock.Step(6 * time.Second)
 	h.reconcile(t, "op")
 	assert.Equal(t, v1alpha1.PhaseOrphaned, h.phase(t, "op"))
 	h.reconcile(t, "op")
@@ -209,7 +209,7 @@ func TestOperationsPendingTooLongIsSettled(t *testing.T) {
 			}
 			key := journal.Key{Kind: "ServiceInstance", Namespace: "team", Name: "db"}
 			if tt.lock != "" {
-				_, ok, err := h.r.Leases.Acquire(context.Background(), key, &journal.Operation{Record: tt.lock, Started: h.now})
+				_, ok, err := h.r.Leases.Acquire(context.Background(), key, &journal.Operation{Record: tt.lock, Started: h.clock.Now()})
 				require.NoError(t, err)
 				require.True(t, ok)
 			}
@@ -260,7 +260,7 @@ func TestOperationsFollowKeepsAnUnknownOutcomeInProgress(t *testing.T) {
 			require.NoError(t, err)
 			require.True(t, ok)
 
-			h.now = start.Add(50 * time.Second) // past the lock's duration since it was taken
+			h.clock.SetTime(start.Add(50 * time.Second)) // past the lock's duration since it was taken
 			res := h.reconcile(t, "op")
 			assert.Equal(t, v1alpha1.PhaseInProgress, h.phase(t, "op"), "an unknown outcome is not a failure")
 			assert.Equal(t, 5*time.Second, res.RequeueAfter, "asked again after a tenth of the operation's age")
@@ -272,7 +272,7 @@ func TestOperationsFollowKeepsAnUnknownOutcomeInProgress(t *testing.T) {
 			assert.Equal(t, "OutcomeUnknown", c.Reason)
 			assert.Contains(t, c.Message, tc.cause)
 
-			h.now = start.Add(100 * time.Second) // the renewal keeps the lock alive
+			h.clock.SetTime(start.Add(100 * time.Second)) // the renewal keeps the lock alive
 			holder, err := h.r.Leases.Holder(context.Background(), key)
 			require.NoError(t, err)
 			require.NotNil(t, holder, "the operation keeps the object's lock")
@@ -295,7 +295,7 @@ func TestOperationsFollowAPlanChangeWithThePlanFromBefore(t *testing.T) {
 	h := newOpsHarness(t, si, rec)
 	h.broker.PutInstance(fakebroker.Instance{ID: "ext-1", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanLargeID})
 	key := journal.Key{Kind: "ServiceInstance", Namespace: "team", Name: "db"}
-	_, ok, err := h.r.Leases.Acquire(context.Background(), key, &journal.Operation{Record: "op", Started: h.now})
+	_, ok, err := h.r.Leases.Acquire(context.Background(), key, &journal.Operation{Record: "op", Started: h.clock.Now()})
 	require.NoError(t, err)
 	require.True(t, ok)
 

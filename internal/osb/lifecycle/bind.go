@@ -52,7 +52,7 @@ func (s *Service) Bind(ctx context.Context, req BindRequest) (Result, error) {
 	want := &store.Binding{
 		InstanceID: inst.ID, ID: req.BindingID, ServiceID: req.ServiceID, PlanID: req.PlanID,
 		Parameters: params, BindResource: bindResource, Context: reqContext, AppGUID: req.AppGUID,
-		State: store.BindingCreating, CreatedAt: s.opts.Now(),
+		State: store.BindingCreating, CreatedAt: s.opts.Clock.Now(),
 	}
 	job := s.newJob(store.Bind, inst.ID, req.BindingID, req.Common, store.JobRequest{
 		ServiceID: req.ServiceID, PlanID: req.PlanID, Parameters: params, Context: reqContext,
@@ -95,7 +95,7 @@ func (s *Service) Bind(ctx context.Context, req BindRequest) (Result, error) {
 			return nil, err
 		}
 		// The binding's own job is its bind; the instance is only locked.
-		cur.Lock, cur.UpdatedAt = job.Token, s.opts.Now()
+		cur.Lock, cur.UpdatedAt = job.Token, s.opts.Clock.Now()
 		if err := store.PutInstance(tx, cur); err != nil {
 			return nil, err
 		}

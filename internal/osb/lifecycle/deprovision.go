@@ -90,7 +90,7 @@ func (s *Service) forget(ctx context.Context, inst *store.Instance) (Result, err
 		if cur.Lock != "" {
 			return busy(tx, cur)
 		}
-		if err := store.PutGone(tx, store.GoneInstanceKey(cur.ID), &store.Gone{Job: cur.Job, DeletedAt: s.opts.Now()}); err != nil {
+		if err := store.PutGone(tx, store.GoneInstanceKey(cur.ID), &store.Gone{Job: cur.Job, DeletedAt: s.opts.Clock.Now()}); err != nil {
 			return err
 		}
 		return deleteUnused(tx, cur)

@@ -103,6 +103,6 @@ func (s *Service) takeInstance(tx store.Tx, inst *store.Instance, job *store.Job
 	if err := deleteIfFinished(tx, inst.Job); err != nil {
 		return err
 	}
-	inst.Job, inst.Lock, inst.UpdatedAt = job.Token, job.Token, s.opts.Now()
+	inst.Job, inst.Lock, inst.UpdatedAt = job.Token, job.Token, s.opts.Clock.Now()
 	return store.PutInstance(tx, inst)
 }

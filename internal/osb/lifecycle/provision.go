@@ -73,7 +73,7 @@ func (s *Service) Provision(ctx context.Context, req ProvisionRequest) (Result, 
 		// Unclaimed: the runner that finds its spec claims it (Kick).
 		job.State, job.RunnerID, job.Deferred, job.StartedAt = store.JobPending, "", true, time.Time{}
 	}
-	now := s.opts.Now()
+	now := s.opts.Clock.Now()
 	inst := &store.Instance{
 		ID: req.InstanceID, ServiceID: req.ServiceID, PlanID: req.PlanID, Parameters: params, Context: reqContext,
 		OrganizationGUID: req.OrganizationGUID, SpaceGUID: req.SpaceGUID, State: store.InstanceProvisioning,

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"k8s.io/utils/clock"
 
 	"github.com/lockstep-dev/lockstep/internal/osb/jobs"
 	"github.com/lockstep-dev/lockstep/internal/osb/specs"
@@ -28,8 +29,9 @@ type Options struct {
 	// SyncTimeout bounds the action of a request without
 	// accepts_incomplete (it is answered only when the action ends).
 	SyncTimeout time.Duration
-	Now         func() time.Time
-	Logger      *slog.Logger
+	// Clock stamps the jobs; nil means the real clock.
+	Clock  clock.PassiveClock
+	Logger *slog.Logger
 }
 
 // Service carries out OSB operations.
@@ -39,8 +41,8 @@ type Service struct {
 
 // New returns a Service.
 func New(opts Options) *Service {
-	if opts.Now == nil {
-		opts.Now = time.Now
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -61,7 +63,7 @@ func newToken(m store.Method) string { return string(m) + "-" + uuid.NewString()
 
 // newJob returns a job claimed by this process's runner.
 func (s *Service) newJob(m store.Method, instanceID, bindingID string, c Common, req store.JobRequest) *store.Job {
-	now := s.opts.Now()
+	now := s.opts.Clock.Now()
 	j := &store.Job{
 		Token: newToken(m), Method: m, InstanceID: instanceID, BindingID: bindingID,
 		State: store.JobRunning, RunnerID: s.opts.Runner.ID(), Request: req,

@@ -76,7 +76,7 @@ func (s *Service) Unbind(ctx context.Context, req UnbindRequest) (Result, error)
 			return nil, err
 		}
 		cur.Job = job.Token
-		ci.Lock, ci.UpdatedAt = job.Token, s.opts.Now()
+		ci.Lock, ci.UpdatedAt = job.Token, s.opts.Clock.Now()
 		if err := store.PutBinding(tx, cur); err != nil {
 			return nil, err
 		}
