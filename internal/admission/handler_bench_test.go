@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockstep-dev/lockstep/bench/cputime"
+
 	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -66,13 +68,13 @@ func BenchmarkValidatingHandler(b *testing.B) {
 		}}
 		b.Run(tt.name, func(b *testing.B) {
 			b.ReportAllocs()
-			cpu, _ := processCPU(b)
+			stopCPU := cputime.Start(b)
 			for b.Loop() {
 				if resp := handler.Handle(context.Background(), req); resp.Allowed != tt.allowed {
 					b.Fatalf("allowed %v: %+v", resp.Allowed, resp.Result)
 				}
 			}
-			reportCPU(b, cpu)
+			stopCPU()
 		})
 		// The whole HTTP handler, from the AdmissionReview's bytes to the
 		// answer's, each inside controller-runtime's admission.Webhook:
@@ -102,7 +104,7 @@ func BenchmarkValidatingHandler(b *testing.B) {
 		for _, srv := range servers {
 			b.Run(tt.name+"/http/"+srv.name, func(b *testing.B) {
 				b.ReportAllocs()
-				cpu, _ := processCPU(b)
+				stopCPU := cputime.Start(b)
 				for b.Loop() {
 					r := httptest.NewRequest(http.MethodPost, ValidateInstancePath, bytes.NewReader(body))
 					r.Header.Set("Content-Type", "application/json")
@@ -112,17 +114,8 @@ func BenchmarkValidatingHandler(b *testing.B) {
 						b.Fatalf("HTTP %d", w.Code)
 					}
 				}
-				reportCPU(b, cpu)
+				stopCPU()
 			})
 		}
-	}
-}
-
-// reportCPU reports the process CPU time per operation since start (GC
-// included). Unlike ns/op it does not grow when other processes compete for
-// the CPU, so it is the figure to compare on a busy machine.
-func reportCPU(b *testing.B, start time.Duration) {
-	if end, ok := processCPU(b); ok {
-		b.ReportMetric(float64(end-start)/float64(b.N), "cpu-ns/op")
 	}
 }

@@ -2,7 +2,8 @@ package schema
 
 import (
 	"testing"
-	"time"
+
+	"github.com/lockstep-dev/lockstep/bench/cputime"
 
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -73,13 +74,13 @@ func BenchmarkValidateProvision(b *testing.B) {
 	path := field.NewPath("spec", "parameters")
 	require.Empty(b, s.ValidateProvision(params, path))
 	b.ReportAllocs()
-	cpu, _ := processCPU(b)
+	stopCPU := cputime.Start(b)
 	for b.Loop() {
 		if errs := s.ValidateProvision(params, path); len(errs) != 0 {
 			b.Fatal(errs)
 		}
 	}
-	reportCPU(b, cpu)
+	stopCPU()
 }
 
 func BenchmarkValidateUpdate(b *testing.B) {
@@ -88,22 +89,13 @@ func BenchmarkValidateUpdate(b *testing.B) {
 	path := field.NewPath("spec", "parameters")
 	require.Empty(b, s.ValidateUpdate(old, new, path))
 	b.ReportAllocs()
-	cpu, _ := processCPU(b)
+	stopCPU := cputime.Start(b)
 	for b.Loop() {
 		if errs := s.ValidateUpdate(old, new, path); len(errs) != 0 {
 			b.Fatal(errs)
 		}
 	}
-	reportCPU(b, cpu)
-}
-
-// reportCPU reports the process CPU time per operation since start (GC
-// included). Unlike ns/op it does not grow when other processes compete for
-// the CPU, so it is the figure to compare on a busy machine.
-func reportCPU(b *testing.B, start time.Duration) {
-	if end, ok := processCPU(b); ok {
-		b.ReportMetric(float64(end-start)/float64(b.N), "cpu-ns/op")
-	}
+	stopCPU()
 }
 
 // BenchmarkDecodeJSON compares decodeJSON with what it replaces,
