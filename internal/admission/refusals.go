@@ -1,8 +1,10 @@
 package admission
 
 import (
-	"sync"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/cache"
+	"k8s.io/utils/clock"
 
 	"github.com/lockstep-dev/lockstep/internal/journal"
 )
@@ -13,22 +15,19 @@ import (
 // instead of a second broker call. The window is short so that a person
 // retrying after the broker recovered is not answered from memory.
 type refusals struct {
-	mu     sync.Mutex
 	window time.Duration
-	seen   map[journal.Change]refusal
-	now    func() time.Time
+	seen   *cache.LRUExpireCache
 }
 
-type refusal struct {
-	err error
-	at  time.Time
-}
-
-// maxRefusals bounds the memory; old entries are dropped first.
+// maxRefusals bounds the memory; the least recently used go first.
 const maxRefusals = 1024
 
 func newRefusals(window time.Duration) *refusals {
-	return &refusals{window: window, seen: map[journal.Change]refusal{}, now: time.Now}
+	return newRefusalsWithClock(window, clock.RealClock{})
+}
+
+func newRefusalsWithClock(window time.Duration, c clock.PassiveClock) *refusals {
+	return &refusals{window: window, seen: cache.NewLRUExpireCacheWithClock(maxRefusals, c)}
 }
 
 // get returns the refusal of the same change within the window.
@@ -36,31 +35,16 @@ func (r *refusals) get(k journal.Change) error {
 	if k.UID == "" {
 		return nil
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if f, ok := r.seen[k]; ok && r.now().Sub(f.at) < r.window {
-		return f.err
+	if err, ok := r.seen.Get(k); ok {
+		return err.(error)
 	}
 	return nil
 }
 
-// put remembers a refusal.
+// put remembers a refusal for the window.
 func (r *refusals) put(k journal.Change, err error) {
-	if k.UID == "" {
+	if k.UID == "" || r.window <= 0 {
 		return
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	now := r.now()
-	if len(r.seen) >= maxRefusals {
-		for key, f := range r.seen {
-			if now.Sub(f.at) >= r.window {
-				delete(r.seen, key)
-			}
-		}
-		if len(r.seen) >= maxRefusals {
-			r.seen = map[journal.Change]refusal{}
-		}
-	}
-	r.seen[k] = refusal{err: err, at: now}
+	r.seen.Add(k, err, r.window)
 }

@@ -5,14 +5,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockstep-dev/lockstep/internal/journal"
 	"github.com/stretchr/testify/assert"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/lockstep-dev/lockstep/internal/journal"
 )
 
 func TestRefusalsRepeatWithinTheWindowOnly(t *testing.T) {
-	now := time.Unix(100, 0)
-	r := newRefusals(time.Second)
-	r.now = func() time.Time { return now }
+	now := clocktesting.NewFakePassiveClock(time.Unix(100, 0))
+	r := newRefusalsWithClock(time.Second, now)
 	k := journal.Change{UID: "u", Verb: "update", SpecHash: "h"}
 	refused := errors.New("no")
 
@@ -20,7 +21,7 @@ func TestRefusalsRepeatWithinTheWindowOnly(t *testing.T) {
 	r.put(k, refused)
 	assert.Same(t, refused, r.get(k))
 	assert.NoError(t, r.get(journal.Change{UID: "u", Verb: "update", SpecHash: "other"}), "a different change is asked anew")
-	now = now.Add(time.Second)
+	now.SetTime(now.Now().Add(time.Second + time.Millisecond))
 	assert.NoError(t, r.get(k), "after the window the broker is asked again")
 	r.put(journal.Change{Verb: "provision"}, refused)
 	assert.NoError(t, r.get(journal.Change{Verb: "provision"}), "objects without a uid are never remembered")
