@@ -24,12 +24,19 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/lockstep-dev/lockstep/bench/env"
 	"github.com/lockstep-dev/lockstep/bench/report"
 	"github.com/lockstep-dev/lockstep/bench/suite"
 )
 
 func main() {
+	// The control plane's start-up (envtest) logs through controller-runtime;
+	// the benchmark reports its own progress, and lockstep's log is in the
+	// working directory.
+	ctrllog.SetLogger(logr.Discard())
 	if err := run(os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "lockstep-bench:", err)
 		os.Exit(1)
