@@ -177,11 +177,10 @@ func (s *Suite) restartLockstep(ctx context.Context) {
 }
 
 // journalSampler counts the BrokerOperations of the benchmark's objects and
-// keeps the highest count seen.
+// keeps every count it took.
 type journalSampler struct {
 	c       client.Client
 	mu      sync.Mutex
-	max     int
 	samples []journalSample
 }
 
@@ -203,7 +202,6 @@ func (j *journalSampler) count(ctx context.Context) (int, error) {
 	}
 	n := len(list.Items)
 	j.mu.Lock()
-	j.max = max(j.max, n)
 	j.samples = append(j.samples, journalSample{at: time.Now(), count: n})
 	j.mu.Unlock()
 	return n, nil
@@ -223,11 +221,15 @@ func (j *journalSampler) at(t time.Time) int {
 	return n
 }
 
-// peak is the highest count seen.
+// peak is the highest count taken.
 func (j *journalSampler) peak() int {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	return j.max
+	n := 0
+	for _, s := range j.samples {
+		n = max(n, s.count)
+	}
+	return n
 }
 
 // run samples every interval until the function it returns is called.
