@@ -32,8 +32,9 @@ import (
 // change (a number spelled differently, say): they go through the typed
 // path, where Validator.SameSpec decides semantically.
 //
-// Objects are read only in the parts the chain reads (split.go): metadata
-// without managedFields, and spec, decoded straight into the Go type with
+// Objects are cut into their parts in one pass that decodes nothing
+// (split.go), and only the parts the chain reads are decoded: metadata
+// without managedFields, and spec, straight into the Go type with
 // sigs.k8s.io/json, as the API machinery's JSON serializer does underneath,
 // without its extra pass to find apiVersion and kind (the webhook
 // configuration routes one kind to each path). The status is left out: on
@@ -124,16 +125,19 @@ func (h *validatingHandler[T]) unchanged(req admission.Request) admission.Respon
 	return admission.Allowed("")
 }
 
-// decodeMeta puts an object's kind and metadata, decoded while it was
-// split, into a new T.
+// decodeMeta decodes an object's kind and metadata into a new T.
 func (h *validatingHandler[T]) decodeMeta(o *splitObject, what string) (T, error) {
 	obj := h.new()
 	if o == nil {
 		return obj, fmt.Errorf("the admission request carries no %s", what)
 	}
-	obj.GetObjectKind().SetGroupVersionKind(o.GroupVersionKind())
+	tm, om, err := o.meta(what)
+	if err != nil {
+		return obj, err
+	}
+	obj.GetObjectKind().SetGroupVersionKind(tm.GroupVersionKind())
 	meta, _ := h.parts(obj)
-	*meta = o.Metadata.ObjectMeta
+	*meta = om
 	return obj, nil
 }
 

@@ -22,6 +22,9 @@ type Config struct {
 	MetricsAddr string `split_words:"true" default:":8080"`
 	// HealthAddr serves /healthz and /readyz; "0" disables it.
 	HealthAddr string `split_words:"true" default:":8081"`
+	// PprofAddr serves Go's profiles at /debug/pprof/ (for a profile of a
+	// running replica); "" or "0" disables it.
+	PprofAddr string `split_words:"true" default:""`
 	// AdmissionBudget is how long the validating webhook may spend on one
 	// request, broker calls included. Keep it below the webhook
 	// configuration's timeoutSeconds (30s).

@@ -124,6 +124,7 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 		LeaderElectionReleaseOnCancel: true,
 		Metrics:                       metricsserver.Options{BindAddress: c.MetricsAddr},
 		HealthProbeBindAddress:        c.HealthAddr,
+		PprofBindAddress:              c.PprofAddr,
 		WebhookServer: webhook.NewServer(webhook.Options{
 			Host:    c.WebhookHost,
 			Port:    c.WebhookPort,
