@@ -38,7 +38,8 @@ func newOpsHarness(t *testing.T, objects ...client.Object) *opsHarness {
 	require.NoError(t, v1alpha1.AddToScheme(scheme))
 	require.NoError(t, coordinationv1.AddToScheme(scheme))
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objects...).
-		WithStatusSubresource(&v1alpha1.BrokerOperation{}, &v1alpha1.ServiceInstance{}).Build()
+		WithStatusSubresource(&v1alpha1.BrokerOperation{}, &v1alpha1.ServiceInstance{}).
+		WithIndex(&v1alpha1.BrokerOperation{}, TargetUIDIndex, targetUID).Build()
 	b := fakebroker.New(t)
 	bc, err := osbclient.New(b.Config())
 	require.NoError(t, err)
@@ -130,7 +131,10 @@ func TestOperationsPruneKeepsTheLastRecords(t *testing.T) {
 	for i := 0; i < 4; i++ {
 		objects = append(objects, opRecord(fmt.Sprintf("op-%d", i), v1alpha1.VerbUpdate, v1alpha1.PhaseCommitted, spec, start.Add(time.Duration(i)*time.Minute)))
 	}
-	h := newOpsHarness(t, objects...)
+	// Another object's oldest record is not this object's to prune.
+	other := opRecord("other", v1alpha1.VerbUpdate, v1alpha1.PhaseCommitted, spec, start.Add(-time.Minute))
+	other.Spec.Target.UID, other.Labels[journal.LabelTargetUID] = "uid-2", "uid-2"
+	h := newOpsHarness(t, append(objects, other)...)
 	h.reconcile(t, "op-3")
 	var ops v1alpha1.BrokerOperationList
 	require.NoError(t, h.client.List(context.Background(), &ops))
@@ -138,7 +142,7 @@ func TestOperationsPruneKeepsTheLastRecords(t *testing.T) {
 	for _, op := range ops.Items {
 		names = append(names, op.Name)
 	}
-	assert.ElementsMatch(t, []string{"op-2", "op-3"}, names)
+	assert.ElementsMatch(t, []string{"op-2", "op-3", "other"}, names)
 }
 
 func TestOperationsPendingTooLongIsSettled(t *testing.T) {
