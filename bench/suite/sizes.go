@@ -56,7 +56,7 @@ func Full() Sizes {
 		Concurrency:       []int{1, 8, 64},
 		AdmissionRequests: 6000, AdmissionBrokerRequests: 600, AdmissionRounds: maxAdmissionRounds,
 		Rounds: 6, Warmup: 100,
-		EndToEnd:        200,
+		EndToEnd:        500,
 		BrokerPath:      100,
 		BrokerLatencies: []time.Duration{0, 50 * time.Millisecond},
 		ScaleInstances:  10000,
