@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -51,9 +52,13 @@ func Apply(manifest []byte, types Types) ([]byte, error) {
 		}
 		version, _ := versions[i].(map[string]any)
 		for _, r := range rules {
-			prop, ok := lookup(version, "schema", "openAPIV3Schema", "properties", r.Property).(map[string]any)
+			keys := []string{"schema", "openAPIV3Schema", "properties", r.Property}
+			for _, name := range r.Field {
+				keys = append(keys, "properties", name)
+			}
+			prop, ok := lookup(version, keys...).(map[string]any)
 			if !ok {
-				return nil, fmt.Errorf("CRD %s version %s: no property %s in the schema", crd.Name, v.Name, r.Property)
+				return nil, fmt.Errorf("CRD %s version %s: no property %s in the schema", crd.Name, v.Name, strings.Join(append([]string{r.Property}, r.Field...), "."))
 			}
 			if err := addRule(prop, r.Validation); err != nil {
 				return nil, fmt.Errorf("CRD %s version %s: %w", crd.Name, v.Name, err)

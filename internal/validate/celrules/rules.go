@@ -18,6 +18,9 @@ type Rule struct {
 	// Property is the top-level property of the object schema the rule
 	// goes on ("spec").
 	Property string
+	// Field is the way from Property to the field whose schema carries the
+	// rule ("serviceName"); empty when Property's schema carries it.
+	Field []string
 	// Path is the field the rule guards, as the engine names it
 	// ("spec.serviceName").
 	Path string
@@ -53,7 +56,7 @@ func For(t reflect.Type, kind string, schema *apiextensionsv1.JSONSchemaProps) (
 			left = append(left, Left{Path: r.Path, Kind: r.Kind, Why: why})
 			continue
 		}
-		rule, why, err := createOnly(t, r.Path, kind, schema)
+		rs, why, err := createOnly(t, r.Path, kind, schema)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", kind, err)
 		}
@@ -61,7 +64,7 @@ func For(t reflect.Type, kind string, schema *apiextensionsv1.JSONSchemaProps) (
 			left = append(left, Left{Path: r.Path, Kind: r.Kind, Why: why})
 			continue
 		}
-		rules = append(rules, rule)
+		rules = append(rules, rs...)
 	}
 	return rules, left, nil
 }
@@ -78,45 +81,57 @@ var reserved = map[string]bool{
 	"namespace": true, "return": true, "var": true, "void": true, "while": true,
 }
 
-// createOnly builds the rule of the create-only field at path, or says why
-// it gets none.
-func createOnly(t reflect.Type, path, kind string, root *apiextensionsv1.JSONSchemaProps) (Rule, string, error) {
+// createOnly builds the rules of the create-only field at path, or says
+// why it gets none.
+//
+// A rule is cheapest on the field itself: there, self is the field's value,
+// while a rule on an object reads each field it names through the object's
+// schema (on kube-apiserver several times the cost of the comparison). But
+// a rule on a field runs only when the old and the new object both have it.
+// So a field directly below the top-level property that its schema
+// requires (always there) gets its rule on itself: `self == oldSelf`, or,
+// for a struct, the comparison of its fields. An optional scalar there gets
+// `self == oldSelf` on itself, for a change, and a rule on the property for
+// a value set or removed after the create, which tests only that the
+// field's presence is the same in the old and the new object before it
+// compares anything. Every other field gets one rule on the property.
+func createOnly(t reflect.Type, path, kind string, root *apiextensionsv1.JSONSchemaProps) ([]Rule, string, error) {
 	if strings.Contains(path, "[") {
-		return Rule{}, "it is inside a list element or map value, which the engine matches by index or key", nil
+		return nil, "it is inside a list element or map value, which the engine matches by index or key", nil
 	}
 	segs := strings.Split(path, ".")
 	top, ok := root.Properties[segs[0]]
 	if !ok {
-		return Rule{}, "", fmt.Errorf("the schema has no property %q for the field policy of %s", segs[0], path)
+		return nil, "", fmt.Errorf("the schema has no property %q for the field policy of %s", segs[0], path)
 	}
 	if len(segs) == 1 {
-		return Rule{}, "it is a top-level property, which a rule cannot guard", nil
+		return nil, "it is a top-level property, which a rule cannot guard", nil
 	}
 	if !requiredIn(root, segs[0]) {
-		return Rule{}, fmt.Sprintf("%s is optional, and a rule on it does not run when it is absent", segs[0]), nil
+		return nil, fmt.Sprintf("%s is optional, and a rule on it does not run when it is absent", segs[0]), nil
 	}
 	s := &top
 	for _, name := range segs[1:] {
 		if !identifier.MatchString(name) || strings.Contains(name, "__") {
-			return Rule{}, fmt.Sprintf("the name %q is not one a rule can name", name), nil
+			return nil, fmt.Sprintf("the name %q is not one a rule can name", name), nil
 		}
 		next, ok := s.Properties[name]
 		if !ok {
-			return Rule{}, "", fmt.Errorf("the schema has no property %q on the way to %s", name, path)
+			return nil, "", fmt.Errorf("the schema has no property %q on the way to %s", name, path)
 		}
 		s = &next
 	}
 	if opaque(s) {
-		return Rule{}, "CEL cannot see its contents (raw JSON kept as it is)", nil
+		return nil, "CEL cannot see its contents (raw JSON kept as it is)", nil
 	}
 	goType, ok := validate.FieldType(t, path)
 	if !ok {
-		return Rule{}, "", fmt.Errorf("the Go type has no field %s", path)
+		return nil, "", fmt.Errorf("the Go type has no field %s", path)
 	}
 	f := field{segs: segs[1:]}
 	rule, ok := equal(f, s, goType)
 	if !ok {
-		return Rule{}, "its schema has a part without a type a rule can compare", nil
+		return nil, "its schema has a part without a type a rule can compare", nil
 	}
 	var msg string
 	switch s.Type {
@@ -134,7 +149,7 @@ func createOnly(t reflect.Type, path, kind string, root *apiextensionsv1.JSONSch
 			msg = messages(kind, "!"+f.has("oldSelf"), "!"+f.has("self"))
 		}
 	}
-	return Rule{
+	onProperty := Rule{
 		Property: segs[0],
 		Path:     path,
 		Validation: apiextensionsv1.ValidationRule{
@@ -144,7 +159,48 @@ func createOnly(t reflect.Type, path, kind string, root *apiextensionsv1.JSONSch
 			FieldPath:         "." + strings.Join(segs[1:], "."),
 			Reason:            ptr(apiextensionsv1.FieldValueForbidden),
 		},
-	}, "", nil
+	}
+	if len(f.segs) != 1 || goType.Kind() == reflect.Pointer {
+		return []Rule{onProperty}, "", nil
+	}
+	required := requiredIn(&top, segs[1])
+	onField := Rule{
+		Property: segs[0],
+		Field:    f.segs,
+		Path:     path,
+		Validation: apiextensionsv1.ValidationRule{
+			Rule:    "self == oldSelf",
+			Message: fmt.Sprintf("create-only field: it cannot be changed after the %s is created; delete and recreate the %s to change it", kind, kind),
+			Reason:  ptr(apiextensionsv1.FieldValueForbidden),
+		},
+	}
+	switch {
+	case isScalar(s.Type) && required:
+		return []Rule{onField}, "", nil
+	case isScalar(s.Type):
+		// Present in both, the rule on the field compares the values;
+		// absent from both, they are equal.
+		onProperty.Validation.Rule = fmt.Sprintf("%s == %s || %s", f.has("self"), f.has("oldSelf"), rule)
+		return []Rule{onField, onProperty}, "", nil
+	case required && s.Type == "object" && s.AdditionalProperties == nil:
+		// Always present: compared on itself, field by field.
+		onField.Validation.Rule, _ = equal(field{}, s, goType)
+		return []Rule{onField}, "", nil
+	case required:
+		// A list or a map, always present: compared whole.
+		return []Rule{onField}, "", nil
+	}
+	return []Rule{onProperty}, "", nil
+}
+
+// isScalar reports whether a schema type is a string, a number or a
+// boolean.
+func isScalar(typ string) bool {
+	switch typ {
+	case "string", "integer", "number", "boolean":
+		return true
+	}
+	return false
 }
 
 // equal builds the expression that holds when the field f, of schema s

@@ -3,6 +3,8 @@ package celrules
 import (
 	"context"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -91,15 +93,27 @@ func TestForSaysWhichFieldsGetARule(t *testing.T) {
 	rules, left, err := For(reflect.TypeFor[testObject](), "Widget", testSchema())
 	require.NoError(t, err)
 	var paths []string
+	onField := map[string]bool{}
 	for _, r := range rules {
-		paths = append(paths, r.Path)
+		if !slices.Contains(paths, r.Path) {
+			paths = append(paths, r.Path)
+		}
 		assert.Equal(t, "spec", r.Property)
-		assert.Equal(t, "."+r.Path[len("spec."):], r.Validation.FieldPath)
+		if len(r.Field) > 0 {
+			onField[r.Path] = true
+			assert.Equal(t, "spec."+strings.Join(r.Field, "."), r.Path)
+			assert.Equal(t, "self == oldSelf", r.Validation.Rule)
+			assert.Empty(t, r.Validation.FieldPath, "the rule is on the field")
+		} else {
+			assert.Equal(t, "."+r.Path[len("spec."):], r.Validation.FieldPath)
+		}
 		assert.Equal(t, apiextensionsv1.FieldValueForbidden, *r.Validation.Reason)
 		assert.Contains(t, r.Validation.Message, "create-only field")
 		assert.Contains(t, r.Validation.Message, "Widget")
 	}
 	assert.Equal(t, []string{"spec.name", "spec.count", "spec.flag", "spec.ratio", "spec.list", "spec.labels", "spec.ref", "spec.plain", "spec.namespace"}, paths)
+	assert.Equal(t, map[string]bool{"spec.name": true, "spec.count": true, "spec.flag": true, "spec.ratio": true, "spec.namespace": true}, onField,
+		"scalars directly below spec are compared on themselves; lists, maps, objects and pointers on spec")
 
 	why := map[string]string{}
 	for _, l := range left {
@@ -116,7 +130,7 @@ func TestForNamesReservedWordsEscaped(t *testing.T) {
 	rules, _, err := For(reflect.TypeFor[testObject](), "Widget", testSchema())
 	require.NoError(t, err)
 	for _, r := range rules {
-		if r.Path == "spec.namespace" {
+		if r.Path == "spec.namespace" && len(r.Field) == 0 {
 			assert.Contains(t, r.Validation.Rule, "self.__namespace__")
 			assert.Equal(t, ".namespace", r.Validation.FieldPath)
 			return
@@ -150,11 +164,7 @@ func TestRulesAgreeWithTheEngineInProcess(t *testing.T) {
 	s := testSchema()
 	rules, _, err := For(reflect.TypeFor[testObject](), "Widget", s)
 	require.NoError(t, err)
-	spec := s.Properties["spec"]
-	for _, r := range rules {
-		spec.XValidations = append(spec.XValidations, r.Validation)
-	}
-	s.Properties["spec"] = spec
+	attach(s, rules)
 	var internal apiextensions.JSONSchemaProps
 	require.NoError(t, apiextensionsv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(s, &internal, nil))
 	structural, err := structuralschema.NewStructural(&internal)
@@ -226,15 +236,81 @@ func TestRulesAgreeWithTheEngineInProcess(t *testing.T) {
 	}
 }
 
+// TestRulesOnRequiredFieldsAgreeInProcess: a field the schema requires is
+// in every object, so its rule goes on the field itself; the verdicts and
+// the field refused stay the engine's.
+func TestRulesOnRequiredFieldsAgreeInProcess(t *testing.T) {
+	s := testSchema()
+	spec := s.Properties["spec"]
+	spec.Required = []string{"name", "list", "labels", "plain"}
+	s.Properties["spec"] = spec
+	rules, _, err := For(reflect.TypeFor[testObject](), "Widget", s)
+	require.NoError(t, err)
+	onField := map[string]string{}
+	for _, r := range rules {
+		if len(r.Field) > 0 {
+			onField[r.Path] = r.Validation.Rule
+		}
+	}
+	for _, path := range []string{"spec.name", "spec.list", "spec.labels", "spec.plain"} {
+		assert.Contains(t, onField, path, "a required field's rule is on the field")
+	}
+	assert.NotContains(t, onField["spec.plain"], "oldSelf.plain", "a struct is compared on itself")
+	attach(s, rules)
+	var internal apiextensions.JSONSchemaProps
+	require.NoError(t, apiextensionsv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(s, &internal, nil))
+	structural, err := structuralschema.NewStructural(&internal)
+	require.NoError(t, err)
+	validator := cel.NewValidator(structural, true, celconfig.PerCallLimit)
+	policy, err := validate.For[testObject]()
+	require.NoError(t, err)
+	const required = `"name":"a","list":["x"],"labels":{"k":"v"},"plain":{"name":"p"}`
+	tests := []struct {
+		name     string
+		old, new string
+		field    string // the field refused; "" for none
+	}{
+		{"unchanged", required, required, ""},
+		{"string changed", required, `"name":"b","list":["x"],"labels":{"k":"v"},"plain":{"name":"p"}`, "spec.name"},
+		{"list changed", required, `"name":"a","list":["y"],"labels":{"k":"v"},"plain":{"name":"p"}`, "spec.list"},
+		{"list emptied", required, `"name":"a","list":[],"labels":{"k":"v"},"plain":{"name":"p"}`, "spec.list"},
+		{"map changed", required, `"name":"a","list":["x"],"labels":{"k":"w"},"plain":{"name":"p"}`, "spec.labels"},
+		{"struct field changed", required, `"name":"a","list":["x"],"labels":{"k":"v"},"plain":{"name":"q"}`, "spec.plain"},
+		{"struct field set", required, `"name":"a","list":["x"],"labels":{"k":"v"},"plain":{"name":"p","size":1}`, "spec.plain"},
+		{"struct field removed", required, `"name":"a","list":["x"],"labels":{"k":"v"},"plain":{}`, "spec.plain"},
+		{"struct zero field is absent", required, `"name":"a","list":["x"],"labels":{"k":"v"},"plain":{"name":"p","size":0}`, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			old, new := object(t, tt.old), object(t, tt.new)
+			errs, _ := validator.Validate(context.Background(), nil, structural, new, old, celconfig.RuntimeCELCostBudget)
+			var celFields []string
+			for _, e := range errs {
+				celFields = append(celFields, e.Field)
+			}
+			var oldT, newT testObject
+			decodeInto(t, old, &oldT)
+			decodeInto(t, new, &newT)
+			var engineFields []string
+			for _, e := range policy.ValidateUpdate(&oldT, &newT) {
+				engineFields = append(engineFields, e.Field)
+			}
+			if tt.field == "" {
+				assert.Empty(t, celFields, "CEL: %v", errs)
+				assert.Empty(t, engineFields, "engine")
+				return
+			}
+			assert.Equal(t, []string{tt.field}, celFields, "CEL: %v", errs)
+			assert.Equal(t, []string{tt.field}, engineFields, "engine")
+		})
+	}
+}
+
 func TestMessagesSayWhatWasRefused(t *testing.T) {
 	s := testSchema()
 	rules, _, err := For(reflect.TypeFor[testObject](), "Widget", s)
 	require.NoError(t, err)
-	spec := s.Properties["spec"]
-	for _, r := range rules {
-		spec.XValidations = append(spec.XValidations, r.Validation)
-	}
-	s.Properties["spec"] = spec
+	attach(s, rules)
 	var internal apiextensions.JSONSchemaProps
 	require.NoError(t, apiextensionsv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(s, &internal, nil))
 	structural, err := structuralschema.NewStructural(&internal)
@@ -250,6 +326,22 @@ func TestMessagesSayWhatWasRefused(t *testing.T) {
 		errs, _ := validator.Validate(context.Background(), nil, structural, object(t, tt.new), object(t, tt.old), celconfig.RuntimeCELCostBudget)
 		require.Len(t, errs, 1, "%s -> %s", tt.old, tt.new)
 		assert.Equal(t, tt.want, errs[0].Error())
+	}
+}
+
+// attach puts each rule on the schema where it goes, as Apply does on a
+// CRD manifest.
+func attach(s *apiextensionsv1.JSONSchemaProps, rules []Rule) {
+	for _, r := range rules {
+		prop := s.Properties[r.Property]
+		if len(r.Field) == 0 {
+			prop.XValidations = append(prop.XValidations, r.Validation)
+		} else {
+			field := prop.Properties[r.Field[0]]
+			field.XValidations = append(field.XValidations, r.Validation)
+			prop.Properties[r.Field[0]] = field
+		}
+		s.Properties[r.Property] = prop
 	}
 }
 
