@@ -19,10 +19,7 @@ build: ## build the binaries into bin/
 
 .PHONY: generate
 generate: ## regenerate deepcopy code, CRD manifests (deploy/crds, with CEL rules from the field-policy tags), webhook configurations (deploy/webhook) and lockstep's ClusterRole (deploy/rbac)
-	$(GO) tool controller-gen object paths=./api/...
-	$(GO) tool controller-gen crd paths=./api/... output:crd:artifacts:config=deploy/crds
-	$(GO) run ./hack/celgen -dir deploy/crds
-	$(GO) tool controller-gen webhook rbac:roleName=lockstep,fileName=cluster_role.yaml paths=./internal/... output:webhook:artifacts:config=deploy/webhook output:rbac:artifacts:config=deploy/rbac
+	GO=$(GO) bash hack/generate.sh
 
 .PHONY: certs
 certs: ## generate a local CA and serving certificate in certs/

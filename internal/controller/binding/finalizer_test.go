@@ -16,31 +16,21 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
+	"github.com/lockstep-dev/lockstep/internal/controller/controllertest"
 	"github.com/lockstep-dev/lockstep/internal/credentials"
-	"github.com/lockstep-dev/lockstep/internal/journal"
 	"github.com/lockstep-dev/lockstep/internal/osb/fakebroker"
 	"github.com/lockstep-dev/lockstep/internal/osbclient"
 )
-
-// unbindRecord is an unbind record a finalizer test starts with.
-type unbindRecord struct {
-	namespace string // where the record lives: "team", or lockstep's "lockstep-system"
-	phase     v1alpha1.OperationPhase
-	// uncached: the record is not in the finalizer's cache yet, only in the
-	// API server.
-	uncached bool
-}
 
 func TestBindingFinalizer(t *testing.T) {
 	tests := []struct {
 		name   string
 		policy v1alpha1.ReconcilePolicy
-		record *unbindRecord
+		record *controllertest.Record
 		script *fakebroker.Respond
 		// secret: the binding's Secret, "owned" (lockstep wrote it for the
 		// binding), "foreign" (someone else's), or none.
@@ -55,19 +45,19 @@ func TestBindingFinalizer(t *testing.T) {
 		brokerHoldsIt  bool
 	}{
 		{name: "confirmed in the journal: no broker call, the Secret goes",
-			record: &unbindRecord{namespace: "team", phase: v1alpha1.PhaseSucceeded}, secret: "owned", wantReleased: true, brokerHoldsIt: true},
+			record: &controllertest.Record{Namespace: "team", Phase: v1alpha1.PhaseSucceeded}, secret: "owned", wantReleased: true, brokerHoldsIt: true},
 		{name: "committed in the journal: no broker call",
-			record: &unbindRecord{namespace: "team", phase: v1alpha1.PhaseCommitted}, wantReleased: true, brokerHoldsIt: true},
+			record: &controllertest.Record{Namespace: "team", Phase: v1alpha1.PhaseCommitted}, wantReleased: true, brokerHoldsIt: true},
 		{name: "confirmed in lockstep's namespace (the binding's namespace is being deleted)",
-			record: &unbindRecord{namespace: "lockstep-system", phase: v1alpha1.PhaseSucceeded}, wantReleased: true, brokerHoldsIt: true},
+			record: &controllertest.Record{Namespace: "lockstep-system", Phase: v1alpha1.PhaseSucceeded}, wantReleased: true, brokerHoldsIt: true},
 		{name: "confirmed, not in the cache yet: read past it, no broker call",
-			record: &unbindRecord{namespace: "team", phase: v1alpha1.PhaseSucceeded, uncached: true}, wantReleased: true, brokerHoldsIt: true},
+			record: &controllertest.Record{Namespace: "team", Phase: v1alpha1.PhaseSucceeded, Uncached: true}, wantReleased: true, brokerHoldsIt: true},
 		{name: "answer still being written (Pending): waits, keeps the Secret",
-			record: &unbindRecord{namespace: "team", phase: ""}, secret: "owned", wantRequeue: true, wantSecretKept: true, brokerHoldsIt: true},
+			record: &controllertest.Record{Namespace: "team", Phase: ""}, secret: "owned", wantRequeue: true, wantSecretKept: true, brokerHoldsIt: true},
 		{name: "unbind still followed (InProgress): waits",
-			record: &unbindRecord{namespace: "team", phase: v1alpha1.PhaseInProgress}, wantRequeue: true, brokerHoldsIt: true},
+			record: &controllertest.Record{Namespace: "team", Phase: v1alpha1.PhaseInProgress}, wantRequeue: true, brokerHoldsIt: true},
 		{name: "an earlier unbind failed, this delete bypassed admission: unbinds",
-			record: &unbindRecord{namespace: "team", phase: v1alpha1.PhaseFailed}, wantReleased: true, wantUnbind: 1},
+			record: &controllertest.Record{Namespace: "team", Phase: v1alpha1.PhaseFailed}, wantReleased: true, wantUnbind: 1},
 		{name: "bypassed admission: unbinds first, then the Secret goes", secret: "owned", wantReleased: true, wantUnbind: 1},
 		{name: "a Secret lockstep did not write is never deleted", secret: "foreign", wantReleased: true, wantUnbind: 1, wantSecretKept: true},
 		{name: "bypassed admission, async unbind", script: &fakebroker.Respond{Async: &fakebroker.Async{InProgressPolls: 1}},
@@ -124,25 +114,8 @@ func TestBindingFinalizer(t *testing.T) {
 			case "foreign":
 				objs = append(objs, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds", Namespace: "team"}})
 			}
-			cached := objs
-			direct := make([]client.Object, 0, len(objs)+1)
-			for _, o := range objs {
-				direct = append(direct, o.DeepCopyObject().(client.Object))
-			}
-			if tt.record != nil {
-				rec := &v1alpha1.BrokerOperation{
-					ObjectMeta: metav1.ObjectMeta{Name: "creds-unbind-1", Namespace: tt.record.namespace, Labels: map[string]string{journal.LabelTargetUID: "uid-b"}},
-					Spec: v1alpha1.BrokerOperationSpec{Verb: v1alpha1.VerbUnbind,
-						Target: v1alpha1.OperationTarget{Kind: "ServiceBinding", Name: "creds", Namespace: "team", UID: "uid-b"}},
-					Status: v1alpha1.BrokerOperationStatus{Phase: tt.record.phase},
-				}
-				direct = append(direct, rec)
-				if !tt.record.uncached {
-					cached = append(cached, rec.DeepCopy())
-				}
-			}
-			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(cached...).Build()
-			apiReader := fake.NewClientBuilder().WithScheme(scheme).WithObjects(direct...).Build()
+			c, apiReader := controllertest.Clients(scheme, objs, tt.record, "creds-unbind-1", v1alpha1.VerbUnbind,
+				v1alpha1.OperationTarget{Kind: "ServiceBinding", Name: "creds", Namespace: "team", UID: "uid-b"})
 			r := &Reconciler{Client: c, APIReader: apiReader, Namespace: "lockstep-system", Catalogs: cache, Timeout: 5 * time.Second,
 				Poll: osbclient.PollOptions{MinInterval: time.Millisecond, MaxInterval: time.Millisecond}}
 

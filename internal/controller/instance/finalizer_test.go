@@ -14,29 +14,19 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
-	"github.com/lockstep-dev/lockstep/internal/journal"
+	"github.com/lockstep-dev/lockstep/internal/controller/controllertest"
 	"github.com/lockstep-dev/lockstep/internal/osb/fakebroker"
 	"github.com/lockstep-dev/lockstep/internal/osbclient"
 )
-
-// journalRecord is a deprovision record a finalizer test starts with.
-type journalRecord struct {
-	namespace string // where the record lives: "team", or lockstep's "lockstep-system"
-	phase     v1alpha1.OperationPhase
-	// uncached: the record is not in the finalizer's cache yet, only in the
-	// API server.
-	uncached bool
-}
 
 func TestInstanceFinalizer(t *testing.T) {
 	tests := []struct {
 		name          string
 		policy        v1alpha1.ReconcilePolicy
-		record        *journalRecord
+		record        *controllertest.Record
 		script        *fakebroker.Respond
 		wantGone      bool
 		wantDeprov    int
@@ -44,20 +34,20 @@ func TestInstanceFinalizer(t *testing.T) {
 		wantRequeue   bool
 		brokerHoldsIt bool
 	}{
-		{name: "confirmed in the journal: no broker call", record: &journalRecord{namespace: "team", phase: v1alpha1.PhaseSucceeded},
+		{name: "confirmed in the journal: no broker call", record: &controllertest.Record{Namespace: "team", Phase: v1alpha1.PhaseSucceeded},
 			wantGone: true, brokerHoldsIt: true},
-		{name: "committed in the journal: no broker call", record: &journalRecord{namespace: "team", phase: v1alpha1.PhaseCommitted},
+		{name: "committed in the journal: no broker call", record: &controllertest.Record{Namespace: "team", Phase: v1alpha1.PhaseCommitted},
 			wantGone: true, brokerHoldsIt: true},
 		{name: "confirmed in lockstep's namespace (the object's namespace is being deleted): no broker call",
-			record: &journalRecord{namespace: "lockstep-system", phase: v1alpha1.PhaseSucceeded}, wantGone: true, brokerHoldsIt: true},
+			record: &controllertest.Record{Namespace: "lockstep-system", Phase: v1alpha1.PhaseSucceeded}, wantGone: true, brokerHoldsIt: true},
 		{name: "confirmed, not in the cache yet: read past it, no broker call",
-			record: &journalRecord{namespace: "team", phase: v1alpha1.PhaseSucceeded, uncached: true}, wantGone: true, brokerHoldsIt: true},
+			record: &controllertest.Record{Namespace: "team", Phase: v1alpha1.PhaseSucceeded, Uncached: true}, wantGone: true, brokerHoldsIt: true},
 		{name: "answer still being written (Pending): waits, no broker call",
-			record: &journalRecord{namespace: "team", phase: ""}, wantRequeue: true, brokerHoldsIt: true},
+			record: &controllertest.Record{Namespace: "team", Phase: ""}, wantRequeue: true, brokerHoldsIt: true},
 		{name: "deprovision still followed (InProgress): waits, no broker call",
-			record: &journalRecord{namespace: "team", phase: v1alpha1.PhaseInProgress}, wantRequeue: true, brokerHoldsIt: true},
+			record: &controllertest.Record{Namespace: "team", Phase: v1alpha1.PhaseInProgress}, wantRequeue: true, brokerHoldsIt: true},
 		{name: "an earlier deprovision failed, this delete bypassed admission: deprovisions",
-			record: &journalRecord{namespace: "team", phase: v1alpha1.PhaseFailed}, wantGone: true, wantDeprov: 1},
+			record: &controllertest.Record{Namespace: "team", Phase: v1alpha1.PhaseFailed}, wantGone: true, wantDeprov: 1},
 		{name: "bypassed admission: deprovisions first", wantGone: true, wantDeprov: 1},
 		{name: "detach-on-delete, bypassed admission: the broker keeps the instance", policy: v1alpha1.PolicyDetachOnDelete,
 			wantGone: true, brokerHoldsIt: true},
@@ -90,22 +80,8 @@ func TestInstanceFinalizer(t *testing.T) {
 			if tt.policy != "" {
 				si.Annotations = map[string]string{v1alpha1.AnnotationReconcilePolicy: string(tt.policy)}
 			}
-			cached := []client.Object{si}
-			direct := []client.Object{si.DeepCopy()}
-			if tt.record != nil {
-				rec := &v1alpha1.BrokerOperation{
-					ObjectMeta: metav1.ObjectMeta{Name: "db-deprovision-1", Namespace: tt.record.namespace, Labels: map[string]string{journal.LabelTargetUID: "uid-1"}},
-					Spec: v1alpha1.BrokerOperationSpec{Verb: v1alpha1.VerbDeprovision,
-						Target: v1alpha1.OperationTarget{Kind: "ServiceInstance", Name: "db", Namespace: "team", UID: "uid-1"}},
-					Status: v1alpha1.BrokerOperationStatus{Phase: tt.record.phase},
-				}
-				direct = append(direct, rec)
-				if !tt.record.uncached {
-					cached = append(cached, rec.DeepCopy())
-				}
-			}
-			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(cached...).Build()
-			apiReader := fake.NewClientBuilder().WithScheme(scheme).WithObjects(direct...).Build()
+			c, apiReader := controllertest.Clients(scheme, []client.Object{si}, tt.record, "db-deprovision-1", v1alpha1.VerbDeprovision,
+				v1alpha1.OperationTarget{Kind: "ServiceInstance", Name: "db", Namespace: "team", UID: "uid-1"})
 			r := &Reconciler{Client: c, APIReader: apiReader, Namespace: "lockstep-system", Catalogs: cache, Timeout: 5 * time.Second,
 				Poll: osbclient.PollOptions{MinInterval: time.Millisecond, MaxInterval: time.Millisecond}}
 

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# generate.sh writes everything `make generate` writes: the deepcopy code
+# of api/v1alpha1, the CRD manifests in deploy/crds (with the CEL rules
+# hack/celgen derives from the field-policy tags), the webhook
+# configurations in deploy/webhook and lockstep's ClusterRole in
+# deploy/rbac, from the markers beside the code.
+#
+#   bash hack/generate.sh          # into the repository (make generate)
+#   bash hack/generate.sh DIR      # into DIR, in the same layout (the test
+#                                  # that the committed files are up to date)
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+out=${1:-.}
+go=${GO:-go}
+
+mkdir -p "$out/api/v1alpha1" "$out/deploy/crds" "$out/deploy/webhook" "$out/deploy/rbac"
+"$go" tool controller-gen object paths=./api/... output:object:dir="$out/api/v1alpha1"
+"$go" tool controller-gen crd paths=./api/... output:crd:dir="$out/deploy/crds"
+"$go" run ./hack/celgen -dir "$out/deploy/crds"
+"$go" tool controller-gen webhook rbac:roleName=lockstep,fileName=cluster_role.yaml paths=./internal/... \
+	output:webhook:dir="$out/deploy/webhook" output:rbac:dir="$out/deploy/rbac"
