@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -63,11 +64,13 @@ type Env struct {
 	bins               Binaries
 	cp                 *framework.ControlPlane
 	lockstepKubeconfig string
-	certDir            string
-	webhookPort        int
-	healthPort         int
-	metricsPort        int
-	baselinePorts      map[string]int
+	// runtimeEnv are the Go runtime settings of deploy/'s Deployment.
+	runtimeEnv    []string
+	certDir       string
+	webhookPort   int
+	healthPort    int
+	metricsPort   int
+	baselinePorts map[string]int
 }
 
 // The modes of bench/cmd/allow-all the environment runs, each in its own
@@ -149,6 +152,10 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	if e.lockstepKubeconfig, err = e.cp.ServiceAccountKubeconfig(ctx, sa); err != nil {
 		return nil, err
 	}
+	// ... and with the Go runtime settings the Deployment gives it.
+	if e.runtimeEnv, err = framework.RuntimeEnv(rendered); err != nil {
+		return nil, err
+	}
 
 	wh := e.cp.Env.WebhookInstallOptions
 	e.CA, e.certDir, e.webhookPort = wh.LocalServingCAData, wh.LocalServingCertDir, wh.LocalServingPort
@@ -219,20 +226,20 @@ func (e *Env) MetricsURL() string {
 	return "http://127.0.0.1:" + strconv.Itoa(e.metricsPort) + "/metrics"
 }
 
-// lockstepEnv is lockstep's configuration: the deployed defaults, except
-// addresses on loopback, envtest's serving certificates, and the
+// lockstepEnv is lockstep's configuration: the deployed defaults and Go
+// runtime settings, except addresses on loopback, envtest's serving certificates, and the
 // benchmark's user allowed to write status (to seed objects as lockstep
 // would have left them).
 func (e *Env) lockstepEnv() []string {
-	return []string{
-		"KUBECONFIG=" + e.lockstepKubeconfig,
+	return append(slices.Clone(e.runtimeEnv),
+		"KUBECONFIG="+e.lockstepKubeconfig,
 		"LOCKSTEP_WEBHOOK_HOST=127.0.0.1",
-		"LOCKSTEP_WEBHOOK_PORT=" + strconv.Itoa(e.webhookPort),
-		"LOCKSTEP_CERT_DIR=" + e.certDir,
-		"LOCKSTEP_METRICS_ADDR=127.0.0.1:" + strconv.Itoa(e.metricsPort),
-		"LOCKSTEP_HEALTH_ADDR=127.0.0.1:" + strconv.Itoa(e.healthPort),
-		"LOCKSTEP_STATUS_WRITERS=" + e.Username,
-	}
+		"LOCKSTEP_WEBHOOK_PORT="+strconv.Itoa(e.webhookPort),
+		"LOCKSTEP_CERT_DIR="+e.certDir,
+		"LOCKSTEP_METRICS_ADDR=127.0.0.1:"+strconv.Itoa(e.metricsPort),
+		"LOCKSTEP_HEALTH_ADDR=127.0.0.1:"+strconv.Itoa(e.healthPort),
+		"LOCKSTEP_STATUS_WRITERS="+e.Username,
+	)
 }
 
 // StartLockstep starts lockstep's webhook binary and waits until it is

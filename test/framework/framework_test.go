@@ -64,3 +64,40 @@ func TestDecode(t *testing.T) {
 	_, err = Decode("kind: [")
 	assert.Error(t, err)
 }
+
+func TestRuntimeEnv(t *testing.T) {
+	objs, err := Decode(`apiVersion: apps/v1
+kind: Deployment
+metadata: {name: lockstep, namespace: lockstep-system}
+spec:
+  template:
+    spec:
+      containers:
+        - name: lockstep
+          env:
+            - {name: GOGC, value: "400"}
+            - {name: GOMEMLIMIT, value: 192MiB}
+            - {name: LOCKSTEP_LOG_LEVEL, value: info}
+            - name: GOMAXPROCS
+              valueFrom: {resourceFieldRef: {resource: limits.cpu}}
+`)
+	require.NoError(t, err)
+	env, err := RuntimeEnv(objs)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"GOGC=400", "GOMEMLIMIT=192MiB"}, env, "the Go settings with a value; lockstep's own and those the kubelet fills in are not")
+
+	_, err = RuntimeEnv(nil)
+	assert.ErrorContains(t, err, "no Deployment")
+}
+
+func TestRuntimeEnvOfDeploy(t *testing.T) {
+	root, err := Root()
+	require.NoError(t, err)
+	raw, err := os.ReadFile(filepath.Join(root, "deploy", "manager", "deployment.yaml"))
+	require.NoError(t, err)
+	objs, err := Decode(string(raw))
+	require.NoError(t, err)
+	env, err := RuntimeEnv(objs)
+	require.NoError(t, err)
+	assert.Contains(t, env, "GOGC=400", "deploy/ tunes the garbage collector; the benchmarks run lockstep with the same settings")
+}
