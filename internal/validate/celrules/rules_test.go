@@ -15,6 +15,7 @@ import (
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
 	"k8s.io/apimachinery/pkg/runtime"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
+	utilfield "k8s.io/apimachinery/pkg/util/validation/field"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 
 	"github.com/lockstep-dev/lockstep/internal/validate"
@@ -161,19 +162,7 @@ func TestForLeavesAnOptionalTopLevelPropertyToTheEngine(t *testing.T) {
 // the engine's on the same update (test/celrules does the same through a
 // real API server with the CRDs in deploy/crds).
 func TestRulesAgreeWithTheEngineInProcess(t *testing.T) {
-	s := testSchema()
-	rules, _, err := For(reflect.TypeFor[testObject](), "Widget", s)
-	require.NoError(t, err)
-	attach(s, rules)
-	var internal apiextensions.JSONSchemaProps
-	require.NoError(t, apiextensionsv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(s, &internal, nil))
-	structural, err := structuralschema.NewStructural(&internal)
-	require.NoError(t, err)
-	validator := cel.NewValidator(structural, true, celconfig.PerCallLimit)
-	require.NotNil(t, validator)
-
-	policy, err := validate.For[testObject]()
-	require.NoError(t, err)
+	p := newInProcess(t, testSchema())
 	base := `"name":"a","count":1,"flag":true,"ratio":0.5,"list":["x"],"labels":{"k":"v"},"ref":{"name":"r","size":2},"namespace":"ns","free":"f"`
 	tests := []struct {
 		name     string
@@ -212,26 +201,10 @@ func TestRulesAgreeWithTheEngineInProcess(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			old, new := object(t, tt.old), object(t, tt.new)
-			errs, _ := validator.Validate(context.Background(), nil, structural, new, old, celconfig.RuntimeCELCostBudget)
-			var celFields []string
-			for _, e := range errs {
-				celFields = append(celFields, e.Field)
-			}
-			var oldT, newT testObject
-			decodeInto(t, old, &oldT)
-			decodeInto(t, new, &newT)
-			var engineFields []string
-			for _, e := range policy.ValidateUpdate(&oldT, &newT) {
-				engineFields = append(engineFields, e.Field)
-			}
 			if !tt.refused {
-				assert.Empty(t, celFields, "CEL: %v", errs)
-				assert.Empty(t, engineFields, "engine")
-				return
+				tt.field = ""
 			}
-			assert.Equal(t, []string{tt.field}, celFields, "CEL: %v", errs)
-			assert.Equal(t, []string{tt.field}, engineFields, "engine")
+			p.agree(t, tt.old, tt.new, tt.field)
 		})
 	}
 }
@@ -256,14 +229,7 @@ func TestRulesOnRequiredFieldsAgreeInProcess(t *testing.T) {
 		assert.Contains(t, onField, path, "a required field's rule is on the field")
 	}
 	assert.NotContains(t, onField["spec.plain"], "oldSelf.plain", "a struct is compared on itself")
-	attach(s, rules)
-	var internal apiextensions.JSONSchemaProps
-	require.NoError(t, apiextensionsv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(s, &internal, nil))
-	structural, err := structuralschema.NewStructural(&internal)
-	require.NoError(t, err)
-	validator := cel.NewValidator(structural, true, celconfig.PerCallLimit)
-	policy, err := validate.For[testObject]()
-	require.NoError(t, err)
+	p := newInProcess(t, s)
 	const required = `"name":"a","list":["x"],"labels":{"k":"v"},"plain":{"name":"p"}`
 	tests := []struct {
 		name     string
@@ -281,33 +247,35 @@ func TestRulesOnRequiredFieldsAgreeInProcess(t *testing.T) {
 		{"struct zero field is absent", required, `"name":"a","list":["x"],"labels":{"k":"v"},"plain":{"name":"p","size":0}`, ""},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			old, new := object(t, tt.old), object(t, tt.new)
-			errs, _ := validator.Validate(context.Background(), nil, structural, new, old, celconfig.RuntimeCELCostBudget)
-			var celFields []string
-			for _, e := range errs {
-				celFields = append(celFields, e.Field)
-			}
-			var oldT, newT testObject
-			decodeInto(t, old, &oldT)
-			decodeInto(t, new, &newT)
-			var engineFields []string
-			for _, e := range policy.ValidateUpdate(&oldT, &newT) {
-				engineFields = append(engineFields, e.Field)
-			}
-			if tt.field == "" {
-				assert.Empty(t, celFields, "CEL: %v", errs)
-				assert.Empty(t, engineFields, "engine")
-				return
-			}
-			assert.Equal(t, []string{tt.field}, celFields, "CEL: %v", errs)
-			assert.Equal(t, []string{tt.field}, engineFields, "engine")
-		})
+		t.Run(tt.name, func(t *testing.T) { p.agree(t, tt.old, tt.new, tt.field) })
 	}
 }
 
 func TestMessagesSayWhatWasRefused(t *testing.T) {
-	s := testSchema()
+	p := newInProcess(t, testSchema())
+	for _, tt := range []struct{ old, new, want string }{
+		{`"name":"a"`, `"name":"b"`, "spec.name: Forbidden: create-only field: it cannot be changed after the Widget is created; delete and recreate the Widget to change it"},
+		{`"name":"a"`, ``, "spec.name: Forbidden: create-only field: it cannot be removed after the Widget is created; put the old value back, or delete and recreate the Widget"},
+		{``, `"name":"a"`, "spec.name: Forbidden: create-only field: it cannot be set after the Widget is created (it was not set then); delete and recreate the Widget to set it"},
+		{`"ref":{"name":"r"}`, `"ref":{"name":"s"}`, "spec.ref: Forbidden: create-only field: it cannot be changed after the Widget is created; delete and recreate the Widget to change it"},
+		{`"list":["x"]`, ``, "spec.list: Forbidden: create-only field: it cannot be removed after the Widget is created; put the old value back, or delete and recreate the Widget"},
+	} {
+		errs := p.errors(t, tt.old, tt.new)
+		require.Len(t, errs, 1, "%s -> %s", tt.old, tt.new)
+		assert.Equal(t, tt.want, errs[0].Error())
+	}
+}
+
+// inProcess evaluates the rules generated for a schema of testObject with
+// the API server's own CEL validator, in process, beside the engine.
+type inProcess struct {
+	structural *structuralschema.Structural
+	validator  *cel.Validator
+	policy     *validate.Policy
+}
+
+func newInProcess(t *testing.T, s *apiextensionsv1.JSONSchemaProps) *inProcess {
+	t.Helper()
 	rules, _, err := For(reflect.TypeFor[testObject](), "Widget", s)
 	require.NoError(t, err)
 	attach(s, rules)
@@ -316,17 +284,43 @@ func TestMessagesSayWhatWasRefused(t *testing.T) {
 	structural, err := structuralschema.NewStructural(&internal)
 	require.NoError(t, err)
 	validator := cel.NewValidator(structural, true, celconfig.PerCallLimit)
-	for _, tt := range []struct{ old, new, want string }{
-		{`"name":"a"`, `"name":"b"`, "spec.name: Forbidden: create-only field: it cannot be changed after the Widget is created; delete and recreate the Widget to change it"},
-		{`"name":"a"`, ``, "spec.name: Forbidden: create-only field: it cannot be removed after the Widget is created; put the old value back, or delete and recreate the Widget"},
-		{``, `"name":"a"`, "spec.name: Forbidden: create-only field: it cannot be set after the Widget is created (it was not set then); delete and recreate the Widget to set it"},
-		{`"ref":{"name":"r"}`, `"ref":{"name":"s"}`, "spec.ref: Forbidden: create-only field: it cannot be changed after the Widget is created; delete and recreate the Widget to change it"},
-		{`"list":["x"]`, ``, "spec.list: Forbidden: create-only field: it cannot be removed after the Widget is created; put the old value back, or delete and recreate the Widget"},
-	} {
-		errs, _ := validator.Validate(context.Background(), nil, structural, object(t, tt.new), object(t, tt.old), celconfig.RuntimeCELCostBudget)
-		require.Len(t, errs, 1, "%s -> %s", tt.old, tt.new)
-		assert.Equal(t, tt.want, errs[0].Error())
+	require.NotNil(t, validator)
+	policy, err := validate.For[testObject]()
+	require.NoError(t, err)
+	return &inProcess{structural: structural, validator: validator, policy: policy}
+}
+
+// errors are the rules' refusals of the update of a spec with the members
+// old to one with the members new.
+func (p *inProcess) errors(t *testing.T, old, new string) utilfield.ErrorList {
+	t.Helper()
+	errs, _ := p.validator.Validate(context.Background(), nil, p.structural, object(t, new), object(t, old), celconfig.RuntimeCELCostBudget)
+	return errs
+}
+
+// agree checks that the rules and the engine both refuse that update for
+// the field named, or, when it is "", that neither refuses it.
+func (p *inProcess) agree(t *testing.T, old, new, refused string) {
+	t.Helper()
+	errs := p.errors(t, old, new)
+	var celFields []string
+	for _, e := range errs {
+		celFields = append(celFields, e.Field)
 	}
+	var oldT, newT testObject
+	decodeInto(t, object(t, old), &oldT)
+	decodeInto(t, object(t, new), &newT)
+	var engineFields []string
+	for _, e := range p.policy.ValidateUpdate(&oldT, &newT) {
+		engineFields = append(engineFields, e.Field)
+	}
+	if refused == "" {
+		assert.Empty(t, celFields, "CEL: %v", errs)
+		assert.Empty(t, engineFields, "engine")
+		return
+	}
+	assert.Equal(t, []string{refused}, celFields, "CEL: %v", errs)
+	assert.Equal(t, []string{refused}, engineFields, "engine")
 }
 
 // attach puts each rule on the schema where it goes, as Apply does on a
