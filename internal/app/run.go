@@ -134,6 +134,10 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 	if err != nil {
 		return fmt.Errorf("creating the controller manager: %w", err)
 	}
+	// The journal's readers find an object's records through this index.
+	if err := journal.IndexTargetUID(ctx, mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
 
 	catalogs := catalog.NewCache(c.CatalogRefreshInterval)
 	if err := (&servicebroker.Reconciler{

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/journal"
 )
 
 func testScheme(t *testing.T) *runtime.Scheme {
@@ -54,7 +55,7 @@ func TestFinalize(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			si := deleting(tt.annotations)
-			c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(si).Build()
+			c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithIndex(&v1alpha1.BrokerOperation{}, journal.TargetUIDIndex, journal.TargetUID).WithObjects(si).Build()
 			require.NoError(t, c.Get(context.Background(), client.ObjectKeyFromObject(si), si))
 			var removes, releases int
 			res, err := Finalize(context.Background(), JournalReaders{Client: c, Namespace: "lockstep-system"}, si, Removal{
@@ -79,7 +80,7 @@ func TestFinalize(t *testing.T) {
 func TestPatchStatus(t *testing.T) {
 	ctx := context.Background()
 	si := &v1alpha1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "db"}}
-	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(si).WithStatusSubresource(si).Build()
+	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithIndex(&v1alpha1.BrokerOperation{}, journal.TargetUIDIndex, journal.TargetUID).WithObjects(si).WithStatusSubresource(si).Build()
 	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(si), si))
 
 	read := si.ResourceVersion

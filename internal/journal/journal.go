@@ -388,7 +388,7 @@ const (
 // time. The lock is released only once the record is written, so one of
 // them tells.
 func DeleteRecorded(ctx context.Context, cached, direct client.Reader, leases *Leases, home string, key Key, uid types.UID, verb v1alpha1.Verb) (DeleteRecord, error) {
-	recorded, err := deleteRecorded(ctx, cached, home, key.Namespace, uid, verb)
+	recorded, err := deleteRecorded(ctx, CachedRecords, cached, home, key.Namespace, uid, verb)
 	if err != nil || recorded != DeleteNotRecorded {
 		return recorded, err
 	}
@@ -404,11 +404,14 @@ func DeleteRecorded(ctx context.Context, cached, direct client.Reader, leases *L
 	if direct == nil {
 		return recorded, nil
 	}
-	return deleteRecorded(ctx, direct, home, key.Namespace, uid, verb)
+	return deleteRecorded(ctx, Records, direct, home, key.Namespace, uid, verb)
 }
 
-func deleteRecorded(ctx context.Context, reader client.Reader, home, namespace string, uid types.UID, verb v1alpha1.Verb) (DeleteRecord, error) {
-	ops, err := Records(ctx, reader, home, namespace, string(uid))
+// recordLister is Records or CachedRecords.
+type recordLister func(ctx context.Context, c client.Reader, home, namespace, uid string) ([]v1alpha1.BrokerOperation, error)
+
+func deleteRecorded(ctx context.Context, list recordLister, reader client.Reader, home, namespace string, uid types.UID, verb v1alpha1.Verb) (DeleteRecord, error) {
+	ops, err := list(ctx, reader, home, namespace, string(uid))
 	if err != nil {
 		return DeleteNotRecorded, fmt.Errorf("reading the operation records of %s: %w", uid, err)
 	}

@@ -26,7 +26,7 @@ func newLeases(t *testing.T, clk clock.PassiveClock) *Leases {
 	scheme := runtime.NewScheme()
 	require.NoError(t, coordinationv1.AddToScheme(scheme))
 	require.NoError(t, v1alpha1.AddToScheme(scheme))
-	c := fake.NewClientBuilder().WithScheme(scheme).Build()
+	c := fake.NewClientBuilder().WithScheme(scheme).WithIndex(&v1alpha1.BrokerOperation{}, TargetUIDIndex, TargetUID).Build()
 	return &Leases{Client: c, Duration: time.Minute, Clock: clk}
 }
 

@@ -25,7 +25,7 @@ func newCarrier(t *testing.T) (*Carrier, client.Client) {
 	scheme := runtime.NewScheme()
 	require.NoError(t, coordinationv1.AddToScheme(scheme))
 	require.NoError(t, v1alpha1.AddToScheme(scheme))
-	c := fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&v1alpha1.BrokerOperation{}).Build()
+	c := fake.NewClientBuilder().WithScheme(scheme).WithIndex(&v1alpha1.BrokerOperation{}, TargetUIDIndex, TargetUID).WithStatusSubresource(&v1alpha1.BrokerOperation{}).Build()
 	return &Carrier{
 		Leases:  &Leases{Client: c, Namespace: "lockstep-system", Duration: time.Minute},
 		Journal: &Journal{Client: c, Namespace: "lockstep-system"},

@@ -2,6 +2,7 @@ package journal
 
 import (
 	"context"
+	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -54,12 +55,25 @@ func findRecord(ctx context.Context, c client.Reader, home, namespace, name stri
 }
 
 // Records lists the records of the object with uid in namespace: next to
-// the object and in home (lockstep's namespace).
+// the object and in home (lockstep's namespace). It selects them by their
+// label, so c may be the API server; read from a cache, CachedRecords
+// reads only the object's records.
 func Records(ctx context.Context, c client.Reader, home, namespace, uid string) ([]v1alpha1.BrokerOperation, error) {
+	return listRecords(ctx, c, home, namespace, client.MatchingLabels{LabelTargetUID: uid})
+}
+
+// CachedRecords is Records from a cache that has TargetUIDIndex
+// (IndexTargetUID): it finds the object's records through the index
+// instead of passing over every record of the namespace.
+func CachedRecords(ctx context.Context, cache client.Reader, home, namespace, uid string) ([]v1alpha1.BrokerOperation, error) {
+	return listRecords(ctx, cache, home, namespace, client.MatchingFields{TargetUIDIndex: uid})
+}
+
+func listRecords(ctx context.Context, c client.Reader, home, namespace string, selector client.ListOption) ([]v1alpha1.BrokerOperation, error) {
 	var all []v1alpha1.BrokerOperation
 	for _, ns := range namespaces(home, namespace) {
 		var ops v1alpha1.BrokerOperationList
-		if err := c.List(ctx, &ops, client.InNamespace(ns), client.MatchingLabels{LabelTargetUID: uid}); err != nil {
+		if err := c.List(ctx, &ops, client.InNamespace(ns), selector); err != nil {
 			return nil, err
 		}
 		for _, op := range ops.Items {
@@ -69,6 +83,29 @@ func Records(ctx context.Context, c client.Reader, home, namespace, uid string) 
 		}
 	}
 	return all, nil
+}
+
+// TargetUIDIndex indexes BrokerOperations in a cache by their object's uid
+// (IndexTargetUID registers it).
+const TargetUIDIndex = "spec.target.uid"
+
+// IndexTargetUID registers TargetUIDIndex with a cache's indexer, before
+// the cache starts.
+func IndexTargetUID(ctx context.Context, indexer client.FieldIndexer) error {
+	if err := indexer.IndexField(ctx, &v1alpha1.BrokerOperation{}, TargetUIDIndex, TargetUID); err != nil {
+		return fmt.Errorf("indexing BrokerOperations by their object's uid: %w", err)
+	}
+	return nil
+}
+
+// TargetUID is the TargetUIDIndex value of a BrokerOperation (for a fake
+// client's WithIndex in tests).
+func TargetUID(o client.Object) []string {
+	op, ok := o.(*v1alpha1.BrokerOperation)
+	if !ok || op.Spec.Target.UID == "" {
+		return nil
+	}
+	return []string{string(op.Spec.Target.UID)}
 }
 
 func namespaces(home, namespace string) []string {

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -32,7 +33,7 @@ func terminatingNamespaces(t *testing.T, names ...string) client.Client {
 	scheme := runtime.NewScheme()
 	require.NoError(t, clientgoscheme.AddToScheme(scheme))
 	require.NoError(t, v1alpha1.AddToScheme(scheme))
-	return fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&v1alpha1.BrokerOperation{}).
+	return fake.NewClientBuilder().WithScheme(scheme).WithIndex(&v1alpha1.BrokerOperation{}, TargetUIDIndex, TargetUID).WithStatusSubresource(&v1alpha1.BrokerOperation{}).
 		WithInterceptorFuncs(interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 			for _, ns := range names {
 				if obj.GetNamespace() == ns {
@@ -118,4 +119,42 @@ func TestLeaseNames(t *testing.T) {
 	b := Key{Kind: "ServiceBinding", Namespace: strings.Repeat("n", 63), Name: strings.Repeat("a", 252) + "b"}.LeaseName()
 	assert.LessOrEqual(t, len(a), 253)
 	assert.NotEqual(t, a, b, "long names that differ at the end keep distinct locks")
+}
+
+// TestCachedRecordsReadTheIndex: from a cache, an object's records are
+// found through TargetUIDIndex, here and in lockstep's namespace, and are
+// the ones Records finds by label.
+func TestCachedRecordsReadTheIndex(t *testing.T) {
+	record := func(name, ns, uid, targetNamespace string) *v1alpha1.BrokerOperation {
+		return &v1alpha1.BrokerOperation{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{LabelTargetUID: uid}},
+			Spec:       v1alpha1.BrokerOperationSpec{Target: v1alpha1.OperationTarget{Kind: "ServiceInstance", Name: "db", Namespace: targetNamespace, UID: types.UID(uid)}},
+		}
+	}
+	objs := []client.Object{
+		record("db-provision", "team", "uid-1", ""),
+		record("db-deprovision", "lockstep-system", "uid-1", "team"),
+		record("other", "team", "uid-2", ""),
+		record("elsewhere", "lockstep-system", "uid-1", "other-team"),
+	}
+	scheme := runtime.NewScheme()
+	require.NoError(t, v1alpha1.AddToScheme(scheme))
+	cache := fake.NewClientBuilder().WithScheme(scheme).WithIndex(&v1alpha1.BrokerOperation{}, TargetUIDIndex, TargetUID).WithObjects(objs...).Build()
+	names := func(ops []v1alpha1.BrokerOperation) []string {
+		var out []string
+		for _, op := range ops {
+			out = append(out, op.Name)
+		}
+		return out
+	}
+	cached, err := CachedRecords(context.Background(), cache, "lockstep-system", "team", "uid-1")
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{"db-provision", "db-deprovision"}, names(cached))
+	byLabel, err := Records(context.Background(), cache, "lockstep-system", "team", "uid-1")
+	require.NoError(t, err)
+	assert.ElementsMatch(t, names(byLabel), names(cached))
+
+	noIndex := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
+	_, err = CachedRecords(context.Background(), noIndex, "lockstep-system", "team", "uid-1")
+	assert.Error(t, err, "a reader without the index (the API server) is read with Records")
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/credentials"
+	"github.com/lockstep-dev/lockstep/internal/journal"
 )
 
 // TestBindingReadySaysWhatHappened: Ready tells a bind still running from
@@ -55,7 +56,7 @@ func TestBindingReadySaysWhatHappened(t *testing.T) {
 				objects = append(objects, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds", Namespace: "team",
 					Labels: map[string]string{credentials.LabelBindingUID: "b-uid"}}})
 			}
-			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objects...).WithStatusSubresource(&v1alpha1.ServiceBinding{}).Build()
+			c := fake.NewClientBuilder().WithScheme(scheme).WithIndex(&v1alpha1.BrokerOperation{}, journal.TargetUIDIndex, journal.TargetUID).WithObjects(objects...).WithStatusSubresource(&v1alpha1.ServiceBinding{}).Build()
 			r := &Reconciler{Client: c}
 			_, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "team", Name: "creds"}})
 			require.NoError(t, err)

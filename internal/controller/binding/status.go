@@ -15,7 +15,7 @@ import (
 
 // fromJournal folds what the journal says of the binding into status.
 func (r *Reconciler) fromJournal(ctx context.Context, b *v1alpha1.ServiceBinding, status *v1alpha1.ServiceBindingStatus) error {
-	records, err := journal.Records(ctx, r.Client, r.Namespace, b.Namespace, string(b.UID))
+	records, err := journal.CachedRecords(ctx, r.Client, r.Namespace, b.Namespace, string(b.UID))
 	if err != nil {
 		return fmt.Errorf("reading the operation records of binding %s/%s: %w", b.Namespace, b.Name, err)
 	}

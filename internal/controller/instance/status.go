@@ -14,7 +14,7 @@ import (
 
 // fromJournal folds what the journal says of the instance into status.
 func (r *Reconciler) fromJournal(ctx context.Context, si *v1alpha1.ServiceInstance, status *v1alpha1.ServiceInstanceStatus) error {
-	records, err := journal.Records(ctx, r.Client, r.Namespace, si.Namespace, string(si.UID))
+	records, err := journal.CachedRecords(ctx, r.Client, r.Namespace, si.Namespace, string(si.UID))
 	if err != nil {
 		return fmt.Errorf("reading the operation records of instance %s/%s: %w", si.Namespace, si.Name, err)
 	}

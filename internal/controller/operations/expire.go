@@ -27,7 +27,7 @@ func (r *Operations) expire(ctx context.Context, op *v1alpha1.BrokerOperation) (
 	if err != nil || target != nil {
 		return ctrl.Result{}, err
 	}
-	records, err := journal.Records(ctx, r.Client, r.Journal.Namespace, journal.TargetNamespace(op), string(op.Spec.Target.UID))
+	records, err := journal.CachedRecords(ctx, r.Client, r.Journal.Namespace, journal.TargetNamespace(op), string(op.Spec.Target.UID))
 	if err != nil {
 		return ctrl.Result{}, err
 	}

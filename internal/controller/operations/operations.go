@@ -101,9 +101,6 @@ type Operations struct {
 
 // SetupWithManager registers the reconciler.
 func (r *Operations) SetupWithManager(mgr ctrl.Manager) error {
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.BrokerOperation{}, TargetUIDIndex, targetUID); err != nil {
-		return fmt.Errorf("indexing BrokerOperations by their object's uid: %w", err)
-	}
 	return ctrl.NewControllerManagedBy(mgr).For(&v1alpha1.BrokerOperation{}).Named("brokeroperation").Complete(r)
 }
 
@@ -468,28 +465,13 @@ func (r *Operations) finish(ctx context.Context, op *v1alpha1.BrokerOperation) e
 	return r.prune(ctx, op)
 }
 
-// TargetUIDIndex indexes BrokerOperations in the cache by their object's
-// uid, so that finding an object's records reads only those: a label
-// selector would pass over every record of the namespace, on every
-// operation.
-const TargetUIDIndex = "spec.target.uid"
-
-// targetUID is the TargetUIDIndex of a BrokerOperation.
-func targetUID(o client.Object) []string {
-	op, ok := o.(*v1alpha1.BrokerOperation)
-	if !ok || op.Spec.Target.UID == "" {
-		return nil
-	}
-	return []string{string(op.Spec.Target.UID)}
-}
-
 // prune deletes the oldest final records of the object beyond Keep.
 func (r *Operations) prune(ctx context.Context, op *v1alpha1.BrokerOperation) error {
 	if r.Keep <= 0 || op.Spec.Target.UID == "" {
 		return nil
 	}
 	var ops v1alpha1.BrokerOperationList
-	if err := r.Client.List(ctx, &ops, client.InNamespace(op.Namespace), client.MatchingFields{TargetUIDIndex: string(op.Spec.Target.UID)}); err != nil {
+	if err := r.Client.List(ctx, &ops, client.InNamespace(op.Namespace), client.MatchingFields{journal.TargetUIDIndex: string(op.Spec.Target.UID)}); err != nil {
 		return err
 	}
 	if len(ops.Items) <= r.Keep {

@@ -39,7 +39,7 @@ func newOpsHarness(t *testing.T, objects ...client.Object) *opsHarness {
 	require.NoError(t, coordinationv1.AddToScheme(scheme))
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objects...).
 		WithStatusSubresource(&v1alpha1.BrokerOperation{}, &v1alpha1.ServiceInstance{}).
-		WithIndex(&v1alpha1.BrokerOperation{}, TargetUIDIndex, targetUID).Build()
+		WithIndex(&v1alpha1.BrokerOperation{}, journal.TargetUIDIndex, journal.TargetUID).Build()
 	b := fakebroker.New(t)
 	bc, err := osbclient.New(b.Config())
 	require.NoError(t, err)
