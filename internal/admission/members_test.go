@@ -78,3 +78,15 @@ func TestWithoutMember(t *testing.T) {
 		})
 	}
 }
+
+func TestSplitDecodesEscapedNames(t *testing.T) {
+	o, err := split([]byte(`{"sp\u0065c":{"planName":"small"},"metadata":{"name":"db"}}`), "object")
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"planName":"small"}`, string(o.Spec), "a name spelled with an escape is the same name")
+	_, meta, err := o.meta("object")
+	require.NoError(t, err)
+	assert.Equal(t, "db", meta.Name)
+
+	_, err = split([]byte(`{"spec":{"planName":`), "object")
+	assert.ErrorContains(t, err, "decoding the object in the admission request")
+}

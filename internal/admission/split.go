@@ -41,15 +41,16 @@ func split(raw []byte, what string) (*splitObject, error) {
 		o.set(string(m.Name), m.Value)
 		return true
 	})
-	// A name written with escapes is decoded first; the API server never
-	// writes one, so this costs nothing on its requests.
+	// A name written with escapes is decoded before it is compared; the
+	// API server never writes one, so this costs nothing on its requests.
 	for _, m := range escaped {
-		var name string
 		if err != nil {
 			break
 		}
-		err = sigsjson.UnmarshalCaseSensitivePreserveInts(raw[m.Start:m.Start+len(m.Name)+2], &name)
-		o.set(name, m.Value)
+		var name string
+		if err = sigsjson.UnmarshalCaseSensitivePreserveInts(raw[m.Start:m.Start+len(m.Name)+2], &name); err == nil {
+			o.set(name, m.Value)
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("decoding the %s in the admission request: %w", what, err)
