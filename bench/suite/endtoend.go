@@ -301,30 +301,27 @@ func (s *Suite) cleanE2E(n int) {
 // between two scrapes, per request of n, and how long it waited for each
 // call (mean).
 func webhookCalls(before, after env.Metrics, n int) string {
-	const metric = "apiserver_admission_webhook_admission_duration_seconds"
-	var parts []string
-	for _, name := range labelValues(after, metric+"_count", "name") {
-		h := histogram(before, after, metric, map[string]string{"name": name})
-		if h.count > 0 {
-			parts = append(parts, fmt.Sprintf("%s %.2f × %s", name, h.count/float64(n), dur(h.total/time.Duration(h.count))))
-		}
-	}
-	if len(parts) == 0 {
-		return "none"
-	}
-	return strings.Join(parts, ", ")
+	return perLabel(before, after, "apiserver_admission_webhook_admission_duration_seconds", "name", func(name string, h handlerCost) string {
+		return fmt.Sprintf("%s %.2f × %s", name, h.count/float64(n), dur(h.total/time.Duration(h.count)))
+	})
 }
 
 // handlerTimes says how long lockstep's webhook handlers took between two
 // scrapes (mean per call, from controller-runtime's histogram: without TLS
 // and HTTP).
 func handlerTimes(before, after env.Metrics) string {
-	const metric = "controller_runtime_webhook_latency_seconds"
+	return perLabel(before, after, "controller_runtime_webhook_latency_seconds", "webhook", func(path string, h handlerCost) string {
+		return fmt.Sprintf("%s %s", path, dur(h.total/time.Duration(h.count)))
+	})
+}
+
+// perLabel formats, for each value of label, the samples a histogram
+// gained between two scrapes; "none" when it gained none.
+func perLabel(before, after env.Metrics, metric, label string, format func(value string, h handlerCost) string) string {
 	var parts []string
-	for _, path := range labelValues(after, metric+"_count", "webhook") {
-		h := histogram(before, after, metric, map[string]string{"webhook": path})
-		if h.count > 0 {
-			parts = append(parts, fmt.Sprintf("%s %s", path, dur(h.total/time.Duration(h.count))))
+	for _, v := range labelValues(after, metric+"_count", label) {
+		if h := histogram(before, after, metric, map[string]string{label: v}); h.count > 0 {
+			parts = append(parts, format(v, h))
 		}
 	}
 	if len(parts) == 0 {
