@@ -80,15 +80,15 @@ var (
 // skipSpace returns the index of the first byte at or after i that is not
 // JSON whitespace.
 func skipSpace(raw []byte, i int) int {
-	for i < len(raw) {
-		switch raw[i] {
-		case ' ', '\t', '\n', '\r':
-			i++
-		default:
-			return i
-		}
+	for i < len(raw) && isSpace(raw[i]) {
+		i++
 	}
 	return i
+}
+
+// isSpace reports whether b is JSON whitespace.
+func isSpace(b byte) bool {
+	return b == ' ' || b == '\t' || b == '\n' || b == '\r'
 }
 
 // skipString returns the index just past the string that starts (with its

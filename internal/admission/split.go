@@ -128,14 +128,12 @@ func withoutMember(raw []byte, name string) ([]byte, error) {
 		end++
 	} else {
 		// The last member: the comma before it goes, if any.
-		for i := start - 1; i >= 0; i-- {
-			if raw[i] == ',' {
-				start = i
-				break
-			}
-			if raw[i] == '{' {
-				break
-			}
+		i := start - 1
+		for i >= 0 && isSpace(raw[i]) {
+			i--
+		}
+		if i >= 0 && raw[i] == ',' {
+			start = i
 		}
 	}
 	out := make([]byte, 0, len(raw)-(end-start))

@@ -58,3 +58,32 @@ func Decode(manifests string) ([]*unstructured.Unstructured, error) {
 		objs = append(objs, u)
 	}
 }
+
+// RuntimeEnv returns the Go runtime settings (GOGC, GOMEMLIMIT, ...) that
+// the Deployment in rendered gives lockstep's container, as NAME=value:
+// a process that runs lockstep as a deployment does gets them too.
+func RuntimeEnv(rendered []*unstructured.Unstructured) ([]string, error) {
+	for _, u := range rendered {
+		if u.GetKind() != "Deployment" {
+			continue
+		}
+		containers, _, err := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
+		if err != nil {
+			return nil, fmt.Errorf("reading the Deployment's containers: %w", err)
+		}
+		var env []string
+		for _, c := range containers {
+			vars, _, _ := unstructured.NestedSlice(c.(map[string]any), "env")
+			for _, v := range vars {
+				m, _ := v.(map[string]any)
+				name, _ := m["name"].(string)
+				value, literal := m["value"].(string)
+				if literal && strings.HasPrefix(name, "GO") {
+					env = append(env, name+"="+value)
+				}
+			}
+		}
+		return env, nil
+	}
+	return nil, errors.New("deploy/base renders no Deployment")
+}
