@@ -65,7 +65,7 @@ func (s *Suite) Run(ctx context.Context, benchmarks []Benchmark) ([]report.Secti
 // how to read them.
 func Preface() []string {
 	return []string{
-		"Written by `make bench` (`hack/bench.sh`); do not edit by hand. The README's Benchmarks section lists the benchmarks and their targets. " +
+		"Written by `make bench` (`hack/bench.sh`); do not edit by hand. docs/development.md (Benchmarks) lists the benchmarks and their targets. " +
 			"Profiles of the targets missed, and the changes they point to, are in `bench/FINDINGS.md` (written by hand, dated).",
 		"**Read the ratios, not the absolute figures.** The machine is shared and noisy, and lockstep, its baselines, the load generator, " +
 			"kube-apiserver and etcd all run on it at once. That is why every benchmark measures lockstep and its baseline in the same run, " +

@@ -1,7 +1,7 @@
 // Command webhook runs lockstep: the admission webhooks that carry every
 // change of ServiceInstances and ServiceBindings out at the broker before
 // the API server persists it. Configuration comes from LOCKSTEP_*
-// environment variables (see the README); the cluster connection from
+// environment variables (see docs/reference/configuration.md); the cluster connection from
 // KUBECONFIG or the in-cluster service account.
 package main
 

@@ -17,8 +17,10 @@ type instructions struct {
 }
 
 var nextSteps = template.Must(template.New("next").Funcs(template.FuncMap{
-	"join": strings.Join,
-	"rel":  relativeTo,
+	"join":  strings.Join,
+	"rel":   relativeTo,
+	"shown": shown,
+	"typed": typed,
 }).Parse(`
 lockstep is running.
   kube-apiserver   {{.APIServer}}
@@ -26,13 +28,13 @@ lockstep is running.
   webhooks         lockstep-mutating, lockstep-validating (deploy/webhook/manifests.yaml)
   broker           ServiceBroker "embedded" at http://127.0.0.1:{{.Broker}}, services: {{join .Services ", "}}
   metrics          http://127.0.0.1:{{.Metrics}}/metrics
-  logs             {{.Logs}}/
-  state            {{.State}}/ (kept across restarts; delete it to start afresh)
+  logs             {{shown .Root .Logs}}/
+  state            {{shown .Root .State}}/ (kept across restarts; delete it to start afresh)
 
-In another terminal, from {{.Root}}:
+In another terminal, at the repository root:
 
-  export KUBECONFIG={{.Kubeconfig}}
-  export PATH={{.Assets}}:$PATH
+  export KUBECONFIG={{typed .Root .Kubeconfig}}
+  export PATH={{typed .Root .Assets}}:$PATH
   kubectl get servicebrokers
   kubectl apply -f {{rel .Root "examples/instance.yaml"}}
 
@@ -45,6 +47,48 @@ func printNext(w io.Writer, in instructions) error {
 		return fmt.Errorf("printing the instructions: %w", err)
 	}
 	return nil
+}
+
+// shown names a path as a person reads it: relative to the repository
+// root when it is inside it, with ~ for the home directory, otherwise as
+// it is; so the instructions read the same on every machine.
+func shown(root, path string) string {
+	if rel, ok := inside(root, path); ok {
+		return rel
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		if rel, ok := inside(home, path); ok {
+			return "~/" + rel
+		}
+	}
+	return path
+}
+
+// typed names a path as a person types it into a shell at the repository
+// root: $PWD/ for a path inside the repository, $HOME/ for one in the home
+// directory, otherwise as it is.
+func typed(root, path string) string {
+	if rel, ok := inside(root, path); ok {
+		return "$PWD/" + rel
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		if rel, ok := inside(home, path); ok {
+			return "$HOME/" + rel
+		}
+	}
+	return path
+}
+
+// inside returns path relative to dir, if it is below dir.
+func inside(dir, path string) (string, bool) {
+	if dir == "" || !filepath.IsAbs(path) {
+		return "", false
+	}
+	rel, err := filepath.Rel(dir, path)
+	if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, "../") {
+		return "", false
+	}
+	return filepath.ToSlash(rel), true
 }
 
 // relativeTo names a file of the repository as the user types it from root,

@@ -51,8 +51,8 @@ func TestMakeRun(t *testing.T) {
 	// 1. A fresh start: the instructions, and lockstep at work.
 	first := startDevenv(t, bin, root, state, assets)
 	out := first.output()
-	assert.Contains(t, out, "export KUBECONFIG="+filepath.Join(state, "kubeconfig"))
-	assert.Contains(t, out, "export PATH="+assets+":$PATH")
+	assert.Contains(t, out, "export KUBECONFIG="+typed(root, filepath.Join(state, "kubeconfig")))
+	assert.Contains(t, out, "export PATH="+typed(root, assets)+":$PATH")
 	assert.Contains(t, out, "kubectl apply -f examples/instance.yaml")
 	assert.Contains(t, out, "make run: starting kube-controller-manager (namespace and garbage-collector controllers)")
 	assert.Contains(t, out, "controllers      namespace, garbage collector (kube-controller-manager)")

@@ -8,8 +8,9 @@ import (
 )
 
 // Config is every setting of the webhook binary, read from the environment
-// with the prefix LOCKSTEP_ (LOCKSTEP_WEBHOOK_PORT, ...). The README's
-// configuration table documents each one.
+// with the prefix LOCKSTEP_ (LOCKSTEP_WEBHOOK_PORT, ...). The
+// configuration reference (docs/reference/configuration.md) documents
+// each one.
 type Config struct {
 	// WebhookHost is the address the webhook server binds to; empty means
 	// every interface.

@@ -9,7 +9,7 @@
 //     object validated by the API server (cert-manager's CRDs are stubbed in
 //     testdata/), with no Pod Security warning in lockstep's namespace,
 //     which enforces the restricted standard; and the rendered objects keep
-//     the properties the README promises (replicas, anti-affinity, probes,
+//     the properties docs/deployment.md promises (replicas, anti-affinity, probes,
 //     security context, namespaceSelector, CA injection);
 //   - lockstep runs with exactly the deployed RBAC, impersonating its
 //     service account, through a whole instance and binding lifecycle, so

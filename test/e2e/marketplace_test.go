@@ -208,11 +208,11 @@ func TestUnusableSchemaIsReportedOnThePlanAndTheBroker(t *testing.T) {
 	assert.Contains(t, r.Stdout, "1 plans have a parameter schema lockstep cannot use: queue/standard (RemoteReference)")
 }
 
-// TestReadmeMarketplace runs the README's section "## What can I
-// provision?" as TestReadmeWalkthrough runs the walkthrough: against the
+// TestGuideMarketplace runs the guide page docs/guide/marketplace.md as
+// TestReadmeWalkthrough runs the walkthrough: against the
 // embedded broker serving examples/bundles, as `make run` registers it.
-func TestReadmeMarketplace(t *testing.T) {
-	steps := readmeSection(t, "## What can I provision?")
+func TestGuideMarketplace(t *testing.T) {
+	steps := docSection(t, "docs/guide/marketplace.md", "")
 	require.GreaterOrEqual(t, len(steps), 3)
 	ns := namespace(t)
 	root, err := filepath.Abs("../..")

@@ -50,13 +50,13 @@ func readOwnBrokerExample(t *testing.T, root string) ownBrokerExample {
 	return ex
 }
 
-// TestReadmeOwnBroker runs the README's section "## Use your own broker"
-// as TestReadmeWalkthrough runs the walkthrough, against a test broker over
+// TestGuideOwnBroker runs the guide page docs/guide/own-broker.md as
+// TestReadmeWalkthrough runs the walkthrough, against a test broker over
 // real HTTP that requires the basic-auth credentials of
 // examples/own-broker.yaml. The example is applied with its URL set to
 // that broker's, as a person edits it; what kubectl prints is compared
 // with the broker's URL read as the example's.
-func TestReadmeOwnBroker(t *testing.T) {
+func TestGuideOwnBroker(t *testing.T) {
 	repo, err := filepath.Abs("../..")
 	require.NoError(t, err)
 	ex := readOwnBrokerExample(t, repo)
@@ -77,7 +77,7 @@ func TestReadmeOwnBroker(t *testing.T) {
 	t.Cleanup(func() { unregisterOwnBroker(t, ex) })
 
 	ns := namespace(t)
-	runSteps(t, readmeSection(t, "## Use your own broker"), root, walkthroughKubeconfig(t, ns), ns,
+	runSteps(t, docSection(t, "docs/guide/own-broker.md", ""), root, walkthroughKubeconfig(t, ns), ns,
 		func(out string) string { return strings.ReplaceAll(out, b.URL(), ex.broker.Spec.URL) })
 
 	provisions := b.Calls(fakebroker.OpProvision)

@@ -24,14 +24,14 @@ import (
 	"github.com/lockstep-dev/lockstep/test/framework"
 )
 
-// TestReadmeParametersFrom runs the README's section "## Parameters from
-// Secrets" as written, as TestReadmeWalkthrough runs the walkthrough.
-func TestReadmeParametersFrom(t *testing.T) {
+// TestGuideParametersFrom runs the guide page
+// docs/guide/parameters-from-secrets.md as written, as TestReadmeWalkthrough runs the walkthrough.
+func TestGuideParametersFrom(t *testing.T) {
 	awaitEmbeddedBroker(t)
 	ns := namespace(t)
 	root, err := filepath.Abs("../..")
 	require.NoError(t, err)
-	runSteps(t, readmeSection(t, "## Parameters from Secrets"), root, walkthroughKubeconfig(t, ns), ns, func(out string) string { return out })
+	runSteps(t, docSection(t, "docs/guide/parameters-from-secrets.md", ""), root, walkthroughKubeconfig(t, ns), ns, func(out string) string { return out })
 }
 
 // TestParametersFromSecretStaysSecret follows distinctive values from

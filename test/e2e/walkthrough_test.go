@@ -21,7 +21,7 @@ import (
 )
 
 // TestReadmeWalkthrough runs the README's walkthrough (section
-// "## Walkthrough") as written: every `$ ` command of its console blocks,
+// "## Five-minute walkthrough") as written: every `$ ` command of its console blocks,
 // in order, in a shell at the repository root, with the real kubectl, as
 // user "dev" (the user `make run`'s kubeconfig has), against lockstep with
 // its embedded broker serving examples/bundles, as `make run` runs it. What
@@ -31,7 +31,7 @@ import (
 // repeated for a few seconds until they match, as a person would wait for
 // status to catch up; commands that change something run once.
 func TestReadmeWalkthrough(t *testing.T) {
-	steps := readmeSection(t, "## Walkthrough")
+	steps := docSection(t, "README.md", "## Five-minute walkthrough")
 	require.GreaterOrEqual(t, len(steps), 10, "the README's walkthrough has its commands in ```console blocks, each line starting with \"$ \"")
 	ns := namespace(t)
 	root, err := filepath.Abs("../..")
@@ -39,8 +39,8 @@ func TestReadmeWalkthrough(t *testing.T) {
 	runSteps(t, steps, root, walkthroughKubeconfig(t, ns), ns, func(out string) string { return out })
 }
 
-// runSteps runs the steps of a README section in a shell at root and
-// compares what each prints, after rewrite, with what the README shows.
+// runSteps runs the steps of a document's section in a shell at root and
+// compares what each prints, after rewrite, with what the document shows.
 func runSteps(t *testing.T, steps []step, root, kubeconfig, ns string, rewrite func(string) string) {
 	t.Helper()
 	run := func(command string) string { return rewrite(shell(t, root, kubeconfig, command)) }
@@ -57,33 +57,38 @@ func runSteps(t *testing.T, steps []step, root, kubeconfig, ns string, rewrite f
 				return false, nil
 			})
 		}
-		if !assert.Equal(t, want, normalize(got, ns), "step %d: $ %s\nREADME shows:\n%s\nprinted:\n%s", i+1, s.command, s.output, got) {
+		if !assert.Equal(t, want, normalize(got, ns), "step %d: $ %s\nthe document shows:\n%s\nprinted:\n%s", i+1, s.command, s.output, got) {
 			t.FailNow() // later steps build on this one
 		}
 	}
 }
 
-// step is one command of the walkthrough and what the README shows it print.
+// step is one command of a walkthrough and what its document shows it print.
 type step struct {
 	command, output string
 }
 
-// readmeSection reads the commands and outputs of the README's section
-// with this heading (such as "## Walkthrough").
-func readmeSection(t *testing.T, heading string) []step {
+// docSection reads the commands and outputs of the ```console blocks of a
+// document of the repository (path from its root): of the whole document
+// when heading is empty, otherwise of the section with this heading (such
+// as "## Five-minute walkthrough"), which ends at the next heading of its
+// level or above.
+func docSection(t *testing.T, path, heading string) []step {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	raw, err := os.ReadFile(filepath.Join("..", "..", filepath.FromSlash(path)))
 	require.NoError(t, err)
+	level := strings.IndexFunc(heading, func(r rune) bool { return r != '#' })
 	var (
 		steps             []step
 		inSection, inCode bool
 		cur               *step
 	)
+	inSection = heading == ""
 	sc := bufio.NewScanner(bytes.NewReader(raw))
 	for sc.Scan() {
 		line := sc.Text()
 		switch {
-		case !inCode && strings.HasPrefix(line, "## "):
+		case !inCode && heading != "" && isHeading(line, level):
 			inSection = strings.TrimSpace(line) == heading
 		case !inSection:
 		case !inCode && strings.HasPrefix(line, "```console"):
@@ -98,8 +103,15 @@ func readmeSection(t *testing.T, heading string) []step {
 		}
 	}
 	require.NoError(t, sc.Err())
-	require.NotEmpty(t, steps, "README.md has no %q section with ```console blocks", heading)
+	require.NotEmpty(t, steps, "%s has no %q section with ```console blocks", path, heading)
 	return steps
+}
+
+// isHeading reports whether line is a Markdown heading of level or above
+// (fewer #).
+func isHeading(line string, level int) bool {
+	n := strings.IndexFunc(line, func(r rune) bool { return r != '#' })
+	return n > 0 && n <= level && strings.HasPrefix(line[n:], " ")
 }
 
 // walkthroughKubeconfig writes a kubeconfig for user "dev", a cluster
