@@ -72,7 +72,7 @@ func admissionRaw(in []byte) []byte {
 	if json.Valid(trimmed) && len(trimmed) == len(in) && string(in) != "null" {
 		return in
 	}
-	g := &jsonGen{data: in}
+	g := &jsonGen{source: source{data: in}}
 	g.object(0)
 	return g.out.Bytes()
 }
@@ -234,20 +234,26 @@ func checkDecode(t *testing.T, raw []byte, o *splitObject) {
 // named as the handler's parts are, or nearly (escaped, another case,
 // repeated), with values of every kind, and whitespace here and there.
 type jsonGen struct {
-	data []byte
-	out  bytes.Buffer
+	source
+	out bytes.Buffer
 }
 
-func (g *jsonGen) next() int {
-	if len(g.data) == 0 {
+// source hands out a fuzz input's bytes as choices; 0 when they run out.
+type source struct {
+	data []byte
+}
+
+func (s *source) next() int {
+	if len(s.data) == 0 {
 		return 0
 	}
-	b := g.data[0]
-	g.data = g.data[1:]
+	b := s.data[0]
+	s.data = s.data[1:]
 	return int(b)
 }
 
-func (g *jsonGen) pick(n int) int { return g.next() % n }
+// pick chooses one of n.
+func (s *source) pick(n int) int { return s.next() % n }
 
 func (g *jsonGen) space() {
 	if g.pick(4) == 0 {
