@@ -59,7 +59,7 @@ func Add(f *testing.F, t Target) {
 func Run(t *testing.T, tg Target, body func(t *testing.T, args [][]byte)) {
 	t.Helper()
 	pool := slices.Clone(tg.Seeds)
-	saved, err := readCorpus(filepath.Join("testdata", "fuzz", tg.Name))
+	saved, err := Corpus(tg.Name)
 	if err != nil {
 		t.Fatalf("reading the corpus of %s: %v", tg.Name, err)
 	}
@@ -223,6 +223,13 @@ func save(target string, args [][]byte) (string, error) {
 	}
 	name := filepath.Join(dir, hex.EncodeToString(sum[:])[:16])
 	return name, os.WriteFile(name, b.Bytes(), 0o644)
+}
+
+// Corpus returns the inputs saved for the fuzz target name of the
+// package the test runs in (testdata/fuzz/<name>), in the order of their
+// file names; none when there are none.
+func Corpus(name string) ([][][]byte, error) {
+	return readCorpus(filepath.Join("testdata", "fuzz", name))
 }
 
 // readCorpus reads the inputs saved in dir (none when it does not exist),
