@@ -74,7 +74,7 @@ func (p *part) decodeString(into *string, what string) error {
 		*into = string(v[1 : len(v)-1])
 		return nil
 	}
-	s := *into
+	s := *into // decoding into a copy keeps *into off the heap on the fast path
 	err := p.decode(&s, what)
 	*into = s
 	return err
@@ -104,10 +104,9 @@ func split(raw []byte, what string) (*splitObject, error) {
 			o.set(string(m.Name), m.Value)
 			return true
 		}
-		// A name written with escapes is decoded before it is compared;
-		// the API server never writes one.
+		// The API server never writes a name with escapes.
 		var name string
-		if nameErr = sigsjson.UnmarshalCaseSensitivePreserveInts(raw[m.Start:m.Start+len(m.Name)+2], &name); nameErr != nil {
+		if name, nameErr = m.decodedName(raw); nameErr != nil {
 			return false
 		}
 		o.set(name, m.Value)
@@ -187,7 +186,7 @@ func withoutMember(raw []byte, name string) ([]byte, error) {
 		goes := !m.Escaped && string(m.Name) == name
 		if m.Escaped {
 			var decoded string
-			if nameErr = sigsjson.UnmarshalCaseSensitivePreserveInts(raw[m.Start:m.Start+len(m.Name)+2], &decoded); nameErr != nil {
+			if decoded, nameErr = m.decodedName(raw); nameErr != nil {
 				return false
 			}
 			goes = decoded == name
