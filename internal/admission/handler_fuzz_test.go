@@ -52,7 +52,7 @@ import (
 var handlerTarget = fuzzrun.Target{
 	Name:   "FuzzValidatingHandler",
 	Seeds:  handlerSeeds(),
-	Inputs: 1500,
+	Inputs: 600,
 	Dict:   []string{"\x00", "\x01", "\x02", "\x03", "\x04", "\x05", "\x06", "\x07", "\x08", "\x09"},
 }
 
@@ -83,8 +83,8 @@ func TestValidatingHandlerAgreesWithWithValidator(t *testing.T) {
 func checkHandler(t *testing.T, in []byte) {
 	handlerWorlds.Lock()
 	defer handlerWorlds.Unlock()
-	g := &requestGen{source: source{data: in}}
-	kind, verdict := g.pick(2), g.pick(4)
+	g := &requestGen{Choices: fuzzrun.Choices{Data: in}}
+	kind, verdict := g.Pick(2), g.Pick(4)
 	req := g.request(kind)
 	ours := handlerResponse(t, kind, verdict, req, false)
 	stock := handlerResponse(t, kind, verdict, req, true)
@@ -216,7 +216,7 @@ func handlerWorld() []client.Object {
 
 // requestGen makes admission requests from a fuzz input's bytes.
 type requestGen struct {
-	source
+	fuzzrun.Choices
 }
 
 var (
@@ -237,10 +237,10 @@ var (
 	}
 )
 
-func (g *requestGen) str(values ...string) string { return values[g.pick(len(values))] }
+func (g *requestGen) str(values ...string) string { return values[g.Pick(len(values))] }
 
 func (g *requestGen) parameters() *runtime.RawExtension {
-	if p := genParameters[g.pick(len(genParameters))]; p != "" {
+	if p := genParameters[g.Pick(len(genParameters))]; p != "" {
 		return &runtime.RawExtension{Raw: []byte(p)}
 	}
 	return nil
@@ -264,7 +264,7 @@ func (g *requestGen) meta(name string) metav1.ObjectMeta {
 	created := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	return metav1.ObjectMeta{
 		Name: name, Namespace: "team", UID: types.UID("uid-" + name), Generation: 1, CreationTimestamp: created,
-		Annotations: genAnnotations[g.pick(len(genAnnotations))],
+		Annotations: genAnnotations[g.Pick(len(genAnnotations))],
 		Finalizers:  []string{v1alpha1.Finalizer},
 		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationUpdate,
 			APIVersion: "lockstep.dev/v1alpha1", Time: &created, FieldsType: "FieldsV1",
@@ -278,14 +278,14 @@ func (g *requestGen) instance() *v1alpha1.ServiceInstance {
 		ObjectMeta: g.meta(g.str("db", "db", "other", "going")),
 		Spec:       v1alpha1.ServiceInstanceSpec{BrokerName: "acme", ServiceName: "db", PlanName: "small", ExternalID: "ext-1"},
 	}
-	for range g.pick(4) {
+	for range g.Pick(4) {
 		g.instanceEdit(&si.Spec)
 	}
 	return si
 }
 
 func (g *requestGen) instanceEdit(s *v1alpha1.ServiceInstanceSpec) {
-	switch g.pick(7) {
+	switch g.Pick(7) {
 	case 0:
 		s.BrokerName = g.str("acme", "acme", "", "gone")
 	case 1:
@@ -297,9 +297,9 @@ func (g *requestGen) instanceEdit(s *v1alpha1.ServiceInstanceSpec) {
 	case 4:
 		s.Parameters = g.parameters()
 	case 5:
-		s.ParametersFrom = genParametersFrom[g.pick(len(genParametersFrom))]
+		s.ParametersFrom = genParametersFrom[g.Pick(len(genParametersFrom))]
 	case 6:
-		s.ParametersFromGeneration = int64(g.pick(2))
+		s.ParametersFromGeneration = int64(g.Pick(2))
 	}
 }
 
@@ -309,14 +309,14 @@ func (g *requestGen) binding() *v1alpha1.ServiceBinding {
 		ObjectMeta: g.meta(g.str("creds", "other")),
 		Spec:       v1alpha1.ServiceBindingSpec{InstanceName: "db", SecretName: "creds", ExternalID: "bind-1"},
 	}
-	for range g.pick(4) {
+	for range g.Pick(4) {
 		g.bindingEdit(&b.Spec)
 	}
 	return b
 }
 
 func (g *requestGen) bindingEdit(s *v1alpha1.ServiceBindingSpec) {
-	switch g.pick(5) {
+	switch g.Pick(5) {
 	case 0:
 		s.InstanceName = g.str("db", "going", "missing", "")
 	case 1:
@@ -326,7 +326,7 @@ func (g *requestGen) bindingEdit(s *v1alpha1.ServiceBindingSpec) {
 	case 3:
 		s.Parameters = g.parameters()
 	case 4:
-		s.ParametersFrom = genParametersFrom[g.pick(len(genParametersFrom))]
+		s.ParametersFrom = genParametersFrom[g.Pick(len(genParametersFrom))]
 	}
 }
 
@@ -334,8 +334,8 @@ func (g *requestGen) bindingEdit(s *v1alpha1.ServiceBindingSpec) {
 func (g *requestGen) request(kind int) admission.Request {
 	ops := []admissionv1.Operation{admissionv1.Create, admissionv1.Update, admissionv1.Update, admissionv1.Update,
 		admissionv1.Delete, admissionv1.Connect, "PATCH"}
-	op := ops[g.pick(len(ops))]
-	dryRun := g.pick(3) == 1
+	op := ops[g.Pick(len(ops))]
+	dryRun := g.Pick(3) == 1
 	req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
 		UID: "req-1", Operation: op, DryRun: &dryRun,
 		UserInfo: authenticationv1.UserInfo{Username: "alice", Groups: []string{"devs"}},
@@ -385,7 +385,7 @@ func (g *requestGen) instancePair() (old, new *v1alpha1.ServiceInstance) {
 			LastTransitionTime: old.CreationTimestamp, Message: "ready"}}}
 	new = old.DeepCopy()
 	g.update(&new.ObjectMeta, &old.ObjectMeta, func() {
-		for range 1 + g.pick(3) {
+		for range 1 + g.Pick(3) {
 			g.instanceEdit(&new.Spec)
 		}
 	}, func() { new.Spec.Parameters = respelled(new.Spec.Parameters) })
@@ -399,7 +399,7 @@ func (g *requestGen) bindingPair() (old, new *v1alpha1.ServiceBinding) {
 			LastTransitionTime: old.CreationTimestamp, Message: "ready"}}}
 	new = old.DeepCopy()
 	g.update(&new.ObjectMeta, &old.ObjectMeta, func() {
-		for range 1 + g.pick(3) {
+		for range 1 + g.Pick(3) {
 			g.bindingEdit(&new.Spec)
 		}
 	}, func() { new.Spec.Parameters = respelled(new.Spec.Parameters) })
@@ -410,17 +410,17 @@ func (g *requestGen) bindingPair() (old, new *v1alpha1.ServiceBinding) {
 func (g *requestGen) update(new, old *metav1.ObjectMeta, editSpec, respell func()) {
 	now := metav1.NewTime(time.Date(2026, 1, 3, 0, 0, 0, 0, time.UTC))
 	new.ManagedFields[0].Time = &now
-	switch g.pick(5) {
+	switch g.Pick(5) {
 	case 0: // metadata only
 		new.Labels = map[string]string{"tier": g.str("gold", "silver")}
-		new.Annotations = genAnnotations[g.pick(len(genAnnotations))]
+		new.Annotations = genAnnotations[g.Pick(len(genAnnotations))]
 	case 1: // the spec
 		new.Generation++
 		editSpec()
 	case 2: // an object being deleted: finalizers go, and the spec may change too
 		old.DeletionTimestamp, new.DeletionTimestamp = &now, &now
 		new.Finalizers = nil
-		if g.pick(2) == 0 {
+		if g.Pick(2) == 0 {
 			editSpec()
 		}
 	case 3: // the same spec in other bytes

@@ -41,17 +41,17 @@ func jsonOf(v any) string {
 }
 
 func checkSameSpec(t *testing.T, in []byte) {
-	g := &requestGen{source: source{data: in}}
+	g := &requestGen{Choices: fuzzrun.Choices{Data: in}}
 	var a v1alpha1.ServiceInstanceSpec
-	for range g.pick(4) {
+	for range g.Pick(4) {
 		g.instanceEdit(&a)
 	}
 	b := *a.DeepCopy()
-	switch g.pick(3) {
+	switch g.Pick(3) {
 	case 0:
 		b.Parameters = respelled(b.Parameters)
 	case 1:
-		for range 1 + g.pick(3) {
+		for range 1 + g.Pick(3) {
 			g.instanceEdit(&b)
 		}
 	}

@@ -72,7 +72,7 @@ func admissionRaw(in []byte) []byte {
 	if json.Valid(trimmed) && len(trimmed) == len(in) && string(in) != "null" {
 		return in
 	}
-	g := &jsonGen{source: source{data: in}}
+	g := &jsonGen{Choices: fuzzrun.Choices{Data: in}}
 	g.object(0)
 	return g.out.Bytes()
 }
@@ -234,30 +234,13 @@ func checkDecode(t *testing.T, raw []byte, o *splitObject) {
 // named as the handler's parts are, or nearly (escaped, another case,
 // repeated), with values of every kind, and whitespace here and there.
 type jsonGen struct {
-	source
+	fuzzrun.Choices
 	out bytes.Buffer
 }
 
-// source hands out a fuzz input's bytes as choices; 0 when they run out.
-type source struct {
-	data []byte
-}
-
-func (s *source) next() int {
-	if len(s.data) == 0 {
-		return 0
-	}
-	b := s.data[0]
-	s.data = s.data[1:]
-	return int(b)
-}
-
-// pick chooses one of n.
-func (s *source) pick(n int) int { return s.next() % n }
-
 func (g *jsonGen) space() {
-	if g.pick(4) == 0 {
-		g.out.WriteString([]string{" ", "\n", "\t", "\r\n  "}[g.pick(4)])
+	if g.Pick(4) == 0 {
+		g.out.WriteString([]string{" ", "\n", "\t", "\r\n  "}[g.Pick(4)])
 	}
 }
 
@@ -283,13 +266,13 @@ var (
 
 func (g *jsonGen) object(depth int) {
 	g.out.WriteByte('{')
-	n := g.pick(7)
+	n := g.Pick(7)
 	for i := range n {
 		if i > 0 {
 			g.out.WriteByte(',')
 		}
 		g.space()
-		name := genNames[g.pick(len(genNames))]
+		name := genNames[g.Pick(len(genNames))]
 		g.out.WriteString(`"` + name + `"`)
 		g.space()
 		g.out.WriteByte(':')
@@ -310,17 +293,17 @@ func (g *jsonGen) object(depth int) {
 // members writes an object whose members have the given names, or a
 // scalar now and then.
 func (g *jsonGen) members(names []string, depth int) {
-	if g.pick(6) == 0 {
+	if g.Pick(6) == 0 {
 		g.value(depth)
 		return
 	}
 	g.out.WriteByte('{')
-	for i := range g.pick(6) {
+	for i := range g.Pick(6) {
 		if i > 0 {
 			g.out.WriteByte(',')
 		}
 		g.space()
-		g.out.WriteString(`"` + names[g.pick(len(names))] + `":`)
+		g.out.WriteString(`"` + names[g.Pick(len(names))] + `":`)
 		g.space()
 		g.value(depth + 1)
 	}
@@ -328,10 +311,10 @@ func (g *jsonGen) members(names []string, depth int) {
 }
 
 func (g *jsonGen) value(depth int) {
-	switch k := g.pick(6); {
+	switch k := g.Pick(6); {
 	case k == 0 && depth < 4:
 		g.out.WriteByte('[')
-		for i := range g.pick(4) {
+		for i := range g.Pick(4) {
 			if i > 0 {
 				g.out.WriteByte(',')
 			}
@@ -342,8 +325,8 @@ func (g *jsonGen) value(depth int) {
 	case k == 1 && depth < 4:
 		g.members(append(genMetaNames[:3:3], "a", "b"), depth+1)
 	case k == 2 || k == 3:
-		g.out.WriteString(genStringValues[g.pick(len(genStringValues))])
+		g.out.WriteString(genStringValues[g.Pick(len(genStringValues))])
 	default:
-		g.out.WriteString(genScalars[g.pick(len(genScalars))])
+		g.out.WriteString(genScalars[g.Pick(len(genScalars))])
 	}
 }

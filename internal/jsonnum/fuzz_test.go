@@ -100,14 +100,8 @@ func numberFrom(in []byte) string {
 	if isJSONNumber(string(in)) {
 		return string(in)
 	}
-	next := func() int {
-		if len(in) == 0 {
-			return 0
-		}
-		b := in[0]
-		in = in[1:]
-		return int(b)
-	}
+	c := fuzzrun.Choices{Data: in}
+	next := c.Next
 	digits := func(n int, lead bool) string {
 		var s strings.Builder
 		for i := range n {

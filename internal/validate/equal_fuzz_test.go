@@ -57,7 +57,7 @@ var apiTypes = []func() any{
 
 var equalTarget = fuzzrun.Target{
 	Name:   "FuzzEqualAPITypes",
-	Inputs: 2000,
+	Inputs: 1000,
 }
 
 func init() {

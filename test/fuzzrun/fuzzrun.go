@@ -290,3 +290,23 @@ func parseCorpusFile(data []byte) ([][]byte, error) {
 	}
 	return args, nil
 }
+
+// Choices hands out a fuzz input's bytes as choices, for generators that
+// turn inputs which are not what a target reads into inputs that are.
+// When the bytes run out, every choice is the first.
+type Choices struct {
+	Data []byte
+}
+
+// Next returns the next byte, or 0.
+func (c *Choices) Next() int {
+	if len(c.Data) == 0 {
+		return 0
+	}
+	b := c.Data[0]
+	c.Data = c.Data[1:]
+	return int(b)
+}
+
+// Pick chooses one of n.
+func (c *Choices) Pick(n int) int { return c.Next() % n }

@@ -54,3 +54,10 @@ func TestRunTriesTheSameInputsEveryTime(t *testing.T) {
 	}
 	assert.Greater(t, changed, 150, "most inputs differ from their seed")
 }
+
+func TestChoices(t *testing.T) {
+	c := Choices{Data: []byte{7, 2}}
+	assert.Equal(t, 1, c.Pick(3))
+	assert.Equal(t, 2, c.Next())
+	assert.Equal(t, 0, c.Pick(5), "the first choice once the bytes run out")
+}

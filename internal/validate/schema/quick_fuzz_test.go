@@ -37,7 +37,7 @@ import (
 
 var quickTarget = fuzzrun.Target{
 	Name:   "FuzzQuickValid",
-	Inputs: 3000,
+	Inputs: 1500,
 }
 
 func init() {
@@ -106,11 +106,11 @@ func TestQuickValidAgreesWithTheLibraryOnAnyInput(t *testing.T) {
 func checkQuick(t *testing.T, schemaIn, valueIn []byte) {
 	schemaText, valueText := schemaIn, valueIn
 	if !json.Valid(schemaIn) {
-		g := &schemaGen{data: schemaIn}
+		g := &schemaGen{Choices: fuzzrun.Choices{Data: schemaIn}}
 		schemaText = []byte(g.schema())
 	}
 	if !json.Valid(valueIn) {
-		g := &schemaGen{data: valueIn}
+		g := &schemaGen{Choices: fuzzrun.Choices{Data: valueIn}}
 		valueText = []byte(g.value(0))
 	}
 	c, err := compileOne(createParams, schemaText)
@@ -203,21 +203,10 @@ func supportedThroughout(s *jsonschema.Schema, seen map[*jsonschema.Schema]bool)
 
 // schemaGen writes schemas and values from bytes that are not JSON.
 type schemaGen struct {
-	data []byte
+	fuzzrun.Choices
 }
 
-func (g *schemaGen) next() int {
-	if len(g.data) == 0 {
-		return 0
-	}
-	b := g.data[0]
-	g.data = g.data[1:]
-	return int(b)
-}
-
-func (g *schemaGen) pick(n int) int { return g.next() % n }
-
-func (g *schemaGen) one(values ...string) string { return values[g.pick(len(values))] }
+func (g *schemaGen) one(values ...string) string { return values[g.Pick(len(values))] }
 
 var genDrafts = []string{"", `"$schema":"http://json-schema.org/draft-04/schema#",`, `"$schema":"http://json-schema.org/draft-06/schema#",`,
 	`"$schema":"http://json-schema.org/draft-07/schema#",`, `"$schema":"https://json-schema.org/draft/2019-09/schema",`,
@@ -226,7 +215,7 @@ var genDrafts = []string{"", `"$schema":"http://json-schema.org/draft-04/schema#
 // schema writes a schema with a draft and definitions to refer to.
 func (g *schemaGen) schema() string {
 	body := g.sub(0)
-	draft := genDrafts[g.pick(len(genDrafts))]
+	draft := genDrafts[g.Pick(len(genDrafts))]
 	defs := fmt.Sprintf(`"definitions":{"d":%s},"$defs":{"e":%s}`, g.sub(2), g.sub(2))
 	if body == "true" || body == "false" {
 		return body
@@ -236,11 +225,11 @@ func (g *schemaGen) schema() string {
 
 // sub writes a subschema; depth bounds nesting.
 func (g *schemaGen) sub(depth int) string {
-	if depth > 3 || g.pick(8) == 0 {
+	if depth > 3 || g.Pick(8) == 0 {
 		return g.one("true", "false", "{}")
 	}
 	var kw []string
-	for range 1 + g.pick(3) {
+	for range 1 + g.Pick(3) {
 		kw = append(kw, g.keyword(depth))
 	}
 	return "{" + strings.Join(kw, ",") + "}"
@@ -250,7 +239,7 @@ func (g *schemaGen) keyword(depth int) string {
 	num := func() string { return g.one("0", "1", "-1", "2.5", "1e2", "10", "0.5", "3", "9007199254740993") }
 	count := func() string { return g.one("0", "1", "2", "3") }
 	names := func() string { return g.one(`"a"`, `"b"`, `"c"`, `"x_1"`) }
-	switch g.pick(36) {
+	switch g.Pick(36) {
 	case 0:
 		return `"type":` + g.one(`"string"`, `"integer"`, `"number"`, `"object"`, `"array"`, `"boolean"`, `"null"`, `["integer","null"]`, `["string","number"]`)
 	case 1:
@@ -327,16 +316,16 @@ func (g *schemaGen) keyword(depth int) string {
 // value writes a JSON value from small sets, so that schemas and values
 // often meet.
 func (g *schemaGen) value(depth int) string {
-	switch k := g.pick(9); {
+	switch k := g.Pick(9); {
 	case k == 0 && depth < 3:
 		var items []string
-		for range g.pick(4) {
+		for range g.Pick(4) {
 			items = append(items, g.value(depth+1))
 		}
 		return "[" + strings.Join(items, ",") + "]"
 	case k <= 2 && depth < 3:
 		var members []string
-		for range g.pick(4) {
+		for range g.Pick(4) {
 			members = append(members, g.one(`"a"`, `"b"`, `"c"`, `"x_1"`, `"é"`)+":"+g.value(depth+1))
 		}
 		return "{" + strings.Join(members, ",") + "}"
