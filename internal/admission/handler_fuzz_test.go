@@ -47,7 +47,7 @@ import (
 // reconcile policy, parameters from Secrets, catalog look-ups and checks)
 // against the same catalog and a fake API server each, which holds the
 // same objects before every request; the broker steps are replaced by a
-// step whose answer the input chooses. No difference was found.
+// step whose answer the input chooses.
 
 var handlerTarget = fuzzrun.Target{
 	Name:   "FuzzValidatingHandler",
