@@ -82,8 +82,10 @@ func (h *validatingHandler[T]) Handle(ctx context.Context, req admission.Request
 		if object == nil {
 			return admission.Errored(http.StatusBadRequest, errors.New("the admission request carries no object"))
 		}
-		if len(oldObject.Spec) > 0 && bytes.Equal(oldObject.Spec, object.Spec) {
-			return h.unchanged(req)
+		if oldSpec, ok := oldObject.Spec.single(); ok {
+			if spec, ok := object.Spec.single(); ok && bytes.Equal(oldSpec, spec) {
+				return h.unchanged(req)
+			}
 		}
 		obj, derr := h.decode(object, "object")
 		if derr != nil {
@@ -143,11 +145,8 @@ func (h *validatingHandler[T]) decodeMeta(o *splitObject, what string) (T, error
 
 // decodeSpec reads an object's spec into obj.
 func (h *validatingHandler[T]) decodeSpec(obj T, o *splitObject, what string) error {
-	if len(o.Spec) == 0 {
-		return nil
-	}
 	_, into := h.parts(obj)
-	return unmarshal(o.Spec, into, what+"'s spec")
+	return o.Spec.decode(into, what+"'s spec")
 }
 
 // decode reads the parts of one object the chain reads into a new T.

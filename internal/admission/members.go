@@ -3,6 +3,8 @@ package admission
 import (
 	"errors"
 	"fmt"
+
+	sigsjson "sigs.k8s.io/json"
 )
 
 // member is one member of a JSON object, as found by members.
@@ -16,6 +18,14 @@ type member struct {
 	// Start and End bound the whole member in the object's bytes, from the
 	// quote that opens its name to the end of its value.
 	Start, End int
+}
+
+// decodedName decodes the name of m, a member of the object in raw, for
+// a name written with escapes.
+func (m member) decodedName(raw []byte) (string, error) {
+	var name string
+	err := sigsjson.UnmarshalCaseSensitivePreserveInts(raw[m.Start:m.Start+len(m.Name)+2], &name)
+	return name, err
 }
 
 // members calls visit with each member of the JSON object in raw, in

@@ -62,10 +62,13 @@ func TestMembersStopsWhenAsked(t *testing.T) {
 func TestWithoutMember(t *testing.T) {
 	tests := []struct{ name, raw, want string }{
 		{"first of several", `{"managedFields":[{"a":"}"}],"name":"db","uid":"u"}`, `{"name":"db","uid":"u"}`},
-		{"in the middle", `{"name":"db", "managedFields" : [] , "uid":"u"}`, `{"name":"db",  "uid":"u"}`},
+		{"in the middle", `{"name":"db", "managedFields" : [] , "uid":"u"}`, `{"name":"db","uid":"u"}`},
 		{"last", `{"name":"db","managedFields":[{"f":{}}]}`, `{"name":"db"}`},
-		{"last, with whitespace", "{\"name\":\"db\" ,\n \"managedFields\":[] \n}", "{\"name\":\"db\" }"},
+		{"last, with whitespace", "{\"name\":\"db\" ,\n \"managedFields\":[] \n}", "{\"name\":\"db\"}"},
 		{"the only member", `{"managedFields":[]}`, `{}`},
+		{"spelled with an escape", `{"name":"db","m\u0061nagedFields":7}`, `{"name":"db"}`},
+		{"twice", `{"managedFields":[],"name":"db", "uid":"u","managedFields":7}`, `{"name":"db","uid":"u"}`},
+		{"only members of that name", `{"managedFields":1,"managedFields":2}`, `{}`},
 		{"absent", `{"name":"db"}`, `{"name":"db"}`},
 		{"only as a nested name", `{"labels":{"managedFields":"x"}}`, `{"labels":{"managedFields":"x"}}`},
 	}
@@ -82,7 +85,7 @@ func TestWithoutMember(t *testing.T) {
 func TestSplitDecodesEscapedNames(t *testing.T) {
 	o, err := split([]byte(`{"sp\u0065c":{"planName":"small"},"metadata":{"name":"db"}}`), "object")
 	require.NoError(t, err)
-	assert.JSONEq(t, `{"planName":"small"}`, string(o.Spec), "a name spelled with an escape is the same name")
+	assert.JSONEq(t, `{"planName":"small"}`, string(o.Spec.last), "a name spelled with an escape is the same name")
 	_, meta, err := o.meta("object")
 	require.NoError(t, err)
 	assert.Equal(t, "db", meta.Name)

@@ -2,7 +2,7 @@ package admission
 
 import (
 	"fmt"
-	"slices"
+	"unicode/utf8"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	sigsjson "sigs.k8s.io/json"
@@ -10,14 +10,28 @@ import (
 
 // splitObject is one raw object of an admission request (req.Object.Raw or
 // req.OldObject.Raw) cut into the parts the validating chain reads, each
-// still raw: a slice of the request's own bytes. Cutting passes over the
+// still raw: slices of the request's own bytes. Cutting passes over the
 // object once without decoding it (members); the status is skipped, and
 // each part is decoded only if a check reads it.
 type splitObject struct {
-	apiVersion, kind, metadata rawRef
+	apiVersion, kind, metadata part
 	// Spec is the object's spec; an UPDATE compares the old and the new
 	// one byte for byte before anything is decoded.
-	Spec rawRef
+	Spec part
+}
+
+// part is the value of one member of an object, kept raw. JSON lets a
+// name repeat; the API machinery's decoder then decodes each of its values
+// in turn into the same Go value (a later one overrides the earlier ones
+// field by field, and null changes nothing), and so does decoding a part.
+// The API server never repeats a name, so earlier is nil on its requests.
+type part struct {
+	// last is the value of the last member of the name; nil when there
+	// is none.
+	last rawRef
+	// earlier are the values of the members of the name before it, in
+	// order.
+	earlier []rawRef
 }
 
 // rawRef is a JSON value kept undecoded, as a slice of the request's own
@@ -26,31 +40,80 @@ type splitObject struct {
 // keeps).
 type rawRef []byte
 
+// add records one more member of the part's name.
+func (p *part) add(value rawRef) {
+	if p.last != nil {
+		p.earlier = append(p.earlier, p.last)
+	}
+	p.last = value
+}
+
+// single returns the part's value when exactly one member holds it.
+func (p *part) single() (rawRef, bool) {
+	return p.last, p.last != nil && p.earlier == nil
+}
+
+// decode decodes each value of the part in turn into into; nothing when
+// the part is absent.
+func (p *part) decode(into any, what string) error {
+	for _, v := range p.earlier {
+		if err := unmarshal(v, into, what); err != nil {
+			return err
+		}
+	}
+	if p.last == nil {
+		return nil
+	}
+	return unmarshal(p.last, into, what)
+}
+
+// decodeString decodes a part that holds a string, as decode does; a
+// string without escapes or bytes beyond ASCII is cut out as it is.
+func (p *part) decodeString(into *string, what string) error {
+	if v, ok := p.single(); ok && len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' && plainASCII(v[1:len(v)-1]) {
+		*into = string(v[1 : len(v)-1])
+		return nil
+	}
+	s := *into // decoding into a copy keeps *into off the heap on the fast path
+	err := p.decode(&s, what)
+	*into = s
+	return err
+}
+
+// plainASCII reports whether a string's bytes are its value: ASCII
+// without escapes (encoding/json turns bytes that are not UTF-8 into
+// U+FFFD).
+func plainASCII(b []byte) bool {
+	for _, c := range b {
+		if c == '\\' || c >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
 // split cuts a raw object into its parts; nil when there is none.
 func split(raw []byte, what string) (*splitObject, error) {
 	if len(raw) == 0 {
 		return nil, nil
 	}
 	var o splitObject
-	var escaped []member
+	var nameErr error
 	err := members(raw, func(m member) bool {
-		if m.Escaped {
-			escaped = append(escaped, m)
+		if !m.Escaped {
+			o.set(string(m.Name), m.Value)
 			return true
 		}
-		o.set(string(m.Name), m.Value)
+		// The API server never writes a name with escapes.
+		var name string
+		if name, nameErr = m.decodedName(raw); nameErr != nil {
+			return false
+		}
+		o.set(name, m.Value)
 		return true
 	})
-	// A name written with escapes is decoded before it is compared; the
-	// API server never writes one, so this costs nothing on its requests.
-	for _, m := range escaped {
-		if err != nil {
-			break
-		}
-		var name string
-		if err = sigsjson.UnmarshalCaseSensitivePreserveInts(raw[m.Start:m.Start+len(m.Name)+2], &name); err == nil {
-			o.set(name, m.Value)
-		}
+	if err == nil {
+		err = nameErr
 	}
 	if err != nil {
 		return nil, fmt.Errorf("decoding the %s in the admission request: %w", what, err)
@@ -58,17 +121,17 @@ func split(raw []byte, what string) (*splitObject, error) {
 	return &o, nil
 }
 
-// set keeps the value of the member name if it is a part the chain reads.
+// set adds the value of the member name if it is a part the chain reads.
 func (o *splitObject) set(name string, value []byte) {
 	switch name {
 	case "apiVersion":
-		o.apiVersion = value
+		o.apiVersion.add(value)
 	case "kind":
-		o.kind = value
+		o.kind.add(value)
 	case "metadata":
-		o.metadata = value
+		o.metadata.add(value)
 	case "spec":
-		o.Spec = value
+		o.Spec.add(value)
 	}
 }
 
@@ -79,65 +142,83 @@ func (o *splitObject) meta(what string) (metav1.TypeMeta, metav1.ObjectMeta, err
 		tm metav1.TypeMeta
 		om metav1.ObjectMeta
 	)
-	var err error
-	if tm.APIVersion, err = jsonString(o.apiVersion, what+"'s apiVersion"); err != nil {
+	if err := o.apiVersion.decodeString(&tm.APIVersion, what+"'s apiVersion"); err != nil {
 		return tm, om, err
 	}
-	if tm.Kind, err = jsonString(o.kind, what+"'s kind"); err != nil {
+	if err := o.kind.decodeString(&tm.Kind, what+"'s kind"); err != nil {
 		return tm, om, err
 	}
-	if len(o.metadata) == 0 {
+	for _, v := range o.metadata.earlier {
+		if err := decodeMetadata(v, &om, what); err != nil {
+			return tm, om, err
+		}
+	}
+	if o.metadata.last == nil {
 		return tm, om, nil
 	}
-	metadata, err := withoutMember(o.metadata, "managedFields")
+	return tm, om, decodeMetadata(o.metadata.last, &om, what)
+}
+
+// decodeMetadata decodes one metadata value into om, without its
+// managedFields; null changes nothing.
+func decodeMetadata(raw rawRef, om *metav1.ObjectMeta, what string) error {
+	if string(raw) == "null" {
+		return nil
+	}
+	metadata, err := withoutMember(raw, "managedFields")
 	if err != nil {
-		return tm, om, fmt.Errorf("decoding the %s's metadata in the admission request: %w", what, err)
+		return fmt.Errorf("decoding the %s's metadata in the admission request: %w", what, err)
 	}
-	return tm, om, unmarshal(metadata, &om, what+"'s metadata")
+	return unmarshal(metadata, om, what+"'s metadata")
 }
 
-// jsonString decodes a raw JSON string; "" when there is none.
-func jsonString(raw []byte, what string) (string, error) {
-	if len(raw) == 0 {
-		return "", nil
-	}
-	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' && !slices.Contains(raw, '\\') {
-		return string(raw[1 : len(raw)-1]), nil
-	}
-	var s string
-	return s, unmarshal(raw, &s, what)
-}
-
-// withoutMember returns the JSON object in raw without its member name (a
-// copy when it has one, raw itself otherwise).
+// withoutMember returns the JSON object in raw without its members named
+// name, however the name is spelled: a copy when it has one, raw itself
+// otherwise.
 func withoutMember(raw []byte, name string) ([]byte, error) {
-	start, end := -1, -1
+	var (
+		out            []byte // nil until a member goes
+		kept           int
+		first, lastEnd int // where the members kept before the first that goes begin and end
+		nameErr        error
+	)
 	err := members(raw, func(m member) bool {
-		if !m.Escaped && string(m.Name) == name {
-			start, end = m.Start, m.End
-			return false
+		goes := !m.Escaped && string(m.Name) == name
+		if m.Escaped {
+			var decoded string
+			if decoded, nameErr = m.decodedName(raw); nameErr != nil {
+				return false
+			}
+			goes = decoded == name
+		}
+		switch {
+		case goes && out == nil:
+			// Every member before this one stays, as written.
+			out = append(make([]byte, 0, len(raw)-(m.End-m.Start)), '{')
+			if kept > 0 {
+				out = append(out, raw[first:lastEnd]...)
+			}
+		case !goes && out != nil:
+			if kept > 0 {
+				out = append(out, ',')
+			}
+			out = append(out, raw[m.Start:m.End]...)
+		}
+		if !goes {
+			if kept == 0 {
+				first = m.Start
+			}
+			kept, lastEnd = kept+1, m.End
 		}
 		return true
 	})
-	if err != nil || start < 0 {
+	if err == nil {
+		err = nameErr
+	}
+	if err != nil || out == nil {
 		return raw, err
 	}
-	end = skipSpace(raw, end)
-	if end < len(raw) && raw[end] == ',' {
-		// Not the last member: its comma goes with it.
-		end++
-	} else {
-		// The last member: the comma before it goes, if any.
-		i := start - 1
-		for i >= 0 && isSpace(raw[i]) {
-			i--
-		}
-		if i >= 0 && raw[i] == ',' {
-			start = i
-		}
-	}
-	out := make([]byte, 0, len(raw)-(end-start))
-	return append(append(out, raw[:start]...), raw[end:]...), nil
+	return append(out, '}'), nil
 }
 
 // unmarshal decodes JSON as the API machinery's serializer does

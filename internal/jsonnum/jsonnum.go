@@ -49,8 +49,13 @@ func Canonical(s string) (string, bool) {
 		}
 		var digits string
 		digits, s = LeadingDigits(s)
-		if digits == "" || len(digits) > 9 {
-			return "", false // malformed, or too far out to care
+		if digits == "" {
+			return "", false
+		}
+		// Leading zeros say nothing ("1e007" is 1e7); past 9 digits the
+		// exponent is too far out to care.
+		if digits = strings.TrimLeft(digits, "0"); len(digits) > 9 {
+			return "", false
 		}
 		exp, _ = strconv.Atoi(digits)
 		if expNeg {

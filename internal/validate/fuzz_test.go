@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/lockstep-dev/lockstep/test/fuzzrun"
 )
 
 // fuzzObj is what FuzzValidateUpdate decodes its inputs into: every shape
@@ -68,26 +70,38 @@ type fuzzStatus struct {
 	Item  fuzzItem `json:"item,omitempty"`
 }
 
+var validateUpdateTarget = fuzzrun.Target{
+	Name: "FuzzValidateUpdate",
+	Seeds: [][][]byte{
+		{[]byte(`{"spec":{"name":"a"}}`), []byte(`{"spec":{"name":"b"}}`)},
+		{[]byte(`{"spec":{"items":[{"id":"a","secret":"s"}],"byName":{"k":{"id":"x"}}}}`),
+			[]byte(`{"spec":{"items":[{"id":"b"},{"id":"c","secret":"t"}],"byName":{"k":{"id":"y"},"n":{"secret":"z"}}}}`)},
+		{[]byte(`{"spec":{"params":{"a":1,"b":[1,2]},"raw":[1.0,"x"],"any":{"k":[null,true]}}}`),
+			[]byte(`{"spec":{"params":{"b":[1,2.0],"a":10e-1},"raw":[1,"x"],"any":{"k":[null,true]}}}`)},
+		{[]byte(`{"spec":{"tree":{"key":"r","children":[{"key":"c","next":{"x":{"key":"d"}}}]}}}`),
+			[]byte(`{"spec":{"tree":{"key":"r","children":[{"key":"C","next":{"x":{"key":"D","seen":1}}}]}}}`)},
+		{[]byte(`{"spec":{"size":"1Gi","count":3,"ratio":0.5,"byNum":{"2":{"id":"a"},"10":null}}}`),
+			[]byte(`{"spec":{"size":"1024Mi","count":0,"byNum":{"2":{"id":"b"},"10":{"id":"c"}}}}`)},
+		{[]byte(`{"spec":{"pair":[{"id":"a"},{}],"zone":"z","sub":{"nested":{"a":["b"]}}},"status":{"phase":"Ready"}}`),
+			[]byte(`{"spec":{"pair":[{},{"secret":"s"}],"sub":{"nested":{"a":[]}}},"status":{"phase":"Failed","seen":[]}}`)},
+		// Bytes that are not JSON drive the generator.
+		{[]byte("\x06\x03\x01\x02\x03\x01\x02\x00\x01\x02\x09\x01\x01\x02\x03\x14\x02\x0b\x03\x01\x02"),
+			[]byte("\x06\x03\x02\x02\x03\x01\x02\x00\x01\x01\x09\x01\x02\x02\x03\x14\x01\x0c\x04\x10\x01\x01\x01\x02")},
+	},
+	Inputs: 400,
+}
+
 func FuzzValidateUpdate(f *testing.F) {
-	f.Add([]byte(`{"spec":{"name":"a"}}`), []byte(`{"spec":{"name":"b"}}`))
-	f.Add([]byte(`{"spec":{"items":[{"id":"a","secret":"s"}],"byName":{"k":{"id":"x"}}}}`),
-		[]byte(`{"spec":{"items":[{"id":"b"},{"id":"c","secret":"t"}],"byName":{"k":{"id":"y"},"n":{"secret":"z"}}}}`))
-	f.Add([]byte(`{"spec":{"params":{"a":1,"b":[1,2]},"raw":[1.0,"x"],"any":{"k":[null,true]}}}`),
-		[]byte(`{"spec":{"params":{"b":[1,2.0],"a":10e-1},"raw":[1,"x"],"any":{"k":[null,true]}}}`))
-	f.Add([]byte(`{"spec":{"tree":{"key":"r","children":[{"key":"c","next":{"x":{"key":"d"}}}]}}}`),
-		[]byte(`{"spec":{"tree":{"key":"r","children":[{"key":"C","next":{"x":{"key":"D","seen":1}}}]}}}`))
-	f.Add([]byte(`{"spec":{"size":"1Gi","count":3,"ratio":0.5,"byNum":{"2":{"id":"a"},"10":null}}}`),
-		[]byte(`{"spec":{"size":"1024Mi","count":0,"byNum":{"2":{"id":"b"},"10":{"id":"c"}}}}`))
-	f.Add([]byte(`{"spec":{"pair":[{"id":"a"},{}],"zone":"z","sub":{"nested":{"a":["b"]}}},"status":{"phase":"Ready"}}`),
-		[]byte(`{"spec":{"pair":[{},{"secret":"s"}],"sub":{"nested":{"a":[]}}},"status":{"phase":"Failed","seen":[]}}`))
-
-	// Bytes that are not JSON drive the generator.
-	f.Add([]byte("\x06\x03\x01\x02\x03\x01\x02\x00\x01\x02\x09\x01\x01\x02\x03\x14\x02\x0b\x03\x01\x02"),
-		[]byte("\x06\x03\x02\x02\x03\x01\x02\x00\x01\x01\x09\x01\x02\x02\x03\x14\x01\x0c\x04\x10\x01\x01\x01\x02"))
-
+	fuzzrun.Add(f, validateUpdateTarget)
 	p, err := For[*fuzzObj]()
 	require.NoError(f, err)
 	f.Fuzz(func(t *testing.T, a, b []byte) { fuzzUpdate(t, p, a, b) })
+}
+
+func TestValidateUpdateRandomized(t *testing.T) {
+	p, err := For[*fuzzObj]()
+	require.NoError(t, err)
+	fuzzrun.Run(t, validateUpdateTarget, func(t *testing.T, in [][]byte) { fuzzUpdate(t, p, in[0], in[1]) })
 }
 
 // fuzzUpdate checks the invariants of FuzzValidateUpdate on one input.

@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/lockstep-dev/lockstep/test/fuzzrun"
 )
 
 // stdDecode decodes as encoding/json does with UseNumber, the behaviour
@@ -99,19 +101,31 @@ func TestDecodeJSONErrors(t *testing.T) {
 	}
 }
 
-// FuzzDecodeJSON checks decodeJSON against encoding/json on any input.
-func FuzzDecodeJSON(f *testing.F) {
+// decodeTarget checks decodeJSON against encoding/json on any input.
+var decodeTarget = fuzzrun.Target{Name: "FuzzDecodeJSON", Inputs: 4000}
+
+func init() {
 	for _, in := range decodeCases {
-		f.Add([]byte(in))
+		decodeTarget.Seeds = append(decodeTarget.Seeds, [][]byte{[]byte(in)})
 	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		want, wantErr := stdDecode(data)
-		got, _, err := decodeJSON(data)
-		if (wantErr == nil) != (err == nil) {
-			t.Fatalf("encoding/json error %v, decodeJSON error %v", wantErr, err)
-		}
-		if err == nil {
-			assert.Equal(t, want, got)
-		}
-	})
+}
+
+func FuzzDecodeJSON(f *testing.F) {
+	fuzzrun.Add(f, decodeTarget)
+	f.Fuzz(checkDecodeJSON)
+}
+
+func TestDecodeJSONRandomized(t *testing.T) {
+	fuzzrun.Run(t, decodeTarget, func(t *testing.T, in [][]byte) { checkDecodeJSON(t, in[0]) })
+}
+
+func checkDecodeJSON(t *testing.T, data []byte) {
+	want, wantErr := stdDecode(data)
+	got, _, err := decodeJSON(data)
+	if (wantErr == nil) != (err == nil) {
+		t.Fatalf("encoding/json error %v, decodeJSON error %v", wantErr, err)
+	}
+	if err == nil {
+		assert.Equal(t, want, got)
+	}
 }
