@@ -78,7 +78,7 @@ func NewBindingValidator(d Deps, hooks *validate.Hooks[Binding]) *Validator[Bind
 			&bindingSecret{reader: d.Secrets},
 		},
 		Steps: []Step[Binding]{
-			&bindingBroker{carry: newCarrier(d), writer: d.Writer, opts: d.Broker},
+			&bindingBroker{carry: newCarrier(d), writer: d.Writer},
 		},
 		Budget: d.Budget,
 	}

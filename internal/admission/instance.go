@@ -116,7 +116,7 @@ func NewInstanceValidator(d Deps, hooks *validate.Hooks[Instance]) *Validator[In
 			&instanceCatalog{},
 		},
 		Steps: []Step[Instance]{
-			&instanceBroker{carry: newCarrier(d), opts: d.Broker},
+			&instanceBroker{carry: newCarrier(d)},
 		},
 		Budget: d.Budget,
 	}

@@ -231,7 +231,7 @@ func TestInstanceValidator(t *testing.T) {
 			},
 			wantCode: http.StatusServiceUnavailable,
 			wantMsg: []string{`broker "acme" accepted the request to provision instance "db"`, "lockstep could not learn how it ended",
-				"the outcome is unknown: nothing was created", "lockstep keeps asking the broker, and if the broker created the instance, lockstep deprovisions it"},
+				"the outcome is unknown; in the cluster, nothing was created", "lockstep keeps asking the broker, and if the broker created the instance, lockstep deprovisions it"},
 			wantCalls: map[fakebroker.Op]int{fakebroker.OpProvision: 1, fakebroker.OpInstanceLastOperation: 4},
 			wantPhase: v1alpha1.PhaseInProgress,
 		},
@@ -244,7 +244,7 @@ func TestInstanceValidator(t *testing.T) {
 				b.Always(fakebroker.OpInstanceLastOperation, fakebroker.Respond{Status: 500, Description: "oops"})
 			},
 			wantCode: http.StatusServiceUnavailable,
-			wantMsg: []string{"the outcome is unknown: the instance keeps plan \"small\"",
+			wantMsg: []string{"the outcome is unknown; in the cluster, the instance keeps plan \"small\"",
 				"if the broker applied the update, lockstep applies the instance's current spec again"},
 			wantCalls: map[fakebroker.Op]int{fakebroker.OpUpdate: 1, fakebroker.OpInstanceLastOperation: 4},
 			wantPhase: v1alpha1.PhaseInProgress,
@@ -257,7 +257,7 @@ func TestInstanceValidator(t *testing.T) {
 				b.Always(fakebroker.OpInstanceLastOperation, fakebroker.Respond{Malformed: true})
 			},
 			wantCode: http.StatusServiceUnavailable,
-			wantMsg: []string{"the outcome is unknown: the instance stays as it was (no deletion was started)",
+			wantMsg: []string{"the outcome is unknown; in the cluster, the instance stays as it was (no deletion was started)",
 				"if the broker deprovisioned it, lockstep deletes the instance"},
 			wantCalls: map[fakebroker.Op]int{fakebroker.OpDeprovision: 1, fakebroker.OpInstanceLastOperation: 1},
 			wantPhase: v1alpha1.PhaseInProgress,

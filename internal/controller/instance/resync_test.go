@@ -24,6 +24,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
+	"github.com/lockstep-dev/lockstep/internal/controller/controllertest"
 	"github.com/lockstep-dev/lockstep/internal/controller/resync"
 	"github.com/lockstep-dev/lockstep/internal/journal"
 	"github.com/lockstep-dev/lockstep/internal/osb/fakebroker"
@@ -67,9 +68,8 @@ func newHarness(t *testing.T, change func(*osbapi.Catalog), objects ...client.Ob
 	leases := &journal.Leases{Client: c, Duration: time.Minute}
 	return &harness{
 		client: c, broker: b, clock: clk,
-		r: &Reconciler{Client: c, Namespace: "lockstep-system", Catalogs: cache, Leases: leases, Journal: &journal.Journal{Client: c},
-			Limiter: &resync.Limiter{Concurrent: 1}, ResyncInterval: interval, Timeout: 5 * time.Second,
-			Identity: "system:serviceaccount:lockstep-system:lockstep", Clock: clk},
+		r: &Reconciler{Client: c, Namespace: "lockstep-system", Catalogs: cache, Leases: leases, Protocol: controllertest.Protocol(c, ""),
+			Limiter: &resync.Limiter{Concurrent: 1}, ResyncInterval: interval, Timeout: 5 * time.Second, Clock: clk},
 	}
 }
 

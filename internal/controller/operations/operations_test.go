@@ -3,6 +3,7 @@ package operations
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"testing"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
+	"github.com/lockstep-dev/lockstep/internal/controller/controllertest"
 	"github.com/lockstep-dev/lockstep/internal/journal"
 	"github.com/lockstep-dev/lockstep/internal/osb/fakebroker"
 	"github.com/lockstep-dev/lockstep/internal/osbclient"
@@ -49,8 +51,9 @@ func newOpsHarness(t *testing.T, objects ...client.Object) *opsHarness {
 	h := &opsHarness{client: c, broker: b, clock: clocktesting.NewFakeClock(time.Now())}
 	h.r = &Operations{
 		Client: c, Catalogs: cache, Journal: &journal.Journal{Client: c, Clock: h.clock},
-		Leases: &journal.Leases{Client: c, Duration: time.Minute, Clock: h.clock},
-		Poll:   time.Millisecond, Grace: 5 * time.Second, PendingTimeout: 30 * time.Second, Keep: 2, Timeout: 5 * time.Second, Clock: h.clock,
+		Leases:   &journal.Leases{Client: c, Duration: time.Minute, Clock: h.clock},
+		Protocol: controllertest.Protocol(c, ""),
+		Poll:     time.Millisecond, Grace: 5 * time.Second, PendingTimeout: 30 * time.Second, Keep: 2, Timeout: 5 * time.Second, Clock: h.clock,
 	}
 	return h
 }
@@ -238,8 +241,8 @@ func TestOperationsPendingTooLongIsSettled(t *testing.T) {
 // TestOperationsFollowKeepsAnUnknownOutcomeInProgress: when the broker
 // cannot tell how an operation ended (connection cut, 5xx, malformed
 // answer), the operation is not failed: it stays InProgress holding its
-// lock, its record tells the object InSync=Unknown, and the broker is asked again,
-// later the older the operation.
+// lock, its record tells the object InSync=Unknown, and the broker is
+// asked again, waiting twice as long each time.
 func TestOperationsFollowKeepsAnUnknownOutcomeInProgress(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -256,6 +259,7 @@ func TestOperationsFollowKeepsAnUnknownOutcomeInProgress(t *testing.T) {
 			start := time.Now().Truncate(time.Second) // timestamps are kept to the second
 			rec := opRecord("op", v1alpha1.VerbUpdate, v1alpha1.PhaseInProgress, spec, start)
 			rec.Status.CompletionTime = nil
+			rec.Status.HTTPStatus = http.StatusAccepted // the broker accepted it, without an operation key
 			h := newOpsHarness(t, si, rec)
 			h.broker.PutInstance(fakebroker.Instance{ID: "ext-1", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID})
 			h.broker.Always(fakebroker.OpInstanceLastOperation, tc.poll)
@@ -267,7 +271,9 @@ func TestOperationsFollowKeepsAnUnknownOutcomeInProgress(t *testing.T) {
 			h.clock.SetTime(start.Add(50 * time.Second)) // past the lock's duration since it was taken
 			res := h.reconcile(t, "op")
 			assert.Equal(t, v1alpha1.PhaseInProgress, h.phase(t, "op"), "an unknown outcome is not a failure")
-			assert.Equal(t, 5*time.Second, res.RequeueAfter, "asked again after a tenth of the operation's age")
+			assert.Equal(t, time.Millisecond, res.RequeueAfter, "asked again after the poll interval")
+			res = h.reconcile(t, "op")
+			assert.Equal(t, 2*time.Millisecond, res.RequeueAfter, "then twice as late")
 			var op v1alpha1.BrokerOperation
 			require.NoError(t, h.client.Get(context.Background(), client.ObjectKey{Namespace: "team", Name: "op"}, &op))
 			c := op.Status.TargetInSync
@@ -296,6 +302,7 @@ func TestOperationsFollowAPlanChangeWithThePlanFromBefore(t *testing.T) {
 	rec := opRecord("op", v1alpha1.VerbUpdate, v1alpha1.PhaseInProgress, spec, time.Now())
 	rec.Spec.PlanID, rec.Spec.PreviousPlanID = fakebroker.PlanLargeID, fakebroker.PlanSmallID
 	rec.Status.CompletionTime = nil
+	rec.Status.HTTPStatus = http.StatusAccepted
 	h := newOpsHarness(t, si, rec)
 	h.broker.PutInstance(fakebroker.Instance{ID: "ext-1", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanLargeID})
 	key := journal.Key{Kind: "ServiceInstance", Namespace: "team", Name: "db"}
