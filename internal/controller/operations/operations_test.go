@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -39,6 +40,7 @@ func newOpsHarness(t *testing.T, objects ...client.Object) *opsHarness {
 	scheme := runtime.NewScheme()
 	require.NoError(t, v1alpha1.AddToScheme(scheme))
 	require.NoError(t, coordinationv1.AddToScheme(scheme))
+	require.NoError(t, corev1.AddToScheme(scheme))
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objects...).
 		WithStatusSubresource(&v1alpha1.BrokerOperation{}, &v1alpha1.ServiceInstance{}).
 		WithIndex(&v1alpha1.BrokerOperation{}, journal.TargetUIDIndex, journal.TargetUID).Build()
@@ -355,4 +357,33 @@ func TestOperationsExpireTheRecordsOfObjectsThatAreGone(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestOperationsOrphanMitigationBacksOff: a broker answering 422
+// ConcurrencyError (still busy with the bind being undone) is asked again
+// later each time, never in a burst: each pass sends one unbind and waits
+// twice as long as the one before, up to two minutes.
+func TestOperationsOrphanMitigationBacksOff(t *testing.T) {
+	spec := v1alpha1.ServiceInstanceSpec{ServiceName: "db", PlanName: "small", ExternalID: "ext-1"}
+	rec := opRecord("op", v1alpha1.VerbBind, v1alpha1.PhaseOrphaned, spec, time.Now())
+	rec.Spec.Target = v1alpha1.OperationTarget{Kind: v1alpha1.KindServiceBinding, Name: "creds", UID: "uid-b", ExternalID: "bind-1", InstanceID: "ext-1"}
+	h := newOpsHarness(t, rec)
+	h.broker.PutInstance(fakebroker.Instance{ID: "ext-1", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID})
+	h.broker.PutBinding(fakebroker.Binding{InstanceID: "ext-1", ID: "bind-1", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID})
+	h.broker.Always(fakebroker.OpUnbind, fakebroker.Respond{Status: http.StatusUnprocessableEntity, Error: "ConcurrencyError", Description: "binding in progress"})
+
+	var waits []time.Duration
+	for i := range 20 {
+		waits = append(waits, h.reconcile(t, "op").RequeueAfter)
+		assert.Equal(t, i+1, h.broker.Count(fakebroker.OpUnbind), "one unbind per pass")
+	}
+	assert.Equal(t, []time.Duration{time.Millisecond, 2 * time.Millisecond, 4 * time.Millisecond, 8 * time.Millisecond}, waits[:4])
+	assert.Equal(t, 2*time.Minute, waits[19], "at most two minutes")
+	assert.Equal(t, v1alpha1.PhaseOrphaned, h.phase(t, "op"))
+
+	h.broker.Reset()
+	assert.Zero(t, h.reconcile(t, "op").RequeueAfter)
+	assert.Equal(t, v1alpha1.PhaseCompensated, h.phase(t, "op"))
+	_, held := h.broker.Binding("ext-1", "bind-1")
+	assert.False(t, held)
 }
