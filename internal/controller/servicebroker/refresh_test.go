@@ -94,7 +94,9 @@ func TestReconciledOnlyForWhatAsksForACatalog(t *testing.T) {
 			sb.Status.LastCatalogSync = &now
 		}, false},
 		{"its spec changed", func(sb *v1alpha1.ServiceBroker) { sb.Generation = 2 }, true},
-		{"refresh asked", func(sb *v1alpha1.ServiceBroker) { sb.Annotations = map[string]string{v1alpha1.AnnotationRefresh: "now"} }, true},
+		{"refresh asked", func(sb *v1alpha1.ServiceBroker) {
+			sb.Annotations = map[string]string{v1alpha1.AnnotationRefresh: "now"}
+		}, true},
 		{"another annotation", func(sb *v1alpha1.ServiceBroker) { sb.Annotations = map[string]string{"team": "x"} }, false},
 	}
 	p := refreshAndSpecChanges()
