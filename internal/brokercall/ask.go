@@ -90,13 +90,7 @@ func (p *Protocol) lastOperation(ctx context.Context, req Request, meta osbclien
 // holds reports whether the broker still holds req's object (GET; 404 and
 // 410 say it does not).
 func (p *Protocol) holds(ctx context.Context, req Request, meta osbclient.RequestMeta) (bool, error) {
-	var err error
-	if req.BindingID != "" {
-		_, err = req.Client.GetBinding(ctx, meta, osbclient.GetBindingRequest{InstanceID: req.InstanceID, BindingID: req.BindingID,
-			ServiceID: req.ServiceID, PlanID: req.PlanID})
-	} else {
-		_, err = req.Client.GetInstance(ctx, meta, osbclient.GetInstanceRequest{InstanceID: req.InstanceID, ServiceID: req.ServiceID, PlanID: req.PlanID})
-	}
+	_, err := p.fetch(ctx, req, meta)
 	if osbclient.IsNotFound(err) || osbclient.IsGone(err) {
 		return false, nil
 	}
@@ -106,10 +100,9 @@ func (p *Protocol) holds(ctx context.Context, req Request, meta osbclient.Reques
 // Credentials reads a binding's credentials once (a broker answers 404
 // while an asynchronous bind is not ready: osbclient.IsNotFound).
 func (p *Protocol) Credentials(ctx context.Context, req Request, requestID string) (map[string]any, error) {
-	got, err := req.Client.GetBinding(ctx, req.Who.meta(requestID), osbclient.GetBindingRequest{InstanceID: req.InstanceID, BindingID: req.BindingID,
-		ServiceID: req.ServiceID, PlanID: req.PlanID})
+	held, err := p.Fetch(ctx, req, requestID)
 	if err != nil {
 		return nil, err
 	}
-	return got.Credentials, nil
+	return held.Binding.Credentials, nil
 }

@@ -198,17 +198,7 @@ func (p *Protocol) store(ctx context.Context, req Request, res Result, creds map
 // included); nothing changes at the broker, so a read that got no answer
 // is refused, not unknown.
 func (p *Protocol) adopt(ctx context.Context, req Request, meta osbclient.RequestMeta) Result {
-	var (
-		held Held
-		err  error
-	)
-	if req.Kind == v1alpha1.KindServiceBinding {
-		held.Binding, err = req.Client.GetBinding(ctx, meta, osbclient.GetBindingRequest{InstanceID: req.InstanceID, BindingID: req.BindingID,
-			ServiceID: req.ServiceID, PlanID: req.PlanID})
-	} else {
-		held.Instance, err = req.Client.GetInstance(ctx, meta, osbclient.GetInstanceRequest{InstanceID: req.InstanceID,
-			ServiceID: req.ServiceID, PlanID: req.PlanID})
-	}
+	held, err := p.fetch(ctx, req, meta)
 	res := Result{Verdict: Done, HTTPStatus: http.StatusOK}
 	switch {
 	case osbclient.IsNotFound(err) || osbclient.IsGone(err):
@@ -236,6 +226,28 @@ func (p *Protocol) adopt(ctx context.Context, req Request, meta osbclient.Reques
 		res.Verdict, res.Err = Refused, fmt.Errorf("the broker holds nothing under id %q", req.InstanceID+"/"+req.BindingID)
 	}
 	return res
+}
+
+// Fetch reads what the broker holds of req's object (GET of the instance,
+// or of the binding with its credentials); a broker that holds nothing
+// under the id answers 404 or 410 (osbclient.IsNotFound, IsGone).
+func (p *Protocol) Fetch(ctx context.Context, req Request, requestID string) (Held, error) {
+	return p.fetch(ctx, req, req.Who.meta(requestID))
+}
+
+func (p *Protocol) fetch(ctx context.Context, req Request, meta osbclient.RequestMeta) (Held, error) {
+	var (
+		held Held
+		err  error
+	)
+	if req.BindingID != "" {
+		held.Binding, err = req.Client.GetBinding(ctx, meta, osbclient.GetBindingRequest{InstanceID: req.InstanceID, BindingID: req.BindingID,
+			ServiceID: req.ServiceID, PlanID: req.PlanID})
+	} else {
+		held.Instance, err = req.Client.GetInstance(ctx, meta, osbclient.GetInstanceRequest{InstanceID: req.InstanceID,
+			ServiceID: req.ServiceID, PlanID: req.PlanID})
+	}
+	return held, err
 }
 
 // refusal is the result of a request the broker did not accept: refused
