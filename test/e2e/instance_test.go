@@ -322,10 +322,10 @@ func TestBrokerFailuresAreClearAndPersistNothing(t *testing.T) {
 		respond fakebroker.Respond
 		want    string
 	}{
-		{"broker slow past the budget", fakebroker.Respond{Hang: true}, `broker "acme" did not answer in time to provision instance "db"`},
-		{"broker answering garbage", fakebroker.Respond{Status: http.StatusCreated, Malformed: true}, `could not provision instance "db" (service "db", plan "small") at broker "acme"`},
-		{"broker closing the connection", fakebroker.Respond{CloseConnection: true}, `could not provision instance "db" (service "db", plan "small") at broker "acme"`},
-		{"broker failing", fakebroker.Respond{Status: http.StatusServiceUnavailable, Description: "maintenance"}, `broker "acme" failed to provision instance "db"`},
+		{"broker slow past the budget", fakebroker.Respond{Hang: true}, `broker "acme" got the request to provision instance "db" (service "db", plan "small"), but no answer came back`},
+		{"broker answering garbage", fakebroker.Respond{Status: http.StatusCreated, Malformed: true}, `but no answer came back: broker's answer was malformed`},
+		{"broker closing the connection", fakebroker.Respond{CloseConnection: true}, `but no answer came back: broker's answer was cut off`},
+		{"broker failing", fakebroker.Respond{Status: http.StatusServiceUnavailable, Description: "maintenance"}, `but no answer came back: broker answered 503: "maintenance"`},
 		{"broker refusing in an errors array", fakebroker.Respond{Status: http.StatusBadRequest, Body: `{"errors":[{"msg":"Missing organization_guid"}]}`},
 			`broker "acme" refused to provision instance "db" (service "db", plan "small"): "Missing organization_guid" (HTTP 400)`},
 	}

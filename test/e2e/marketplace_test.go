@@ -35,16 +35,17 @@ func marketBroker(t *testing.T, name string) *fakebroker.Broker {
 }
 
 // refreshBroker makes the catalog reconciler fetch the named broker's
-// catalog again and waits until it has. The sync time is stored to the
-// second, so the broker is asked again (a new annotation each time) until
-// its sync time moves past the one before.
+// catalog again, as a person asks for it (the refresh annotation), and
+// waits until it has. The sync time is stored to the second, so the
+// broker is asked again (a new value each time) until its sync time moves
+// past the one before.
 func refreshBroker(t *testing.T, name string) {
 	t.Helper()
 	var sb v1alpha1.ServiceBroker
 	require.NoError(t, cluster.client.Get(context.Background(), client.ObjectKey{Name: name}, &sb))
 	before := sb.Status.LastCatalogSync
 	require.Eventually(t, func() bool {
-		patch := fmt.Sprintf(`{"metadata":{"annotations":{"e2e.lockstep.dev/refresh":"%d"}}}`, time.Now().UnixNano())
+		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"%d"}}}`, v1alpha1.AnnotationRefresh, time.Now().UnixNano())
 		require.NoError(t, cluster.client.Patch(context.Background(), &sb, client.RawPatch(types.MergePatchType, []byte(patch))))
 		return sb.Status.LastCatalogSync != nil && (before == nil || sb.Status.LastCatalogSync.After(before.Time))
 	}, 10*time.Second, 200*time.Millisecond)
