@@ -74,6 +74,7 @@ func NewBindingValidator(d Deps, hooks *validate.Hooks[Binding]) *Validator[Bind
 			lookup: &bindingLookup{reader: d.Reader, cache: d.Catalogs},
 		},
 		TargetChecks: []TargetCheck[Binding]{
+			&parametersSize[Binding]{max: d.MaxParametersBytes, own: func(b Binding) *runtime.RawExtension { return b.Spec.Parameters }},
 			&bindingInstance{leases: d.Leases},
 			&bindingSecret{reader: d.Secrets},
 		},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -70,6 +71,7 @@ func newInterceptedHarness(t testing.TB, funcs interceptor.Funcs, objects ...run
 	h := &harness{cache: cache, broker: b, client: reader, leases: &journal.Leases{Client: reader, Duration: time.Minute, Wait: 50 * time.Millisecond}, answers: journal.NewAfter()}
 	deps := Deps{
 		Reader: reader, Writer: reader, Secrets: reader, Catalogs: cache, Journal: &journal.Journal{Client: reader}, Leases: h.leases, Budget: 2 * time.Second,
+		MaxParametersBytes: DefaultMaxParametersBytes,
 		After: h.answers,
 		Broker: BrokerOptions{
 			Poll: osbclient.PollOptions{MinInterval: time.Millisecond, MaxInterval: 5 * time.Millisecond},
@@ -182,6 +184,12 @@ func TestInstanceValidator(t *testing.T) {
 		{
 			name: "parameters violating the schema", op: admissionv1.Create, new: instance("small", `{"storageGB": 0, "nope": 1}`),
 			wantCode: 422, wantMsg: []string{"spec.parameters.storageGB", "nope"},
+			wantCalls: map[fakebroker.Op]int{},
+		},
+		{
+			name: "parameters past the size limit, on a plan without schemas: refused before the broker", op: admissionv1.Create,
+			new: instance("standard", `{"blob":"`+strings.Repeat("x", DefaultMaxParametersBytes)+`"}`, func(si *v1alpha1.ServiceInstance) { si.Spec.ServiceName = "queue" }),
+			wantCode: 422, wantMsg: []string{`spec.parameters: Invalid value: "65547 bytes": lockstep sends at most 65536 bytes of parameters to a broker (LOCKSTEP_MAX_PARAMETERS_BYTES`},
 			wantCalls: map[fakebroker.Op]int{},
 		},
 		{

@@ -199,7 +199,7 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 	deps := admission.Deps{
 		Reader: mgr.GetClient(), Writer: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Catalogs: catalogs,
 		Access:  admission.SubjectAccessReviews{Client: mgr.GetClient()},
-		Journal: records, Leases: leases, Budget: c.AdmissionBudget, RefusalMemory: c.RefusalMemory,
+		Journal: records, Leases: leases, Budget: c.AdmissionBudget, RefusalMemory: c.RefusalMemory, MaxParametersBytes: c.MaxParametersBytes,
 		Broker: admission.BrokerOptions{Poll: poll, ClusterID: clusterID, Log: ctrl.Log.WithName("broker")},
 		After:  journal.NewAfter(),
 	}
