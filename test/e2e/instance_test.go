@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -159,15 +160,21 @@ func TestDeleteRefusedByTheBrokerIsRolledBack(t *testing.T) {
 	ns := namespace(t)
 	require.Equal(t, 0, kubectl(t, instanceWith(ns, "db", "small", ns+"-db", ""), "apply", "-f", "-").ExitCode)
 
-	b.ScriptInstance(fakebroker.OpDeprovision, ns+"-db", fakebroker.Respond{Status: http.StatusInternalServerError, Description: "storage backend unavailable"})
+	b.ScriptInstance(fakebroker.OpDeprovision, ns+"-db", fakebroker.Respond{Status: http.StatusUnprocessableEntity, Description: "backups exist: delete them first"})
 	r := kubectl(t, "", "delete", "serviceinstance", "db", "-n", ns, "--wait=false")
 	assert.NotEqual(t, 0, r.ExitCode)
-	assert.Contains(t, r.Stderr, `broker "acme" failed to deprovision instance "db"`)
-	assert.Contains(t, r.Stderr, "storage backend unavailable")
+	assert.Contains(t, r.Stderr, `broker "acme" refused to deprovision instance "db"`)
+	assert.Contains(t, r.Stderr, "backups exist")
 	assert.Contains(t, r.Stderr, "no deletion was started")
 	assert.Nil(t, getInstance(t, ns, "db").DeletionTimestamp, "no deletionTimestamp is set")
 	_, held := b.Instance(ns + "-db")
 	assert.True(t, held)
+	// kubectl get shows the refused deprovision as what it was, beside the
+	// instance that is still there and ready.
+	require.Eventually(t, func() bool {
+		r = kubectl(t, "", "get", "serviceinstance", "db", "-n", ns)
+		return regexp.MustCompile(`db\s+acme\s+db\s+small\s+True\s+True\s+deprovision\s+failed`).MatchString(r.Stdout)
+	}, 20*time.Second, 200*time.Millisecond, "LAST OP and RESULT: %s", r.Stdout)
 
 	b.Reset() // the broker recovers
 	retried(t, "", "delete", "serviceinstance", "db", "-n", ns, "--timeout=20s")
