@@ -105,6 +105,7 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 	scheme := Scheme()
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme: scheme,
+		Logger: quietStop(ctx, ctrl.Log),
 		// Secrets are read one at a time, uncached, and only the Secrets
 		// lockstep wrote for bindings are watched: never every Secret of
 		// the cluster.
