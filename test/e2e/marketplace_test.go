@@ -24,13 +24,18 @@ import (
 )
 
 // marketBroker registers a test broker of its own as ServiceBroker name,
-// so that its catalog can change without disturbing other tests.
+// so that its catalog can change without disturbing other tests; the
+// ServiceBroker goes when the test ends (unless lockstep still manages
+// objects at it).
 func marketBroker(t *testing.T, name string) *fakebroker.Broker {
 	t.Helper()
 	b, err := fakebroker.Start()
 	require.NoError(t, err)
 	t.Cleanup(b.Close)
 	require.NoError(t, registerBroker(name, b.URL()))
+	t.Cleanup(func() {
+		_ = cluster.client.Delete(context.Background(), &v1alpha1.ServiceBroker{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	})
 	return b
 }
 
@@ -188,9 +193,6 @@ spec:
 func TestUnusableSchemaIsReportedOnThePlanAndTheBroker(t *testing.T) {
 	const name = "badschema"
 	b := marketBroker(t, name)
-	t.Cleanup(func() {
-		_ = cluster.client.Delete(context.Background(), &v1alpha1.ServiceBroker{ObjectMeta: metav1.ObjectMeta{Name: name}})
-	})
 	cat := fakebroker.DefaultCatalog()
 	cat.Services[1].Plans[0].Schemas = &osbapi.Schemas{ServiceInstance: &osbapi.ServiceInstanceSchemas{
 		Create: &osbapi.InputParameters{Parameters: []byte(`{"type": "object", "properties": {"a": {"$ref": "https://example.com/a.json"}}}`)}}}

@@ -292,9 +292,6 @@ spec: {brokerName: acme, serviceName: queue, planName: shared, externalID: %s-q}
 func TestABrokerRestartedWithNewIDs(t *testing.T) {
 	const name = "restarted"
 	b := marketBroker(t, name)
-	t.Cleanup(func() {
-		_ = cluster.client.Delete(context.Background(), &v1alpha1.ServiceBroker{ObjectMeta: metav1.ObjectMeta{Name: name}})
-	})
 	ns := namespace(t)
 	instance := func(n string) string {
 		return fmt.Sprintf(`apiVersion: lockstep.dev/v1alpha1
@@ -348,9 +345,6 @@ spec: {brokerName: %s, serviceName: db, planName: small}
 func TestOneCatalogFetchPerRelist(t *testing.T) {
 	const name = "relist"
 	b := marketBroker(t, name)
-	t.Cleanup(func() {
-		_ = cluster.client.Delete(context.Background(), &v1alpha1.ServiceBroker{ObjectMeta: metav1.ObjectMeta{Name: name}})
-	})
 	eventuallyPlans(t, "spec.brokerName="+name, "relist.db.fixed\nrelist.db.large\nrelist.db.small\nrelist.queue.shared\nrelist.queue.standard")
 	require.NoError(t, b.WaitIdle(context.Background()))
 	assert.Equal(t, 1, b.Count(fakebroker.OpCatalog), "one fetch for one catalog load")

@@ -8,7 +8,6 @@ import (
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/brokercall"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
-	"github.com/lockstep-dev/lockstep/internal/parametersfrom"
 )
 
 // errBusy: another operation took the object's lock first.
@@ -23,28 +22,12 @@ var errBusy = errors.New("another operation holds the instance's lock; lockstep 
 // the broker works, or until it learns an unknown outcome), which sets
 // InSync again.
 func (r *Reconciler) correct(ctx context.Context, si *v1alpha1.ServiceInstance, entry *catalog.Entry, plan catalog.Plan, heldPlanID string) error {
-	if heldPlanID == "" {
-		heldPlanID = plan.Plan.ID
-	}
-	// The Secrets of spec.parametersFrom are read again: their current
-	// values are what this object's spec says now.
-	params, digest, err := parametersfrom.Current(ctx, r.APIReader, si.Namespace, si.Spec.Parameters, si.Spec.ParametersFrom)
-	if err != nil {
-		return err
-	}
 	onBehalfOf := ""
 	if last := si.Status.LastOperation; last != nil {
 		onBehalfOf = last.User
 	}
-	req := brokercall.ForInstance(v1alpha1.VerbUpdate, si, entry, plan, r.Protocol.Lockstep(onBehalfOf, brokercall.ReasonCorrection))
-	req.ParametersDigest = digest
-	if si.Status.LastApplied != nil && digest != "" {
-		// An update never sends create-only parameters: those the broker
-		// was given stay what they were.
-		req.CreateOnlyDigest = si.Status.LastApplied.CreateOnlyDigest
-	}
-	req.PreviousPlanID, req.NewPlan = heldPlanID, heldPlanID != plan.Plan.ID
-	if req.Parameters, err = plan.Schemas.UpdateParameters(params); err != nil {
+	req, err := brokercall.Reapply(ctx, r.APIReader, si, entry, plan, heldPlanID, r.Protocol.Lockstep(onBehalfOf, brokercall.ReasonCorrection))
+	if err != nil {
 		return err
 	}
 	res := r.Protocol.Carry(ctx, req)

@@ -35,7 +35,6 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/journal"
 	"github.com/lockstep-dev/lockstep/internal/metrics"
 	"github.com/lockstep-dev/lockstep/internal/osbclient"
-	"github.com/lockstep-dev/lockstep/internal/parametersfrom"
 )
 
 // persistRecheck is how soon a Succeeded record whose change the API server
@@ -460,7 +459,9 @@ func (r *Operations) remove(ctx context.Context, op *v1alpha1.BrokerOperation, v
 
 // reapply sends the persisted spec of an instance back to the broker after
 // an update that the API server did not persist, as an update on behalf
-// of the operation's requester, with the instance's context.
+// of the operation's requester (brokercall.Reapply), with the instance's
+// context. The orphaned update may have left the broker on its plan: that
+// one is sent as the previous plan.
 func (r *Operations) reapply(ctx context.Context, op *v1alpha1.BrokerOperation, target client.Object) error {
 	si, ok := target.(*v1alpha1.ServiceInstance)
 	if !ok || si.DeletionTimestamp != nil {
@@ -474,17 +475,10 @@ func (r *Operations) reapply(ctx context.Context, op *v1alpha1.BrokerOperation, 
 	if err != nil {
 		return err
 	}
-	merged, _, err := parametersfrom.Current(ctx, r.Secrets, si.Namespace, si.Spec.Parameters, si.Spec.ParametersFrom)
+	req, err := brokercall.Reapply(ctx, r.Secrets, si, entry, plan, op.Spec.PlanID, r.Protocol.Lockstep(op.Spec.Requester.Username, brokercall.ReasonCompensation))
 	if err != nil {
 		return err
 	}
-	req := brokercall.ForInstance(v1alpha1.VerbUpdate, si, entry, plan, r.Protocol.Lockstep(op.Spec.Requester.Username, brokercall.ReasonCompensation))
-	if req.Parameters, err = plan.Schemas.UpdateParameters(merged); err != nil {
-		return err
-	}
-	// The orphaned update may have left the broker on its plan: the
-	// persisted one is sent, and last_operation asked with the other.
-	req.PreviousPlanID, req.NewPlan = op.Spec.PlanID, true
 	switch res := r.Protocol.Send(ctx, req, string(op.UID)); res.Verdict {
 	case brokercall.Done:
 		return nil

@@ -34,13 +34,7 @@ func newIDs() osbapi.Catalog {
 // refresh annotation), and the reconciler that does removes the
 // annotation. The plans keep their names: none is "removed".
 func TestRefreshFollowsABrokerRestartedWithNewIDs(t *testing.T) {
-	b := fakebroker.New(t)
-	sb := &v1alpha1.ServiceBroker{ObjectMeta: metav1.ObjectMeta{Name: "acme"}, Spec: v1alpha1.ServiceBrokerSpec{URL: b.URL()}}
-	user := &v1alpha1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "team"},
-		Spec: v1alpha1.ServiceInstanceSpec{BrokerName: "acme", ServiceName: "db", PlanName: "small"}}
-	r, c := newReconciler(t, sb, user)
-	_, _, err := reconcile(t, r, c, "acme")
-	require.NoError(t, err)
+	b, r, c := loadedBroker(t, "small")
 	require.Equal(t, 1, b.Count(fakebroker.OpCatalog))
 
 	require.NoError(t, b.SetCatalog(newIDs()))
