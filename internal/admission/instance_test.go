@@ -72,7 +72,7 @@ func newInterceptedHarness(t testing.TB, funcs interceptor.Funcs, objects ...run
 	deps := Deps{
 		Reader: reader, Writer: reader, Secrets: reader, Catalogs: cache, Journal: &journal.Journal{Client: reader}, Leases: h.leases, Budget: 2 * time.Second,
 		MaxParametersBytes: DefaultMaxParametersBytes,
-		After: h.answers,
+		After:              h.answers,
 		Broker: BrokerOptions{
 			Poll: osbclient.PollOptions{MinInterval: time.Millisecond, MaxInterval: 5 * time.Millisecond},
 			Log:  logr.Discard(),
@@ -188,7 +188,7 @@ func TestInstanceValidator(t *testing.T) {
 		},
 		{
 			name: "parameters past the size limit, on a plan without schemas: refused before the broker", op: admissionv1.Create,
-			new: instance("standard", `{"blob":"`+strings.Repeat("x", DefaultMaxParametersBytes)+`"}`, func(si *v1alpha1.ServiceInstance) { si.Spec.ServiceName = "queue" }),
+			new:      instance("standard", `{"blob":"`+strings.Repeat("x", DefaultMaxParametersBytes)+`"}`, func(si *v1alpha1.ServiceInstance) { si.Spec.ServiceName = "queue" }),
 			wantCode: 422, wantMsg: []string{`spec.parameters: Invalid value: "65547 bytes": lockstep sends at most 65536 bytes of parameters to a broker (LOCKSTEP_MAX_PARAMETERS_BYTES`},
 			wantCalls: map[fakebroker.Op]int{},
 		},
