@@ -32,11 +32,14 @@ type parametersSize[T client.Object] struct {
 func (c *parametersSize[T]) Name() string { return "parameters-size" }
 
 func (c *parametersSize[T]) Check(_ context.Context, a *Attributes[T], t *Target) (field.ErrorList, admission.Warnings, error) {
-	if c.max <= 0 || a.Operation == admissionv1.Delete || a.Operation == admissionv1.Update && (c.sends == nil || !c.sends(a.Old, a.New)) {
+	if c.max <= 0 || a.Operation == admissionv1.Delete {
 		return nil, nil, nil
 	}
 	params := mergedParams(t.Params, c.own(a.New))
 	if params == nil || len(params.Raw) <= c.max {
+		return nil, nil, nil // the usual case: decided without comparing anything
+	}
+	if a.Operation == admissionv1.Update && (c.sends == nil || !c.sends(a.Old, a.New)) {
 		return nil, nil, nil
 	}
 	return field.ErrorList{field.Invalid(field.NewPath("spec", "parameters"), fmt.Sprintf("%d bytes", len(params.Raw)),
