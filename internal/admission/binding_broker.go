@@ -40,6 +40,7 @@ func (s *bindingBroker) Admit(ctx context.Context, a *Attributes[Binding], t *Ta
 			broker: t.Entry.Broker, kind: "binding",
 			what:   fmt.Sprintf("unbind binding %q of instance %q", b.Name, t.Instance.Name),
 			stays:  fmt.Sprintf("the binding and its Secret %q stay as they were (no deletion was started)", b.Spec.SecretName),
+			unsure: fmt.Sprintf("the binding and its Secret %q are not deleted for now", b.Spec.SecretName),
 			ifDone: "if the broker unbound it, lockstep deletes the binding",
 			wayOut: wayOut(v1alpha1.KindServiceBinding, b.Namespace, b.Name),
 		}
@@ -55,6 +56,7 @@ func (s *bindingBroker) Admit(ctx context.Context, a *Attributes[Binding], t *Ta
 			broker: t.Entry.Broker, kind: "binding",
 			what:     fmt.Sprintf("bind instance %q for binding %q", t.Instance.Name, b.Name),
 			stays:    "nothing was created",
+			unsure:   "the binding is not created",
 			ifDone:   "if the broker created the binding, lockstep unbinds it",
 			whenDone: fmt.Sprintf("Secret %q appears when the broker finishes", b.Spec.SecretName),
 		}

@@ -99,7 +99,7 @@ func TestBindingValidator(t *testing.T) {
 				b.Script(fakebroker.OpBind, fakebroker.Respond{Async: &fakebroker.Async{}})
 				b.Always(fakebroker.OpBindingLastOperation, fakebroker.Respond{Status: 503, Description: "restarting"})
 			},
-			wantCode: http.StatusServiceUnavailable, wantMsg: "the outcome is unknown; in the cluster, nothing was created; lockstep keeps asking the broker, and if the broker created the binding, lockstep unbinds it",
+			wantCode: http.StatusServiceUnavailable, wantMsg: "the outcome is unknown: the binding is not created; lockstep keeps asking the broker, and if the broker created the binding, lockstep unbinds it",
 			wantCalls: map[fakebroker.Op]int{fakebroker.OpBind: 1, fakebroker.OpBindingLastOperation: 4}, wantPhase: v1alpha1.PhaseInProgress},
 		{name: "instance's ServiceBroker gone: nothing to bind at", op: admissionv1.Create, new: binding(""),
 			objects:  []runtime.Object{instance("small", "", func(si *v1alpha1.ServiceInstance) { si.Spec.BrokerName = "gone" })},

@@ -54,6 +54,7 @@ func (s *instanceBroker) Admit(ctx context.Context, a *Attributes[Instance], t *
 			broker: t.Entry.Broker, kind: "instance",
 			what:     fmt.Sprintf("provision instance %q (service %q, plan %q)", si.Name, si.Spec.ServiceName, si.Spec.PlanName),
 			stays:    "nothing was created",
+			unsure:   "the instance is not created",
 			ifDone:   "if the broker created the instance, lockstep deprovisions it",
 			whenDone: "lockstep follows the operation to its end",
 		}
@@ -88,6 +89,7 @@ func (s *instanceBroker) Admit(ctx context.Context, a *Attributes[Instance], t *
 			broker: t.Entry.Broker, kind: "instance",
 			what:   fmt.Sprintf("deprovision instance %q", si.Name),
 			stays:  "the instance stays as it was (no deletion was started)",
+			unsure: "the instance is not deleted for now",
 			ifDone: "if the broker deprovisioned it, lockstep deletes the instance",
 			wayOut: wayOut(v1alpha1.KindServiceInstance, si.Namespace, si.Name),
 		}
@@ -99,6 +101,7 @@ func updateChange(brokerName string, old, si Instance) change {
 	planChanged := old.Spec.PlanName != si.Spec.PlanName
 	paramsChanged := parametersChanged(old, si)
 	ch := change{broker: brokerName, kind: "instance", whenDone: "lockstep follows the operation to its end",
+		unsure: "the instance keeps its spec for now",
 		ifDone: "if the broker applied the update, lockstep applies the instance's current spec again"}
 	switch {
 	case planChanged && paramsChanged:

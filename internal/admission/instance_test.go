@@ -239,7 +239,7 @@ func TestInstanceValidator(t *testing.T) {
 			},
 			wantCode: http.StatusServiceUnavailable,
 			wantMsg: []string{`broker "acme" accepted the request to provision instance "db"`, "lockstep could not learn how it ended",
-				"the outcome is unknown; in the cluster, nothing was created", "lockstep keeps asking the broker, and if the broker created the instance, lockstep deprovisions it"},
+				"the outcome is unknown: the instance is not created", "lockstep keeps asking the broker, and if the broker created the instance, lockstep deprovisions it"},
 			wantCalls: map[fakebroker.Op]int{fakebroker.OpProvision: 1, fakebroker.OpInstanceLastOperation: 4},
 			wantPhase: v1alpha1.PhaseInProgress,
 		},
@@ -252,7 +252,7 @@ func TestInstanceValidator(t *testing.T) {
 				b.Always(fakebroker.OpInstanceLastOperation, fakebroker.Respond{Status: 500, Description: "oops"})
 			},
 			wantCode: http.StatusServiceUnavailable,
-			wantMsg: []string{"the outcome is unknown; in the cluster, the instance keeps plan \"small\"",
+			wantMsg: []string{"the outcome is unknown: the instance keeps its spec for now",
 				"if the broker applied the update, lockstep applies the instance's current spec again"},
 			wantCalls: map[fakebroker.Op]int{fakebroker.OpUpdate: 1, fakebroker.OpInstanceLastOperation: 4},
 			wantPhase: v1alpha1.PhaseInProgress,
@@ -265,7 +265,7 @@ func TestInstanceValidator(t *testing.T) {
 				b.Always(fakebroker.OpInstanceLastOperation, fakebroker.Respond{Malformed: true})
 			},
 			wantCode: http.StatusServiceUnavailable,
-			wantMsg: []string{"the outcome is unknown; in the cluster, the instance stays as it was (no deletion was started)",
+			wantMsg: []string{"the outcome is unknown: the instance is not deleted for now",
 				"if the broker deprovisioned it, lockstep deletes the instance"},
 			wantCalls: map[fakebroker.Op]int{fakebroker.OpDeprovision: 1, fakebroker.OpInstanceLastOperation: 1},
 			wantPhase: v1alpha1.PhaseInProgress,
@@ -327,7 +327,7 @@ func TestInstanceValidator(t *testing.T) {
 			script: func(b *fakebroker.Broker) {
 				b.Script(fakebroker.OpProvision, fakebroker.Respond{Status: 201, Malformed: true})
 			},
-			wantCode: http.StatusServiceUnavailable, wantMsg: []string{"malformed", "nothing was created"},
+			wantCode: http.StatusServiceUnavailable, wantMsg: []string{"malformed", "the outcome is unknown: the instance is not created"},
 			wantCalls: map[fakebroker.Op]int{fakebroker.OpProvision: 1},
 			wantPhase: v1alpha1.PhaseOrphaned, // a 201 with a garbage body may have created it: orphan mitigation
 		},

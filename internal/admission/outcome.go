@@ -29,6 +29,10 @@ type change struct {
 	wayOut string
 	// kind is the object's kind for messages ("instance", "binding").
 	kind string
+	// unsure is what the cluster holds while the outcome is unknown,
+	// e.g. "the instance is not deleted for now": never that nothing
+	// happened, since the broker may have acted.
+	unsure string
 	// whenDone ends the warning of a create or update the broker is still
 	// carrying out, e.g. "lockstep follows the operation to its end".
 	whenDone string
@@ -116,9 +120,9 @@ func (c change) unknown(res brokercall.Result) error {
 	if res.Accepted {
 		happened = fmt.Sprintf("broker %q accepted the request to %s, but lockstep could not learn how it ended: %v", c.broker, c.what, res.Err)
 	}
-	return unavailable("%s", c.then(fmt.Sprintf("%s; the outcome is unknown; in the cluster, %s; "+
+	return unavailable("%s", c.then(fmt.Sprintf("%s; the outcome is unknown: %s; "+
 		"lockstep keeps asking the broker, and %s (the object's InSync condition and its BrokerOperation show the progress)",
-		happened, c.stays, c.ifDone)))
+		happened, c.unsure, c.ifDone)))
 }
 
 // stale is the rejection of a request whose service or plan ids the

@@ -120,7 +120,7 @@ func TestBrokerBehavioursByVerb(t *testing.T) {
 		{v1alpha1.VerbUpdate, asyncFails, []string{`failed to change plan of instance "db"`}, v1alpha1.PhaseFailed, "", nil, v1alpha1.PhaseFailed},
 		{v1alpha1.VerbUpdate, pollErrors, []string{notLearned, isUnknown}, v1alpha1.PhaseInProgress, metav1.ConditionUnknown,
 			ops(lastOp, fakebroker.OpUpdate), v1alpha1.PhaseCompensated},
-		{v1alpha1.VerbUpdate, hangs, []string{noAnswer, isUnknown, `in the cluster, the instance keeps plan "small"`}, v1alpha1.PhaseInProgress, metav1.ConditionUnknown,
+		{v1alpha1.VerbUpdate, hangs, []string{noAnswer, isUnknown, "the outcome is unknown: the instance keeps its spec for now"}, v1alpha1.PhaseInProgress, metav1.ConditionUnknown,
 			ops(lastOp, fakebroker.OpUpdate), v1alpha1.PhaseCompensated},
 		{v1alpha1.VerbUpdate, drops, []string{noAnswer, isUnknown}, v1alpha1.PhaseInProgress, metav1.ConditionUnknown,
 			ops(lastOp, fakebroker.OpUpdate), v1alpha1.PhaseCompensated},

@@ -213,7 +213,7 @@ func TestAnUpdateThatGotNoAnswerIsUnknownUntilTheBrokerTells(t *testing.T) {
 	r := kubectl(t, "", "patch", "serviceinstance", "db", "-n", ns, "--type=merge", "-p", `{"spec":{"parameters":{"storageGB":2}}}`)
 	require.NotEqual(t, 0, r.ExitCode)
 	assert.Contains(t, r.Stderr, `broker "acme" got the request to update the parameters of instance "db", but no answer came back`)
-	assert.Contains(t, r.Stderr, "the outcome is unknown; in the cluster, the instance keeps its current parameters")
+	assert.Contains(t, r.Stderr, "the outcome is unknown: the instance keeps its spec for now")
 	assert.Contains(t, r.Stderr, "if the broker applied the update, lockstep applies the instance's current spec again")
 	op := operationPhase(t, ns, "db", v1alpha1.VerbUpdate, v1alpha1.PhaseInProgress)
 	assert.NotEqual(t, v1alpha1.PhaseFailed, op.Status.Phase)
