@@ -439,22 +439,13 @@ func (r *Operations) compensate(ctx context.Context, op *v1alpha1.BrokerOperatio
 }
 
 // remove deprovisions or unbinds what an orphaned operation left at the
-// broker (orphan mitigation), on behalf of the operation's requester; the
-// broker still at work, a refusal or no answer are errors, so that the
-// compensation is tried again.
+// broker (orphan mitigation), on behalf of the operation's requester.
 func (r *Operations) remove(ctx context.Context, op *v1alpha1.BrokerOperation, verb v1alpha1.Verb) error {
 	req, err := r.request(ctx, op, verb, brokercall.ReasonOrphanMitigation)
 	if err != nil {
 		return err
 	}
-	switch res := r.Protocol.Send(ctx, req, string(op.UID)); res.Verdict {
-	case brokercall.Done:
-		return nil
-	case brokercall.Running:
-		return fmt.Errorf("the broker is still removing what operation %s left", op.Name)
-	default:
-		return fmt.Errorf("the broker did not remove what operation %s left: %w", op.Name, res.Err)
-	}
+	return compensated(r.Protocol.Send(ctx, req, string(op.UID)), fmt.Sprintf("remove what operation %s left", op.Name))
 }
 
 // reapply sends the persisted spec of an instance back to the broker after
@@ -479,14 +470,20 @@ func (r *Operations) reapply(ctx context.Context, op *v1alpha1.BrokerOperation, 
 	if err != nil {
 		return err
 	}
-	switch res := r.Protocol.Send(ctx, req, string(op.UID)); res.Verdict {
+	return compensated(r.Protocol.Send(ctx, req, string(op.UID)), "apply the persisted spec again")
+}
+
+// compensated is what a compensation's broker call to do what came to:
+// nothing once done; the broker still at work, a refusal or no answer are
+// errors, so that the compensation is tried again.
+func compensated(res brokercall.Result, what string) error {
+	switch res.Verdict {
 	case brokercall.Done:
 		return nil
 	case brokercall.Running:
-		return fmt.Errorf("the broker is still applying the persisted spec")
-	default:
-		return fmt.Errorf("the broker did not apply the persisted spec again: %w", res.Err)
+		return fmt.Errorf("the broker is still at work to %s", what)
 	}
+	return fmt.Errorf("the broker did not %s: %w", what, res.Err)
 }
 
 // finish releases the object's lock and prunes old records.
