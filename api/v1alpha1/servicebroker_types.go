@@ -29,6 +29,11 @@ type SecretReference struct {
 	Type AuthType `json:"type,omitempty"`
 }
 
+// AnnotationRefresh, set on a ServiceBroker to any value, asks lockstep to
+// read the broker's catalog again now (kubectl annotate servicebroker NAME
+// lockstep.dev/refresh=now); lockstep removes it once it did.
+const AnnotationRefresh = "lockstep.dev/refresh"
+
 // ServiceBrokerSpec says where an OSB broker is and how to reach it.
 type ServiceBrokerSpec struct {
 	// URL of the broker's OSB API (without the /v2 suffix).

@@ -101,6 +101,7 @@ type AppliedInstance struct {
 // +kubebuilder:printcolumn:name="In Sync",type=string,JSONPath=`.status.conditions[?(@.type=="InSync")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="InSync")].reason`
 // +kubebuilder:printcolumn:name="Last Op",type=string,JSONPath=`.status.lastOperation.verb`
+// +kubebuilder:printcolumn:name="Result",type=string,JSONPath=`.status.lastOperation.state`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ServiceInstance struct {
 	metav1.TypeMeta   `json:",inline"`

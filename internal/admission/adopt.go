@@ -10,10 +10,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/brokercall"
 	"github.com/lockstep-dev/lockstep/internal/credentials"
-	"github.com/lockstep-dev/lockstep/internal/journal"
 	"github.com/lockstep-dev/lockstep/internal/jsonnum"
-	"github.com/lockstep-dev/lockstep/internal/osbclient"
 	"github.com/lockstep-dev/lockstep/internal/parametersfrom"
 )
 
@@ -25,25 +24,25 @@ import (
 // the refusal shows the broker's values, so that the user can write the
 // true spec. Nothing changes at the broker either way.
 
-// adoptInstance reads the instance the new object names and compares it
-// with the spec.
-func (s *instanceBroker) adoptInstance(ctx context.Context, si Instance, t *Target, meta osbclient.RequestMeta, ans *journal.Answer) error {
-	c := t.Entry.Client
-	if !t.Plan.Service.InstancesRetrievable {
-		return statusError(http.StatusUnprocessableEntity, metav1.StatusReasonInvalid,
-			"instance %q cannot adopt %q: broker %q does not let lockstep read instances of service %q (instances_retrievable is false); nothing was created; "+
-				"to create a new instance instead, remove the annotation %s", si.Name, si.Spec.ExternalID, t.Entry.Broker, si.Spec.ServiceName, v1alpha1.AnnotationAdopt)
+// adoptableInstance refuses an adoption the broker cannot serve: it does
+// not let lockstep read instances of the service.
+func adoptableInstance(si Instance, t *Target) error {
+	if t.Plan.Service.InstancesRetrievable {
+		return nil
 	}
-	got, err := c.GetInstance(ctx, meta, osbclient.GetInstanceRequest{InstanceID: si.Spec.ExternalID, ServiceID: t.Plan.Service.ID, PlanID: t.Plan.Plan.ID})
-	if osbclient.IsNotFound(err) || osbclient.IsGone(err) {
+	return statusError(http.StatusUnprocessableEntity, metav1.StatusReasonInvalid,
+		"instance %q cannot adopt %q: broker %q does not let lockstep read instances of service %q (instances_retrievable is false); nothing was created; "+
+			"to create a new instance instead, remove the annotation %s", si.Name, si.Spec.ExternalID, t.Entry.Broker, si.Spec.ServiceName, v1alpha1.AnnotationAdopt)
+}
+
+// adoptedInstance compares the instance the broker holds with the spec.
+func adoptedInstance(si Instance, t *Target, held brokercall.Held) error {
+	if held.Missing {
 		return statusError(http.StatusNotFound, metav1.StatusReasonNotFound,
 			"instance %q cannot adopt %q: broker %q holds no instance with this id; nothing was created; "+
 				"check spec.externalID, or remove the annotation %s to create a new instance", si.Name, si.Spec.ExternalID, t.Entry.Broker, v1alpha1.AnnotationAdopt)
 	}
-	if err != nil {
-		return change{broker: t.Entry.Broker, what: fmt.Sprintf("read instance %q to adopt it", si.Spec.ExternalID), stays: "nothing was created"}.refusal(err)
-	}
-	ans.HTTPStatus, ans.DashboardURL = http.StatusOK, got.DashboardURL
+	got := held.Instance
 	var differs []string
 	if got.PlanID != "" && got.PlanID != t.Plan.Plan.ID {
 		differs = append(differs, fmt.Sprintf("plan %q (the spec says %q)", t.Entry.PlanName(got.PlanID), si.Spec.PlanName))
@@ -58,27 +57,26 @@ func (s *instanceBroker) adoptInstance(ctx context.Context, si Instance, t *Targ
 	return nil
 }
 
-// adoptBinding reads the binding the new object names, compares its
-// parameters with the spec, and stores its credentials in the binding's
-// Secret, as a bind does.
-func (s *bindingBroker) adoptBinding(ctx context.Context, b Binding, t *Target, meta osbclient.RequestMeta, ans *journal.Answer) error {
-	c := t.Entry.Client
-	if !t.Plan.Service.BindingsRetrievable {
-		return statusError(http.StatusUnprocessableEntity, metav1.StatusReasonInvalid,
-			"binding %q cannot adopt %q: broker %q does not let lockstep read bindings of service %q (bindings_retrievable is false); nothing was created; "+
-				"to create a new binding instead, remove the annotation %s", b.Name, b.Spec.ExternalID, t.Entry.Broker, t.Plan.Service.Name, v1alpha1.AnnotationAdopt)
+// adoptableBinding refuses an adoption the broker cannot serve: it does
+// not let lockstep read bindings of the service.
+func adoptableBinding(b Binding, t *Target) error {
+	if t.Plan.Service.BindingsRetrievable {
+		return nil
 	}
-	ids := bindingIDs{instance: t.Instance.Spec.ExternalID, binding: b.Spec.ExternalID, service: t.Plan.Service.ID, plan: t.Plan.Plan.ID}
-	got, err := c.GetBinding(ctx, meta, osbclient.GetBindingRequest{InstanceID: ids.instance, BindingID: ids.binding, ServiceID: ids.service, PlanID: ids.plan})
-	if osbclient.IsNotFound(err) || osbclient.IsGone(err) {
+	return statusError(http.StatusUnprocessableEntity, metav1.StatusReasonInvalid,
+		"binding %q cannot adopt %q: broker %q does not let lockstep read bindings of service %q (bindings_retrievable is false); nothing was created; "+
+			"to create a new binding instead, remove the annotation %s", b.Name, b.Spec.ExternalID, t.Entry.Broker, t.Plan.Service.Name, v1alpha1.AnnotationAdopt)
+}
+
+// adoptedBinding compares the binding the broker holds with the spec, and
+// stores its credentials in the binding's Secret, as a bind does.
+func (s *bindingBroker) adoptedBinding(ctx context.Context, b Binding, t *Target, held brokercall.Held) error {
+	if held.Missing {
 		return statusError(http.StatusNotFound, metav1.StatusReasonNotFound,
 			"binding %q cannot adopt %q: broker %q holds no binding with this id for instance %q; nothing was created; "+
 				"check spec.externalID, or remove the annotation %s to create a new binding", b.Name, b.Spec.ExternalID, t.Entry.Broker, t.Instance.Name, v1alpha1.AnnotationAdopt)
 	}
-	if err != nil {
-		return change{broker: t.Entry.Broker, what: fmt.Sprintf("read binding %q to adopt it", b.Spec.ExternalID), stays: "nothing was created"}.refusal(err)
-	}
-	ans.HTTPStatus = http.StatusOK
+	got := held.Binding
 	if want := raw(mergedParams(t.Params, b.Spec.Parameters)); got.Parameters != nil && !sameJSON(got.Parameters, want) {
 		return conflict("binding %q cannot adopt %q: broker %q holds it with %s; nothing was created; "+
 			"write the broker's values into the spec to adopt it as it is", b.Name, b.Spec.ExternalID, t.Entry.Broker, parametersDiffer(got.Parameters, want, t.Params))
@@ -130,8 +128,7 @@ func compact(raw json.RawMessage) string {
 	return buf.String()
 }
 
-// planName names a plan id of the broker's catalog; the id itself when the
-// catalog does not know it.
+// joinAnd joins parts with commas and a final "and".
 func joinAnd(parts []string) string {
 	switch len(parts) {
 	case 0:

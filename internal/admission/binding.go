@@ -74,11 +74,12 @@ func NewBindingValidator(d Deps, hooks *validate.Hooks[Binding]) *Validator[Bind
 			lookup: &bindingLookup{reader: d.Reader, cache: d.Catalogs},
 		},
 		TargetChecks: []TargetCheck[Binding]{
+			&parametersSize[Binding]{max: d.MaxParametersBytes, own: func(b Binding) *runtime.RawExtension { return b.Spec.Parameters }},
 			&bindingInstance{leases: d.Leases},
 			&bindingSecret{reader: d.Secrets},
 		},
 		Steps: []Step[Binding]{
-			&bindingBroker{carry: newCarrier(d), writer: d.Writer, opts: d.Broker},
+			&bindingBroker{carry: newCarrier(d), writer: d.Writer},
 		},
 		Budget: d.Budget,
 	}

@@ -99,7 +99,7 @@ func TestBindingValidator(t *testing.T) {
 				b.Script(fakebroker.OpBind, fakebroker.Respond{Async: &fakebroker.Async{}})
 				b.Always(fakebroker.OpBindingLastOperation, fakebroker.Respond{Status: 503, Description: "restarting"})
 			},
-			wantCode: http.StatusServiceUnavailable, wantMsg: "the outcome is unknown: nothing was created; lockstep keeps asking the broker, and if the broker created the binding, lockstep unbinds it",
+			wantCode: http.StatusServiceUnavailable, wantMsg: "the outcome is unknown: the binding is not created; lockstep keeps asking the broker, and if the broker created the binding, lockstep unbinds it",
 			wantCalls: map[fakebroker.Op]int{fakebroker.OpBind: 1, fakebroker.OpBindingLastOperation: 4}, wantPhase: v1alpha1.PhaseInProgress},
 		{name: "instance's ServiceBroker gone: nothing to bind at", op: admissionv1.Create, new: binding(""),
 			objects:  []runtime.Object{instance("small", "", func(si *v1alpha1.ServiceInstance) { si.Spec.BrokerName = "gone" })},
@@ -115,11 +115,17 @@ func TestBindingValidator(t *testing.T) {
 			wantCode: 422, wantMsg: "delete and recreate", wantCalls: map[fakebroker.Op]int{}},
 		{name: "unbind", op: admissionv1.Delete, old: binding(""), objects: []runtime.Object{db},
 			wantCalls: map[fakebroker.Op]int{fakebroker.OpUnbind: 1}},
-		{name: "unbind refused", op: admissionv1.Delete, old: binding(""), objects: []runtime.Object{db},
+		{name: "unbind answered 500: outcome unknown, followed", op: admissionv1.Delete, old: binding(""), objects: []runtime.Object{db},
 			script: func(b *fakebroker.Broker) {
 				b.Script(fakebroker.OpUnbind, fakebroker.Respond{Status: 500, Description: "down"})
 			},
-			wantCode: http.StatusServiceUnavailable, wantMsg: `the binding and its Secret "creds" stay as they were`,
+			wantCode: http.StatusServiceUnavailable, wantMsg: `no answer came back: broker answered 500: "down"`,
+			wantCalls: map[fakebroker.Op]int{fakebroker.OpUnbind: 1}, wantPhase: v1alpha1.PhaseInProgress},
+		{name: "unbind refused", op: admissionv1.Delete, old: binding(""), objects: []runtime.Object{db},
+			script: func(b *fakebroker.Broker) {
+				b.Script(fakebroker.OpUnbind, fakebroker.Respond{Status: 400, Description: "protected"})
+			},
+			wantCode: http.StatusBadRequest, wantMsg: `the binding and its Secret "creds" stay as they were`,
 			wantCalls: map[fakebroker.Op]int{fakebroker.OpUnbind: 1}},
 	}
 	for _, tt := range tests {

@@ -9,71 +9,74 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/brokercall"
 	"github.com/lockstep-dev/lockstep/internal/journal"
 	"github.com/lockstep-dev/lockstep/internal/metrics"
-	"github.com/lockstep-dev/lockstep/internal/osbclient"
 )
 
-// brokerCall makes an admission's broker call; it fills in the broker's
-// answer and reports whether the operation is still running at the end of
-// the budget.
-type brokerCall func(meta osbclient.RequestMeta, ans *journal.Answer) (admission.Warnings, bool, error)
-
-// carrier is the broker phase common to every kind: it hands the operation
-// to the journal's Carrier (lock, call, record) and turns how it ended
-// into the admission's answer.
+// carrier is the broker phase common to every kind: it hands the change
+// to the one protocol of a broker call (brokercall.Protocol.Carry: lock,
+// call, record) and turns how it ended into the admission's answer.
 type carrier struct {
-	run    *journal.Carrier
-	recent *refusals
-	log    logr.Logger
+	protocol *brokercall.Protocol
+	recent   *refusals
+	log      logr.Logger
 }
 
 func newCarrier(d Deps) *carrier {
 	return &carrier{
-		run:    &journal.Carrier{Leases: d.Leases, Journal: d.Journal, After: d.After, Log: d.Broker.Log},
+		protocol: &brokercall.Protocol{
+			Carrier:  &journal.Carrier{Leases: d.Leases, Journal: d.Journal, After: d.After, Log: d.Broker.Log},
+			Catalogs: d.Catalogs, ClusterID: d.Broker.ClusterID, Poll: d.Broker.Poll, Log: d.Broker.Log,
+		},
 		recent: newRefusals(d.RefusalMemory),
 		log:    d.Broker.Log,
 	}
 }
 
-// carryOut carries the change in out at the osbclient. The reply waits for
-// one API server write, the object's lock, before the broker call; the
-// record with the broker's answer is written after the reply (see
-// journal.Carrier). A refusal is remembered for a moment, so that the API
-// server's retry of the same request gets it again without a broker call.
-func (c *carrier) carryOut(ctx context.Context, in journal.Intent, call brokerCall) (admission.Warnings, error) {
-	same := in.Change()
+// carryOut carries the change req asks for out at the broker. The reply
+// waits for one API server write, the object's lock, before the broker
+// call; the record with the broker's answer is written after the reply
+// (see journal.Carrier). What the requester is told follows from the
+// result (tell), and the record says the same. A refusal is remembered
+// for a moment, so that the API server's retry of the same request gets
+// it again without a broker call.
+func (c *carrier) carryOut(ctx context.Context, req brokercall.Request, ch change) (admission.Warnings, error) {
+	same := req.Change()
 	if err := c.recent.get(same); err != nil {
 		return nil, err
 	}
 	var warnings admission.Warnings
-	out := c.run.Run(ctx, in, func(meta osbclient.RequestMeta, ans *journal.Answer) (bool, error) {
-		w, inProgress, err := call(meta, ans)
+	req.Tell = func(res brokercall.Result) error {
+		w, err := ch.tell(req.Verb, res)
 		warnings = w
-		return inProgress, err
-	})
-	metrics.AdmissionWrites(out.Called(), writesOf(out.Writes))
-	target := in.Target
+		return err
+	}
+	res := c.protocol.Carry(ctx, req)
+	metrics.AdmissionWrites(res.Called(), writesOf(res.Writes))
+	target := req.Object
 	switch {
-	case out.Identical:
+	case res.Identical:
 		c.log.Info("identical change already carried out at the broker; allowed without a broker call",
-			"object", client.ObjectKeyFromObject(target).String(), "operation", out.Holder.Record)
+			"object", client.ObjectKeyFromObject(target).String(), "operation", res.Holder.Record)
 		return nil, nil
-	case out.LockErr != nil:
-		return nil, unavailable("could not take the lock of %s %q: %v; nothing was changed: retry", in.Kind, target.GetName(), out.LockErr)
-	case out.Holder != nil || !out.Called():
-		metrics.LockContention(string(in.Kind))
+	case res.LockErr != nil:
+		return nil, unavailable("could not take the lock of %s %q: %v; nothing was changed: retry", req.Kind, target.GetName(), res.LockErr)
+	case res.Holder != nil || !res.Called():
+		metrics.LockContention(string(req.Kind))
 		msg := fmt.Sprintf("another change of %s %q is in flight at the broker: %s; nothing was changed: retry when it has finished",
-			kindWord(in.Kind), target.GetName(), out.Holder)
-		if in.Verb == v1alpha1.VerbDeprovision || in.Verb == v1alpha1.VerbUnbind {
-			msg += "; or " + wayOut(in.Kind, target.GetNamespace(), target.GetName())
+			kindWord(req.Kind), target.GetName(), res.Holder)
+		if req.Verb == v1alpha1.VerbDeprovision || req.Verb == v1alpha1.VerbUnbind {
+			msg += "; or " + wayOut(req.Kind, target.GetNamespace(), target.GetName())
 		}
 		return nil, conflict("%s", msg)
+	case res.Stopped:
+		return nil, journal.ErrStopped
 	}
-	if out.Err != nil && !out.InProgress {
-		c.recent.put(same, out.Err)
+	if res.Told != nil && (res.Verdict == brokercall.Refused || res.Verdict == brokercall.Unknown) {
+		c.recent.put(same, res.Told)
 	}
-	return warnings, out.Err
+	return warnings, res.Told
 }
 
 func writesOf(ws []journal.Write) []metrics.Write {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
+	"github.com/lockstep-dev/lockstep/internal/controller/controllertest"
 	"github.com/lockstep-dev/lockstep/internal/controller/operations"
 	"github.com/lockstep-dev/lockstep/internal/journal"
 	"github.com/lockstep-dev/lockstep/internal/osb/fakebroker"
@@ -91,8 +92,9 @@ func (h *harness) operations(t *testing.T) *operations.Operations {
 	later := clocktesting.NewFakePassiveClock(time.Now().Add(time.Hour))
 	return &operations.Operations{
 		Client: h.client, Catalogs: cache, Journal: &journal.Journal{Client: h.client},
-		Leases: &journal.Leases{Client: h.client, Duration: time.Minute, Clock: later},
-		Poll:   time.Millisecond, Grace: time.Second, PendingTimeout: 30 * time.Second, Timeout: 5 * time.Second, Clock: later,
+		Leases:   &journal.Leases{Client: h.client, Duration: time.Minute, Clock: later},
+		Protocol: controllertest.Protocol(h.client, ""),
+		Poll:     time.Millisecond, Grace: time.Second, PendingTimeout: 30 * time.Second, Timeout: 5 * time.Second, Clock: later,
 	}
 }
 
@@ -161,8 +163,8 @@ func TestCarrierWritesOnceBeforeTheReply(t *testing.T) {
 				tt.script(h.broker)
 			}
 			c := h.validator.Steps[0].(*instanceBroker).carry
-			c.run.After = nil // the answer's writes are then made before the reply: count them apart
-			c.run.Crash = func(p journal.Point) bool {
+			c.protocol.Carrier.After = nil // the answer's writes are then made before the reply: count them apart
+			c.protocol.Carrier.Crash = func(p journal.Point) bool {
 				if p == journal.BeforeReply {
 					assert.Equal(t, []string{"create *v1.Lease"}, writes, "one write before the reply: the lock")
 				}
@@ -222,7 +224,7 @@ func TestCarrierCrashPointsAreClosed(t *testing.T) {
 				h.broker.PutInstance(fakebroker.Instance{ID: "ext-1", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID})
 			}
 			c := h.validator.Steps[0].(*instanceBroker).carry
-			c.run.Crash = func(p journal.Point) bool { return p == tt.point }
+			c.protocol.Carrier.Crash = func(p journal.Point) bool { return p == tt.point }
 
 			var err error
 			if tt.op == admissionv1.Create {

@@ -179,3 +179,43 @@ func withFinalizer(m metav1.ObjectMeta) metav1.ObjectMeta {
 	m.Finalizers = []string{v1alpha1.Finalizer}
 	return m
 }
+
+// A field of the wrong JSON type is refused by the mutating webhook with
+// its field path, as the API server's own validation would, not in the
+// decoder's Go words.
+func TestDefaulterNamesAFieldOfTheWrongType(t *testing.T) {
+	scheme := runtime.NewScheme()
+	require.NoError(t, v1alpha1.AddToScheme(scheme))
+	tests := []struct {
+		name string
+		wh   *admission.Webhook
+		raw  string
+		want string
+	}{
+		{"a number for a string", InstanceDefaulterWebhook(scheme, NewInstanceDefaulter(nil)),
+			`{"apiVersion":"lockstep.dev/v1alpha1","kind":"ServiceInstance","metadata":{"name":"db"},"spec":{"serviceName":"db","planName":5}}`,
+			`ServiceInstance.lockstep.dev "db" is invalid: spec.planName: Invalid value: "number": must be a string`},
+		{"a string for a list", BindingDefaulterWebhook(scheme, NewBindingDefaulter()),
+			`{"apiVersion":"lockstep.dev/v1alpha1","kind":"ServiceBinding","metadata":{"name":"creds"},"spec":{"instanceName":"db","parametersFrom":"x"}}`,
+			`ServiceBinding.lockstep.dev "creds" is invalid: spec.parametersFrom: Invalid value: "string": must be a list`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp := tt.wh.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+				Operation: admissionv1.Create, Name: nameOf(tt.raw), Object: runtime.RawExtension{Raw: []byte(tt.raw)}}})
+			require.False(t, resp.Allowed)
+			assert.Equal(t, int32(http.StatusUnprocessableEntity), resp.Result.Code)
+			assert.Equal(t, tt.want, resp.Result.Message)
+			assert.NotContains(t, resp.Result.Message, "Go struct field")
+		})
+	}
+}
+
+// nameOf is metadata.name of a raw object.
+func nameOf(raw string) string {
+	var o struct {
+		Metadata struct{ Name string } `json:"metadata"`
+	}
+	_ = json.Unmarshal([]byte(raw), &o)
+	return o.Metadata.Name
+}

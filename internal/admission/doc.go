@@ -23,7 +23,8 @@
 //     names as a Target (target.go: the broker's catalog entry, the plan,
 //     the bound instance, the parameters with those from Secrets merged
 //     in); the TargetChecks of the request against that Target (catalog
-//     rules, an instance ready to bind). Attributes describe the request
+//     rules, an instance ready to bind, the parameters' size). Attributes
+//     describe the request
 //     alone and no stage changes them; the Target is passed explicitly and
 //     only read. All field errors are reported together, in that order, as
 //     one 422, as apierrors.NewInvalid builds it (invalid.go), so that
@@ -31,10 +32,12 @@
 //     missing parts nil and the later checks still report theirs;
 //  3. dry-run stops here: the broker is never called for a dry run;
 //  4. broker steps, which get the Target and carry the change out at the
-//     broker through journal.Carrier.Run (carry.go): the object's lock,
-//     carrying the operation's record, is the one API server write before
-//     the call; the record with the broker's answer is written after the
-//     reply.
+//     broker through the one protocol of a broker call (carry.go,
+//     internal/brokercall): the object's lock, carrying the operation's
+//     record, is the one API server write before the call; the record with
+//     the broker's answer is written after the reply; the answer is
+//     classified the same way for every verb (done, refused, unknown), and
+//     outcome.go says it to the requester.
 //
 // The checks themselves live in internal/validate and know nothing of
 // webhooks; this package decodes, calls and answers.

@@ -47,6 +47,9 @@ type Deps struct {
 	RefusalMemory time.Duration
 	// Budget bounds one validating request, broker calls included.
 	Budget time.Duration
+	// MaxParametersBytes bounds the parameters sent to a broker; 0 sets
+	// no bound.
+	MaxParametersBytes int
 	// After writes the records of broker operations after the reply;
 	// nil writes them before it.
 	After *journal.After
@@ -113,10 +116,11 @@ func NewInstanceValidator(d Deps, hooks *validate.Hooks[Instance]) *Validator[In
 			lookup: &instanceLookup{reader: d.Reader, cache: d.Catalogs},
 		},
 		TargetChecks: []TargetCheck[Instance]{
+			&parametersSize[Instance]{max: d.MaxParametersBytes, own: func(si Instance) *runtime.RawExtension { return si.Spec.Parameters }, sends: parametersChanged},
 			&instanceCatalog{},
 		},
 		Steps: []Step[Instance]{
-			&instanceBroker{carry: newCarrier(d), opts: d.Broker},
+			&instanceBroker{carry: newCarrier(d)},
 		},
 		Budget: d.Budget,
 	}

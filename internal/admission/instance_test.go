@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -70,7 +71,8 @@ func newInterceptedHarness(t testing.TB, funcs interceptor.Funcs, objects ...run
 	h := &harness{cache: cache, broker: b, client: reader, leases: &journal.Leases{Client: reader, Duration: time.Minute, Wait: 50 * time.Millisecond}, answers: journal.NewAfter()}
 	deps := Deps{
 		Reader: reader, Writer: reader, Secrets: reader, Catalogs: cache, Journal: &journal.Journal{Client: reader}, Leases: h.leases, Budget: 2 * time.Second,
-		After: h.answers,
+		MaxParametersBytes: DefaultMaxParametersBytes,
+		After:              h.answers,
 		Broker: BrokerOptions{
 			Poll: osbclient.PollOptions{MinInterval: time.Millisecond, MaxInterval: 5 * time.Millisecond},
 			Log:  logr.Discard(),
@@ -185,6 +187,12 @@ func TestInstanceValidator(t *testing.T) {
 			wantCalls: map[fakebroker.Op]int{},
 		},
 		{
+			name: "parameters past the size limit, on a plan without schemas: refused before the broker", op: admissionv1.Create,
+			new:      instance("standard", `{"blob":"`+strings.Repeat("x", DefaultMaxParametersBytes)+`"}`, func(si *v1alpha1.ServiceInstance) { si.Spec.ServiceName = "queue" }),
+			wantCode: 422, wantMsg: []string{`spec.parameters: Invalid value: "65547 bytes": lockstep sends at most 65536 bytes of parameters to a broker (LOCKSTEP_MAX_PARAMETERS_BYTES`},
+			wantCalls: map[fakebroker.Op]int{},
+		},
+		{
 			name: "create-only parameter change", op: admissionv1.Update,
 			old: instance("small", `{"region":"eu"}`), new: instance("small", `{"region":"us"}`),
 			wantCode: 422, wantMsg: []string{"spec.parameters.region", "create-only parameter"},
@@ -231,7 +239,7 @@ func TestInstanceValidator(t *testing.T) {
 			},
 			wantCode: http.StatusServiceUnavailable,
 			wantMsg: []string{`broker "acme" accepted the request to provision instance "db"`, "lockstep could not learn how it ended",
-				"the outcome is unknown: nothing was created", "lockstep keeps asking the broker, and if the broker created the instance, lockstep deprovisions it"},
+				"the outcome is unknown: the instance is not created", "lockstep keeps asking the broker, and if the broker created the instance, lockstep deprovisions it"},
 			wantCalls: map[fakebroker.Op]int{fakebroker.OpProvision: 1, fakebroker.OpInstanceLastOperation: 4},
 			wantPhase: v1alpha1.PhaseInProgress,
 		},
@@ -244,7 +252,7 @@ func TestInstanceValidator(t *testing.T) {
 				b.Always(fakebroker.OpInstanceLastOperation, fakebroker.Respond{Status: 500, Description: "oops"})
 			},
 			wantCode: http.StatusServiceUnavailable,
-			wantMsg: []string{"the outcome is unknown: the instance keeps plan \"small\"",
+			wantMsg: []string{"the outcome is unknown: the instance keeps its spec for now",
 				"if the broker applied the update, lockstep applies the instance's current spec again"},
 			wantCalls: map[fakebroker.Op]int{fakebroker.OpUpdate: 1, fakebroker.OpInstanceLastOperation: 4},
 			wantPhase: v1alpha1.PhaseInProgress,
@@ -257,7 +265,7 @@ func TestInstanceValidator(t *testing.T) {
 				b.Always(fakebroker.OpInstanceLastOperation, fakebroker.Respond{Malformed: true})
 			},
 			wantCode: http.StatusServiceUnavailable,
-			wantMsg: []string{"the outcome is unknown: the instance stays as it was (no deletion was started)",
+			wantMsg: []string{"the outcome is unknown: the instance is not deleted for now",
 				"if the broker deprovisioned it, lockstep deletes the instance"},
 			wantCalls: map[fakebroker.Op]int{fakebroker.OpDeprovision: 1, fakebroker.OpInstanceLastOperation: 1},
 			wantPhase: v1alpha1.PhaseInProgress,
@@ -319,7 +327,7 @@ func TestInstanceValidator(t *testing.T) {
 			script: func(b *fakebroker.Broker) {
 				b.Script(fakebroker.OpProvision, fakebroker.Respond{Status: 201, Malformed: true})
 			},
-			wantCode: http.StatusServiceUnavailable, wantMsg: []string{"malformed", "nothing was created"},
+			wantCode: http.StatusServiceUnavailable, wantMsg: []string{"malformed", "the outcome is unknown: the instance is not created"},
 			wantCalls: map[fakebroker.Op]int{fakebroker.OpProvision: 1},
 			wantPhase: v1alpha1.PhaseOrphaned, // a 201 with a garbage body may have created it: orphan mitigation
 		},

@@ -5,8 +5,12 @@ import (
 	"fmt"
 	"net/http"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/brokercall"
 	"github.com/lockstep-dev/lockstep/internal/osbclient"
 )
 
@@ -23,6 +27,15 @@ type change struct {
 	// wayOut, on a delete, says how to delete without the broker; it ends
 	// every refusal of the change.
 	wayOut string
+	// kind is the object's kind for messages ("instance", "binding").
+	kind string
+	// unsure is what the cluster holds while the outcome is unknown,
+	// e.g. "the instance is not deleted for now": never that nothing
+	// happened, since the broker may have acted.
+	unsure string
+	// whenDone ends the warning of a create or update the broker is still
+	// carrying out, e.g. "lockstep follows the operation to its end".
+	whenDone string
 }
 
 // then ends a refusal's message with the way out, if there is one.
@@ -63,16 +76,80 @@ func (c change) refusal(err error) error {
 	}
 }
 
-// unknown is the rejection for an operation the broker accepted and whose
-// end lockstep could not learn: asking the broker how it went failed
-// (connection refused or reset, timeout, 5xx, malformed answer). That is
-// not a failure: the broker may still carry the change out. The operation
-// stays in progress and the operations reconciler asks on until the
-// broker gives a final answer.
-func (c change) unknown(err error) error {
-	return unavailable("%s", c.then(fmt.Sprintf("broker %q accepted the request to %s, but lockstep could not learn how it ended: %v; the outcome is unknown: %s; "+
+// tell is what the requester is told of a broker call's result, the same
+// way for every verb: nothing when it was done; a warning, or for a
+// delete a refusal, while the broker is still at work; the broker's
+// refusal; or an outcome that is unknown.
+func (c change) tell(verb v1alpha1.Verb, res brokercall.Result) (admission.Warnings, error) {
+	switch res.Verdict {
+	case brokercall.Done:
+		return nil, nil
+	case brokercall.Running:
+		if verb == v1alpha1.VerbDeprovision || verb == v1alpha1.VerbUnbind {
+			return nil, conflict("broker %q is still working to %s (%s); the %s stays until the broker finishes, then lockstep deletes it",
+				c.broker, c.what, describeStill(res.Err), c.kind)
+		}
+		return admission.Warnings{fmt.Sprintf("broker %q is still working to %s (%s); %s", c.broker, c.what, describeStill(res.Err), c.whenDone)}, nil
+	case brokercall.Unknown:
+		return nil, c.unknown(res)
+	}
+	var status apierrors.APIStatus
+	switch {
+	case res.Failed != nil:
+		return nil, c.failed(res.Failed)
+	case res.Undo != "":
+		return nil, unavailable("%s", c.then(fmt.Sprintf("broker %q carried out the request to %s, but %s; lockstep undoes it at the broker (orphan mitigation: its BrokerOperation shows the progress); %s: retry",
+			c.broker, c.what, undoReason(res), c.stays)))
+	case verb == v1alpha1.VerbAdopt && errors.As(res.Err, &status):
+		return nil, res.Err // the adoption's own refusal, with the broker's values
+	case res.Stale != "":
+		return nil, c.stale(res)
+	}
+	return nil, c.refusal(res.Err)
+}
+
+// unknown is the rejection for a change whose outcome lockstep could not
+// learn: the request went out and no answer came back (the broker hung
+// past the per-request timeout, the connection dropped, 5xx, an answer
+// lockstep cannot read), or the broker accepted it (202) and asking how it
+// went failed. That is not a failure: the broker may have carried the
+// change out, or may still. The operation stays in progress and the
+// operations reconciler asks until the broker tells.
+func (c change) unknown(res brokercall.Result) error {
+	happened := fmt.Sprintf("broker %q got the request to %s, but no answer came back: %v", c.broker, c.what, res.Err)
+	if res.Accepted {
+		happened = fmt.Sprintf("broker %q accepted the request to %s, but lockstep could not learn how it ended: %v", c.broker, c.what, res.Err)
+	}
+	return unavailable("%s", c.then(fmt.Sprintf("%s; the outcome is unknown: %s; "+
 		"lockstep keeps asking the broker, and %s (the object's InSync condition and its BrokerOperation show the progress)",
-		c.broker, c.what, err, c.stays, c.ifDone)))
+		happened, c.unsure, c.ifDone)))
+}
+
+// stale is the rejection of a request whose service or plan ids the
+// broker's catalog no longer has: the catalog was read again, and the
+// same request now uses the new ids.
+func (c change) stale(res brokercall.Result) error {
+	h, _ := osbclient.AsHTTPError(res.Err)
+	code, reason := int32(http.StatusConflict), metav1.StatusReasonConflict
+	return statusError(code, reason, "%s", c.then(fmt.Sprintf("broker %q refused to %s: %s (HTTP %d%s), and %s; %s: retry",
+		c.broker, c.what, describe(h.Description), h.StatusCode, errorCode(h.ErrorCode), res.Stale, c.stays)))
+}
+
+// undoReason says why what the broker did is undone.
+func undoReason(res brokercall.Result) string {
+	if errors.Is(res.Err, brokercall.ErrNotRetrievable) {
+		return "it answered asynchronously and does not let lockstep fetch bindings (bindings_retrievable is false), so the credentials cannot be read"
+	}
+	return fmt.Sprintf("lockstep could not write the credentials into the binding's Secret: %v", res.Err)
+}
+
+// describeStill is the broker's last word on an operation still running.
+func describeStill(err error) string {
+	var still *osbclient.StillInProgressError
+	if errors.As(err, &still) && still.Description() != "" {
+		return fmt.Sprintf("broker: %q", still.Description())
+	}
+	return "in progress"
 }
 
 // failed is the rejection for an asynchronous operation that ended failed.
@@ -112,13 +189,4 @@ func reasonFor(status int) metav1.StatusReason {
 	default:
 		return metav1.StatusReasonBadRequest
 	}
-}
-
-// brokerStatus is the HTTP status of a broker's refusal; 0 when the broker
-// never answered.
-func brokerStatus(err error) int {
-	if h, ok := osbclient.AsHTTPError(err); ok {
-		return h.StatusCode
-	}
-	return 0
 }

@@ -16,6 +16,7 @@ package admission
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -97,14 +98,14 @@ func Register(srv webhook.Server, scheme *runtime.Scheme, h Handlers) {
 
 // InstanceDefaulterWebhook serves the ServiceInstance defaulter.
 func InstanceDefaulterWebhook(scheme *runtime.Scheme, d *Defaulter[Instance]) *admission.Webhook {
-	return defaulterWebhook(scheme, d)
+	return defaulterWebhook(scheme, d, instanceKind)
 }
 
 // +kubebuilder:webhook:path=/mutate-lockstep-dev-v1alpha1-servicebinding,mutating=true,failurePolicy=fail,sideEffects=None,timeoutSeconds=5,reinvocationPolicy=Never,groups=lockstep.dev,resources=servicebindings,verbs=create;update,versions=v1alpha1,name=servicebindings.mutate.lockstep.dev,admissionReviewVersions=v1,serviceName=lockstep-webhook,serviceNamespace=lockstep-system,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","lockstep-system"]}]},"matchConditions":[{"name":"create-or-not-yet-defaulted","expression":"request.operation != 'UPDATE' || !(has(object.metadata.deletionTimestamp) || (has(object.metadata.finalizers) && 'lockstep.dev/broker' in object.metadata.finalizers && has(object.spec) && has(object.spec.externalID) && object.spec.externalID != '' && has(object.spec.secretName) && object.spec.secretName != ''))"}]}`
 
 // BindingDefaulterWebhook serves the ServiceBinding defaulter.
 func BindingDefaulterWebhook(scheme *runtime.Scheme, d *Defaulter[Binding]) *admission.Webhook {
-	return defaulterWebhook(scheme, d)
+	return defaulterWebhook(scheme, d, bindingKind)
 }
 
 // The validating webhooks of instances and bindings carry the change out at
@@ -176,10 +177,13 @@ func MarketplaceGuardWebhook(g *MarketplaceGuard) *admission.Webhook {
 
 // defaulterWebhook serves a Defaulter with admission.WithDefaulter, which
 // decodes the request's object with the scheme; the defaulter decodes the
-// persisted object of an UPDATE with the same decoder.
-func defaulterWebhook[T client.Object](scheme *runtime.Scheme, d *Defaulter[T]) *admission.Webhook {
+// persisted object of an UPDATE with the same decoder. A field of the
+// wrong type is refused with its field path (fieldTypes).
+func defaulterWebhook[T client.Object](scheme *runtime.Scheme, d *Defaulter[T], kind schema.GroupKind) *admission.Webhook {
 	d.decoder = admission.NewDecoder(scheme)
-	return withLogger(admission.WithDefaulter[T](scheme, d))
+	wh := admission.WithDefaulter[T](scheme, d)
+	wh.Handler = &fieldTypes{Handler: wh.Handler, kind: kind, new: func() any { return d.New() }}
+	return withLogger(wh)
 }
 
 // withLogger gives a webhook lockstep's cheap per-request logger.

@@ -65,8 +65,14 @@ type Config struct {
 	// ResyncBrokerQPS bounds the resync fetches per second at one broker.
 	ResyncBrokerQPS float64 `envconfig:"RESYNC_BROKER_QPS" default:"10"`
 	// CatalogRefreshInterval is the least time between two catalog
-	// refreshes triggered by a request naming an unknown service or plan.
+	// refreshes triggered by a request naming an unknown service or plan,
+	// or by a broker refusing service or plan ids its catalog may no
+	// longer have.
 	CatalogRefreshInterval time.Duration `split_words:"true" default:"10s"`
+	// MaxParametersBytes is the largest the parameters sent to a broker
+	// may be (spec.parameters with those from Secrets merged in, as JSON);
+	// larger ones are refused before any broker call.
+	MaxParametersBytes int `split_words:"true" default:"65536"`
 	// Namespace is lockstep's own namespace: the per-object locks live
 	// there, and so do the operation records of deletes in a namespace
 	// that is being deleted. The Deployment sets it to the pod's
@@ -138,6 +144,8 @@ func (c Config) Validate() error {
 	case c.ResyncInterval < 0 || c.ResyncInterval > 0 && (c.ResyncBrokerConcurrency <= 0 || c.ResyncBrokerQPS <= 0):
 		return fmt.Errorf("LOCKSTEP_RESYNC_INTERVAL=%s, _BROKER_CONCURRENCY=%d, _BROKER_QPS=%g: the interval must be 0 (off) or more, the limits more than 0",
 			c.ResyncInterval, c.ResyncBrokerConcurrency, c.ResyncBrokerQPS)
+	case c.MaxParametersBytes <= 0:
+		return fmt.Errorf("LOCKSTEP_MAX_PARAMETERS_BYTES=%d: must be more than 0", c.MaxParametersBytes)
 	case c.OperationRetention < 0:
 		return fmt.Errorf("LOCKSTEP_OPERATION_RETENTION=%s: must be 0 (keep for ever) or more", c.OperationRetention)
 	case c.Namespace == "":

@@ -35,6 +35,7 @@ func TestLoadConfigRejects(t *testing.T) {
 		{"LOCKSTEP_LOG_LEVEL", "loud", "debug, info or error"},
 		{"LOCKSTEP_LOG_FORMAT", "xml", "json or console"},
 		{"LOCKSTEP_CERT_DIR", "", "LOCKSTEP_CERT_DIR is empty"},
+		{"LOCKSTEP_MAX_PARAMETERS_BYTES", "0", "LOCKSTEP_MAX_PARAMETERS_BYTES=0: must be more than 0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.env+"="+tt.value, func(t *testing.T) {

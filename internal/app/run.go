@@ -51,6 +51,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/admission"
+	"github.com/lockstep-dev/lockstep/internal/brokercall"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
 	"github.com/lockstep-dev/lockstep/internal/controller/binding"
 	"github.com/lockstep-dev/lockstep/internal/controller/instance"
@@ -104,6 +105,7 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 	scheme := Scheme()
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme: scheme,
+		Logger: quietStop(ctx, ctrl.Log),
 		// Secrets are read one at a time, uncached, and only the Secrets
 		// lockstep wrote for bindings are watched: never every Secret of
 		// the cluster.
@@ -160,8 +162,17 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 	leases := &journal.Leases{Client: mgr.GetClient(), Namespace: c.Namespace, Duration: c.LockDuration, Wait: c.LockWait}
 	records := &journal.Journal{Client: mgr.GetClient(), Namespace: c.Namespace, Recorder: mgr.GetEventRecorderFor("lockstep")}
 	limiter := &resync.Limiter{Concurrent: c.ResyncBrokerConcurrency, PerSecond: c.ResyncBrokerQPS}
+	// The broker calls lockstep makes on its own (corrections, finalizers,
+	// follow-ups, compensations) never wait for a lock another operation
+	// holds: that one is the operations reconciler's to follow.
+	noWait := *leases
+	noWait.Wait = 0
+	own := &brokercall.Protocol{
+		Carrier:  &journal.Carrier{Leases: &noWait, Journal: records, Log: ctrl.Log.WithName("broker")},
+		Catalogs: catalogs, ClusterID: clusterID, Self: self, Poll: poll, Log: ctrl.Log.WithName("broker"),
+	}
 	if err := (&operations.Operations{
-		Client: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Catalogs: catalogs, Leases: leases, Journal: records,
+		Client: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Catalogs: catalogs, Leases: leases, Journal: records, Protocol: own,
 		Poll: c.PollInterval, Grace: c.CommitGrace, PendingTimeout: c.AdmissionBudget + c.CommitGrace,
 		Keep: c.KeepOperations, Retention: c.OperationRetention, Timeout: c.AdmissionBudget,
 	}).SetupWithManager(mgr); err != nil {
@@ -173,14 +184,14 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 	}
 	if err := (&instance.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespace: c.Namespace, Catalogs: catalogs,
-		Leases: leases, Journal: records, Recorder: mgr.GetEventRecorderFor("lockstep"), Poll: poll, Timeout: c.AdmissionBudget,
-		ResyncInterval: c.ResyncInterval, Limiter: limiter, Workers: c.ResyncBrokerConcurrency, Identity: self, ClusterID: clusterID,
+		Leases: leases, Protocol: own, Recorder: mgr.GetEventRecorderFor("lockstep"), Timeout: c.AdmissionBudget,
+		ResyncInterval: c.ResyncInterval, Limiter: limiter, Workers: c.ResyncBrokerConcurrency,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the instance controller: %w", err)
 	}
 	if err := (&binding.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespace: c.Namespace, Catalogs: catalogs,
-		Leases: leases, Recorder: mgr.GetEventRecorderFor("lockstep"), Poll: poll, Timeout: c.AdmissionBudget,
+		Leases: leases, Protocol: own, Recorder: mgr.GetEventRecorderFor("lockstep"), Timeout: c.AdmissionBudget,
 		ResyncInterval: c.ResyncInterval, Limiter: limiter, Workers: c.ResyncBrokerConcurrency,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the binding controller: %w", err)
@@ -189,7 +200,7 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 	deps := admission.Deps{
 		Reader: mgr.GetClient(), Writer: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Catalogs: catalogs,
 		Access:  admission.SubjectAccessReviews{Client: mgr.GetClient()},
-		Journal: records, Leases: leases, Budget: c.AdmissionBudget, RefusalMemory: c.RefusalMemory,
+		Journal: records, Leases: leases, Budget: c.AdmissionBudget, RefusalMemory: c.RefusalMemory, MaxParametersBytes: c.MaxParametersBytes,
 		Broker: admission.BrokerOptions{Poll: poll, ClusterID: clusterID, Log: ctrl.Log.WithName("broker")},
 		After:  journal.NewAfter(),
 	}
@@ -212,7 +223,7 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 	if err := ensureNamespace(ctx, restConfig, c.Namespace); err != nil {
 		return err
 	}
-	writers := statusWriters(self, c.StatusWriters)
+	writers := statusWriters(self.Username, c.StatusWriters)
 	admission.Register(mgr.GetWebhookServer(), scheme, admission.Handlers{
 		StatusGuard:       &admission.StatusGuard{Writers: writers},
 		BrokerGuard:       &admission.BrokerGuard{Reader: mgr.GetClient()},
@@ -280,17 +291,20 @@ func clusterID(ctx context.Context, restConfig *rest.Config, configured string) 
 }
 
 // whoAmI asks the API server who lockstep is (SelfSubjectReview): the
-// identity its own status writes and drift corrections carry.
-func whoAmI(ctx context.Context, restConfig *rest.Config) (string, error) {
+// identity its own status writes and the broker calls it makes on its own
+// carry.
+func whoAmI(ctx context.Context, restConfig *rest.Config) (authenticationv1.UserInfo, error) {
 	cs, err := kubernetes.NewForConfig(restConfig)
 	if err != nil {
-		return "", fmt.Errorf("creating a clientset: %w", err)
+		return authenticationv1.UserInfo{}, fmt.Errorf("creating a clientset: %w", err)
 	}
 	review, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
 	if err != nil {
-		return "", fmt.Errorf("asking the API server who lockstep is (SelfSubjectReview): %w", err)
+		return authenticationv1.UserInfo{}, fmt.Errorf("asking the API server who lockstep is (SelfSubjectReview): %w", err)
 	}
-	return review.Status.UserInfo.Username, nil
+	u := review.Status.UserInfo
+	u.Extra = nil // credential details (token ids) have no place in a broker request
+	return u, nil
 }
 
 // statusWriters returns who may write the status of lockstep objects:

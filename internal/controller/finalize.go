@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/brokercall"
 	"github.com/lockstep-dev/lockstep/internal/journal"
 )
 
@@ -33,7 +34,8 @@ type Removal struct {
 	// VerbDeprovision or VerbUnbind.
 	Verb v1alpha1.Verb
 	// Remove makes that call when the delete bypassed admission (webhook
-	// down or not installed); done is true once the broker no longer
+	// down or not installed), through the one protocol of a broker call
+	// (journaled, see Removed); done is true once the broker no longer
 	// holds the object.
 	Remove func(ctx context.Context) (done bool, err error)
 	// Release, when set, runs once the broker no longer holds the object,
@@ -91,6 +93,25 @@ func Finalize(ctx context.Context, j JournalReaders, obj client.Object, r Remova
 		return ctrl.Result{}, fmt.Errorf("removing the finalizer of %s %s/%s: %w", word(r.Kind), obj.GetNamespace(), obj.GetName(), err)
 	}
 	return ctrl.Result{}, nil
+}
+
+// Removed is what the result of a finalizer's removal (a deprovision or
+// unbind carried out with brokercall.Protocol.Carry) means to Finalize:
+// done once the broker confirmed; not done while the broker works or
+// lockstep learns an unknown outcome (the operations reconciler follows
+// the record, and the next pass waits for it), or while another operation
+// holds the object's lock; the broker's refusal is an error, so that the
+// removal is asked again, later each time.
+func Removed(res brokercall.Result) (bool, error) {
+	switch {
+	case res.LockErr != nil:
+		return false, res.LockErr
+	case !res.Called():
+		return false, nil
+	case res.Verdict == brokercall.Refused:
+		return false, res.Err
+	}
+	return res.Verdict == brokercall.Done, nil
 }
 
 // word is how messages name a kind: "instance", "binding".

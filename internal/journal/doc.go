@@ -2,10 +2,12 @@
 // lock that keeps them one at a time per object, so that what the broker
 // holds equals what the API server holds:
 //
-//   - run.go: the protocol of one broker operation, Carrier.Run: the
-//     object's lock is the one API server write before the broker call,
-//     and carries the operation's record; the record, with the broker's
-//     answer, is written after the reply (After); crash points for tests;
+//   - run.go: the lock and the record of one broker operation,
+//     Carrier.Run: the object's lock is the one API server write before
+//     the broker call, and carries the operation's record; the record,
+//     with the broker's answer, is written after the reply (After); crash
+//     points for tests. The call itself, and what its answer means, are
+//     internal/brokercall's;
 //   - intent.go: the record a lock carries, and Restore, which writes it
 //     when lockstep stopped before it did;
 //   - journal.go: the BrokerOperation records and their answers; Change and
@@ -22,7 +24,8 @@
 //   - latest.go: what an object's records say of it, for the controller
 //     that writes its status.
 //
-// Admission and resync's corrections carry operations out through Run;
+// Every journaled broker call goes through Run, by way of
+// internal/brokercall (admission, resync's corrections, the finalizers);
 // the controllers in internal/controller follow, commit and compensate
 // them (see docs/design.md, "After admission").
 package journal

@@ -7,11 +7,9 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/osbclient"
 )
 
 // Carrier carries broker operations out, one per object at a time, with
@@ -61,27 +59,27 @@ const (
 // ErrStopped is the error of a Run stopped at a crash point.
 var ErrStopped = errors.New("stopped at a crash point")
 
-// Call makes the broker call of an operation: it fills in the broker's
-// answer and reports whether the operation goes on after the reply (still
-// running, or its outcome unknown). Its error is what the user is told.
-type Call func(meta osbclient.RequestMeta, ans *Answer) (inProgress bool, err error)
+// Call makes the broker call of an operation and returns the answer to
+// record, its phase decided (see internal/brokercall, which classifies
+// every broker answer the same way).
+type Call func() Answer
 
 // Outcome is how Run ended.
 type Outcome struct {
-	// Holder is the live operation holding the object's lock: nothing was
-	// asked of the osbclient.
+	// Holder is the live operation holding the object's lock: the broker
+	// was not called.
 	Holder *Operation
 	// Identical says the holder already carried out this very change: the
 	// request is allowed without a broker call.
 	Identical bool
-	// LockErr is why the lock could not be written: nothing was asked of
-	// the osbclient.
+	// LockErr is why the lock could not be written: the broker was not
+	// called.
 	LockErr error
 	// Record names the operation's record when the broker was called.
 	Record string
-	// InProgress and Err are what Call returned.
-	InProgress bool
-	Err        error
+	// Stopped says that Run stopped at a crash point (Crash) after the
+	// lock was written.
+	Stopped bool
 	// Answer is the broker's answer, as it is recorded.
 	Answer Answer
 	// Writes are the API server writes Run waited for.
@@ -119,17 +117,15 @@ func (c *Carrier) Run(ctx context.Context, in Intent, call Call) Outcome {
 	}
 	out.Record = draft.Name
 	if c.stop(BeforeCall) {
-		out.Err = ErrStopped
+		out.Stopped = true
 		return out
 	}
-	ans := &Answer{}
-	out.InProgress, out.Err = call(osbclient.RequestMeta{Identity: Identity(in.User), RequestID: in.ID}, ans)
-	decide(ans, out.InProgress, out.Err)
-	out.Answer = *ans
+	ans := call()
+	out.Answer = ans
 	c.Log.Info("broker operation", "verb", in.Verb, "kind", in.Kind, "object", client.ObjectKeyFromObject(in.Target).String(),
 		"operation", draft.Name, "user", in.User.Username, "phase", ans.Phase)
 	if c.stop(BeforeReply) {
-		out.Err = ErrStopped
+		out.Stopped = true
 		return out
 	}
 	var done *Change
@@ -141,7 +137,7 @@ func (c *Carrier) Run(ctx context.Context, in Intent, call Call) Outcome {
 		if c.stop(BeforeAnswer) {
 			return
 		}
-		c.settle(ctx, draft, target, *ans)
+		c.settle(ctx, draft, target, ans)
 	})
 	return out
 }
@@ -168,44 +164,15 @@ func (c *Carrier) settle(ctx context.Context, draft *v1alpha1.BrokerOperation, t
 	}
 }
 
-// decide sets the phase a call's result records: still in progress (or,
-// with err, its outcome unknown); orphaned, when a failed provision or
-// bind may have left something at the broker (OSB orphan mitigation);
-// failed; or succeeded.
-func decide(ans *Answer, inProgress bool, err error) {
-	switch {
-	case inProgress:
-		ans.Phase = v1alpha1.PhaseInProgress
-		if err != nil {
-			ans.Description = Message(err)
-		}
-	case err != nil && ans.Mitigate:
-		ans.Phase = v1alpha1.PhaseOrphaned
-		ans.Description = Message(err) + "; orphan mitigation: lockstep removes whatever the broker may have created"
-	case err != nil:
-		ans.Phase = v1alpha1.PhaseFailed
-		ans.Description = Message(err)
-	default:
-		ans.Phase = v1alpha1.PhaseSucceeded
-	}
-}
-
-// Message is what the user was told of err: the status message of a
-// rejection.
-func Message(err error) string {
-	var status apierrors.APIStatus
-	if errors.As(err, &status) {
-		return status.Status().Message
-	}
-	return err.Error()
-}
-
 // identicalDone reports whether holder is an operation that the broker
 // already carried out for exactly this change. The API server retries a
 // request that conflicted in etcd and asks the webhooks again; the retry
 // is allowed without a second broker call, and the operations reconciler
-// commits the holder. Successes whose record is still being written are
-// known to this replica (After); others are read from the journal.
+// commits the holder. The same holds for the delete the operations
+// reconciler makes of an object whose deprovision or unbind the broker
+// confirmed after admission answered: the broker is not asked a second
+// time. Successes whose record is still being written are known to this
+// replica (After); others are read from the journal.
 func (c *Carrier) identicalDone(ctx context.Context, namespace string, change Change, holder *Operation) bool {
 	if holder == nil || holder.Verb != change.Verb || holder.Record == "" {
 		return false
@@ -217,7 +184,18 @@ func (c *Carrier) identicalDone(ctx context.Context, namespace string, change Ch
 	if err != nil || rec == nil {
 		return false
 	}
-	return ChangeOf(rec) == change && (rec.Status.Phase == v1alpha1.PhaseSucceeded || rec.Status.Phase == v1alpha1.PhaseCommitted)
+	if ChangeOf(rec) != change {
+		return false
+	}
+	switch rec.Status.Phase {
+	case v1alpha1.PhaseSucceeded, v1alpha1.PhaseCommitted:
+		return true
+	case v1alpha1.PhaseOrphaned, v1alpha1.PhaseCompensated:
+		// A delete the broker confirmed and the API server did not carry
+		// out yet: its compensation is this very delete.
+		return change.Verb == v1alpha1.VerbDeprovision || change.Verb == v1alpha1.VerbUnbind
+	}
+	return false
 }
 
 func (c *Carrier) stop(p Point) bool {

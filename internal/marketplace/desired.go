@@ -82,7 +82,7 @@ func Plan(sb *v1alpha1.ServiceBroker, sp osbapi.ServicePlan, createOnly []string
 		},
 		Status: v1alpha1.MarketplaceStatus{
 			RemovedFromCatalog: removed,
-			Conditions:         []metav1.Condition{SchemasCondition(Problems(sp, compileErr))},
+			Conditions:         []metav1.Condition{SchemasCondition(sp, Problems(sp, compileErr))},
 		},
 	}
 	if mi := p.MaintenanceInfo; mi != nil {

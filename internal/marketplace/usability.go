@@ -22,6 +22,7 @@ const MaxSchemaBytes = 64 << 10
 // The reasons of a SchemasUsable condition.
 const (
 	ReasonUsable            = "Usable"
+	ReasonNoSchemas         = "NoSchemas"
 	ReasonNotAnObjectSchema = "NotAnObjectSchema"
 	ReasonTooLarge          = "TooLarge"
 	ReasonRemoteReference   = "RemoteReference"
@@ -105,13 +106,27 @@ func notAnObjectSchema(raw json.RawMessage) string {
 	return ""
 }
 
-// SchemasCondition is the SchemasUsable condition of a plan with these
-// problems: True when there are none, else False with the first problem's
-// reason and every message.
-func SchemasCondition(problems []Problem) metav1.Condition {
+// SchemasCondition is the SchemasUsable condition of plan sp with these
+// problems: True when there are none (saying which schemas parameters are
+// checked against, or that the broker publishes none), else False with
+// the first problem's reason and every message.
+func SchemasCondition(sp osbapi.ServicePlan, problems []Problem) metav1.Condition {
 	if len(problems) == 0 {
+		var published []string
+		for _, s := range []struct {
+			name string
+			raw  json.RawMessage
+		}{{"create", sp.CreateSchema()}, {"update", sp.UpdateSchema()}, {"bind", sp.BindSchema()}} {
+			if raw := bytes.TrimSpace(s.raw); len(raw) > 0 && string(raw) != "null" {
+				published = append(published, s.name)
+			}
+		}
+		if len(published) == 0 {
+			return metav1.Condition{Type: v1alpha1.ConditionSchemasUsable, Status: metav1.ConditionTrue, Reason: ReasonNoSchemas,
+				Message: "the broker publishes no parameter schemas for this plan: lockstep checks only the parameters' size, and the broker checks the rest"}
+		}
 		return metav1.Condition{Type: v1alpha1.ConditionSchemasUsable, Status: metav1.ConditionTrue, Reason: ReasonUsable,
-			Message: "lockstep checks parameters against the broker's schemas"}
+			Message: fmt.Sprintf("lockstep checks parameters against the broker's %s schema(s)", strings.Join(published, ", "))}
 	}
 	msgs := make([]string, 0, len(problems))
 	for _, p := range problems {

@@ -47,9 +47,16 @@ func TestProblems(t *testing.T) {
 				reasons = append(reasons, g.Reason)
 			}
 			assert.Equal(t, tt.reasons, reasons)
-			cond := SchemasCondition(got)
+			cond := SchemasCondition(osbapi.ServicePlan{Service: &osbapi.Service{}, Plan: p}, got)
 			if len(got) == 0 {
 				assert.Equal(t, "True", string(cond.Status))
+				if tt.create == "" {
+					assert.Equal(t, ReasonNoSchemas, cond.Reason)
+					assert.NotContains(t, cond.Message, "against the broker's", "a plan without schemas is not said to be checked against them")
+				} else {
+					assert.Equal(t, ReasonUsable, cond.Reason)
+					assert.Contains(t, cond.Message, "against the broker's create schema")
+				}
 				return
 			}
 			assert.Equal(t, "False", string(cond.Status))

@@ -34,6 +34,8 @@ type Broker struct {
 	closed  bool
 	cancel  context.CancelFunc
 	loops   sync.WaitGroup
+	// unwatch ends the watch of the actions (executor.Watch).
+	unwatch func()
 }
 
 // New builds a broker on cfg.Store, loading the specs the store already
@@ -49,6 +51,15 @@ func New(cfg Config) (*Broker, error) {
 	if err := b.catalog.Reload(ctx, cfg.Store); err != nil {
 		return nil, fmt.Errorf("start the broker: %w", err)
 	}
+	if cfg.watchProcesses {
+		// Before any action can start: they end with this process.
+		unwatch, err := executor.Watch(cfg.RunnerID)
+		if err != nil {
+			cfg.Logger.Error("the broker's actions will not end with it if it is killed", "error", err)
+		} else {
+			b.unwatch = unwatch
+		}
+	}
 	b.reconciler = specs.NewReconciler(specs.Options{
 		Store: cfg.Store, Catalog: b.catalog, Registries: cfg.Registries,
 		FailureThreshold: cfg.FailureThreshold, Clock: cfg.Clock, Logger: cfg.Logger,
@@ -60,6 +71,9 @@ func New(cfg Config) (*Broker, error) {
 	})
 	// Shared-store peers must see this runner before it claims any job.
 	if err := b.runner.Heartbeat(ctx); err != nil {
+		if b.unwatch != nil {
+			b.unwatch()
+		}
 		return nil, fmt.Errorf("start the broker: %w", err)
 	}
 	b.service = lifecycle.New(lifecycle.Options{
@@ -234,13 +248,16 @@ func (b *Broker) Close() error {
 		return nil
 	}
 	b.closed = true
-	cancel := b.cancel
+	cancel, unwatch := b.cancel, b.unwatch
 	b.mu.Unlock()
 	if cancel != nil {
 		cancel()
 	}
 	b.loops.Wait()
 	b.runner.Close()
+	if unwatch != nil {
+		unwatch()
+	}
 	if b.cfg.CloseStore {
 		if err := b.cfg.Store.Close(); err != nil {
 			return fmt.Errorf("close the broker store: %w", err)

@@ -28,8 +28,12 @@ type Config struct {
 	// Registries are the sources of service specs.
 	Registries []registry.Registry
 	// Executor runs bundle actions; nil means built-ins in process and
-	// everything else as local processes under WorkDir.
+	// everything else as local processes under WorkDir, watched so that
+	// they end with the broker process, however it ends (executor.Watch).
 	Executor executor.Executor
+	// watchProcesses is set when the broker runs its actions as local
+	// processes of its own (the default Executor).
+	watchProcesses bool
 	// WorkDir holds unpacked bundles and the private directory of each run;
 	// empty means <temp dir>/lockstep-broker.
 	WorkDir string
@@ -123,6 +127,7 @@ func (c *Config) applyDefaults() error {
 	}
 	if c.Executor == nil {
 		c.Executor = executor.Mux{Process: &executor.Process{WorkDir: c.WorkDir, RunnerID: c.RunnerID}}
+		c.watchProcesses = true
 	}
 	names := map[string]bool{}
 	for _, r := range c.Registries {

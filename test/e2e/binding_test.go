@@ -173,10 +173,10 @@ func TestUnbindRefusedKeepsBindingAndSecret(t *testing.T) {
 	b, ns := boundInstance(t)
 	require.Equal(t, 0, kubectl(t, bindingYAML(ns, "creds", "db", ns+"-creds", ""), "apply", "-f", "-").ExitCode)
 
-	b.ScriptInstance(fakebroker.OpUnbind, ns+"-db", fakebroker.Respond{Status: http.StatusInternalServerError, Description: "credential store offline"})
+	b.ScriptInstance(fakebroker.OpUnbind, ns+"-db", fakebroker.Respond{Status: http.StatusUnprocessableEntity, Description: "credential store offline"})
 	r := kubectl(t, "", "delete", "servicebinding", "creds", "-n", ns, "--wait=false")
 	assert.NotEqual(t, 0, r.ExitCode)
-	assert.Contains(t, r.Stderr, `broker "acme" failed to unbind binding "creds" of instance "db"`)
+	assert.Contains(t, r.Stderr, `broker "acme" refused to unbind binding "creds" of instance "db"`)
 	assert.Contains(t, r.Stderr, "credential store offline")
 	assert.Contains(t, r.Stderr, `the binding and its Secret "creds" stay as they were`)
 	assert.True(t, bindingExists(t, ns, "creds"))

@@ -51,8 +51,8 @@ spec: {instanceName: quick, parameters: {role: read}}
 
 	r = kubectl(t, instance("failing", `{}`), "apply", "-f", "-")
 	require.Equal(t, 0, r.ExitCode, r.Output())
-	r = kubectl(t, instance("failing", `{"fail": "update"}`), "apply", "-f", "-")
-	assert.NotEqual(t, 0, r.ExitCode, "the update lock: the bundle's update action fails")
+	r = kubectl(t, instance("failing", `{"refuse": "update"}`), "apply", "-f", "-")
+	assert.NotEqual(t, 0, r.ExitCode, "the update lock: the bundle's update action refuses")
 	assert.Contains(t, r.Stderr, `broker "embedded"`)
 	assert.Equal(t, "{}", string(getInstance(t, ns, "failing").Spec.Parameters.Raw))
 

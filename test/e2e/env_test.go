@@ -142,6 +142,7 @@ func lockstepConfig() app.Config {
 		RefusalMemory:               300 * time.Millisecond,
 		KeepOperations:              10,
 		CatalogRefreshInterval:      time.Second,
+		MaxParametersBytes:          64 << 10,
 		ResyncInterval:              resyncInterval,
 		ResyncBrokerConcurrency:     4,
 		ResyncBrokerQPS:             50,

@@ -21,8 +21,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/brokercall"
 	"github.com/lockstep-dev/lockstep/internal/certs"
 	"github.com/lockstep-dev/lockstep/internal/osb/fakebroker"
+	"github.com/lockstep-dev/lockstep/internal/osbapi"
 )
 
 // rejectLabel marks objects that a second, test-only validating webhook
@@ -219,6 +221,12 @@ func TestBypassedAdmissionIsStillDeprovisioned(t *testing.T) {
 	assert.Equal(t, 1, b.Count(fakebroker.OpDeprovision), "the finalizer deprovisioned before the object went")
 	_, held := b.Instance(ns + "-db")
 	assert.False(t, held)
+	call, _ := b.LastCall(fakebroker.OpDeprovision)
+	id := identityOf(t, call)
+	assert.Equal(t, lockstepIdentity(t), id.Username, "the finalizer's call is lockstep's own")
+	assert.Equal(t, []string{brokercall.ReasonFinalizer}, id.Extra[brokercall.ExtraReason], "and says why")
+	assert.NotEmpty(t, call.Header.Get(osbapi.HeaderRequestIdentity), "it is a journaled operation")
+	operationPhase(t, ns, "db", v1alpha1.VerbDeprovision, v1alpha1.PhaseCommitted)
 }
 
 func TestOrphanMitigationAfterABrokerTimeout(t *testing.T) {
@@ -229,7 +237,7 @@ func TestOrphanMitigationAfterABrokerTimeout(t *testing.T) {
 	b.ScriptInstance(fakebroker.OpProvision, ns+"-db", fakebroker.Respond{Delay: 10 * time.Second})
 	r := kubectl(t, instanceWith(ns, "db", "small", ns+"-db", ""), "apply", "-f", "-")
 	require.NotEqual(t, 0, r.ExitCode)
-	assert.Contains(t, r.Stderr, "did not answer in time")
+	assert.Contains(t, r.Stderr, "no answer came back")
 	assert.False(t, instanceExists(t, ns, "db"))
 
 	op := operationPhase(t, ns, "db", v1alpha1.VerbProvision, v1alpha1.PhaseCompensated)

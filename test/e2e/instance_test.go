@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -159,15 +160,21 @@ func TestDeleteRefusedByTheBrokerIsRolledBack(t *testing.T) {
 	ns := namespace(t)
 	require.Equal(t, 0, kubectl(t, instanceWith(ns, "db", "small", ns+"-db", ""), "apply", "-f", "-").ExitCode)
 
-	b.ScriptInstance(fakebroker.OpDeprovision, ns+"-db", fakebroker.Respond{Status: http.StatusInternalServerError, Description: "storage backend unavailable"})
+	b.ScriptInstance(fakebroker.OpDeprovision, ns+"-db", fakebroker.Respond{Status: http.StatusUnprocessableEntity, Description: "backups exist: delete them first"})
 	r := kubectl(t, "", "delete", "serviceinstance", "db", "-n", ns, "--wait=false")
 	assert.NotEqual(t, 0, r.ExitCode)
-	assert.Contains(t, r.Stderr, `broker "acme" failed to deprovision instance "db"`)
-	assert.Contains(t, r.Stderr, "storage backend unavailable")
+	assert.Contains(t, r.Stderr, `broker "acme" refused to deprovision instance "db"`)
+	assert.Contains(t, r.Stderr, "backups exist")
 	assert.Contains(t, r.Stderr, "no deletion was started")
 	assert.Nil(t, getInstance(t, ns, "db").DeletionTimestamp, "no deletionTimestamp is set")
 	_, held := b.Instance(ns + "-db")
 	assert.True(t, held)
+	// kubectl get shows the refused deprovision as what it was, beside the
+	// instance that is still there and ready.
+	require.Eventually(t, func() bool {
+		r = kubectl(t, "", "get", "serviceinstance", "db", "-n", ns)
+		return regexp.MustCompile(`db\s+acme\s+db\s+small\s+True\s+True\s+deprovision\s+failed`).MatchString(r.Stdout)
+	}, 20*time.Second, 200*time.Millisecond, "LAST OP and RESULT: %s", r.Stdout)
 
 	b.Reset() // the broker recovers
 	retried(t, "", "delete", "serviceinstance", "db", "-n", ns, "--timeout=20s")
@@ -322,10 +329,10 @@ func TestBrokerFailuresAreClearAndPersistNothing(t *testing.T) {
 		respond fakebroker.Respond
 		want    string
 	}{
-		{"broker slow past the budget", fakebroker.Respond{Hang: true}, `broker "acme" did not answer in time to provision instance "db"`},
-		{"broker answering garbage", fakebroker.Respond{Status: http.StatusCreated, Malformed: true}, `could not provision instance "db" (service "db", plan "small") at broker "acme"`},
-		{"broker closing the connection", fakebroker.Respond{CloseConnection: true}, `could not provision instance "db" (service "db", plan "small") at broker "acme"`},
-		{"broker failing", fakebroker.Respond{Status: http.StatusServiceUnavailable, Description: "maintenance"}, `broker "acme" failed to provision instance "db"`},
+		{"broker slow past the budget", fakebroker.Respond{Hang: true}, `broker "acme" got the request to provision instance "db" (service "db", plan "small"), but no answer came back`},
+		{"broker answering garbage", fakebroker.Respond{Status: http.StatusCreated, Malformed: true}, `but no answer came back: broker's answer was malformed`},
+		{"broker closing the connection", fakebroker.Respond{CloseConnection: true}, `but no answer came back: broker's answer was cut off`},
+		{"broker failing", fakebroker.Respond{Status: http.StatusServiceUnavailable, Description: "maintenance"}, `but no answer came back: broker answered 503: "maintenance"`},
 		{"broker refusing in an errors array", fakebroker.Respond{Status: http.StatusBadRequest, Body: `{"errors":[{"msg":"Missing organization_guid"}]}`},
 			`broker "acme" refused to provision instance "db" (service "db", plan "small"): "Missing organization_guid" (HTTP 400)`},
 	}
@@ -337,7 +344,7 @@ func TestBrokerFailuresAreClearAndPersistNothing(t *testing.T) {
 			r := kubectl(t, instanceWith(ns, "db", "small", ns+"-db", ""), "apply", "-f", "-")
 			assert.NotEqual(t, 0, r.ExitCode)
 			assert.Contains(t, r.Stderr, tt.want)
-			assert.Contains(t, r.Stderr, "nothing was created")
+			assert.Regexp(t, `nothing was created|the outcome is unknown: the instance is not created`, r.Stderr)
 			assert.False(t, instanceExists(t, ns, "db"), "nothing persisted")
 		})
 	}

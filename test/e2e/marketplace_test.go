@@ -24,27 +24,33 @@ import (
 )
 
 // marketBroker registers a test broker of its own as ServiceBroker name,
-// so that its catalog can change without disturbing other tests.
+// so that its catalog can change without disturbing other tests; the
+// ServiceBroker goes when the test ends (unless lockstep still manages
+// objects at it).
 func marketBroker(t *testing.T, name string) *fakebroker.Broker {
 	t.Helper()
 	b, err := fakebroker.Start()
 	require.NoError(t, err)
 	t.Cleanup(b.Close)
 	require.NoError(t, registerBroker(name, b.URL()))
+	t.Cleanup(func() {
+		_ = cluster.client.Delete(context.Background(), &v1alpha1.ServiceBroker{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	})
 	return b
 }
 
 // refreshBroker makes the catalog reconciler fetch the named broker's
-// catalog again and waits until it has. The sync time is stored to the
-// second, so the broker is asked again (a new annotation each time) until
-// its sync time moves past the one before.
+// catalog again, as a person asks for it (the refresh annotation), and
+// waits until it has. The sync time is stored to the second, so the
+// broker is asked again (a new value each time) until its sync time moves
+// past the one before.
 func refreshBroker(t *testing.T, name string) {
 	t.Helper()
 	var sb v1alpha1.ServiceBroker
 	require.NoError(t, cluster.client.Get(context.Background(), client.ObjectKey{Name: name}, &sb))
 	before := sb.Status.LastCatalogSync
 	require.Eventually(t, func() bool {
-		patch := fmt.Sprintf(`{"metadata":{"annotations":{"e2e.lockstep.dev/refresh":"%d"}}}`, time.Now().UnixNano())
+		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"%d"}}}`, v1alpha1.AnnotationRefresh, time.Now().UnixNano())
 		require.NoError(t, cluster.client.Patch(context.Background(), &sb, client.RawPatch(types.MergePatchType, []byte(patch))))
 		return sb.Status.LastCatalogSync != nil && (before == nil || sb.Status.LastCatalogSync.After(before.Time))
 	}, 10*time.Second, 200*time.Millisecond)
@@ -187,9 +193,6 @@ spec:
 func TestUnusableSchemaIsReportedOnThePlanAndTheBroker(t *testing.T) {
 	const name = "badschema"
 	b := marketBroker(t, name)
-	t.Cleanup(func() {
-		_ = cluster.client.Delete(context.Background(), &v1alpha1.ServiceBroker{ObjectMeta: metav1.ObjectMeta{Name: name}})
-	})
 	cat := fakebroker.DefaultCatalog()
 	cat.Services[1].Plans[0].Schemas = &osbapi.Schemas{ServiceInstance: &osbapi.ServiceInstanceSchemas{
 		Create: &osbapi.InputParameters{Parameters: []byte(`{"type": "object", "properties": {"a": {"$ref": "https://example.com/a.json"}}}`)}}}

@@ -41,8 +41,8 @@ func webhookRequests(t *testing.T) map[string]int {
 	return out
 }
 
-// brokerDown makes every change at the test broker fail as an unreachable
-// broker does (the connection closes without an answer).
+// brokerDown makes every change at the test broker fail without an answer
+// (the connection closes).
 func brokerDown(b *fakebroker.Broker) {
 	for _, op := range []fakebroker.Op{fakebroker.OpProvision, fakebroker.OpUpdate, fakebroker.OpDeprovision, fakebroker.OpBind, fakebroker.OpUnbind} {
 		b.Always(op, fakebroker.Respond{CloseConnection: true})
@@ -237,7 +237,9 @@ func TestAPIServerSkipsRequestsWhoseAnswerIsKnown(t *testing.T) {
 				assert.Contains(t, r.Stderr, tt.refused)
 			}
 			if tt.refused == "" {
-				assert.Empty(t, callsIn(b, ns), "no broker call")
+				// About this row's objects: lockstep goes on settling what
+				// an earlier row left unknown.
+				assert.Empty(t, callsIn(b, ns+"-"+name), "no broker call")
 			}
 			tt.check(t, name)
 		})

@@ -16,12 +16,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/brokercall"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
 	"github.com/lockstep-dev/lockstep/internal/controller"
 	"github.com/lockstep-dev/lockstep/internal/controller/resync"
 	"github.com/lockstep-dev/lockstep/internal/credentials"
 	"github.com/lockstep-dev/lockstep/internal/journal"
-	"github.com/lockstep-dev/lockstep/internal/osbclient"
 )
 
 const kind = v1alpha1.KindServiceBinding
@@ -37,9 +37,10 @@ type Reconciler struct {
 	Namespace string
 	Catalogs  *catalog.Cache
 	Leases    *journal.Leases
-	Recorder  record.EventRecorder
-	// Poll tunes polling of an unbind the finalizer makes.
-	Poll osbclient.PollOptions
+	// Protocol makes the finalizer's unbinds, each journaled under the
+	// object's lock. Its Carrier never waits for a lock.
+	Protocol *brokercall.Protocol
+	Recorder record.EventRecorder
 	// Timeout bounds the broker calls of one pass.
 	Timeout time.Duration
 	// ResyncInterval is the time between two fetches of one binding from

@@ -4,12 +4,13 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/controller"
-	"github.com/lockstep-dev/lockstep/internal/credentials"
-	"github.com/lockstep-dev/lockstep/internal/osbclient"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/brokercall"
+	"github.com/lockstep-dev/lockstep/internal/controller"
+	"github.com/lockstep-dev/lockstep/internal/credentials"
 )
 
 // finalize removes the Secret of a binding being deleted and then the
@@ -25,7 +26,8 @@ func (r *Reconciler) finalize(ctx context.Context, b *v1alpha1.ServiceBinding) (
 }
 
 // unbind asks the broker to delete a binding whose delete bypassed
-// admission. It reports done when the broker no longer holds it.
+// admission, as a journaled operation lockstep makes on its own. It
+// reports done when the broker no longer holds it.
 func (r *Reconciler) unbind(ctx context.Context, b *v1alpha1.ServiceBinding) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.Timeout)
 	defer cancel()
@@ -41,8 +43,8 @@ func (r *Reconciler) unbind(ctx context.Context, b *v1alpha1.ServiceBinding) (bo
 	if err != nil {
 		return false, fmt.Errorf("unbinding %s/%s: %w", b.Namespace, b.Name, err)
 	}
-	done, err := entry.Client.Remove(ctx, osbclient.RequestMeta{}, osbclient.Removal{InstanceID: si.Spec.ExternalID,
-		BindingID: b.Spec.ExternalID, ServiceID: plan.Service.ID, PlanID: plan.Plan.ID}, r.Poll)
+	res := r.Protocol.Carry(ctx, brokercall.ForBinding(v1alpha1.VerbUnbind, b, &si, entry, plan, r.Protocol.Lockstep("", brokercall.ReasonFinalizer)))
+	done, err := controller.Removed(res)
 	if err != nil {
 		return false, fmt.Errorf("unbinding %s/%s at broker %q: %w", b.Namespace, b.Name, entry.Broker, err)
 	}

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/brokercall"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
 	"github.com/lockstep-dev/lockstep/internal/controller/controllertest"
 	"github.com/lockstep-dev/lockstep/internal/credentials"
@@ -66,8 +67,11 @@ func TestBindingFinalizer(t *testing.T) {
 			wantReleased: true, brokerHoldsIt: true},
 		{name: "observe: the broker keeps the binding", policy: v1alpha1.PolicyObserve, wantReleased: true, brokerHoldsIt: true},
 		{name: "bypassed admission, broker refuses: finalizer and Secret stay",
+			script: &fakebroker.Respond{Status: http.StatusBadRequest, Description: "protected"}, secret: "owned",
+			wantUnbind: 1, wantErr: "protected", wantSecretKept: true, brokerHoldsIt: true},
+		{name: "bypassed admission, broker answers 500: outcome unknown, followed; finalizer and Secret stay",
 			script: &fakebroker.Respond{Status: http.StatusInternalServerError, Description: "down"}, secret: "owned",
-			wantUnbind: 1, wantErr: "down", wantSecretKept: true, brokerHoldsIt: true},
+			wantUnbind: 1, wantRequeue: true, wantSecretKept: true, brokerHoldsIt: true},
 		{name: "bypassed admission, its instance is gone: says so, finalizer stays", noInstance: true,
 			wantErr: "reading its instance", brokerHoldsIt: true},
 		{name: "no finalizer: nothing to do", noFinalizer: true, secret: "owned", wantReleased: true, wantSecretKept: true, brokerHoldsIt: true},
@@ -117,7 +121,7 @@ func TestBindingFinalizer(t *testing.T) {
 			c, apiReader := controllertest.Clients(scheme, objs, tt.record, "creds-unbind-1", v1alpha1.VerbUnbind,
 				v1alpha1.OperationTarget{Kind: "ServiceBinding", Name: "creds", Namespace: "team", UID: "uid-b"})
 			r := &Reconciler{Client: c, APIReader: apiReader, Namespace: "lockstep-system", Catalogs: cache, Timeout: 5 * time.Second,
-				Poll: osbclient.PollOptions{MinInterval: time.Millisecond, MaxInterval: time.Millisecond}}
+				Protocol: controllertest.Protocol(c, "lockstep-system")}
 
 			ctx := context.Background()
 			res, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "team", Name: "creds"}})
@@ -138,6 +142,11 @@ func TestBindingFinalizer(t *testing.T) {
 			assert.Equal(t, tt.wantUnbind, b.Count(fakebroker.OpUnbind))
 			_, held := b.Binding("ext-i", "ext-b")
 			assert.Equal(t, tt.brokerHoldsIt, held, "the broker holds the binding")
+			if call, ok := b.LastCall(fakebroker.OpUnbind); ok {
+				id := controllertest.Identity(t, call)
+				assert.Equal(t, controllertest.Self, id.Username, "the finalizer's unbind is lockstep's own call")
+				assert.Equal(t, []string{brokercall.ReasonFinalizer}, id.Extra[brokercall.ExtraReason])
+			}
 		})
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/brokercall"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
 	"github.com/lockstep-dev/lockstep/internal/controller/resync"
 	"github.com/lockstep-dev/lockstep/internal/journal"
@@ -102,8 +103,8 @@ func (r *Reconciler) resync(ctx context.Context, b *v1alpha1.ServiceBinding, sta
 	return next, nil
 }
 
-// fetch reads the binding from its broker, within the per-broker limits.
-// Only its parameters are kept.
+// fetch reads the binding from its broker, within the per-broker limits,
+// as a call lockstep makes on its own. Only its parameters are kept.
 func (r *Reconciler) fetch(ctx context.Context, entry *catalog.Entry, b *v1alpha1.ServiceBinding, si *v1alpha1.ServiceInstance, plan catalog.Plan) (*osbapi.Binding, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.Timeout)
 	defer cancel()
@@ -112,12 +113,11 @@ func (r *Reconciler) fetch(ctx context.Context, entry *catalog.Entry, b *v1alpha
 		return nil, fmt.Errorf("waiting for a turn at broker %q: %w", entry.Broker, err)
 	}
 	defer done()
-	got, err := entry.Client.GetBinding(ctx, osbclient.RequestMeta{}, osbclient.GetBindingRequest{
-		InstanceID: si.Spec.ExternalID, BindingID: b.Spec.ExternalID, ServiceID: plan.Service.ID, PlanID: plan.Plan.ID})
+	held, err := r.Protocol.Fetch(ctx, brokercall.ForBinding("", b, si, entry, plan, r.Protocol.Lockstep("", brokercall.ReasonResync)), "")
 	if err != nil {
 		return nil, err
 	}
-	return &osbapi.Binding{Parameters: got.Parameters}, nil
+	return &osbapi.Binding{Parameters: held.Binding.Parameters}, nil
 }
 
 func (r *Reconciler) event(b *v1alpha1.ServiceBinding, reason, msg string) {

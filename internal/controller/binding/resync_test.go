@@ -20,6 +20,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
+	"github.com/lockstep-dev/lockstep/internal/controller/controllertest"
 	"github.com/lockstep-dev/lockstep/internal/controller/resync"
 	"github.com/lockstep-dev/lockstep/internal/journal"
 	"github.com/lockstep-dev/lockstep/internal/osb/fakebroker"
@@ -57,7 +58,7 @@ func newHarness(t *testing.T, change func(*osbapi.Catalog), objects ...client.Ob
 	cache.Store(catalog.NewEntry("acme", bc, &cat, nil, time.Now()))
 	clk := clocktesting.NewFakeClock(time.Now())
 	return &harness{client: c, broker: b, clock: clk, r: &Reconciler{Client: c, Namespace: "lockstep-system", Catalogs: cache,
-		Leases: &journal.Leases{Client: c, Duration: time.Minute}, Limiter: &resync.Limiter{Concurrent: 1},
+		Leases: &journal.Leases{Client: c, Duration: time.Minute}, Protocol: controllertest.Protocol(c, ""), Limiter: &resync.Limiter{Concurrent: 1},
 		ResyncInterval: interval, Timeout: 5 * time.Second, Clock: clk}}
 }
 

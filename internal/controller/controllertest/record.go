@@ -42,7 +42,8 @@ func Clients(scheme *runtime.Scheme, objs []client.Object, rec *Record, name str
 			inCache = append(inCache, op.DeepCopy())
 		}
 	}
-	cached = fake.NewClientBuilder().WithScheme(scheme).WithIndex(&v1alpha1.BrokerOperation{}, journal.TargetUIDIndex, journal.TargetUID).WithObjects(inCache...).Build()
+	cached = fake.NewClientBuilder().WithScheme(scheme).WithIndex(&v1alpha1.BrokerOperation{}, journal.TargetUIDIndex, journal.TargetUID).
+		WithStatusSubresource(&v1alpha1.BrokerOperation{}).WithObjects(inCache...).Build()
 	direct = fake.NewClientBuilder().WithScheme(scheme).WithObjects(inServer...).Build()
 	return cached, direct
 }

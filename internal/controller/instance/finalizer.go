@@ -8,8 +8,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/brokercall"
 	"github.com/lockstep-dev/lockstep/internal/controller"
-	"github.com/lockstep-dev/lockstep/internal/osbclient"
 )
 
 // finalize removes the lockstep.dev/broker finalizer from an instance
@@ -23,7 +23,8 @@ func (r *Reconciler) finalize(ctx context.Context, si *v1alpha1.ServiceInstance)
 }
 
 // deprovision asks the broker to delete an instance whose delete bypassed
-// admission. It reports done when the broker no longer holds it.
+// admission, as a journaled operation lockstep makes on its own. It
+// reports done when the broker no longer holds it.
 func (r *Reconciler) deprovision(ctx context.Context, si *v1alpha1.ServiceInstance) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.Timeout)
 	defer cancel()
@@ -35,7 +36,8 @@ func (r *Reconciler) deprovision(ctx context.Context, si *v1alpha1.ServiceInstan
 	if err != nil {
 		return false, fmt.Errorf("deprovisioning instance %s/%s: %w", si.Namespace, si.Name, err)
 	}
-	done, err := entry.Client.Remove(ctx, osbclient.RequestMeta{}, osbclient.Removal{InstanceID: si.Spec.ExternalID, ServiceID: plan.Service.ID, PlanID: plan.Plan.ID}, r.Poll)
+	res := r.Protocol.Carry(ctx, brokercall.ForInstance(v1alpha1.VerbDeprovision, si, entry, plan, r.Protocol.Lockstep("", brokercall.ReasonFinalizer)))
+	done, err := controller.Removed(res)
 	if err != nil {
 		return false, fmt.Errorf("deprovisioning instance %s/%s at broker %q: %w", si.Namespace, si.Name, entry.Broker, err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -16,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/brokercall"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
 	"github.com/lockstep-dev/lockstep/internal/controller/controllertest"
 	"github.com/lockstep-dev/lockstep/internal/osb/fakebroker"
@@ -33,6 +35,9 @@ func TestInstanceFinalizer(t *testing.T) {
 		wantErr       string
 		wantRequeue   bool
 		brokerHoldsIt bool
+		// wantRecord is the phase of the finalizer's own record, when it
+		// deprovisions (Succeeded unless said).
+		wantRecord v1alpha1.OperationPhase
 	}{
 		{name: "confirmed in the journal: no broker call", record: &controllertest.Record{Namespace: "team", Phase: v1alpha1.PhaseSucceeded},
 			wantGone: true, brokerHoldsIt: true},
@@ -54,8 +59,11 @@ func TestInstanceFinalizer(t *testing.T) {
 		{name: "observe: the broker keeps the instance", policy: v1alpha1.PolicyObserve, wantGone: true, brokerHoldsIt: true},
 		{name: "manage, named: deprovisions", policy: v1alpha1.PolicyManage, wantGone: true, wantDeprov: 1},
 		{name: "bypassed admission, async deprovision", script: &fakebroker.Respond{Async: &fakebroker.Async{InProgressPolls: 1}}, wantGone: true, wantDeprov: 1},
-		{name: "bypassed admission, broker refuses: finalizer stays", script: &fakebroker.Respond{Status: http.StatusInternalServerError, Description: "down"},
-			wantDeprov: 1, wantErr: "down", brokerHoldsIt: true},
+		{name: "bypassed admission, broker refuses: finalizer stays", script: &fakebroker.Respond{Status: http.StatusBadRequest, Description: "protected"},
+			wantDeprov: 1, wantErr: "protected", brokerHoldsIt: true},
+		{name: "bypassed admission, broker answers 500: outcome unknown, followed; finalizer stays",
+			script:     &fakebroker.Respond{Status: http.StatusInternalServerError, Description: "down"},
+			wantDeprov: 1, wantRequeue: true, brokerHoldsIt: true, wantRecord: v1alpha1.PhaseInProgress},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -72,6 +80,7 @@ func TestInstanceFinalizer(t *testing.T) {
 
 			scheme := runtime.NewScheme()
 			require.NoError(t, v1alpha1.AddToScheme(scheme))
+			require.NoError(t, coordinationv1.AddToScheme(scheme))
 			now := metav1.Now()
 			si := &v1alpha1.ServiceInstance{
 				ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "team", UID: "uid-1", DeletionTimestamp: &now, Finalizers: []string{v1alpha1.Finalizer}},
@@ -83,7 +92,7 @@ func TestInstanceFinalizer(t *testing.T) {
 			c, apiReader := controllertest.Clients(scheme, []client.Object{si}, tt.record, "db-deprovision-1", v1alpha1.VerbDeprovision,
 				v1alpha1.OperationTarget{Kind: "ServiceInstance", Name: "db", Namespace: "team", UID: "uid-1"})
 			r := &Reconciler{Client: c, APIReader: apiReader, Namespace: "lockstep-system", Catalogs: cache, Timeout: 5 * time.Second,
-				Poll: osbclient.PollOptions{MinInterval: time.Millisecond, MaxInterval: time.Millisecond}}
+				Protocol: controllertest.Protocol(c, "lockstep-system")}
 
 			res, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "team", Name: "db"}})
 			if tt.wantErr != "" {
@@ -97,6 +106,32 @@ func TestInstanceFinalizer(t *testing.T) {
 			assert.Equal(t, tt.wantDeprov, b.Count(fakebroker.OpDeprovision))
 			_, held := b.Instance("ext-1")
 			assert.Equal(t, tt.brokerHoldsIt, held)
+			if tt.wantDeprov == 0 {
+				return
+			}
+			// The finalizer's deprovision is journaled, as lockstep's own
+			// call, and says so to the broker.
+			call, ok := b.LastCall(fakebroker.OpDeprovision)
+			require.True(t, ok)
+			id := controllertest.Identity(t, call)
+			assert.Equal(t, controllertest.Self, id.Username)
+			assert.Equal(t, []string{brokercall.ReasonFinalizer}, id.Extra[brokercall.ExtraReason])
+			var ops v1alpha1.BrokerOperationList
+			require.NoError(t, c.List(context.Background(), &ops))
+			want := tt.wantRecord
+			if want == "" {
+				want = v1alpha1.PhaseSucceeded
+			}
+			var phases []v1alpha1.OperationPhase
+			for _, op := range ops.Items {
+				if op.Spec.Requester.Username == controllertest.Self {
+					phases = append(phases, op.Status.Phase)
+				}
+			}
+			if tt.wantErr != "" {
+				want = v1alpha1.PhaseFailed
+			}
+			assert.Equal(t, []v1alpha1.OperationPhase{want}, phases, "one record of the finalizer's deprovision")
 		})
 	}
 }

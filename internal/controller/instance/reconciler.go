@@ -15,11 +15,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/brokercall"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
 	"github.com/lockstep-dev/lockstep/internal/controller"
 	"github.com/lockstep-dev/lockstep/internal/controller/resync"
 	"github.com/lockstep-dev/lockstep/internal/journal"
-	"github.com/lockstep-dev/lockstep/internal/osbclient"
 )
 
 const kind = v1alpha1.KindServiceInstance
@@ -35,10 +35,12 @@ type Reconciler struct {
 	Namespace string
 	Catalogs  *catalog.Cache
 	Leases    *journal.Leases
-	Journal   *journal.Journal
-	Recorder  record.EventRecorder
-	// Poll tunes polling of a deprovision the finalizer makes.
-	Poll osbclient.PollOptions
+	// Protocol makes lockstep's own broker calls for instances: drift
+	// corrections and the finalizer's deprovisions, each journaled under
+	// the object's lock. Its Carrier never waits for a lock: another
+	// operation in flight is the operations reconciler's to follow.
+	Protocol *brokercall.Protocol
+	Recorder record.EventRecorder
 	// Timeout bounds the broker calls of one pass.
 	Timeout time.Duration
 	// ResyncInterval is the time between two fetches of one instance from
@@ -49,11 +51,7 @@ type Reconciler struct {
 	// Workers is how many objects are reconciled at once (at least 1), so
 	// that resync's fetches at one slow broker do not hold up the others.
 	Workers int
-	// Identity is who lockstep is: the requester of its corrections.
-	Identity string
-	// ClusterID goes into the context of a correction, as in admission.
-	ClusterID string
-	Clock     clock.PassiveClock
+	Clock   clock.PassiveClock
 
 	schedule resync.Schedule
 }

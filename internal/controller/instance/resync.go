@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/brokercall"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
 	"github.com/lockstep-dev/lockstep/internal/controller/resync"
 	"github.com/lockstep-dev/lockstep/internal/journal"
@@ -56,7 +57,7 @@ func (r *Reconciler) resync(ctx context.Context, si *v1alpha1.ServiceInstance, s
 		return next, nil
 	}
 
-	got, err := r.fetch(ctx, entry, si, status, plan.Service.ID)
+	got, err := r.fetch(ctx, entry, si, status, plan)
 	switch {
 	case osbclient.IsNotFound(err) || osbclient.IsGone(err):
 		r.result(si, resync.ReasonGoneAtBroker, nil)
@@ -124,8 +125,9 @@ func (r *Reconciler) resync(ctx context.Context, si *v1alpha1.ServiceInstance, s
 	return next, nil
 }
 
-// fetch reads the instance from its broker, within the per-broker limits.
-func (r *Reconciler) fetch(ctx context.Context, entry *catalog.Entry, si *v1alpha1.ServiceInstance, status *v1alpha1.ServiceInstanceStatus, serviceID string) (*osbapi.GetInstanceResponse, error) {
+// fetch reads the instance from its broker, within the per-broker limits,
+// as a call lockstep makes on its own.
+func (r *Reconciler) fetch(ctx context.Context, entry *catalog.Entry, si *v1alpha1.ServiceInstance, status *v1alpha1.ServiceInstanceStatus, plan catalog.Plan) (*osbapi.GetInstanceResponse, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.Timeout)
 	defer cancel()
 	done, err := r.Limiter.Acquire(ctx, entry.Broker)
@@ -133,12 +135,13 @@ func (r *Reconciler) fetch(ctx context.Context, entry *catalog.Entry, si *v1alph
 		return nil, fmt.Errorf("waiting for a turn at broker %q: %w", entry.Broker, err)
 	}
 	defer done()
-	planID := ""
+	req := brokercall.ForInstance("", si, entry, plan, r.Protocol.Lockstep("", brokercall.ReasonResync))
+	req.PlanID = ""
 	if status.LastApplied != nil {
-		planID = status.LastApplied.PlanID
+		req.PlanID = status.LastApplied.PlanID
 	}
-	return entry.Client.GetInstance(ctx, osbclient.RequestMeta{}, osbclient.GetInstanceRequest{
-		InstanceID: si.Spec.ExternalID, ServiceID: serviceID, PlanID: planID})
+	held, err := r.Protocol.Fetch(ctx, req, "")
+	return held.Instance, err
 }
 
 // result counts one fetch and, for drift, reports it as an event.

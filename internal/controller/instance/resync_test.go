@@ -2,7 +2,6 @@ package instance
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -23,7 +22,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/brokercall"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
+	"github.com/lockstep-dev/lockstep/internal/controller/controllertest"
 	"github.com/lockstep-dev/lockstep/internal/controller/resync"
 	"github.com/lockstep-dev/lockstep/internal/journal"
 	"github.com/lockstep-dev/lockstep/internal/osb/fakebroker"
@@ -67,9 +68,8 @@ func newHarness(t *testing.T, change func(*osbapi.Catalog), objects ...client.Ob
 	leases := &journal.Leases{Client: c, Duration: time.Minute}
 	return &harness{
 		client: c, broker: b, clock: clk,
-		r: &Reconciler{Client: c, Namespace: "lockstep-system", Catalogs: cache, Leases: leases, Journal: &journal.Journal{Client: c},
-			Limiter: &resync.Limiter{Concurrent: 1}, ResyncInterval: interval, Timeout: 5 * time.Second,
-			Identity: "system:serviceaccount:lockstep-system:lockstep", Clock: clk},
+		r: &Reconciler{Client: c, Namespace: "lockstep-system", Catalogs: cache, Leases: leases, Protocol: controllertest.Protocol(c, ""),
+			Limiter: &resync.Limiter{Concurrent: 1}, ResyncInterval: interval, Timeout: 5 * time.Second, Clock: clk},
 	}
 }
 
@@ -253,20 +253,13 @@ func TestInstanceResync(t *testing.T) {
 			call, ok := h.broker.LastCall(fakebroker.OpUpdate)
 			require.True(t, ok)
 			assert.Equal(t, tt.wantUpdate, call.JSON["parameters"])
-			assert.Equal(t, "system:serviceaccount:lockstep-system:lockstep", originator(t, call))
+			id := controllertest.Identity(t, call)
+			assert.Equal(t, controllertest.Self, id.Username)
+			assert.Equal(t, []string{brokercall.ReasonCorrection}, id.Extra[brokercall.ExtraReason], "lockstep says why it calls")
+			assert.Equal(t, map[string]any{"platform": "kubernetes", "namespace": "team", "instance_name": "db"}, call.JSON["context"],
+				"a correction carries the instance's context, as admission does")
 		})
 	}
-}
-
-func originator(t *testing.T, c fakebroker.Call) string {
-	t.Helper()
-	value := c.Header.Get(osbapi.HeaderOriginatingIdentity)
-	require.True(t, strings.HasPrefix(value, "kubernetes "), value)
-	raw, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(value, "kubernetes "))
-	require.NoError(t, err)
-	var who struct{ Username string }
-	require.NoError(t, json.Unmarshal(raw, &who))
-	return who.Username
 }
 
 func TestInstanceResyncWaitsForItsTurn(t *testing.T) {

@@ -216,3 +216,29 @@ func TestUnusableSchemasAreConditions(t *testing.T) {
 	assert.Equal(t, "False RemoteReference", reason("acme.queue.standard"))
 	assert.Equal(t, "False NotAnObjectSchema", reason("acme.queue.shared"))
 }
+
+// A broker restarted with new ids for the same services and plans: the
+// marketplace objects keep their names and follow the new ids, one update
+// each, instead of being marked removed while new ones cannot be created
+// under the names they hold.
+func TestMarketplaceFollowsNewIDs(t *testing.T) {
+	h := newHarness(t)
+	cat := fakebroker.DefaultCatalog()
+	require.Equal(t, 12, h.sync(cat))
+
+	for i := range cat.Services {
+		cat.Services[i].ID += "-v2"
+		for j := range cat.Services[i].Plans {
+			cat.Services[i].Plans[j].ID += "-v2"
+		}
+	}
+	assert.Equal(t, 7, h.sync(cat), "an update of each offering and plan")
+	assert.Equal(t, []string{"acme.db", "acme.queue"}, h.offerings(), "none removed")
+	plans := h.plans()
+	assert.Equal(t, []string{"acme.db.fixed", "acme.db.large", "acme.db.small", "acme.queue.shared", "acme.queue.standard"}, keys(plans))
+	small := plans["acme.db.small"]
+	assert.Equal(t, fakebroker.PlanSmallID+"-v2", small.Spec.ID)
+	assert.Equal(t, fakebroker.ServiceDBID+"-v2", small.Spec.ServiceID)
+	assert.False(t, small.Status.RemovedFromCatalog)
+	assert.Equal(t, 0, h.sync(cat), "then nothing to write")
+}

@@ -66,9 +66,11 @@ func (s *sync) syncPlans(ctx context.Context, want []v1alpha1.ServicePlan, inUse
 		return nil, fmt.Errorf("listing ServicePlans: %w", err)
 	}
 	stored := map[string]*v1alpha1.ServicePlan{} // by plan id
+	named := map[string]*v1alpha1.ServicePlan{}  // by object name
 	for i := range list.Items {
 		if p := &list.Items[i]; p.Spec.BrokerName == s.broker.Name {
 			stored[p.Spec.ID] = p
+			named[p.Name] = p
 		}
 	}
 	kept := map[string]bool{}
@@ -78,6 +80,12 @@ func (s *sync) syncPlans(ctx context.Context, want []v1alpha1.ServicePlan, inUse
 		wanted[d.Spec.ID] = true
 		used := inUse[planKey{d.Spec.ServiceName, d.Spec.Name}]
 		cur := stored[d.Spec.ID]
+		if prev := named[d.Name]; cur == nil && prev != nil && stored[prev.Spec.ID] == prev && !wantsID(want, prev.Spec.ID) {
+			// The same plan under a new id (the broker was restarted
+			// with new ids): the object follows the catalog's id.
+			cur = prev
+			wanted[prev.Spec.ID] = true
+		}
 		if d.Status.RemovedFromCatalog && !used {
 			if cur != nil {
 				if err := s.delete(ctx, cur, "ServicePlan"); err != nil {
@@ -127,24 +135,32 @@ func (s *sync) syncOfferings(ctx context.Context, want []v1alpha1.ServiceOfferin
 		return fmt.Errorf("listing ServiceOfferings: %w", err)
 	}
 	stored := map[string]*v1alpha1.ServiceOffering{} // by service id
+	named := map[string]*v1alpha1.ServiceOffering{}  // by object name
 	for i := range list.Items {
 		if o := &list.Items[i]; o.Spec.BrokerName == s.broker.Name {
 			stored[o.Spec.ID] = o
+			named[o.Name] = o
 		}
 	}
 	wanted := map[string]bool{}
 	for i := range want {
 		d := &want[i]
 		wanted[d.Spec.ID] = true
+		cur := stored[d.Spec.ID]
+		if prev := named[d.Name]; cur == nil && prev != nil && !offersID(want, prev.Spec.ID) {
+			// The same service under a new id: the object follows it.
+			cur = prev
+			wanted[prev.Spec.ID] = true
+		}
 		if d.Status.RemovedFromCatalog && !keptServices[d.Spec.ID] {
-			if cur := stored[d.Spec.ID]; cur != nil {
+			if cur != nil {
 				if err := s.delete(ctx, cur, "ServiceOffering"); err != nil {
 					return err
 				}
 			}
 			continue
 		}
-		if err := s.writeOffering(ctx, stored[d.Spec.ID], d); err != nil {
+		if err := s.writeOffering(ctx, cur, d); err != nil {
 			return err
 		}
 	}
@@ -165,6 +181,26 @@ func (s *sync) syncOfferings(ctx context.Context, want []v1alpha1.ServiceOfferin
 		}
 	}
 	return nil
+}
+
+// offersID reports whether want has an offering of service id.
+func offersID(want []v1alpha1.ServiceOffering, id string) bool {
+	for i := range want {
+		if want[i].Spec.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// wantsID reports whether want has a plan of id.
+func wantsID(want []v1alpha1.ServicePlan, id string) bool {
+	for i := range want {
+		if want[i].Spec.ID == id {
+			return true
+		}
+	}
+	return false
 }
 
 // writeOffering makes the stored offering cur (nil: none yet) what d says.

@@ -17,6 +17,7 @@ package operations
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"sort"
 	"time"
 
@@ -28,13 +29,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/brokercall"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
 	"github.com/lockstep-dev/lockstep/internal/credentials"
 	"github.com/lockstep-dev/lockstep/internal/journal"
 	"github.com/lockstep-dev/lockstep/internal/metrics"
-	"github.com/lockstep-dev/lockstep/internal/osbapi"
 	"github.com/lockstep-dev/lockstep/internal/osbclient"
-	"github.com/lockstep-dev/lockstep/internal/parametersfrom"
 )
 
 // persistRecheck is how soon a Succeeded record whose change the API server
@@ -80,7 +80,12 @@ type Operations struct {
 	Catalogs *catalog.Cache
 	Leases   *journal.Leases
 	Journal  *journal.Journal
-	// Poll is the wait between last_operation polls.
+	// Protocol makes the broker calls (lockstep's own, on behalf of the
+	// operation's requester): last_operation, fetches, compensations.
+	Protocol *brokercall.Protocol
+	// Poll is the wait between last_operation polls, and the first wait
+	// before a broker is asked again after no answer or a failed
+	// compensation (doubling each time up to maxRetryWait).
 	Poll time.Duration
 	// Grace is how long after the broker's answer an object that did not
 	// persist counts as never persisted.
@@ -97,6 +102,8 @@ type Operations struct {
 	Timeout time.Duration
 	// Clock tells the records' ages; nil means the real clock.
 	Clock clock.PassiveClock
+
+	retries retries
 }
 
 // SetupWithManager registers the reconciler.
@@ -199,21 +206,14 @@ func (r *Operations) stillAtWork(ctx context.Context, op *v1alpha1.BrokerOperati
 	default:
 		return false
 	}
-	c, err := r.brokerClient(ctx, op)
+	req, err := r.request(ctx, op, op.Spec.Verb, brokercall.ReasonFollow)
 	if err != nil {
 		return false
 	}
-	last, err := r.poll(ctx, c, op)
-	if err != nil {
-		return false
-	}
-	if !last.Gone && !last.State.Final() {
-		return true
-	}
-	// Without the operation key, "succeeded" may speak of an earlier
-	// operation; only 410 Gone says for sure that a delete happened.
+	learned, _, _ := r.Protocol.Learn(ctx, req, op.Status.OperationKey, false, string(op.UID))
 	deleting := op.Spec.Verb == v1alpha1.VerbDeprovision || op.Spec.Verb == v1alpha1.VerbUnbind
-	return deleting && last.Gone && target != nil && target.GetDeletionTimestamp() == nil
+	return learned == brokercall.StillRunning ||
+		deleting && learned == brokercall.CarriedOut && target != nil && target.GetDeletionTimestamp() == nil
 }
 
 // persistedAsRecorded reports whether the API server holds what op was
@@ -231,89 +231,124 @@ func persistedAsRecorded(op *v1alpha1.BrokerOperation, target client.Object) boo
 	return false
 }
 
-// follow polls an operation that was still running when admission answered.
+// follow asks the broker about an operation that was still running when
+// admission answered, or whose outcome lockstep could not learn (see
+// brokercall.Learn), until it knows: then it records the end, or, when
+// the broker cannot tell, settles it the way that leaves both sides equal
+// either way.
 func (r *Operations) follow(ctx context.Context, op *v1alpha1.BrokerOperation) (ctrl.Result, error) {
-	c, err := r.brokerClient(ctx, op)
+	req, err := r.request(ctx, op, op.Spec.Verb, brokercall.ReasonFollow)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	last, err := r.poll(ctx, c, op)
-	if err != nil {
+	accepted := op.Status.HTTPStatus == http.StatusAccepted
+	learned, last, err := r.Protocol.Learn(ctx, req, op.Status.OperationKey, accepted, string(op.UID))
+	if learned == brokercall.NoAnswer {
 		return r.unknown(ctx, op, err)
 	}
+	r.retries.forget(op.UID)
 	deleting := op.Spec.Verb == v1alpha1.VerbDeprovision || op.Spec.Verb == v1alpha1.VerbUnbind
-	switch {
-	case last.Gone && deleting, last.State == osbapi.StateSucceeded:
-	case last.State == osbapi.StateFailed, last.Gone:
-		target, _ := r.target(ctx, op)
-		answer := journal.Answer{Phase: v1alpha1.PhaseFailed, HTTPStatus: last.HTTPStatus, Description: last.Description}
-		if target != nil && op.Spec.Verb != v1alpha1.VerbProvision && op.Spec.Verb != v1alpha1.VerbBind {
-			// The broker kept what it held before, which is what the API
-			// server holds.
-			answer.InSync = &v1alpha1.InSyncNote{Status: metav1.ConditionTrue, Reason: "BrokerRefused",
-				Message: fmt.Sprintf("operation %s: the broker answered that the %s failed (%s); it holds the object as persisted", op.Name, op.Spec.Verb, last.Description)}
-		}
-		return ctrl.Result{}, r.Journal.SetPhase(ctx, op, target, answer)
-	default:
+	switch learned {
+	case brokercall.StillRunning:
 		if err := r.Leases.Renew(ctx, r.key(op), op.Name); err != nil {
 			return ctrl.Result{}, err
 		}
 		return ctrl.Result{RequeueAfter: r.pollAfter(last)}, nil
+	case brokercall.NotCarriedOut:
+		target, _ := r.target(ctx, op)
+		answer := journal.Answer{Phase: v1alpha1.PhaseFailed}
+		why := "it still holds the object"
+		if last != nil {
+			answer.HTTPStatus, answer.Description = last.HTTPStatus, last.Description
+			why = fmt.Sprintf("it answered that the %s failed (%s)", op.Spec.Verb, last.Description)
+		}
+		if target != nil && op.Spec.Verb != v1alpha1.VerbProvision && op.Spec.Verb != v1alpha1.VerbBind {
+			// The broker kept what it held before, which is what the API
+			// server holds.
+			answer.InSync = &v1alpha1.InSyncNote{Status: metav1.ConditionTrue, Reason: "BrokerRefused",
+				Message: fmt.Sprintf("operation %s: the broker did not carry out the %s: %s; it holds the object as persisted", op.Name, op.Spec.Verb, why)}
+		}
+		return ctrl.Result{}, r.Journal.SetPhase(ctx, op, target, answer)
+	case brokercall.CannotTell:
+		return ctrl.Result{}, r.cannotTell(ctx, op, err)
 	}
 
+	// Carried out.
 	target, err := r.target(ctx, op)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	switch op.Spec.Verb {
-	case v1alpha1.VerbBind:
+	answer := journal.Answer{Phase: v1alpha1.PhaseSucceeded}
+	if last != nil {
+		answer.HTTPStatus, answer.Description = last.HTTPStatus, last.Description
+	}
+	if op.Spec.Verb == v1alpha1.VerbBind {
 		if b, ok := target.(*v1alpha1.ServiceBinding); ok {
-			got, err := c.GetBinding(ctx, osbclient.RequestMeta{}, osbclient.GetBindingRequest{
-				InstanceID: op.Spec.Target.InstanceID, BindingID: op.Spec.Target.ExternalID, ServiceID: op.Spec.ServiceID, PlanID: op.Spec.PlanID})
+			creds, err := r.Protocol.Credentials(ctx, req, string(op.UID))
 			if osbclient.IsNotFound(err) {
 				return ctrl.Result{RequeueAfter: r.Poll}, nil // not served yet
 			}
 			if err != nil {
 				return ctrl.Result{}, fmt.Errorf("reading the credentials of binding %s/%s: %w", b.Namespace, b.Name, err)
 			}
-			if err := credentials.Write(ctx, r.Client, b, got.Credentials); err != nil {
-				return ctrl.Result{}, err
-			}
-		}
-	case v1alpha1.VerbDeprovision, v1alpha1.VerbUnbind:
-		if target != nil && target.GetDeletionTimestamp() == nil {
-			if err := r.deleteTarget(ctx, op, target); err != nil {
+			if err := credentials.Write(ctx, r.Client, b, creds); err != nil {
 				return ctrl.Result{}, err
 			}
 		}
 	}
-	return ctrl.Result{}, r.Journal.SetPhase(ctx, op, target, journal.Answer{Phase: v1alpha1.PhaseSucceeded, HTTPStatus: last.HTTPStatus, Description: last.Description})
+	if err := r.Journal.SetPhase(ctx, op, target, answer); err != nil {
+		return ctrl.Result{}, err
+	}
+	if deleting && target != nil && target.GetDeletionTimestamp() == nil {
+		// The broker confirmed the delete: the object goes too. The record
+		// says so first, so that the delete's admission is allowed
+		// without asking the broker a second time.
+		return ctrl.Result{}, r.deleteTarget(ctx, op, target)
+	}
+	return ctrl.Result{}, nil
 }
 
-// unknown handles a poll that got no answer (connection refused or reset,
-// timeout, 5xx, malformed answer): the outcome is unknown, not failed. The
-// operation keeps its lock and stays InProgress, the object's InSync
-// condition says so, and the broker is asked again later, less often the
-// longer the operation lasts.
+// cannotTell settles an operation whose request got no answer and about
+// which the broker, asked since, says nothing sure: an update is applied
+// again from the persisted spec, which leaves the broker holding what the
+// API server holds whether or not it carried the update out; a provision
+// or bind is undone (orphan mitigation); of a delete nothing can be
+// undone or finished, and the object's InSync says so.
+func (r *Operations) cannotTell(ctx context.Context, op *v1alpha1.BrokerOperation, err error) error {
+	why := "its last_operation does not tell"
+	if err != nil {
+		why = fmt.Sprintf("its last_operation does not tell (%v)", err)
+	}
+	switch op.Spec.Verb {
+	case v1alpha1.VerbUpdate:
+		return r.Journal.SetPhase(ctx, op, nil, journal.Answer{Phase: v1alpha1.PhaseOrphaned,
+			Description: fmt.Sprintf("the update got no answer and the broker cannot say whether it carried it out (%s); applying the persisted spec again", why)})
+	case v1alpha1.VerbProvision, v1alpha1.VerbBind:
+		return r.Journal.SetPhase(ctx, op, nil, journal.Answer{Phase: v1alpha1.PhaseOrphaned,
+			Description: fmt.Sprintf("the %s got no answer and the broker cannot say whether it carried it out (%s); undoing whatever it did", op.Spec.Verb, why)})
+	}
+	target, _ := r.target(ctx, op)
+	return r.Journal.SetPhase(ctx, op, target, journal.Answer{Phase: v1alpha1.PhaseFailed,
+		Description: fmt.Sprintf("the %s got no answer and the broker cannot say whether it carried it out (%s)", op.Spec.Verb, why),
+		InSync: &v1alpha1.InSyncNote{Status: metav1.ConditionUnknown, Reason: "OutcomeUnknown",
+			Message: fmt.Sprintf("operation %s: the %s got no answer, and the broker cannot say whether it carried it out (%s, and it does not let lockstep read the object); "+
+				"delete the object again: a broker answers 410 Gone for what it no longer holds", op.Name, op.Spec.Verb, why)}})
+}
+
+// unknown handles a question the broker did not answer (connection
+// refused or reset, timeout, 5xx, malformed answer): the outcome is still
+// unknown, not failed. The operation keeps its lock and stays InProgress,
+// the object's InSync condition says so, and the broker is asked again,
+// waiting twice as long each time (retryAfter).
 func (r *Operations) unknown(ctx context.Context, op *v1alpha1.BrokerOperation, err error) (ctrl.Result, error) {
 	log.FromContext(ctx).Info("could not learn how a broker operation ended; asking again later", "operation", op.Name, "error", err.Error())
 	if err := r.Leases.Renew(ctx, r.key(op), op.Name); err != nil {
 		return ctrl.Result{}, err
 	}
-	note := v1alpha1.InSyncNote{Status: metav1.ConditionUnknown, Reason: "OutcomeUnknown",
-		Message: fmt.Sprintf("operation %s: the broker accepted the %s, and lockstep could not learn how it ended (%v); it keeps asking", op.Name, op.Spec.Verb, err)}
-	if err := r.Journal.NoteInSync(ctx, op, note); err != nil {
+	if err := r.Journal.NoteInSync(ctx, op, *brokercall.UnknownNote(op.Name, op.Spec.Verb, err)); err != nil {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{RequeueAfter: r.backoff(op)}, nil
-}
-
-// backoff is the wait before asking the broker again about an operation
-// whose outcome is unknown: a tenth of the operation's age, at least Poll
-// and at most two minutes.
-func (r *Operations) backoff(op *v1alpha1.BrokerOperation) time.Duration {
-	age := r.clock().Now().Sub(op.CreationTimestamp.Time)
-	return min(max(age/10, r.Poll), 2*time.Minute)
+	return ctrl.Result{RequeueAfter: r.retryAfter(op)}, nil
 }
 
 // commit checks that the API server holds what the broker confirmed.
@@ -351,12 +386,11 @@ func (r *Operations) commit(ctx context.Context, op *v1alpha1.BrokerOperation) (
 }
 
 // compensate undoes an operation whose object never persisted, so that the
-// broker again holds what the API server holds.
+// broker again holds what the API server holds. A compensation the broker
+// refuses or does not answer is tried again, waiting twice as long each
+// time (a broker busy with the binding's bind answers 422
+// ConcurrencyError until it is done).
 func (r *Operations) compensate(ctx context.Context, op *v1alpha1.BrokerOperation) (ctrl.Result, error) {
-	c, err := r.brokerClient(ctx, op)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
 	target, err := r.target(ctx, op)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -365,11 +399,10 @@ func (r *Operations) compensate(ctx context.Context, op *v1alpha1.BrokerOperatio
 	switch op.Spec.Verb {
 	case v1alpha1.VerbProvision:
 		what = "deprovisioned the orphaned instance"
-		err = r.remove(ctx, c, op, osbclient.Removal{InstanceID: op.Spec.Target.ExternalID, ServiceID: op.Spec.ServiceID, PlanID: op.Spec.PlanID})
+		err = r.remove(ctx, op, v1alpha1.VerbDeprovision)
 	case v1alpha1.VerbBind:
 		what = "unbound the orphaned binding and removed its Secret"
-		err = r.remove(ctx, c, op, osbclient.Removal{InstanceID: op.Spec.Target.InstanceID, BindingID: op.Spec.Target.ExternalID,
-			ServiceID: op.Spec.ServiceID, PlanID: op.Spec.PlanID})
+		err = r.remove(ctx, op, v1alpha1.VerbUnbind)
 		if err == nil {
 			err = credentials.DeleteByUID(ctx, r.Client, journal.TargetNamespace(op), op.Spec.Target.UID)
 		}
@@ -381,7 +414,7 @@ func (r *Operations) compensate(ctx context.Context, op *v1alpha1.BrokerOperatio
 		}
 	case v1alpha1.VerbUpdate:
 		what = "re-applied the persisted spec at the broker"
-		err = r.reapply(ctx, c, op, target)
+		err = r.reapply(ctx, op, target)
 	case v1alpha1.VerbDeprovision, v1alpha1.VerbUnbind:
 		what = "finished the delete the broker had already carried out"
 		if target != nil && target.GetDeletionTimestamp() == nil {
@@ -389,12 +422,14 @@ func (r *Operations) compensate(ctx context.Context, op *v1alpha1.BrokerOperatio
 		}
 	}
 	if err != nil {
-		note := v1alpha1.InSyncNote{Status: metav1.ConditionFalse, Reason: "CompensationFailed", Message: fmt.Sprintf("operation %s: %v", op.Name, err)}
+		log.FromContext(ctx).Info("compensation not done; trying again later", "operation", op.Name, "error", err.Error())
+		note := v1alpha1.InSyncNote{Status: metav1.ConditionFalse, Reason: "CompensationFailed", Message: fmt.Sprintf("operation %s: %v; lockstep tries again", op.Name, err)}
 		if nerr := r.Journal.NoteInSync(ctx, op, note); nerr != nil {
 			log.FromContext(ctx).Info("could not note the failed compensation", "operation", op.Name, "error", nerr.Error())
 		}
-		return ctrl.Result{}, fmt.Errorf("compensating %s/%s: %w", op.Namespace, op.Name, err)
+		return ctrl.Result{RequeueAfter: r.retryAfter(op)}, nil
 	}
+	r.retries.forget(op.UID)
 	log.FromContext(ctx).Info("compensated an orphaned broker operation", "operation", op.Name, "what", what)
 	if err := r.Journal.SetPhase(ctx, op, target, journal.Answer{Phase: v1alpha1.PhaseCompensated, Description: op.Status.Description + "; " + what,
 		InSync: &v1alpha1.InSyncNote{Status: metav1.ConditionTrue, Reason: "Compensated", Message: fmt.Sprintf("operation %s: %s", op.Name, what)}}); err != nil {
@@ -404,19 +439,21 @@ func (r *Operations) compensate(ctx context.Context, op *v1alpha1.BrokerOperatio
 }
 
 // remove deprovisions or unbinds what an orphaned operation left at the
-// broker; still in progress is an error, so that the compensation is
-// tried again.
-func (r *Operations) remove(ctx context.Context, c *osbclient.Client, op *v1alpha1.BrokerOperation, t osbclient.Removal) error {
-	done, err := c.Remove(ctx, osbclient.RequestMeta{}, t, osbclient.PollOptions{MinInterval: r.Poll, MaxInterval: r.Poll * 4})
-	if err == nil && !done {
-		err = fmt.Errorf("the broker is still removing what operation %s left; trying again", op.Name)
+// broker (orphan mitigation), on behalf of the operation's requester.
+func (r *Operations) remove(ctx context.Context, op *v1alpha1.BrokerOperation, verb v1alpha1.Verb) error {
+	req, err := r.request(ctx, op, verb, brokercall.ReasonOrphanMitigation)
+	if err != nil {
+		return err
 	}
-	return err
+	return compensated(r.Protocol.Send(ctx, req, string(op.UID)), fmt.Sprintf("remove what operation %s left", op.Name))
 }
 
 // reapply sends the persisted spec of an instance back to the broker after
-// an update that the API server did not persist.
-func (r *Operations) reapply(ctx context.Context, c *osbclient.Client, op *v1alpha1.BrokerOperation, target client.Object) error {
+// an update that the API server did not persist, as an update on behalf
+// of the operation's requester (brokercall.Reapply), with the instance's
+// context. The orphaned update may have left the broker on its plan: that
+// one is sent as the previous plan.
+func (r *Operations) reapply(ctx context.Context, op *v1alpha1.BrokerOperation, target client.Object) error {
 	si, ok := target.(*v1alpha1.ServiceInstance)
 	if !ok || si.DeletionTimestamp != nil {
 		return nil // gone or going: nothing to re-apply
@@ -429,36 +466,29 @@ func (r *Operations) reapply(ctx context.Context, c *osbclient.Client, op *v1alp
 	if err != nil {
 		return err
 	}
-	merged, _, err := parametersfrom.Current(ctx, r.Secrets, si.Namespace, si.Spec.Parameters, si.Spec.ParametersFrom)
+	req, err := brokercall.Reapply(ctx, r.Secrets, si, entry, plan, op.Spec.PlanID, r.Protocol.Lockstep(op.Spec.Requester.Username, brokercall.ReasonCompensation))
 	if err != nil {
 		return err
 	}
-	params, err := plan.Schemas.UpdateParameters(merged)
-	if err != nil {
-		return err
+	return compensated(r.Protocol.Send(ctx, req, string(op.UID)), "apply the persisted spec again")
+}
+
+// compensated is what a compensation's broker call to do what came to:
+// nothing once done; the broker still at work, a refusal or no answer are
+// errors, so that the compensation is tried again.
+func compensated(res brokercall.Result, what string) error {
+	switch res.Verdict {
+	case brokercall.Done:
+		return nil
+	case brokercall.Running:
+		return fmt.Errorf("the broker is still at work to %s", what)
 	}
-	resp, err := c.Update(ctx, osbclient.RequestMeta{RequestID: string(op.UID)}, osbclient.UpdateRequest{
-		InstanceID: si.Spec.ExternalID, ServiceID: plan.Service.ID, PlanID: plan.Plan.ID, Parameters: params,
-		PreviousValues: &osbapi.PreviousValues{ServiceID: op.Spec.ServiceID, PlanID: op.Spec.PlanID},
-	})
-	if err != nil || !resp.Async {
-		return err
-	}
-	// last_operation is asked with the plan from before this update: the
-	// one the orphaned operation left at the broker.
-	last, err := c.PollInstance(ctx, osbclient.RequestMeta{}, osbclient.InstanceLastOperationRequest{InstanceID: si.Spec.ExternalID,
-		ServiceID: plan.Service.ID, PlanID: op.Spec.PlanID, Operation: resp.Operation}, osbclient.PollOptions{MinInterval: r.Poll, MaxInterval: r.Poll * 4})
-	if err != nil {
-		return err
-	}
-	if last.State != osbapi.StateSucceeded {
-		return fmt.Errorf("the broker failed to re-apply the persisted spec: %s", last.Description)
-	}
-	return nil
+	return fmt.Errorf("the broker did not %s: %w", what, res.Err)
 }
 
 // finish releases the object's lock and prunes old records.
 func (r *Operations) finish(ctx context.Context, op *v1alpha1.BrokerOperation) error {
+	r.retries.forget(op.UID)
 	if err := r.Leases.Release(ctx, r.key(op), op.Name); err != nil {
 		return err
 	}
@@ -517,13 +547,11 @@ func (r *Operations) target(ctx context.Context, op *v1alpha1.BrokerOperation) (
 }
 
 // deleteTarget deletes the operation's object once the broker confirmed its
-// deprovision or unbind. The DELETE goes through admission again, so the
-// operation lets go of the object's lock first; the broker then answers 410
-// Gone, which allows it.
+// deprovision or unbind. The DELETE goes through admission again, which
+// finds the object's lock held by this operation, recorded as carried out
+// (or orphaned after a delete the broker carried out), and allows it
+// without a second call to the broker.
 func (r *Operations) deleteTarget(ctx context.Context, op *v1alpha1.BrokerOperation, target client.Object) error {
-	if err := r.Leases.Release(ctx, r.key(op), op.Name); err != nil {
-		return err
-	}
 	uid := target.GetUID()
 	err := r.Client.Delete(ctx, target, &client.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 	if err != nil && !apierrors.IsNotFound(err) {
@@ -532,28 +560,14 @@ func (r *Operations) deleteTarget(ctx context.Context, op *v1alpha1.BrokerOperat
 	return nil
 }
 
-func (r *Operations) brokerClient(ctx context.Context, op *v1alpha1.BrokerOperation) (*osbclient.Client, error) {
+// request is the broker call verb about the operation op's object, made
+// by lockstep on behalf of op's requester, for reason.
+func (r *Operations) request(ctx context.Context, op *v1alpha1.BrokerOperation, verb v1alpha1.Verb, reason string) (brokercall.Request, error) {
 	entry, err := r.Catalogs.Wait(ctx, op.Spec.BrokerName)
 	if err != nil {
-		return nil, fmt.Errorf("operation %s/%s: %w", op.Namespace, op.Name, err)
+		return brokercall.Request{}, fmt.Errorf("operation %s/%s: %w", op.Namespace, op.Name, err)
 	}
-	return entry.Client, nil
-}
-
-// poll asks the broker once for the operation's last_operation.
-func (r *Operations) poll(ctx context.Context, c *osbclient.Client, op *v1alpha1.BrokerOperation) (*osbclient.LastOperation, error) {
-	if op.Spec.Target.Kind == v1alpha1.KindServiceBinding {
-		return c.BindingLastOperation(ctx, osbclient.RequestMeta{}, osbclient.BindingLastOperationRequest{
-			InstanceID: op.Spec.Target.InstanceID, BindingID: op.Spec.Target.ExternalID,
-			ServiceID: op.Spec.ServiceID, PlanID: op.Spec.PlanID, Operation: op.Status.OperationKey})
-	}
-	// After an update, last_operation is asked with the plan from before it.
-	planID := op.Spec.PlanID
-	if op.Spec.PreviousPlanID != "" {
-		planID = op.Spec.PreviousPlanID
-	}
-	return c.InstanceLastOperation(ctx, osbclient.RequestMeta{}, osbclient.InstanceLastOperationRequest{
-		InstanceID: op.Spec.Target.ExternalID, ServiceID: op.Spec.ServiceID, PlanID: planID, Operation: op.Status.OperationKey})
+	return brokercall.ForRecord(verb, op, entry, r.Protocol.Lockstep(op.Spec.Requester.Username, reason)), nil
 }
 
 func (r *Operations) pollAfter(last *osbclient.LastOperation) time.Duration {

@@ -3,12 +3,14 @@ package operations
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -20,6 +22,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
+	"github.com/lockstep-dev/lockstep/internal/controller/controllertest"
 	"github.com/lockstep-dev/lockstep/internal/journal"
 	"github.com/lockstep-dev/lockstep/internal/osb/fakebroker"
 	"github.com/lockstep-dev/lockstep/internal/osbclient"
@@ -37,6 +40,7 @@ func newOpsHarness(t *testing.T, objects ...client.Object) *opsHarness {
 	scheme := runtime.NewScheme()
 	require.NoError(t, v1alpha1.AddToScheme(scheme))
 	require.NoError(t, coordinationv1.AddToScheme(scheme))
+	require.NoError(t, corev1.AddToScheme(scheme))
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objects...).
 		WithStatusSubresource(&v1alpha1.BrokerOperation{}, &v1alpha1.ServiceInstance{}).
 		WithIndex(&v1alpha1.BrokerOperation{}, journal.TargetUIDIndex, journal.TargetUID).Build()
@@ -49,8 +53,9 @@ func newOpsHarness(t *testing.T, objects ...client.Object) *opsHarness {
 	h := &opsHarness{client: c, broker: b, clock: clocktesting.NewFakeClock(time.Now())}
 	h.r = &Operations{
 		Client: c, Catalogs: cache, Journal: &journal.Journal{Client: c, Clock: h.clock},
-		Leases: &journal.Leases{Client: c, Duration: time.Minute, Clock: h.clock},
-		Poll:   time.Millisecond, Grace: 5 * time.Second, PendingTimeout: 30 * time.Second, Keep: 2, Timeout: 5 * time.Second, Clock: h.clock,
+		Leases:   &journal.Leases{Client: c, Duration: time.Minute, Clock: h.clock},
+		Protocol: controllertest.Protocol(c, ""),
+		Poll:     time.Millisecond, Grace: 5 * time.Second, PendingTimeout: 30 * time.Second, Keep: 2, Timeout: 5 * time.Second, Clock: h.clock,
 	}
 	return h
 }
@@ -238,8 +243,8 @@ func TestOperationsPendingTooLongIsSettled(t *testing.T) {
 // TestOperationsFollowKeepsAnUnknownOutcomeInProgress: when the broker
 // cannot tell how an operation ended (connection cut, 5xx, malformed
 // answer), the operation is not failed: it stays InProgress holding its
-// lock, its record tells the object InSync=Unknown, and the broker is asked again,
-// later the older the operation.
+// lock, its record tells the object InSync=Unknown, and the broker is
+// asked again, waiting twice as long each time.
 func TestOperationsFollowKeepsAnUnknownOutcomeInProgress(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -256,6 +261,7 @@ func TestOperationsFollowKeepsAnUnknownOutcomeInProgress(t *testing.T) {
 			start := time.Now().Truncate(time.Second) // timestamps are kept to the second
 			rec := opRecord("op", v1alpha1.VerbUpdate, v1alpha1.PhaseInProgress, spec, start)
 			rec.Status.CompletionTime = nil
+			rec.Status.HTTPStatus = http.StatusAccepted // the broker accepted it, without an operation key
 			h := newOpsHarness(t, si, rec)
 			h.broker.PutInstance(fakebroker.Instance{ID: "ext-1", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID})
 			h.broker.Always(fakebroker.OpInstanceLastOperation, tc.poll)
@@ -267,7 +273,9 @@ func TestOperationsFollowKeepsAnUnknownOutcomeInProgress(t *testing.T) {
 			h.clock.SetTime(start.Add(50 * time.Second)) // past the lock's duration since it was taken
 			res := h.reconcile(t, "op")
 			assert.Equal(t, v1alpha1.PhaseInProgress, h.phase(t, "op"), "an unknown outcome is not a failure")
-			assert.Equal(t, 5*time.Second, res.RequeueAfter, "asked again after a tenth of the operation's age")
+			assert.Equal(t, time.Millisecond, res.RequeueAfter, "asked again after the poll interval")
+			res = h.reconcile(t, "op")
+			assert.Equal(t, 2*time.Millisecond, res.RequeueAfter, "then twice as late")
 			var op v1alpha1.BrokerOperation
 			require.NoError(t, h.client.Get(context.Background(), client.ObjectKey{Namespace: "team", Name: "op"}, &op))
 			c := op.Status.TargetInSync
@@ -296,6 +304,7 @@ func TestOperationsFollowAPlanChangeWithThePlanFromBefore(t *testing.T) {
 	rec := opRecord("op", v1alpha1.VerbUpdate, v1alpha1.PhaseInProgress, spec, time.Now())
 	rec.Spec.PlanID, rec.Spec.PreviousPlanID = fakebroker.PlanLargeID, fakebroker.PlanSmallID
 	rec.Status.CompletionTime = nil
+	rec.Status.HTTPStatus = http.StatusAccepted
 	h := newOpsHarness(t, si, rec)
 	h.broker.PutInstance(fakebroker.Instance{ID: "ext-1", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanLargeID})
 	key := journal.Key{Kind: "ServiceInstance", Namespace: "team", Name: "db"}
@@ -348,4 +357,33 @@ func TestOperationsExpireTheRecordsOfObjectsThatAreGone(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestOperationsOrphanMitigationBacksOff: a broker answering 422
+// ConcurrencyError (still busy with the bind being undone) is asked again
+// later each time, never in a burst: each pass sends one unbind and waits
+// twice as long as the one before, up to two minutes.
+func TestOperationsOrphanMitigationBacksOff(t *testing.T) {
+	spec := v1alpha1.ServiceInstanceSpec{ServiceName: "db", PlanName: "small", ExternalID: "ext-1"}
+	rec := opRecord("op", v1alpha1.VerbBind, v1alpha1.PhaseOrphaned, spec, time.Now())
+	rec.Spec.Target = v1alpha1.OperationTarget{Kind: v1alpha1.KindServiceBinding, Name: "creds", UID: "uid-b", ExternalID: "bind-1", InstanceID: "ext-1"}
+	h := newOpsHarness(t, rec)
+	h.broker.PutInstance(fakebroker.Instance{ID: "ext-1", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID})
+	h.broker.PutBinding(fakebroker.Binding{InstanceID: "ext-1", ID: "bind-1", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID})
+	h.broker.Always(fakebroker.OpUnbind, fakebroker.Respond{Status: http.StatusUnprocessableEntity, Error: "ConcurrencyError", Description: "binding in progress"})
+
+	var waits []time.Duration
+	for i := range 20 {
+		waits = append(waits, h.reconcile(t, "op").RequeueAfter)
+		assert.Equal(t, i+1, h.broker.Count(fakebroker.OpUnbind), "one unbind per pass")
+	}
+	assert.Equal(t, []time.Duration{time.Millisecond, 2 * time.Millisecond, 4 * time.Millisecond, 8 * time.Millisecond}, waits[:4])
+	assert.Equal(t, 2*time.Minute, waits[19], "at most two minutes")
+	assert.Equal(t, v1alpha1.PhaseOrphaned, h.phase(t, "op"))
+
+	h.broker.Reset()
+	assert.Zero(t, h.reconcile(t, "op").RequeueAfter)
+	assert.Equal(t, v1alpha1.PhaseCompensated, h.phase(t, "op"))
+	_, held := h.broker.Binding("ext-1", "bind-1")
+	assert.False(t, held)
 }

@@ -5,7 +5,9 @@
 package servicebroker
 
 // The catalog reconciler watches ServiceBrokers and writes each catalog's
-// summary and Ready condition into the broker's status.
+// summary and Ready condition into the broker's status; it sets the
+// refresh annotation when admission found the catalog's ids changed, and
+// removes it once the catalog was read again.
 //
-// +kubebuilder:rbac:groups=lockstep.dev,resources=servicebrokers,verbs=list;watch
+// +kubebuilder:rbac:groups=lockstep.dev,resources=servicebrokers,verbs=list;watch;patch
 // +kubebuilder:rbac:groups=lockstep.dev,resources=servicebrokers/status,verbs=patch

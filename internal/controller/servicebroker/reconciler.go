@@ -11,9 +11,12 @@ import (
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
@@ -44,11 +47,35 @@ type Reconciler struct {
 
 // SetupWithManager registers the reconciler and makes it the Cache's
 // fetcher. It runs on every replica, leader or not: each replica's
-// admission reads its own Cache.
+// admission reads its own Cache. A ServiceBroker is reconciled (its
+// catalog fetched) when it appears, when its spec changes, when its
+// refresh annotation is set, and every relist interval; never for a write
+// of its own status, which would fetch the catalog a second time.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.Cache.SetFetcher(r.Fetch)
-	return ctrl.NewControllerManagedBy(mgr).For(&v1alpha1.ServiceBroker{}).Named("servicebroker").
+	return ctrl.NewControllerManagedBy(mgr).Named("servicebroker").
+		For(&v1alpha1.ServiceBroker{}, builder.WithPredicates(refreshAndSpecChanges())).
 		WithOptions(controller.Options{NeedLeaderElection: ptr.To(false)}).Complete(r)
+}
+
+// refreshAndSpecChanges passes what asks for a catalog: a new
+// ServiceBroker, a change of its spec, its refresh annotation set.
+func refreshAndSpecChanges() predicate.Predicate {
+	return predicate.Or(predicate.GenerationChangedPredicate{}, refreshAsked())
+}
+
+// refreshAsked passes the update of a ServiceBroker that sets its refresh
+// annotation (a new value counts); its removal does not pass.
+func refreshAsked() predicate.Predicate {
+	return predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			v, ok := e.ObjectNew.GetAnnotations()[v1alpha1.AnnotationRefresh]
+			return ok && v != e.ObjectOld.GetAnnotations()[v1alpha1.AnnotationRefresh]
+		},
+	}
 }
 
 // Reconcile loads the catalog of one ServiceBroker and summarizes it in the
@@ -75,6 +102,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.writeStatus(ctx, &sb, entry, fetchErr); err != nil {
 		return ctrl.Result{}, err
 	}
+	if err := r.refreshed(ctx, &sb); err != nil {
+		return ctrl.Result{}, err
+	}
 	if fetchErr != nil {
 		log.FromContext(ctx).Info("catalog fetch failed; will retry", "broker", sb.Name, "error", fetchErr.Error())
 		return ctrl.Result{}, fetchErr // requeued with backoff
@@ -82,13 +112,82 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{RequeueAfter: relistInterval(&sb)}, nil
 }
 
-// Fetch fetches the named broker's catalog; it is the Cache's Fetcher.
+// Fetch fetches the named broker's catalog; it is the Cache's Fetcher, for
+// admission's refreshes (a request naming a plan the cached catalog does
+// not know, a broker refusing ids it no longer has). When the catalog's
+// ids changed, it asks every replica to read the catalog again (the
+// refresh annotation), so that their caches, the broker's status and the
+// marketplace follow the new ids.
 func (r *Reconciler) Fetch(ctx context.Context, name string) (*catalog.Entry, error) {
 	var sb v1alpha1.ServiceBroker
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, &sb); err != nil {
 		return nil, fmt.Errorf("reading ServiceBroker %q: %w", name, err)
 	}
-	return r.fetch(ctx, &sb)
+	prev, _ := r.Cache.Get(name)
+	e, err := r.fetch(ctx, &sb)
+	if err != nil {
+		return nil, err
+	}
+	if prev != nil && !sameIDs(prev.Catalog, e.Catalog) {
+		if err := r.askRefresh(ctx, &sb); err != nil {
+			log.FromContext(ctx).Info("could not ask the other replicas to read the changed catalog; they do at the next relist",
+				"broker", name, "error", err.Error())
+		}
+	}
+	return e, nil
+}
+
+// askRefresh sets the refresh annotation of sb.
+func (r *Reconciler) askRefresh(ctx context.Context, sb *v1alpha1.ServiceBroker) error {
+	patch := client.MergeFrom(sb.DeepCopy())
+	if sb.Annotations == nil {
+		sb.Annotations = map[string]string{}
+	}
+	sb.Annotations[v1alpha1.AnnotationRefresh] = r.now().UTC().Format(time.RFC3339Nano)
+	return r.Client.Patch(ctx, sb, patch)
+}
+
+// refreshed removes the refresh annotation of sb once its catalog was read
+// again, so that the same command asks again next time.
+func (r *Reconciler) refreshed(ctx context.Context, sb *v1alpha1.ServiceBroker) error {
+	if _, ok := sb.Annotations[v1alpha1.AnnotationRefresh]; !ok {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(sb.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	delete(sb.Annotations, v1alpha1.AnnotationRefresh)
+	err := r.Client.Patch(ctx, sb, patch)
+	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+		return nil // another replica removed it, or set it again: that one reconciles anew
+	}
+	if err != nil {
+		return fmt.Errorf("removing the refresh annotation of ServiceBroker %q: %w", sb.Name, err)
+	}
+	return nil
+}
+
+// sameIDs reports whether two catalogs have the same services and plans,
+// by name and id.
+func sameIDs(a, b *osbapi.Catalog) bool {
+	ids := func(c *osbapi.Catalog) map[[2]string]string {
+		out := map[[2]string]string{}
+		for _, s := range c.Services {
+			out[[2]string{s.Name, ""}] = s.ID
+			for _, p := range s.Plans {
+				out[[2]string{s.Name, p.Name}] = p.ID
+			}
+		}
+		return out
+	}
+	x, y := ids(a), ids(b)
+	if len(x) != len(y) {
+		return false
+	}
+	for k, v := range x {
+		if y[k] != v {
+			return false
+		}
+	}
+	return true
 }
 
 func (r *Reconciler) fetch(ctx context.Context, sb *v1alpha1.ServiceBroker) (*catalog.Entry, error) {
@@ -151,6 +250,12 @@ func (r *Reconciler) removedInUse(ctx context.Context, sb *v1alpha1.ServiceBroke
 	var removed []osbapi.ServicePlan
 	seen := map[string]bool{}
 	for _, sp := range earlier {
+		// A plan the catalog still offers under the same names, with new
+		// ids (a broker restarted with new ids), is that plan, not a
+		// removed one: instances name their plan by name.
+		if _, err := cat.FindPlan(sp.Service.Name, sp.Plan.Name); err == nil {
+			continue
+		}
 		if seen[sp.Plan.ID] || inCatalog(cat, sp.Plan.ID) || !inUse[[2]string{sp.Service.Name, sp.Plan.Name}] {
 			continue
 		}

@@ -104,14 +104,22 @@ func TestReconcileMissingSecretKeyNamesIt(t *testing.T) {
 	assert.Contains(t, ready.Message, `secret ns/auth has no key "password", needed for basic authentication`)
 }
 
-func TestRemovedPlanStaysWhileInstancesUseIt(t *testing.T) {
+// loadedBroker is ServiceBroker "acme" at a test broker, with an instance
+// on plan, whose catalog the reconciler loaded once.
+func loadedBroker(t *testing.T, plan string) (*fakebroker.Broker, *Reconciler, client.Client) {
+	t.Helper()
 	b := fakebroker.New(t)
 	sb := &v1alpha1.ServiceBroker{ObjectMeta: metav1.ObjectMeta{Name: "acme"}, Spec: v1alpha1.ServiceBrokerSpec{URL: b.URL()}}
 	user := &v1alpha1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "team"},
-		Spec: v1alpha1.ServiceInstanceSpec{BrokerName: "acme", ServiceName: "db", PlanName: "large"}}
+		Spec: v1alpha1.ServiceInstanceSpec{BrokerName: "acme", ServiceName: "db", PlanName: plan}}
 	r, c := newReconciler(t, sb, user)
 	_, _, err := reconcile(t, r, c, "acme")
 	require.NoError(t, err)
+	return b, r, c
+}
+
+func TestRemovedPlanStaysWhileInstancesUseIt(t *testing.T) {
+	b, r, c := loadedBroker(t, "large")
 
 	reduced := fakebroker.DefaultCatalog()
 	plans := reduced.Services[0].Plans

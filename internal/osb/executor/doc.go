@@ -40,6 +40,8 @@
 //   - When the action ends (or is stopped at its timeout), whatever it left
 //     running in its process group is killed. If the broker process dies,
 //     the action's first process is killed too (parent-death signal); the
-//     rest carry LOCKSTEP_RUNNER (Process.RunnerID), by which
-//     KillRunnerProcesses finds and ends them when a broker starts again.
+//     rest carry LOCKSTEP_RUNNER (Process.RunnerID), by which a watch
+//     process (Watch, a copy of the broker's program started with it)
+//     finds and ends them the moment the broker dies, SIGKILLed too, and
+//     KillRunnerProcesses again when a broker starts again.
 package executor

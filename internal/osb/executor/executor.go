@@ -31,6 +31,11 @@ type Invocation struct {
 	// Retry marks a provision that runs again after it failed: it gets the
 	// state the failed attempt saved.
 	Retry bool
+	// Started, when set, is called once the action runs, with a function
+	// that reads what it wrote to its output file so far: a provision that
+	// writes its dashboard URL first has it in the broker's first answer,
+	// however long it runs.
+	Started func(sofar func() Output)
 }
 
 // Identity is the platform user who asked (from the originating identity).

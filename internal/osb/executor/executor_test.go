@@ -19,7 +19,12 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/osb/executor"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	if dir := os.Getenv(brokerDirEnv); dir != "" {
+		os.Exit(actAsBroker(dir)) // a broker process for TestActionsEndWithAKilledBroker
+	}
+	goleak.VerifyTestMain(m)
+}
 
 // scriptBundle builds a bundle whose provision, bind and update actions are
 // the given shell scripts.

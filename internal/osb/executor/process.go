@@ -81,7 +81,14 @@ func (p *Process) Run(ctx context.Context, inv Invocation) (Result, error) {
 	cmd.Env = p.environment(inv, bundleDir, runDir, files)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 
-	runErr := runGroup(ctx, cmd)
+	runErr := runGroup(ctx, cmd, func() {
+		if inv.Started != nil {
+			inv.Started(func() Output {
+				out, _ := readOutput(files.outputPath) // a file being written reads as nothing yet
+				return out
+			})
+		}
+	})
 
 	res := Result{}
 	var errs []error
@@ -118,12 +125,14 @@ func (p *Process) Run(ctx context.Context, inv Invocation) (Result, error) {
 	return res, ae
 }
 
-// runGroup starts cmd in its own process group and waits for it; when ctx
-// ends first, or when cmd exits, every process left in the group is killed.
-func runGroup(ctx context.Context, cmd *exec.Cmd) error {
+// runGroup starts cmd in its own process group, calls started, and waits
+// for it; when ctx ends first, or when cmd exits, every process left in
+// the group is killed.
+func runGroup(ctx context.Context, cmd *exec.Cmd, started func()) error {
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start: %w", err)
 	}
+	started()
 	pgid := cmd.Process.Pid
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()

@@ -80,6 +80,7 @@ func (r *Runner) execute(token string) Outcome {
 			OrganizationGUID: req.OrganizationGUID, SpaceGUID: req.SpaceGUID,
 			BindResource: req.BindResource, AppGUID: req.AppGUID, RequestID: job.RequestID,
 		},
+		Started: func(sofar func() executor.Output) { r.started(job.Token, sofar) },
 	}
 	if job.Identity != nil {
 		inv.Input.Identity = &executor.Identity{Platform: job.Identity.Platform, Value: job.Identity.Value}

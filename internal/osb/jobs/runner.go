@@ -65,9 +65,11 @@ type Runner struct {
 	sem    chan struct{}
 	wg     sync.WaitGroup
 
-	mu      sync.Mutex
-	closed  bool
-	running map[string]bool
+	mu     sync.Mutex
+	closed bool
+	// running are the jobs running in this process, by token, each with
+	// what its action wrote to its output so far (nil before it started).
+	running map[string]func() executor.Output
 }
 
 // New returns a runner; it runs nothing until asked.
@@ -91,7 +93,7 @@ func New(opts Options) *Runner {
 		opts.Bootstrapped = func() bool { return true }
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Runner{opts: opts, ctx: ctx, cancel: cancel, sem: make(chan struct{}, opts.MaxConcurrent), running: map[string]bool{}}
+	return &Runner{opts: opts, ctx: ctx, cancel: cancel, sem: make(chan struct{}, opts.MaxConcurrent), running: map[string]func() executor.Output{}}
 }
 
 // ID is the runner id written on the jobs this runner claims.
@@ -108,12 +110,12 @@ func (r *Runner) Run(token string) <-chan Outcome {
 		close(ch)
 		return ch
 	}
-	if r.running[token] {
+	if _, ok := r.running[token]; ok {
 		r.mu.Unlock()
 		close(ch)
 		return ch
 	}
-	r.running[token] = true
+	r.running[token] = nil
 	r.wg.Add(1)
 	r.mu.Unlock()
 	go func() {
@@ -127,6 +129,28 @@ func (r *Runner) Run(token string) <-chan Outcome {
 		close(ch)
 	}()
 	return ch
+}
+
+// SoFar is what the action of job token, running in this process, wrote
+// to its output so far (a provision's dashboard URL before it ends);
+// nothing when it is not running here or wrote nothing readable yet.
+func (r *Runner) SoFar(token string) executor.Output {
+	r.mu.Lock()
+	sofar := r.running[token]
+	r.mu.Unlock()
+	if sofar == nil {
+		return executor.Output{}
+	}
+	return sofar()
+}
+
+// started records how to read what the running action of job token wrote.
+func (r *Runner) started(token string, sofar func() executor.Output) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.running[token]; ok {
+		r.running[token] = sofar
+	}
 }
 
 // Running reports how many jobs run in this process.

@@ -105,7 +105,13 @@ func (s *Service) answer(ctx context.Context, job *store.Job, c Common, success 
 		if !c.AcceptsIncomplete {
 			return Result{}, internal("the request ended before the %s finished; it goes on as operation %s", job.Method, job.Token)
 		}
-		return Result{Status: Accepted, Operation: job.Token}, nil
+		res := Result{Status: Accepted, Operation: job.Token}
+		if job.Method == store.Provision || job.Method == store.Update {
+			// OSB: the dashboard URL belongs in the first answer; the
+			// action may have written it already.
+			res.DashboardURL = s.opts.Runner.SoFar(job.Token).DashboardURL
+		}
+		return res, nil
 	}
 	if o.Job.Refused {
 		return Result{}, s.refused(ctx, &o.Job)

@@ -1,0 +1,6 @@
+//go:build !linux
+
+package executor
+
+// Watch is only implemented on Linux; elsewhere it watches nothing.
+func Watch(runner string) (stop func(), err error) { return func() {}, nil }
