@@ -91,6 +91,24 @@ func Adopting(obj metav1.Object) bool {
 	return obj.GetAnnotations()[AnnotationAdopt] == "true"
 }
 
+// ExternalIDOf is the broker's id of an instance or binding
+// (spec.externalID); "" for any other object.
+func ExternalIDOf(obj metav1.Object) string {
+	switch o := obj.(type) {
+	case *ServiceInstance:
+		return o.Spec.ExternalID
+	case *ServiceBinding:
+		return o.Spec.ExternalID
+	}
+	return ""
+}
+
+// FieldExternalID is the field selector of spec.externalID, which
+// ServiceInstances and ServiceBindings declare selectable: an external id
+// belongs to one object of its kind in the cluster, and admission asks the
+// API server which one holds it.
+const FieldExternalID = "spec.externalID"
+
 // OperationState is the broker's view of an operation, as in OSB
 // last_operation.
 // +kubebuilder:validation:Enum="in progress";succeeded;failed

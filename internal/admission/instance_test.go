@@ -359,7 +359,7 @@ func TestInstanceValidator(t *testing.T) {
 // broker was called, when the broker was called; none otherwise.
 func (h *harness) assertJournal(t *testing.T, called, allowed bool, phase v1alpha1.OperationPhase) {
 	t.Helper()
-	holder, err := h.leases.Holder(context.Background(), journal.Key{Kind: "ServiceInstance", Namespace: "team", Name: "db"})
+	holder, err := h.leases.Holder(context.Background(), journal.Key{Kind: "ServiceInstance", Namespace: "team", Name: "db", ExternalID: "ext-1"})
 	require.NoError(t, err)
 	if !allowed && phase == "" {
 		assert.Nil(t, holder, "a refusal releases the lock at once")
@@ -464,7 +464,7 @@ func TestInstanceDeleteStillRunningIsRejectedAndLeftToTheReconciler(t *testing.T
 	require.Len(t, ops.Items, 1)
 	assert.Equal(t, v1alpha1.PhaseInProgress, ops.Items[0].Status.Phase, "the operations reconciler follows it")
 	assert.NotEmpty(t, ops.Items[0].Status.OperationKey)
-	holder, err := h.leases.Holder(context.Background(), journal.Key{Kind: "ServiceInstance", Namespace: "team", Name: "db"})
+	holder, err := h.leases.Holder(context.Background(), journal.Key{Kind: "ServiceInstance", Namespace: "team", Name: "db", ExternalID: "ext-1"})
 	require.NoError(t, err)
 	require.NotNil(t, holder, "the lock stays with the running operation")
 	assert.Equal(t, ops.Items[0].Name, holder.Record)

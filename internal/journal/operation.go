@@ -19,6 +19,10 @@ type Operation struct {
 	Started time.Time
 	// Record names the operation's BrokerOperation.
 	Record string
+	// Namespace and Name are the object the operation changes, for a
+	// holder read back from a lock: a lock keyed by an external id may be
+	// held for another object than the one asking for it.
+	Namespace, Name string
 	// Intent is the operation's record as it is to be written, carried
 	// by the lock until the record itself is (see Carrier.Run); nil for
 	// a holder read back from a lock.

@@ -162,7 +162,7 @@ func (c *Carrier) settle(ctx context.Context, draft *v1alpha1.BrokerOperation, t
 	if draft.Status.Phase != v1alpha1.PhaseFailed {
 		return
 	}
-	key := Key{Kind: draft.Spec.Target.Kind, Namespace: TargetNamespace(draft), Name: draft.Spec.Target.Name}
+	key := KeyOfRecord(draft)
 	if err := c.Leases.Release(ctx, key, draft.Name); err != nil {
 		c.Log.Info("could not release a lock; it expires by itself", "lock", key.String(), "error", err.Error())
 	}
