@@ -66,6 +66,7 @@ func NewBindingValidator(d Deps, hooks *validate.Hooks[Binding]) *Validator[Bind
 				return validate.ServiceBindingSpec(&a.New.Spec, field.NewPath("spec")), nil, nil
 			}},
 			hookCheck(hooks),
+			&externalIDFree[Binding]{ids: d.externalIDs(), kind: v1alpha1.KindServiceBinding},
 		},
 		Resolve: &targetResolver[Binding]{
 			params: &parametersFrom[Binding]{secrets: d.Secrets, access: d.Access, of: func(b Binding) (*runtime.RawExtension, []v1alpha1.ParametersFromSource) {

@@ -25,13 +25,17 @@ type brokerCall func(meta osbclient.RequestMeta, ans *journal.Answer) (admission
 type carrier struct {
 	run    *journal.Carrier
 	recent *refusals
-	log    logr.Logger
+	// ids refuses, under the lock, a create whose external id another
+	// object holds (see external_id.go).
+	ids *externalIDs
+	log logr.Logger
 }
 
 func newCarrier(d Deps) *carrier {
 	return &carrier{
 		run:    &journal.Carrier{Leases: d.Leases, Journal: d.Journal, After: d.After, Log: d.Broker.Log},
 		recent: newRefusals(d.RefusalMemory),
+		ids:    d.externalIDs(),
 		log:    d.Broker.Log,
 	}
 }
@@ -48,6 +52,11 @@ func (c *carrier) carryOut(ctx context.Context, in journal.Intent, call brokerCa
 	}
 	var warnings admission.Warnings
 	out := c.run.Run(ctx, in, func(meta osbclient.RequestMeta, ans *journal.Answer) (bool, error) {
+		if creates(in.Verb) {
+			if err := c.ids.free(ctx, in.User, in.Kind, in.Target); err != nil {
+				return false, err
+			}
+		}
 		w, inProgress, err := call(meta, ans)
 		warnings = w
 		return inProgress, err
@@ -63,6 +72,9 @@ func (c *carrier) carryOut(ctx context.Context, in journal.Intent, call brokerCa
 		return nil, unavailable("could not take the lock of %s %q: %v; nothing was changed: retry", in.Kind, target.GetName(), out.LockErr)
 	case out.Holder != nil || !out.Called():
 		metrics.LockContention(string(in.Kind))
+		if err := c.ids.inFlight(ctx, in, out.Holder); err != nil {
+			return nil, err
+		}
 		msg := fmt.Sprintf("another change of %s %q is in flight at the broker: %s; nothing was changed: retry when it has finished",
 			kindWord(in.Kind), target.GetName(), out.Holder)
 		if in.Verb == v1alpha1.VerbDeprovision || in.Verb == v1alpha1.VerbUnbind {

@@ -59,6 +59,8 @@ func newInterceptedHarness(t testing.TB, funcs interceptor.Funcs, objects ...run
 	require.NoError(t, corev1.AddToScheme(scheme))
 	require.NoError(t, coordinationv1.AddToScheme(scheme))
 	reader := fake.NewClientBuilder().WithScheme(scheme).WithRuntimeObjects(objects...).
+		WithIndex(&v1alpha1.ServiceInstance{}, v1alpha1.FieldExternalID, ExternalIDIndex).
+		WithIndex(&v1alpha1.ServiceBinding{}, v1alpha1.FieldExternalID, ExternalIDIndex).
 		WithStatusSubresource(&v1alpha1.BrokerOperation{}).WithInterceptorFuncs(funcs).Build()
 
 	c, err := osbclient.New(b.Config())
@@ -69,7 +71,7 @@ func newInterceptedHarness(t testing.TB, funcs interceptor.Funcs, objects ...run
 
 	h := &harness{cache: cache, broker: b, client: reader, leases: &journal.Leases{Client: reader, Duration: time.Minute, Wait: 50 * time.Millisecond}, answers: journal.NewAfter()}
 	deps := Deps{
-		Reader: reader, Writer: reader, Secrets: reader, Catalogs: cache, Journal: &journal.Journal{Client: reader}, Leases: h.leases, Budget: 2 * time.Second,
+		Reader: reader, APIReader: reader, Writer: reader, Secrets: reader, Catalogs: cache, Journal: &journal.Journal{Client: reader}, Leases: h.leases, Budget: 2 * time.Second,
 		After: h.answers,
 		Broker: BrokerOptions{
 			Poll: osbclient.PollOptions{MinInterval: time.Millisecond, MaxInterval: 5 * time.Millisecond},

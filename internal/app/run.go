@@ -138,6 +138,10 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 	if err := journal.IndexTargetUID(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
+	// Admission finds which object holds an external id through this one.
+	if err := admission.IndexExternalIDs(ctx, mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
 
 	catalogs := catalog.NewCache(c.CatalogRefreshInterval)
 	if err := (&servicebroker.Reconciler{
@@ -187,7 +191,7 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 	}
 
 	deps := admission.Deps{
-		Reader: mgr.GetClient(), Writer: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Catalogs: catalogs,
+		Reader: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Writer: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Catalogs: catalogs,
 		Access:  admission.SubjectAccessReviews{Client: mgr.GetClient()},
 		Journal: records, Leases: leases, Budget: c.AdmissionBudget, RefusalMemory: c.RefusalMemory,
 		Broker: admission.BrokerOptions{Poll: poll, ClusterID: clusterID, Log: ctrl.Log.WithName("broker")},

@@ -114,7 +114,9 @@ type Leases struct {
 	Client client.Client
 	// Namespace is where the Leases live: lockstep's own namespace, never
 	// the object's, which may be being deleted and then takes no new
-	// objects. Empty means the object's namespace.
+	// objects; and one namespace for all, so that objects of different
+	// namespaces that name one external id share its lock. Empty means the
+	// object's namespace (in tests of one namespace).
 	Namespace string
 	// Duration is how long a lock lasts without renewal.
 	Duration time.Duration
