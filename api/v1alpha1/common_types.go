@@ -86,6 +86,20 @@ func KeepsBrokerOnDelete(obj metav1.Object) bool {
 // spec.externalID instead of creating one.
 const AnnotationAdopt = "lockstep.dev/adopt"
 
+// The ClusterRole lockstep-adopt (deploy/rbac/adopt_role.yaml) is
+// generated from this marker; no default or aggregated role grants it.
+//
+// +kubebuilder:rbac:groups=lockstep.dev,resources=serviceinstances;servicebindings,verbs=adopt
+
+// PermissionAdopt is the RBAC verb that adopting needs, on serviceinstances
+// or servicebindings in the object's namespace: adopting takes over what a
+// broker holds, which lockstep did not create for this object, so the
+// right to create objects does not imply it.
+const PermissionAdopt = "adopt"
+
+// AdoptRole is the ClusterRole that grants PermissionAdopt.
+const AdoptRole = "lockstep-adopt"
+
 // Adopting reports whether obj asks to adopt what the broker holds.
 func Adopting(obj metav1.Object) bool {
 	return obj.GetAnnotations()[AnnotationAdopt] == "true"

@@ -66,6 +66,7 @@ func NewBindingValidator(d Deps, hooks *validate.Hooks[Binding]) *Validator[Bind
 				return validate.ServiceBindingSpec(&a.New.Spec, field.NewPath("spec")), nil, nil
 			}},
 			hookCheck(hooks),
+			&adoptAccess[Binding]{access: d.Access, kind: v1alpha1.KindServiceBinding},
 			&externalIDFree[Binding]{ids: d.externalIDs(), kind: v1alpha1.KindServiceBinding},
 		},
 		Resolve: &targetResolver[Binding]{

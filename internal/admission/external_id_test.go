@@ -98,11 +98,11 @@ func TestExternalIDHeldByAnotherObjectIsRefused(t *testing.T) {
 		},
 		{
 			name: "an adoption is refused too, and told how to let the holder go", new: instance("small", "", adopting),
-			access: grants{"alice get serviceinstances.lockstep.dev other/their-db", "alice adopt * */*"},
+			access: grants{"alice get serviceinstances.lockstep.dev other/their-db", "alice adopt * *"},
 			want:   `to adopt it here, let that instance go first without its broker: kubectl annotate serviceinstances their-db -n other lockstep.dev/reconcile-policy=detach-on-delete, then delete it`,
 		},
 		{
-			name: "an adoption without the right to read the holder does not learn it", new: instance("small", "", adopting), access: grants{"alice adopt * */*"},
+			name: "an adoption without the right to read the holder does not learn it", new: instance("small", "", adopting), access: grants{"alice adopt * *"},
 			want: `is already held by another instance in this cluster`, notWant: []string{`"other"`, "their-db", "annotate"},
 		},
 	}

@@ -113,6 +113,7 @@ func NewInstanceValidator(d Deps, hooks *validate.Hooks[Instance]) *Validator[In
 				return validate.ServiceInstanceSpec(&a.New.Spec, field.NewPath("spec")), nil, nil
 			}},
 			hookCheck(hooks),
+			&adoptAccess[Instance]{access: d.Access, kind: v1alpha1.KindServiceInstance},
 			&externalIDFree[Instance]{ids: d.externalIDs(), kind: v1alpha1.KindServiceInstance},
 		},
 		DeleteChecks: []Check[Instance]{
