@@ -15,6 +15,10 @@ const (
 	// ConditionInSync is True when what the broker holds equals what the API
 	// server holds; when False its message says why not.
 	ConditionInSync = "InSync"
+	// ConditionAccessRules, on a ServiceBroker, is True when its access
+	// rules (spec.access) are in force, and False, with the reason, when
+	// they cannot be used: then no namespace may use its plans.
+	ConditionAccessRules = "AccessRules"
 )
 
 // Verb is the kind of state change a broker operation carries out.

@@ -77,6 +77,7 @@ func NewBindingValidator(d Deps, hooks *validate.Hooks[Binding]) *Validator[Bind
 		},
 		TargetChecks: []TargetCheck[Binding]{
 			&bindingInstance{leases: d.Leases},
+			&planAccess[Binding]{rules: d.AccessRules, reader: d.Reader, use: bindingPlan},
 			&bindingSecret{reader: d.Secrets},
 		},
 		Steps: []Step[Binding]{

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/access"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
 	"github.com/lockstep-dev/lockstep/internal/journal"
 	"github.com/lockstep-dev/lockstep/internal/validate"
@@ -44,6 +45,9 @@ type Deps struct {
 	Access Authorizer
 	// Catalogs holds every broker's catalog.
 	Catalogs *catalog.Cache
+	// AccessRules holds every broker's access rules (spec.access); nil
+	// (in tests) holds none.
+	AccessRules *access.Store
 	// Journal records every broker operation.
 	Journal *journal.Journal
 	// Leases is the per-object lock, across replicas.
@@ -127,6 +131,7 @@ func NewInstanceValidator(d Deps, hooks *validate.Hooks[Instance]) *Validator[In
 		},
 		TargetChecks: []TargetCheck[Instance]{
 			&instanceCatalog{},
+			&planAccess[Instance]{rules: d.AccessRules, reader: d.Reader, use: instancePlan},
 		},
 		Steps: []Step[Instance]{
 			&instanceBroker{carry: newCarrier(d), opts: d.Broker},

@@ -50,6 +50,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/access"
 	"github.com/lockstep-dev/lockstep/internal/admission"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
 	"github.com/lockstep-dev/lockstep/internal/controller/binding"
@@ -144,8 +145,9 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 	}
 
 	catalogs := catalog.NewCache(c.CatalogRefreshInterval)
+	rules := access.NewStore()
 	if err := (&servicebroker.Reconciler{
-		Client: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Cache: catalogs, Timeout: c.BrokerTimeout,
+		Client: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Cache: catalogs, Access: rules, Timeout: c.BrokerTimeout,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the catalog reconciler: %w", err)
 	}
@@ -191,7 +193,7 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 	}
 
 	deps := admission.Deps{
-		Reader: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Writer: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Catalogs: catalogs,
+		Reader: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Writer: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Catalogs: catalogs, AccessRules: rules,
 		Access:  admission.SubjectAccessReviews{Client: mgr.GetClient()},
 		Journal: records, Leases: leases, Budget: c.AdmissionBudget, RefusalMemory: c.RefusalMemory,
 		Broker: admission.BrokerOptions{Poll: poll, ClusterID: clusterID, Log: ctrl.Log.WithName("broker")},
