@@ -1,0 +1,298 @@
+package e2e
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/osb/fakebroker"
+	"github.com/lockstep-dev/lockstep/internal/osbapi"
+	"github.com/lockstep-dev/lockstep/test/framework"
+)
+
+// Two teams share the cluster: each user may edit instances, bindings and
+// Secrets in the team's own namespace only (a Role and a RoleBinding, as
+// an administrator would set them), and acts through the real kubectl
+// with --as.
+
+// tenant creates a namespace with labels whose instances, bindings and
+// Secrets user may edit, and nothing else.
+func tenant(t *testing.T, user string, labels map[string]string) string {
+	t.Helper()
+	ctx := context.Background()
+	name := "e2e-" + user + "-" + strings.ReplaceAll(uuid.NewString()[:8], "-", "")
+	require.NoError(t, cluster.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}))
+	require.NoError(t, cluster.client.Create(ctx, &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: "editor"},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"serviceinstances", "servicebindings", "brokeroperations"},
+				Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
+			{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
+		},
+	}))
+	require.NoError(t, cluster.client.Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: "editor-" + user},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "editor"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+	}))
+	return name
+}
+
+// kubectlAs runs the real kubectl as user (impersonated by alice, a
+// cluster administrator).
+func kubectlAs(t *testing.T, user, stdin string, args ...string) result {
+	t.Helper()
+	return kubectl(t, stdin, append([]string{"--as", user}, args...)...)
+}
+
+// installAdoptRole creates the ClusterRole lockstep-adopt from
+// deploy/rbac, as installing lockstep does.
+func installAdoptRole(t *testing.T) {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(cluster.Root, "deploy", "rbac", "adopt_role.yaml"))
+	require.NoError(t, err)
+	objs, err := framework.Decode(string(raw))
+	require.NoError(t, err)
+	for _, o := range objs {
+		if err := cluster.client.Create(context.Background(), o); err != nil && !apierrors.IsAlreadyExists(err) {
+			require.NoError(t, err)
+		}
+	}
+}
+
+// onBehalfOf returns the broker calls made on user's behalf (by the
+// originating identity lockstep sends).
+func onBehalfOf(t *testing.T, b *fakebroker.Broker, user string) []fakebroker.Call {
+	t.Helper()
+	var out []fakebroker.Call
+	for _, c := range b.Calls() {
+		origin := strings.TrimPrefix(c.Header.Get(osbapi.HeaderOriginatingIdentity), "kubernetes ")
+		raw, err := base64.StdEncoding.DecodeString(origin)
+		if err != nil {
+			continue
+		}
+		var who struct {
+			Username string `json:"username"`
+		}
+		if json.Unmarshal(raw, &who) == nil && who.Username == user {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func adoptingInstance(ns, name, plan, externalID string) string {
+	return fmt.Sprintf(`apiVersion: lockstep.dev/v1alpha1
+kind: ServiceInstance
+metadata: {name: %s, namespace: %s, annotations: {lockstep.dev/adopt: "true"}}
+spec: {brokerName: acme, serviceName: db, planName: %s, externalID: %s}
+`, name, ns, plan, externalID)
+}
+
+// TestTenantsCannotTakeOverAnotherNamespacesInstance: ben, who may edit
+// namespace B only, learns the external id of ann's instance in namespace
+// A. Each step of the takeover is refused, tells him only what he may
+// know, and changes nothing: no broker call on his behalf, no object.
+func TestTenantsCannotTakeOverAnotherNamespacesInstance(t *testing.T) {
+	b := freshBroker(t)
+	installAdoptRole(t)
+	nsA, nsB := tenant(t, "ann", nil), tenant(t, "ben", nil)
+	// The ids do not name the namespace, so that a message naming it
+	// would show.
+	idA, credsA := "db-"+uuid.NewString(), "creds-"+uuid.NewString()
+	require.Equal(t, 0, kubectlAs(t, "ann", instanceWith(nsA, "db", "small", idA, ""), "apply", "-f", "-").ExitCode)
+	require.Equal(t, 0, kubectlAs(t, "ann", bindingYAML(nsA, "creds", "db", credsA, ""), "apply", "-f", "-").ExitCode)
+	b.ResetCalls()
+
+	nothingChanged := func(t *testing.T, r result, kind, name string) {
+		t.Helper()
+		assert.NotEqual(t, 0, r.ExitCode)
+		assert.NotContains(t, r.Stderr, nsA, "namespace A is not named to ben")
+		assert.Empty(t, onBehalfOf(t, b, "ben"), "no broker call on ben's behalf")
+		err := cluster.client.Get(context.Background(), client.ObjectKey{Namespace: nsB, Name: name}, newObject(kind))
+		assert.True(t, apierrors.IsNotFound(err), "no %s %s/%s", kind, nsB, name)
+	}
+
+	t.Run("a create that names the held id", func(t *testing.T) {
+		r := kubectlAs(t, "ben", instanceWith(nsB, "mine", "small", idA, ""), "apply", "-f", "-")
+		assert.Contains(t, r.Stderr, `external id "`+idA+`" is already held by another instance in this cluster: a broker's id belongs to one object; `+
+			`nothing was created and the broker was not called; leave spec.externalID out to get a new id, or name another one`)
+		nothingChanged(t, r, "instance", "mine")
+	})
+
+	t.Run("an adoption without the permission", func(t *testing.T) {
+		r := kubectlAs(t, "ben", adoptingInstance(nsB, "mine", "small", idA), "apply", "-f", "-")
+		assert.Contains(t, r.Stderr, `user "ben" may not adopt: lockstep.dev/adopt=true takes over what the broker already holds, `+
+			`which needs the permission "adopt" on serviceinstances.lockstep.dev in namespace "`+nsB+`"`)
+		assert.Contains(t, r.Stderr, "kubectl create rolebinding lockstep-adopt --clusterrole=lockstep-adopt --user=ben -n "+nsB)
+		nothingChanged(t, r, "instance", "mine")
+	})
+
+	// An administrator grants ben adoption in B, as the refusal said.
+	r := kubectl(t, "", "create", "rolebinding", "lockstep-adopt", "--clusterrole=lockstep-adopt", "--user=ben", "-n", nsB)
+	require.Equal(t, 0, r.ExitCode, r.Output())
+
+	t.Run("an adoption of another namespace's instance, with the permission", func(t *testing.T) {
+		r := kubectlAs(t, "ben", adoptingInstance(nsB, "mine", "small", idA), "apply", "-f", "-")
+		assert.Contains(t, r.Stderr, `external id "`+idA+`" is already held by another instance in this cluster`)
+		assert.NotContains(t, r.Stderr, "annotate", "how to let the holder go is for who may read it")
+		nothingChanged(t, r, "instance", "mine")
+	})
+
+	t.Run("an adoption of another namespace's binding", func(t *testing.T) {
+		adopt := strings.Replace(bindingYAML(nsB, "stolen", "db", credsA, ""), "  namespace: "+nsB,
+			"  namespace: "+nsB+"\n  annotations: {lockstep.dev/adopt: \"true\"}", 1)
+		r := kubectlAs(t, "ben", adopt, "apply", "-f", "-")
+		assert.Contains(t, r.Stderr, `external id "`+credsA+`" is already held by another binding in this cluster`)
+		nothingChanged(t, r, "binding", "stolen")
+		_, found := getSecret(t, nsB, "stolen")
+		assert.False(t, found, "no credentials in B")
+	})
+
+	t.Run("a bind to another namespace's instance", func(t *testing.T) {
+		r := kubectlAs(t, "ben", bindingYAML(nsB, "stolen", "db", "stolen-"+uuid.NewString(), ""), "apply", "-f", "-")
+		assert.Contains(t, r.Stderr, `spec.instanceName: Invalid value: "db": no ServiceInstance of this name in namespace "`+nsB+`"`)
+		nothingChanged(t, r, "binding", "stolen")
+		_, found := getSecret(t, nsB, "stolen")
+		assert.False(t, found, "no credentials in B")
+	})
+
+	t.Run("who may read the holder is told which it is", func(t *testing.T) {
+		r := kubectlAs(t, "ann", instanceWith(nsA, "db2", "small", idA, ""), "apply", "-f", "-")
+		assert.NotEqual(t, 0, r.ExitCode)
+		assert.Contains(t, r.Stderr, `external id "`+idA+`" is already held by instance "db" in namespace "`+nsA+`"`)
+		assert.False(t, instanceExists(t, nsA, "db2"))
+	})
+
+	// A's instance is untouched: still held at the broker, still Ready.
+	_, held := b.Instance(idA)
+	assert.True(t, held)
+	si := getInstance(t, nsA, "db")
+	assert.True(t, meta.IsStatusConditionTrue(si.Status.Conditions, v1alpha1.ConditionReady))
+	assert.Zero(t, b.Count(fakebroker.OpProvision, fakebroker.OpDeprovision, fakebroker.OpBind, fakebroker.OpUnbind))
+}
+
+func newObject(kind string) client.Object {
+	if kind == "binding" {
+		return &v1alpha1.ServiceBinding{}
+	}
+	return &v1alpha1.ServiceInstance{}
+}
+
+func instanceAt(ns, name, broker, plan string) string {
+	return fmt.Sprintf(`apiVersion: lockstep.dev/v1alpha1
+kind: ServiceInstance
+metadata: {name: %s, namespace: %s}
+spec: {brokerName: %s, serviceName: db, planName: %s}
+`, name, ns, broker, plan)
+}
+
+// setAccess gives the ServiceBroker access rules and waits until every
+// replica's rules are the new ones (the AccessRules condition observed
+// them) and its marketplace shows them.
+func setAccess(t *testing.T, broker string, rules []v1alpha1.AccessRule) {
+	t.Helper()
+	var sb v1alpha1.ServiceBroker
+	require.NoError(t, cluster.client.Get(context.Background(), client.ObjectKey{Name: broker}, &sb))
+	sb.Spec.Access = rules
+	require.NoError(t, cluster.client.Update(context.Background(), &sb))
+	require.Eventually(t, func() bool {
+		require.NoError(t, cluster.client.Get(context.Background(), client.ObjectKey{Name: broker}, &sb))
+		c := meta.FindStatusCondition(sb.Status.Conditions, v1alpha1.ConditionAccessRules)
+		return c != nil && c.ObservedGeneration == sb.Generation
+	}, 20*time.Second, 100*time.Millisecond, "the access rules are in force")
+}
+
+// TestAccessRulesRefuseAndAllowAsWritten: the administrator opens every
+// plan to team a and the small plan to everyone; team b's provision of
+// the large plan, its move to it and, once the small plan is closed too,
+// its bind are refused with the rules named and nothing changed, while
+// what the rules open goes through, and an instance on a plan no longer
+// open keeps working.
+func TestAccessRulesRefuseAndAllowAsWritten(t *testing.T) {
+	broker := "restricted"
+	b := marketBroker(t, broker)
+	nsA, nsB := tenant(t, "ann", map[string]string{"team": "a"}), tenant(t, "ben", map[string]string{"team": "b"})
+	teamA := v1alpha1.AccessRule{Name: "team-a", NamespaceSelector: metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}},
+		Services: []string{"*"}, Plans: []string{"*"}}
+	everyoneSmall := v1alpha1.AccessRule{Name: "everyone-small", Services: []string{"db"}, Plans: []string{"small"}}
+	setAccess(t, broker, []v1alpha1.AccessRule{teamA, everyoneSmall})
+	t.Cleanup(func() {
+		for _, ns := range []string{nsA, nsB} {
+			kubectl(t, "", "delete", "serviceinstances", "--all", "-n", ns, "--timeout=30s")
+		}
+		require.NoError(t, cluster.client.Delete(context.Background(), &v1alpha1.ServiceBroker{ObjectMeta: metav1.ObjectMeta{Name: broker}}))
+	})
+
+	t.Run("the marketplace shows each plan's access", func(t *testing.T) {
+		var got string
+		require.Eventually(t, func() bool {
+			r := kubectl(t, "", "get", "serviceplans", "-l", v1alpha1.LabelBroker+"="+broker, "--sort-by=.spec.name",
+				"-o", "custom-columns=PLAN:.spec.name,ACCESS:.spec.access.namespaces,RULES:.spec.access.rules")
+			got = r.Stdout
+			return strings.Contains(got, "team=a")
+		}, 20*time.Second, 200*time.Millisecond)
+		assert.Regexp(t, `(?m)^large\s+team=a\s+\[team-a\]$`, got)
+		assert.Regexp(t, `(?m)^small\s+all\s+\[team-a everyone-small\]$`, got)
+	})
+
+	refused := func(t *testing.T, r result, want string) {
+		t.Helper()
+		assert.NotEqual(t, 0, r.ExitCode)
+		assert.Contains(t, r.Stderr, want)
+		assert.Empty(t, onBehalfOf(t, b, "ben"), "the broker is not called")
+	}
+	t.Run("a provision outside the rules", func(t *testing.T) {
+		r := kubectlAs(t, "ben", instanceAt(nsB, "big", broker, "large"), "apply", "-f", "-")
+		refused(t, r, `spec.planName: Forbidden: plan "large" of service "db" (broker "restricted") is not open to namespace "`+nsB+`": `+
+			`access rule "team-a" opens the plan only to namespaces matching team=a; access rule "everyone-small" selects it but opens only plans "small" of services "db"; `+
+			`ask a cluster administrator to open it (spec.access of ServiceBroker "restricted"), or use a plan this namespace may use (kubectl get serviceplans shows each plan's access)`)
+		assert.False(t, instanceExists(t, nsB, "big"))
+	})
+	t.Run("a provision the rules open", func(t *testing.T) {
+		r := kubectlAs(t, "ben", instanceAt(nsB, "mine", broker, "small"), "apply", "-f", "-")
+		require.Equal(t, 0, r.ExitCode, r.Output())
+		r = kubectlAs(t, "ann", instanceAt(nsA, "big", broker, "large"), "apply", "-f", "-")
+		require.Equal(t, 0, r.ExitCode, r.Output())
+	})
+	b.ResetCalls()
+	t.Run("a plan change outside the rules", func(t *testing.T) {
+		r := kubectlAs(t, "ben", "", "patch", "serviceinstance", "mine", "-n", nsB, "--type=merge", "-p", `{"spec":{"planName":"large"}}`)
+		refused(t, r, `spec.planName: Forbidden: plan "large" of service "db" (broker "restricted") is not open to namespace "`+nsB+`"`)
+		assert.Equal(t, "small", getInstance(t, nsB, "mine").Spec.PlanName)
+	})
+
+	// The administrator closes the small plan to everyone but team a.
+	setAccess(t, broker, []v1alpha1.AccessRule{teamA})
+	t.Run("a bind of an instance whose plan is no longer open", func(t *testing.T) {
+		r := kubectlAs(t, "ben", bindingYAML(nsB, "creds", "mine", "creds-"+uuid.NewString(), ""), "apply", "-f", "-")
+		refused(t, r, `spec.instanceName: Forbidden: instance "mine" cannot be bound: plan "small" of service "db" (broker "restricted") is not open to namespace "`+nsB+`": `+
+			`access rule "team-a" opens the plan only to namespaces matching team=a`)
+		assert.False(t, bindingExists(t, nsB, "creds"))
+	})
+	t.Run("an instance on a plan no longer open keeps working", func(t *testing.T) {
+		r := kubectlAs(t, "ben", "", "patch", "serviceinstance", "mine", "-n", nsB, "--type=merge", "-p", `{"spec":{"parameters":{"storageGB":3}}}`)
+		require.Equal(t, 0, r.ExitCode, r.Output())
+		assert.Len(t, onBehalfOf(t, b, "ben"), 1, "the update reached the broker")
+		r = kubectlAs(t, "ben", "", "delete", "serviceinstance", "mine", "-n", nsB, "--timeout=30s")
+		require.Equal(t, 0, r.ExitCode, r.Output())
+		assert.False(t, instanceExists(t, nsB, "mine"))
+	})
+}
