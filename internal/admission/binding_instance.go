@@ -87,7 +87,7 @@ func (c *bindingInstance) Check(ctx context.Context, a *Attributes[Binding], t *
 	}
 	if holder != nil {
 		metrics.LockContention(string(v1alpha1.KindServiceInstance))
-		if holder.Namespace != si.Namespace || holder.Name != si.Name {
+		if !holder.About(si) {
 			// A create elsewhere that names the instance's external id
 			// holds its lock for a moment, until it is refused.
 			return nil, nil, conflict("instance %q has a broker operation in flight (another object's, naming its external id); bind in a moment", si.Name)

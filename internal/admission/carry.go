@@ -52,7 +52,7 @@ func (c *carrier) carryOut(ctx context.Context, in journal.Intent, call brokerCa
 	}
 	var warnings admission.Warnings
 	out := c.run.Run(ctx, in, func(meta osbclient.RequestMeta, ans *journal.Answer) (bool, error) {
-		if creates(in.Verb) {
+		if in.Creates() {
 			if err := c.ids.free(ctx, in.User, in.Kind, in.Target); err != nil {
 				return false, err
 			}

@@ -77,12 +77,6 @@ type externalIDs struct {
 	access Authorizer
 }
 
-// creates reports whether verb creates something at the broker under the
-// object's external id, or takes over what it holds there.
-func creates(verb v1alpha1.Verb) bool {
-	return verb == v1alpha1.VerbProvision || verb == v1alpha1.VerbBind || verb == v1alpha1.VerbAdopt
-}
-
 // free refuses the create of obj, of kind, when another object of its kind
 // holds its external id.
 func (e *externalIDs) free(ctx context.Context, user authenticationv1.UserInfo, kind v1alpha1.TargetKind, obj client.Object) error {
@@ -147,12 +141,13 @@ func (e *externalIDs) holder(ctx context.Context, kind v1alpha1.TargetKind, obj 
 
 // inFlight refuses a change whose lock (keyed on the external id) is held
 // by an operation on another object: a create that names the id of an
-// object being created or deleted, or any change of an object while such a
-// create holds its lock for a moment. It names the other object only to a
-// requester who may get it; nil when the holder is about obj itself.
+// object being created or deleted (a create does not wait for it: see
+// journal.Intent.Creates), or any change of an object while such a create
+// holds its lock for a moment. It names the other object only to a
+// requester who may get it; nil when the holder is about the intent's
+// object itself.
 func (e *externalIDs) inFlight(ctx context.Context, in journal.Intent, holder *journal.Operation) error {
-	target := in.Target
-	if holder == nil || holder.Name == "" || (holder.Namespace == target.GetNamespace() && holder.Name == target.GetName()) {
+	if holder == nil || holder.About(in.Target) {
 		return nil
 	}
 	named, err := e.mayGet(ctx, in.User, in.Kind, holder.Namespace, holder.Name)
@@ -163,8 +158,11 @@ func (e *externalIDs) inFlight(ctx context.Context, in journal.Intent, holder *j
 	if named {
 		what = fmt.Sprintf("a change of %s %q in namespace %q that names it (%s)", kindWord(in.Kind), holder.Name, holder.Namespace, holder)
 	}
-	return conflict("external id %q is in use: %s is in flight at the broker; nothing was changed: retry when it has finished (if the other %s keeps the id, name another one)",
-		in.ExternalID, what, kindWord(in.Kind))
+	next := "retry when it has finished"
+	if in.Creates() {
+		next += fmt.Sprintf(" (if the other %s keeps the id, name another one)", kindWord(in.Kind))
+	}
+	return conflict("external id %q is in use: %s is in flight at the broker; nothing was changed: %s", in.ExternalID, what, next)
 }
 
 // mayGet reports whether user may get the object of kind

@@ -206,11 +206,21 @@ func TestExternalIDInFlightForAnotherObject(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := newHarness(t)
+			var takes atomic.Int32
+			h := newInterceptedHarness(t, interceptor.Funcs{
+				Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+					if _, ok := obj.(*coordinationv1.Lease); ok {
+						takes.Add(1)
+					}
+					return c.Create(ctx, obj, opts...)
+				},
+			})
 			d := h.deps
 			d.Access = tt.access
-			// Locks live in lockstep's namespace, whatever the object's.
-			d.Leases = &journal.Leases{Client: h.client, Namespace: "lockstep-system", Duration: time.Minute, Wait: 50 * time.Millisecond}
+			// Locks live in lockstep's namespace, whatever the object's. A
+			// create does not wait for another object's: the other one will
+			// hold the id, or this create may be tried again.
+			d.Leases = &journal.Leases{Client: h.client, Namespace: "lockstep-system", Duration: time.Minute, Wait: time.Minute}
 			v := NewInstanceValidator(d, nil)
 			_, ok, err := d.Leases.Acquire(context.Background(), journal.KeyOf(v1alpha1.KindServiceInstance, theirs()),
 				&journal.Operation{Verb: v1alpha1.VerbProvision, User: "bob", Started: time.Now(), Record: "their-db-provision-1"})
@@ -224,6 +234,7 @@ func TestExternalIDInFlightForAnotherObject(t *testing.T) {
 				assert.NotContains(t, err.Error(), s)
 			}
 			assert.Empty(t, h.broker.Calls())
+			assert.Equal(t, int32(2), takes.Load(), "the other object's lock, and one try of this create's")
 		})
 	}
 }
@@ -233,4 +244,24 @@ func TestExternalIDIndex(t *testing.T) {
 	assert.Equal(t, []string{"ext-1"}, ExternalIDIndex(instance("small", "")))
 	assert.Equal(t, []string{"bind-1"}, ExternalIDIndex(binding("")))
 	assert.Nil(t, ExternalIDIndex(&v1alpha1.ServiceInstance{}))
+}
+
+// A change of an object whose lock another object's create holds for a
+// moment (a create that names its id, about to be refused) waits for it,
+// and is told so without learning the other object.
+func TestChangeWaitsForAnotherObjectsCreateOnItsID(t *testing.T) {
+	h := newHarness(t)
+	h.broker.PutInstance(fakebroker.Instance{ID: "ext-1", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID})
+	d := h.deps
+	d.Access = grants{}
+	d.Leases = &journal.Leases{Client: h.client, Namespace: "lockstep-system", Duration: time.Minute, Wait: 50 * time.Millisecond}
+	_, ok, err := d.Leases.Acquire(context.Background(), journal.KeyOf(v1alpha1.KindServiceInstance, theirs()),
+		&journal.Operation{Verb: v1alpha1.VerbProvision, User: "mallory", Started: time.Now(), Record: "their-db-provision-1"})
+	require.NoError(t, err)
+	require.True(t, ok)
+	_, err = admitAs(h, NewInstanceValidator(d, nil), "alice", admissionv1.Update, instance("small", ""), instance("large", ""))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `external id "ext-1" is in use: a change of another instance that names it is in flight at the broker; nothing was changed: retry when it has finished`)
+	assert.NotContains(t, err.Error(), "mallory")
+	assert.Zero(t, h.broker.Count(fakebroker.OpUpdate))
 }

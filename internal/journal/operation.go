@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 )
 
@@ -29,8 +31,17 @@ type Operation struct {
 	Intent *v1alpha1.BrokerOperation
 }
 
+// About reports whether the operation changes obj (a holder read back
+// from a lock that does not name its object is taken to).
+func (o *Operation) About(obj client.Object) bool {
+	return o.Name == "" || (o.Namespace == obj.GetNamespace() && o.Name == obj.GetName())
+}
+
 // String describes the operation for a person: verb, user, age, record.
 func (o *Operation) String() string {
+	if o == nil {
+		return "another operation, which took the lock a moment ago"
+	}
 	name := o.Record
 	if name == "" {
 		name = o.ID

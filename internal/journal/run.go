@@ -106,7 +106,7 @@ func (c *Carrier) Run(ctx context.Context, in Intent, call Call) Outcome {
 	identical := false
 	holder, ok, err := leases.AcquireUnless(ctx, KeyOf(in.Kind, in.Target), op, func(holder *Operation) bool {
 		identical = c.identicalDone(ctx, in.Target.GetNamespace(), change, holder)
-		return identical
+		return identical || (in.Creates() && holder != nil && !holder.About(in.Target))
 	})
 	out := Outcome{Writes: counted.taken()}
 	switch {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +20,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
@@ -295,4 +299,124 @@ func TestAccessRulesRefuseAndAllowAsWritten(t *testing.T) {
 		require.Equal(t, 0, r.ExitCode, r.Output())
 		assert.False(t, instanceExists(t, nsB, "mine"))
 	})
+}
+
+// TestConcurrentCreatesOfOneExternalIDPersistAtMostOne: ann in A and ben
+// in B create an instance with the same external id at the same moment,
+// 50 times (five ids at a time). A watch sees every instance that is ever
+// persisted: at most one per id, and the broker is asked to provision each
+// id once; the other create is refused with 409.
+func TestConcurrentCreatesOfOneExternalIDPersistAtMostOne(t *testing.T) {
+	const rounds, together = 50, 5
+	b := freshBroker(t)
+	nsA, nsB := tenant(t, "ann", nil), tenant(t, "ben", nil)
+	run := strings.ReplaceAll(uuid.NewString()[:8], "-", "")
+	label := client.MatchingLabels{"e2e.lockstep.dev/race": run}
+	as := func(user string) client.Client {
+		cfg := rest.CopyConfig(cluster.config)
+		cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+		c, err := client.New(cfg, client.Options{Scheme: cluster.client.Scheme()})
+		require.NoError(t, err)
+		return c
+	}
+	ann, ben := as("ann"), as("ben")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	// Every instance ever persisted, by external id.
+	wc, err := client.NewWithWatch(cluster.config, client.Options{Scheme: cluster.client.Scheme()})
+	require.NoError(t, err)
+	w, err := wc.Watch(ctx, &v1alpha1.ServiceInstanceList{}, label)
+	require.NoError(t, err)
+	defer w.Stop()
+	var mu sync.Mutex
+	persisted := map[string]map[types.UID]string{}
+	go func() {
+		for ev := range w.ResultChan() {
+			si, ok := ev.Object.(*v1alpha1.ServiceInstance)
+			if !ok || ev.Type != watch.Added {
+				continue
+			}
+			mu.Lock()
+			if persisted[si.Spec.ExternalID] == nil {
+				persisted[si.Spec.ExternalID] = map[types.UID]string{}
+			}
+			persisted[si.Spec.ExternalID][si.UID] = si.Namespace
+			mu.Unlock()
+		}
+	}()
+	// The namespaces go after the test, in the background, and their
+	// instances without their broker (detach-on-delete).
+	t.Cleanup(func() {
+		for _, ns := range []string{nsA, nsB} {
+			require.NoError(t, cluster.client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+		}
+	})
+
+	race := func(i int) [2]error {
+		var errs [2]error
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for j, side := range []struct {
+			c  client.Client
+			ns string
+		}{{ann, nsA}, {ben, nsB}} {
+			// Deleted without the broker, so that the cleanup is quick.
+			si := &v1alpha1.ServiceInstance{
+				ObjectMeta: metav1.ObjectMeta{Namespace: side.ns, Name: fmt.Sprintf("race-%d", i), Labels: label,
+					Annotations: map[string]string{v1alpha1.AnnotationReconcilePolicy: string(v1alpha1.PolicyDetachOnDelete)}},
+				Spec:       v1alpha1.ServiceInstanceSpec{BrokerName: brokerName, ServiceName: "db", PlanName: "small", ExternalID: fmt.Sprintf("race-%s-%d", run, i)},
+			}
+			wg.Go(func() {
+				<-start
+				errs[j] = side.c.Create(ctx, si)
+			})
+		}
+		close(start)
+		wg.Wait()
+		return errs
+	}
+	results := make([][2]error, rounds)
+	began := time.Now()
+	sem := make(chan struct{}, together)
+	var wg sync.WaitGroup
+	for i := range rounds {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			results[i] = race(i)
+		})
+	}
+	wg.Wait()
+	t.Logf("%d rounds took %s", rounds, time.Since(began))
+
+	for i, errs := range results {
+		created := 0
+		for _, err := range errs {
+			if err == nil {
+				created++
+				continue
+			}
+			assert.True(t, apierrors.IsConflict(err), "round %d: %v", i, err)
+			assert.Regexp(t, `external id "race-\S+" is (already held by another instance in this cluster|in use: a change of another instance that names it is in flight)`, err.Error())
+		}
+		assert.Equal(t, 1, created, "round %d: one of the two creates goes through: %v", i, errs)
+	}
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(persisted) == rounds
+	}, 10*time.Second, 50*time.Millisecond, "the watch saw every id")
+	mu.Lock()
+	defer mu.Unlock()
+	for id, objects := range persisted {
+		assert.Len(t, objects, 1, "external id %s was held by more than one object: %v", id, objects)
+	}
+	provisions := map[string]int{}
+	for _, c := range b.Calls(fakebroker.OpProvision) {
+		provisions[c.InstanceID]++
+	}
+	for i := range rounds {
+		assert.Equal(t, 1, provisions[fmt.Sprintf("race-%s-%d", run, i)], "round %d: one provision reached the broker", i)
+	}
 }
