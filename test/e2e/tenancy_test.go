@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/credentials"
 	"github.com/lockstep-dev/lockstep/internal/osb/fakebroker"
 	"github.com/lockstep-dev/lockstep/internal/osbapi"
 	"github.com/lockstep-dev/lockstep/test/framework"
@@ -418,5 +419,105 @@ func TestConcurrentCreatesOfOneExternalIDPersistAtMostOne(t *testing.T) {
 	}
 	for i := range rounds {
 		assert.Equal(t, 1, provisions[fmt.Sprintf("race-%s-%d", run, i)], "round %d: one provision reached the broker", i)
+	}
+}
+
+// credentialsAt returns where in the cluster a Secret holds password, as
+// namespace/name.
+func credentialsAt(t *testing.T, password string) []string {
+	t.Helper()
+	var all corev1.SecretList
+	require.NoError(t, cluster.client.List(context.Background(), &all))
+	var at []string
+	for _, s := range all.Items {
+		if string(s.Data["password"]) == password {
+			at = append(at, s.Namespace+"/"+s.Name)
+		}
+	}
+	return at
+}
+
+// TestBindingsNeverCrossNamespaces: a binding names an instance of its own
+// namespace only, and its credentials go into a Secret of its own
+// namespace only, by every path that writes them: a bind, an adoption; a
+// spec change is refused, resync writes nothing, and a deleted Secret is
+// not written again anywhere.
+func TestBindingsNeverCrossNamespaces(t *testing.T) {
+	b := freshBroker(t)
+	installAdoptRole(t)
+	nsA, nsB := tenant(t, "ann", nil), tenant(t, "ben", nil)
+	r := kubectl(t, "", "create", "rolebinding", "lockstep-adopt", "--clusterrole=lockstep-adopt", "--user=ann", "-n", nsA)
+	require.Equal(t, 0, r.ExitCode, r.Output())
+	idA := "db-" + uuid.NewString()
+	require.Equal(t, 0, kubectlAs(t, "ann", instanceWith(nsA, "db", "small", idA, ""), "apply", "-f", "-").ExitCode)
+	// Ben has an instance of the same name in his namespace.
+	require.Equal(t, 0, kubectlAs(t, "ben", instanceWith(nsB, "db", "small", "db-"+uuid.NewString(), ""), "apply", "-f", "-").ExitCode)
+
+	passwordOf := func(bindingID string) string {
+		held, ok := b.Binding(idA, bindingID)
+		require.True(t, ok)
+		return held.Credentials["password"].(string)
+	}
+	t.Run("a bind", func(t *testing.T) {
+		id := "creds-" + uuid.NewString()
+		r := kubectlAs(t, "ann", bindingYAML(nsA, "creds", "db", id, ""), "apply", "-f", "-")
+		require.Equal(t, 0, r.ExitCode, r.Output())
+		assert.Equal(t, "/v2/service_instances/"+idA+"/service_bindings/"+id, b.Calls(fakebroker.OpBind)[0].Path, "ann's own instance, by its name in her namespace")
+		assert.Equal(t, []string{nsA + "/creds"}, credentialsAt(t, passwordOf(id)))
+	})
+	t.Run("an adoption", func(t *testing.T) {
+		id := "legacy-" + uuid.NewString()
+		b.PutBinding(fakebroker.Binding{InstanceID: idA, ID: id, ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID,
+			Credentials: map[string]any{"username": "legacy", "password": "legacy-" + uuid.NewString()}})
+		adopt := strings.Replace(bindingYAML(nsA, "legacy", "db", id, ""), "  namespace: "+nsA,
+			"  namespace: "+nsA+"\n  annotations: {lockstep.dev/adopt: \"true\"}", 1)
+		r := kubectlAs(t, "ann", adopt, "apply", "-f", "-")
+		require.Equal(t, 0, r.ExitCode, r.Output())
+		assert.Equal(t, []string{nsA + "/legacy"}, credentialsAt(t, passwordOf(id)))
+	})
+	t.Run("a spec change", func(t *testing.T) {
+		r := kubectlAs(t, "ann", "", "patch", "servicebinding", "creds", "-n", nsA, "--type=merge", "-p", `{"spec":{"secretName":"elsewhere"}}`)
+		assert.NotEqual(t, 0, r.ExitCode)
+		assert.Contains(t, r.Stderr, "create-only field")
+		_, found := getSecret(t, nsA, "elsewhere")
+		assert.False(t, found)
+	})
+	creds := func() string {
+		var sb v1alpha1.ServiceBinding
+		require.NoError(t, cluster.client.Get(context.Background(), client.ObjectKey{Namespace: nsA, Name: "creds"}, &sb))
+		return sb.Spec.ExternalID
+	}()
+	t.Run("resync", func(t *testing.T) {
+		reads := func() int {
+			n := 0
+			for _, c := range b.Calls(fakebroker.OpGetBinding) {
+				if c.BindingID == creds {
+					n++
+				}
+			}
+			return n
+		}
+		before := reads()
+		require.Eventually(t, func() bool { return reads() > before }, 3*resyncInterval+5*time.Second, 100*time.Millisecond, "resync reads the binding")
+		assert.Equal(t, []string{nsA + "/creds"}, credentialsAt(t, passwordOf(creds)))
+	})
+	t.Run("a deleted Secret", func(t *testing.T) {
+		password := passwordOf(creds)
+		r := kubectlAs(t, "ann", "", "delete", "secret", "creds", "-n", nsA)
+		require.Equal(t, 0, r.ExitCode, r.Output())
+		require.Eventually(t, func() bool {
+			var sb v1alpha1.ServiceBinding
+			require.NoError(t, cluster.client.Get(context.Background(), client.ObjectKey{Namespace: nsA, Name: "creds"}, &sb))
+			c := meta.FindStatusCondition(sb.Status.Conditions, v1alpha1.ConditionReady)
+			return c != nil && c.Reason == "CredentialsMissing"
+		}, 10*time.Second, 100*time.Millisecond, "the binding says its credentials are gone")
+		assert.Empty(t, credentialsAt(t, password), "not written again, anywhere")
+	})
+
+	// Nothing of A's bindings is in B.
+	var inB corev1.SecretList
+	require.NoError(t, cluster.client.List(context.Background(), &inB, client.InNamespace(nsB)))
+	for _, s := range inB.Items {
+		assert.NotContains(t, s.Labels, credentials.LabelBindingUID, "Secret %s/%s", s.Namespace, s.Name)
 	}
 }
