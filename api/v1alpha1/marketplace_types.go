@@ -215,6 +215,7 @@ type ServicePlanSpec struct {
 	Parameters []PlanParameter `json:"parameters,omitempty" lockstep:"readonly"`
 	// Access says which namespaces may use the plan, from its
 	// ServiceBroker's access rules (spec.access).
+	// +optional
 	Access PlanAccess `json:"access" lockstep:"readonly"`
 }
 

@@ -346,12 +346,17 @@ func TestConcurrentCreatesOfOneExternalIDPersistAtMostOne(t *testing.T) {
 			mu.Unlock()
 		}
 	}()
-	// The namespaces go after the test, in the background, and their
-	// instances without their broker (detach-on-delete).
+	// The namespaces go after the test, and their instances without their
+	// broker (detach-on-delete); the next test starts once they are gone.
 	t.Cleanup(func() {
 		for _, ns := range []string{nsA, nsB} {
 			require.NoError(t, cluster.client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
 		}
+		require.Eventually(t, func() bool {
+			var left v1alpha1.ServiceInstanceList
+			require.NoError(t, cluster.client.List(context.Background(), &left, label))
+			return len(left.Items) == 0
+		}, 90*time.Second, 200*time.Millisecond, "the instances are deleted")
 	})
 
 	race := func(i int) [2]error {
@@ -452,6 +457,8 @@ func TestBindingsNeverCrossNamespaces(t *testing.T) {
 	require.Equal(t, 0, kubectlAs(t, "ann", instanceWith(nsA, "db", "small", idA, ""), "apply", "-f", "-").ExitCode)
 	// Ben has an instance of the same name in his namespace.
 	require.Equal(t, 0, kubectlAs(t, "ben", instanceWith(nsB, "db", "small", "db-"+uuid.NewString(), ""), "apply", "-f", "-").ExitCode)
+	require.Equal(t, 0, kubectl(t, "", "wait", "serviceinstance", "db", "-n", nsA, "--for=condition=Ready", "--timeout=30s").ExitCode,
+		"bound once its provision is committed")
 
 	passwordOf := func(bindingID string) string {
 		held, ok := b.Binding(idA, bindingID)
