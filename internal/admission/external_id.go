@@ -9,6 +9,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -113,11 +114,20 @@ func (e *externalIDs) free(ctx context.Context, user authenticationv1.UserInfo, 
 // the cache's index names the candidates, and the API server confirms the
 // oldest one that still exists.
 func (e *externalIDs) holder(ctx context.Context, kind v1alpha1.TargetKind, obj client.Object, id string) (client.Object, error) {
-	list, items := listOf(kind)
+	list := listOf(kind)
 	if err := e.cache.List(ctx, list, client.MatchingFields{v1alpha1.FieldExternalID: id}); err != nil {
 		return nil, err
 	}
-	candidates := items()
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		return nil, err
+	}
+	candidates := make([]client.Object, 0, len(items))
+	for _, item := range items {
+		if c, ok := item.(client.Object); ok {
+			candidates = append(candidates, c)
+		}
+	}
 	sort.Slice(candidates, func(i, j int) bool {
 		return candidates[i].GetCreationTimestamp().Time.Before(candidates[j].GetCreationTimestamp().Time)
 	})
@@ -208,25 +218,10 @@ func newOf(kind v1alpha1.TargetKind) client.Object {
 	return &v1alpha1.ServiceInstance{}
 }
 
-// listOf returns an empty list of kind and a function that returns its
-// items once filled.
-func listOf(kind v1alpha1.TargetKind) (client.ObjectList, func() []client.Object) {
+// listOf returns an empty list of kind.
+func listOf(kind v1alpha1.TargetKind) client.ObjectList {
 	if kind == v1alpha1.KindServiceBinding {
-		var l v1alpha1.ServiceBindingList
-		return &l, func() []client.Object {
-			out := make([]client.Object, len(l.Items))
-			for i := range l.Items {
-				out[i] = &l.Items[i]
-			}
-			return out
-		}
+		return &v1alpha1.ServiceBindingList{}
 	}
-	var l v1alpha1.ServiceInstanceList
-	return &l, func() []client.Object {
-		out := make([]client.Object, len(l.Items))
-		for i := range l.Items {
-			out[i] = &l.Items[i]
-		}
-		return out
-	}
+	return &v1alpha1.ServiceInstanceList{}
 }
