@@ -133,6 +133,9 @@ func TestTenantsCannotTakeOverAnotherNamespacesInstance(t *testing.T) {
 		assert.Empty(t, onBehalfOf(t, b, "ben"), "no broker call on ben's behalf")
 		err := cluster.client.Get(context.Background(), client.ObjectKey{Namespace: nsB, Name: name}, newObject(kind))
 		assert.True(t, apierrors.IsNotFound(err), "no %s %s/%s", kind, nsB, name)
+		var ops v1alpha1.BrokerOperationList
+		require.NoError(t, cluster.client.List(context.Background(), &ops, client.InNamespace(nsB)))
+		assert.Empty(t, ops.Items, "no operation record in B")
 	}
 
 	t.Run("a create that names the held id", func(t *testing.T) {
