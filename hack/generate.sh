@@ -3,7 +3,9 @@
 # of api/v1alpha1, the CRD manifests in deploy/crds (with the CEL rules
 # hack/celgen derives from the field-policy tags), the webhook
 # configurations in deploy/webhook and lockstep's ClusterRole in
-# deploy/rbac, from the markers beside the code.
+# deploy/rbac, from the markers beside the code; and the ClusterRole
+# lockstep-adopt, which grants adoption to the users an administrator
+# binds it to, from the marker in api/v1alpha1.
 #
 #   bash hack/generate.sh          # into the repository (make generate)
 #   bash hack/generate.sh DIR      # into DIR, in the same layout (the test
@@ -19,3 +21,5 @@ mkdir -p "$out/api/v1alpha1" "$out/deploy/crds" "$out/deploy/webhook" "$out/depl
 "$go" run ./hack/celgen -dir "$out/deploy/crds"
 "$go" tool controller-gen webhook rbac:roleName=lockstep,fileName=cluster_role.yaml paths=./internal/... \
 	output:webhook:dir="$out/deploy/webhook" output:rbac:dir="$out/deploy/rbac"
+"$go" tool controller-gen rbac:roleName=lockstep-adopt,fileName=adopt_role.yaml paths=./api/... \
+	output:rbac:dir="$out/deploy/rbac"

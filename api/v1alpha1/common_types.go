@@ -15,6 +15,10 @@ const (
 	// ConditionInSync is True when what the broker holds equals what the API
 	// server holds; when False its message says why not.
 	ConditionInSync = "InSync"
+	// ConditionAccessRules, on a ServiceBroker, is True when its access
+	// rules (spec.access) are in force, and False, with the reason, when
+	// they cannot be used: then no namespace may use its plans.
+	ConditionAccessRules = "AccessRules"
 )
 
 // Verb is the kind of state change a broker operation carries out.
@@ -86,10 +90,42 @@ func KeepsBrokerOnDelete(obj metav1.Object) bool {
 // spec.externalID instead of creating one.
 const AnnotationAdopt = "lockstep.dev/adopt"
 
+// The ClusterRole lockstep-adopt (deploy/rbac/adopt_role.yaml) is
+// generated from this marker; no default or aggregated role grants it.
+//
+// +kubebuilder:rbac:groups=lockstep.dev,resources=serviceinstances;servicebindings,verbs=adopt
+
+// PermissionAdopt is the RBAC verb that adopting needs, on serviceinstances
+// or servicebindings in the object's namespace: adopting takes over what a
+// broker holds, which lockstep did not create for this object, so the
+// right to create objects does not imply it.
+const PermissionAdopt = "adopt"
+
+// AdoptRole is the ClusterRole that grants PermissionAdopt.
+const AdoptRole = "lockstep-adopt"
+
 // Adopting reports whether obj asks to adopt what the broker holds.
 func Adopting(obj metav1.Object) bool {
 	return obj.GetAnnotations()[AnnotationAdopt] == "true"
 }
+
+// ExternalIDOf is the broker's id of an instance or binding
+// (spec.externalID); "" for any other object.
+func ExternalIDOf(obj metav1.Object) string {
+	switch o := obj.(type) {
+	case *ServiceInstance:
+		return o.Spec.ExternalID
+	case *ServiceBinding:
+		return o.Spec.ExternalID
+	}
+	return ""
+}
+
+// FieldExternalID is the field selector of spec.externalID, which
+// ServiceInstances and ServiceBindings declare selectable: an external id
+// belongs to one object of its kind in the cluster, and admission asks the
+// API server which one holds it.
+const FieldExternalID = "spec.externalID"
 
 // OperationState is the broker's view of an operation, as in OSB
 // last_operation.

@@ -213,6 +213,23 @@ type ServicePlanSpec struct {
 	// types, descriptions and allowed values.
 	// +optional
 	Parameters []PlanParameter `json:"parameters,omitempty" lockstep:"readonly"`
+	// Access says which namespaces may use the plan, from its
+	// ServiceBroker's access rules (spec.access).
+	// +optional
+	Access PlanAccess `json:"access" lockstep:"readonly"`
+}
+
+// PlanAccess is which namespaces may use a plan: provision it, move an
+// instance to it, bind an instance of it.
+type PlanAccess struct {
+	// Namespaces says it in a word or in label selectors: "all" (the
+	// broker has no access rules, or a rule that opens the plan selects
+	// every namespace), "none" (no rule opens it), or the namespace
+	// selectors of the rules that open it, joined by " or ".
+	Namespaces string `json:"namespaces" lockstep:"readonly"`
+	// Rules are the names of the broker's access rules that open the plan.
+	// +optional
+	Rules []string `json:"rules,omitempty" lockstep:"readonly"`
 }
 
 // ServicePlan is one plan of a registered broker's catalog, written by
@@ -230,6 +247,7 @@ type ServicePlanSpec struct {
 // +kubebuilder:printcolumn:name="Free",type=boolean,JSONPath=`.spec.free`
 // +kubebuilder:printcolumn:name="Bindable",type=boolean,JSONPath=`.spec.bindable`
 // +kubebuilder:printcolumn:name="Removed",type=boolean,JSONPath=`.status.removedFromCatalog`
+// +kubebuilder:printcolumn:name="Access",type=string,JSONPath=`.spec.access.namespaces`
 // +kubebuilder:printcolumn:name="Description",type=string,JSONPath=`.spec.description`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ServicePlan struct {

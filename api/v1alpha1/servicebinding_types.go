@@ -59,6 +59,7 @@ type ServiceBindingStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:shortName=sbd,categories=lockstep
 // +kubebuilder:subresource:status
+// +kubebuilder:selectablefield:JSONPath=`.spec.externalID`
 // +kubebuilder:printcolumn:name="Instance",type=string,JSONPath=`.spec.instanceName`
 // +kubebuilder:printcolumn:name="Secret",type=string,JSONPath=`.spec.secretName`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`

@@ -49,6 +49,39 @@ type ServiceBrokerSpec struct {
 	// +kubebuilder:default="15m"
 	// +optional
 	RelistInterval *metav1.Duration `json:"relistInterval,omitempty"`
+	// Access says which namespaces may use which services and plans of the
+	// broker. Without rules every namespace may use every plan. With rules,
+	// a namespace may provision a plan, move an instance to it, or bind an
+	// instance of it only where a rule that selects the namespace opens
+	// the plan; instances already on a plan that is no longer open keep
+	// working (parameter updates and deletes are never refused).
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=64
+	// +optional
+	Access []AccessRule `json:"access,omitempty"`
+}
+
+// AccessRule opens services and plans of a broker to the namespaces it
+// selects.
+type AccessRule struct {
+	// Name identifies the rule in refusals and in the marketplace.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+	// NamespaceSelector selects the namespaces the rule opens the services
+	// and plans to, by their labels; {} selects every namespace.
+	NamespaceSelector metav1.LabelSelector `json:"namespaceSelector"`
+	// Services are the names of the services the rule opens, as patterns
+	// in which * stands for any run of characters ("*": every service).
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:items:MinLength=1
+	Services []string `json:"services"`
+	// Plans are the names of the plans of those services that the rule
+	// opens, as patterns ("*": every plan).
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:items:MinLength=1
+	Plans []string `json:"plans"`
 }
 
 // PlanSummary is one plan of a broker's catalog, as lockstep sees it.

@@ -94,6 +94,7 @@ type AppliedInstance struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:shortName=si,categories=lockstep
 // +kubebuilder:subresource:status
+// +kubebuilder:selectablefield:JSONPath=`.spec.externalID`
 // +kubebuilder:printcolumn:name="Broker",type=string,JSONPath=`.spec.brokerName`
 // +kubebuilder:printcolumn:name="Service",type=string,JSONPath=`.spec.serviceName`
 // +kubebuilder:printcolumn:name="Plan",type=string,JSONPath=`.spec.planName`

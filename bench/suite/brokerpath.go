@@ -367,7 +367,7 @@ func (f *writeAhead) arm(call func(ctx context.Context, i int) error) loadgen.Ar
 			in := journal.Intent{ID: uuid.NewString(), Target: target, Kind: v1alpha1.KindServiceInstance, ExternalID: uuid.NewString(), Broker: acme,
 				Verb: v1alpha1.VerbUpdate, User: requester, SpecHash: journal.SpecHash(target.Spec),
 				ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID}
-			key := journal.Key{Kind: in.Kind, Namespace: f.namespace, Name: target.Name}
+			key := journal.Key{Kind: in.Kind, Namespace: f.namespace, Name: target.Name, ExternalID: in.ExternalID}
 			draft := j.Draft(in)
 			op := &journal.Operation{ID: in.ID, Verb: in.Verb, User: requester.Username, Started: time.Now(),
 				Record: draft.Name, Intent: draft}

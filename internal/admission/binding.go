@@ -66,6 +66,8 @@ func NewBindingValidator(d Deps, hooks *validate.Hooks[Binding]) *Validator[Bind
 				return validate.ServiceBindingSpec(&a.New.Spec, field.NewPath("spec")), nil, nil
 			}},
 			hookCheck(hooks),
+			&adoptAccess[Binding]{access: d.Access, kind: v1alpha1.KindServiceBinding},
+			&externalIDFree[Binding]{ids: d.externalIDs(), kind: v1alpha1.KindServiceBinding},
 		},
 		Resolve: &targetResolver[Binding]{
 			params: &parametersFrom[Binding]{secrets: d.Secrets, access: d.Access, of: func(b Binding) (*runtime.RawExtension, []v1alpha1.ParametersFromSource) {
@@ -76,6 +78,7 @@ func NewBindingValidator(d Deps, hooks *validate.Hooks[Binding]) *Validator[Bind
 		TargetChecks: []TargetCheck[Binding]{
 			&parametersSize[Binding]{max: d.MaxParametersBytes, own: func(b Binding) *runtime.RawExtension { return b.Spec.Parameters }},
 			&bindingInstance{leases: d.Leases},
+			&planAccess[Binding]{rules: d.AccessRules, reader: d.Reader, use: bindingPlan},
 			&bindingSecret{reader: d.Secrets},
 		},
 		Steps: []Step[Binding]{

@@ -87,6 +87,11 @@ func (c *bindingInstance) Check(ctx context.Context, a *Attributes[Binding], t *
 	}
 	if holder != nil {
 		metrics.LockContention(string(v1alpha1.KindServiceInstance))
+		if !holder.About(si) {
+			// A create elsewhere that names the instance's external id
+			// holds its lock for a moment, until it is refused.
+			return nil, nil, conflict("instance %q has a broker operation in flight (another object's, naming its external id); bind in a moment", si.Name)
+		}
 		return nil, nil, conflict("instance %q has a broker operation in flight (%s); bind when it has finished", si.Name, holder)
 	}
 	if !plan.Bindable() {

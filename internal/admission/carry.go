@@ -20,7 +20,10 @@ import (
 type carrier struct {
 	protocol *brokercall.Protocol
 	recent   *refusals
-	log      logr.Logger
+	// ids refuses, under the lock, a create whose external id another
+	// object holds (see external_id.go).
+	ids *externalIDs
+	log logr.Logger
 }
 
 func newCarrier(d Deps) *carrier {
@@ -30,6 +33,7 @@ func newCarrier(d Deps) *carrier {
 			Catalogs: d.Catalogs, ClusterID: d.Broker.ClusterID, Poll: d.Broker.Poll, Log: d.Broker.Log,
 		},
 		recent: newRefusals(d.RefusalMemory),
+		ids:    d.externalIDs(),
 		log:    d.Broker.Log,
 	}
 }
@@ -47,6 +51,9 @@ func (c *carrier) carryOut(ctx context.Context, req brokercall.Request, ch chang
 		return nil, err
 	}
 	var warnings admission.Warnings
+	if req.ClaimsID() {
+		req.Before = func(ctx context.Context) error { return c.ids.free(ctx, req.Who.User, req.Kind, req.Object) }
+	}
 	req.Tell = func(res brokercall.Result) error {
 		w, err := ch.tell(req.Verb, res)
 		warnings = w
@@ -64,6 +71,9 @@ func (c *carrier) carryOut(ctx context.Context, req brokercall.Request, ch chang
 		return nil, unavailable("could not take the lock of %s %q: %v; nothing was changed: retry", req.Kind, target.GetName(), res.LockErr)
 	case res.Holder != nil || !res.Called():
 		metrics.LockContention(string(req.Kind))
+		if err := c.ids.inFlight(ctx, req, res.Holder); err != nil {
+			return nil, err
+		}
 		msg := fmt.Sprintf("another change of %s %q is in flight at the broker: %s; nothing was changed: retry when it has finished",
 			kindWord(req.Kind), target.GetName(), res.Holder)
 		if req.Verb == v1alpha1.VerbDeprovision || req.Verb == v1alpha1.VerbUnbind {

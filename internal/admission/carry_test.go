@@ -75,7 +75,7 @@ func (h *harness) records(t *testing.T) []v1alpha1.BrokerOperation {
 
 func (h *harness) lockHeldBy(t *testing.T) string {
 	t.Helper()
-	held, err := h.leases.HeldBy(context.Background(), journal.Key{Kind: v1alpha1.KindServiceInstance, Namespace: "team", Name: "db"})
+	held, err := h.leases.HeldBy(context.Background(), journal.Key{Kind: v1alpha1.KindServiceInstance, Namespace: "team", Name: "db", ExternalID: "ext-1"})
 	require.NoError(t, err)
 	return held
 }

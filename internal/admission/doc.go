@@ -16,16 +16,20 @@
 //     and updates of objects being deleted are allowed at once, with no
 //     checks at all, so that nothing ever blocks finalizer removal;
 //  2. static checks (no I/O beyond in-memory caches, except the Secrets
-//     that spec.parametersFrom names, read uncached: parameters_from.go),
+//     that spec.parametersFrom names, read uncached: parameters_from.go,
+//     and the SubjectAccessReviews that ask what the requester may do:
+//     authorizer.go),
 //     in three stages declared in one place per kind (instance.go,
 //     binding.go): the Checks of the request alone (field policies, spec,
-//     hooks); the Resolver (resolve.go), which returns what the request
+//     hooks; on a create, the permission to adopt, adopt_access.go, and
+//     whether another object holds its external id, external_id.go); the
+//     Resolver (resolve.go), which returns what the request
 //     names as a Target (target.go: the broker's catalog entry, the plan,
 //     the bound instance, the parameters with those from Secrets merged
 //     in); the TargetChecks of the request against that Target (catalog
-//     rules, an instance ready to bind, the parameters' size). Attributes
-//     describe the request
-//     alone and no stage changes them; the Target is passed explicitly and
+//     rules, an instance ready to bind, the broker's access rules:
+//     plan_access.go, the parameters' size). Attributes describe the
+//     request alone and no stage changes them; the Target is passed explicitly and
 //     only read. All field errors are reported together, in that order, as
 //     one 422, as apierrors.NewInvalid builds it (invalid.go), so that
 //     kubectl shows the field paths; a Target resolved in part leaves its
@@ -33,9 +37,11 @@
 //  3. dry-run stops here: the broker is never called for a dry run;
 //  4. broker steps, which get the Target and carry the change out at the
 //     broker through the one protocol of a broker call (carry.go,
-//     internal/brokercall): the object's lock, carrying the operation's
-//     record, is the one API server write before the call; the record with
-//     the broker's answer is written after the reply; the answer is
+//     internal/brokercall): the object's lock (keyed on its kind and
+//     external id), carrying the operation's record, is the one API
+//     server write before the call; a create asks once more under it
+//     whether another object holds its id; the record with the broker's
+//     answer is written after the reply; the answer is
 //     classified the same way for every verb (done, refused, unknown), and
 //     outcome.go says it to the requester.
 //

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/access"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
 	"github.com/lockstep-dev/lockstep/internal/journal"
 	"github.com/lockstep-dev/lockstep/internal/validate"
@@ -26,18 +27,27 @@ var instanceKind = v1alpha1.GroupVersion.WithKind("ServiceInstance").GroupKind()
 
 // Deps are what the handlers need from the rest of lockstep.
 type Deps struct {
-	// Reader reads lockstep objects from the manager's cache.
+	// Reader reads lockstep objects from the manager's cache, which has
+	// the index of IndexExternalIDs.
 	Reader client.Reader
+	// APIReader reads lockstep objects from the API server, past the
+	// cache: it confirms which object holds an external id.
+	APIReader client.Reader
 	// Writer writes credential Secrets to the API server.
 	Writer client.Client
 	// Secrets reads Secrets from the API server (lockstep does not cache
 	// the cluster's Secrets).
 	Secrets client.Reader
-	// Access tells whether the requester may read a Secret that
-	// spec.parametersFrom names; nil asks nobody.
-	Access SecretAccess
+	// Access tells whether the requester may do what a request asks of
+	// lockstep beyond the object itself (read a Secret that
+	// spec.parametersFrom names, adopt, read the object that holds an
+	// external id); nil asks nobody and allows.
+	Access Authorizer
 	// Catalogs holds every broker's catalog.
 	Catalogs *catalog.Cache
+	// AccessRules holds every broker's access rules (spec.access); nil
+	// (in tests) holds none.
+	AccessRules *access.Store
 	// Journal records every broker operation.
 	Journal *journal.Journal
 	// Leases is the per-object lock, across replicas.
@@ -55,6 +65,11 @@ type Deps struct {
 	After *journal.After
 	// Broker tunes the broker phase.
 	Broker BrokerOptions
+}
+
+// externalIDs finds which object holds an external id.
+func (d Deps) externalIDs() *externalIDs {
+	return &externalIDs{cache: d.Reader, direct: d.APIReader, access: d.Access}
 }
 
 // NewInstanceDefaulter returns the mutating handler for ServiceInstances:
@@ -105,6 +120,8 @@ func NewInstanceValidator(d Deps, hooks *validate.Hooks[Instance]) *Validator[In
 				return validate.ServiceInstanceSpec(&a.New.Spec, field.NewPath("spec")), nil, nil
 			}},
 			hookCheck(hooks),
+			&adoptAccess[Instance]{access: d.Access, kind: v1alpha1.KindServiceInstance},
+			&externalIDFree[Instance]{ids: d.externalIDs(), kind: v1alpha1.KindServiceInstance},
 		},
 		DeleteChecks: []Check[Instance]{
 			&liveBindings{reader: d.Reader},
@@ -118,6 +135,7 @@ func NewInstanceValidator(d Deps, hooks *validate.Hooks[Instance]) *Validator[In
 		TargetChecks: []TargetCheck[Instance]{
 			&parametersSize[Instance]{max: d.MaxParametersBytes, own: func(si Instance) *runtime.RawExtension { return si.Spec.Parameters }, sends: parametersChanged},
 			&instanceCatalog{},
+			&planAccess[Instance]{rules: d.AccessRules, reader: d.Reader, use: instancePlan},
 		},
 		Steps: []Step[Instance]{
 			&instanceBroker{carry: newCarrier(d)},

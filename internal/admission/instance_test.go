@@ -60,6 +60,8 @@ func newInterceptedHarness(t testing.TB, funcs interceptor.Funcs, objects ...run
 	require.NoError(t, corev1.AddToScheme(scheme))
 	require.NoError(t, coordinationv1.AddToScheme(scheme))
 	reader := fake.NewClientBuilder().WithScheme(scheme).WithRuntimeObjects(objects...).
+		WithIndex(&v1alpha1.ServiceInstance{}, v1alpha1.FieldExternalID, ExternalIDIndex).
+		WithIndex(&v1alpha1.ServiceBinding{}, v1alpha1.FieldExternalID, ExternalIDIndex).
 		WithStatusSubresource(&v1alpha1.BrokerOperation{}).WithInterceptorFuncs(funcs).Build()
 
 	c, err := osbclient.New(b.Config())
@@ -70,7 +72,7 @@ func newInterceptedHarness(t testing.TB, funcs interceptor.Funcs, objects ...run
 
 	h := &harness{cache: cache, broker: b, client: reader, leases: &journal.Leases{Client: reader, Duration: time.Minute, Wait: 50 * time.Millisecond}, answers: journal.NewAfter()}
 	deps := Deps{
-		Reader: reader, Writer: reader, Secrets: reader, Catalogs: cache, Journal: &journal.Journal{Client: reader}, Leases: h.leases, Budget: 2 * time.Second,
+		Reader: reader, APIReader: reader, Writer: reader, Secrets: reader, Catalogs: cache, Journal: &journal.Journal{Client: reader}, Leases: h.leases, Budget: 2 * time.Second,
 		MaxParametersBytes: DefaultMaxParametersBytes,
 		After:              h.answers,
 		Broker: BrokerOptions{
@@ -367,7 +369,7 @@ func TestInstanceValidator(t *testing.T) {
 // broker was called, when the broker was called; none otherwise.
 func (h *harness) assertJournal(t *testing.T, called, allowed bool, phase v1alpha1.OperationPhase) {
 	t.Helper()
-	holder, err := h.leases.Holder(context.Background(), journal.Key{Kind: "ServiceInstance", Namespace: "team", Name: "db"})
+	holder, err := h.leases.Holder(context.Background(), journal.Key{Kind: "ServiceInstance", Namespace: "team", Name: "db", ExternalID: "ext-1"})
 	require.NoError(t, err)
 	if !allowed && phase == "" {
 		assert.Nil(t, holder, "a refusal releases the lock at once")
@@ -472,7 +474,7 @@ func TestInstanceDeleteStillRunningIsRejectedAndLeftToTheReconciler(t *testing.T
 	require.Len(t, ops.Items, 1)
 	assert.Equal(t, v1alpha1.PhaseInProgress, ops.Items[0].Status.Phase, "the operations reconciler follows it")
 	assert.NotEmpty(t, ops.Items[0].Status.OperationKey)
-	holder, err := h.leases.Holder(context.Background(), journal.Key{Kind: "ServiceInstance", Namespace: "team", Name: "db"})
+	holder, err := h.leases.Holder(context.Background(), journal.Key{Kind: "ServiceInstance", Namespace: "team", Name: "db", ExternalID: "ext-1"})
 	require.NoError(t, err)
 	require.NotNil(t, holder, "the lock stays with the running operation")
 	assert.Equal(t, ops.Items[0].Name, holder.Record)

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,7 +28,7 @@ type parametersFrom[T client.Object] struct {
 	secrets client.Reader
 	// access, when set, is asked whether the requester may read each
 	// Secret: lockstep reads it with its own rights.
-	access SecretAccess
+	access Authorizer
 	// of returns an object's spec.parameters and spec.parametersFrom.
 	of func(T) (*runtime.RawExtension, []v1alpha1.ParametersFromSource)
 }
@@ -81,7 +82,7 @@ func (c *parametersFrom[T]) mayRead(ctx context.Context, a *Attributes[T], from 
 			continue
 		}
 		asked[name] = true
-		ok, err := c.access.CanGetSecret(ctx, a.User, ns, name)
+		ok, err := c.access.Allowed(ctx, a.User, authorizationv1.ResourceAttributes{Namespace: ns, Verb: "get", Resource: "secrets", Name: name})
 		if err != nil {
 			return nil, unavailable("%v; nothing was changed and the broker was not called: retry", err)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -333,12 +334,16 @@ func TestBindingParametersFrom(t *testing.T) {
 	}
 }
 
-// readers is a SecretAccess that lets each user read the Secrets listed.
+// readers is an Authorizer that lets each user get the Secrets listed,
+// and nothing else.
 type readers map[string][]string
 
-func (r readers) CanGetSecret(_ context.Context, user authenticationv1.UserInfo, _, name string) (bool, error) {
+func (r readers) Allowed(_ context.Context, user authenticationv1.UserInfo, attrs authorizationv1.ResourceAttributes) (bool, error) {
+	if attrs.Resource != "secrets" || attrs.Verb != "get" {
+		return false, nil
+	}
 	for _, s := range r[user.Username] {
-		if s == name {
+		if s == attrs.Name {
 			return true, nil
 		}
 	}

@@ -56,7 +56,7 @@ func (g *reconcilePolicy[T]) Pass(ctx context.Context, a *Attributes[T]) (bool, 
 	switch a.Operation {
 	case admissionv1.Create:
 		adopting := v1alpha1.Adopting(obj)
-		if adopting && externalID(obj) == "" {
+		if adopting && v1alpha1.ExternalIDOf(obj) == "" {
 			return true, nil, invalid(g.kind, obj.GetName(), field.ErrorList{field.Required(field.NewPath("spec", "externalID"),
 				fmt.Sprintf("%s=true adopts what the broker holds under this id: name it", v1alpha1.AnnotationAdopt))})
 		}
@@ -99,7 +99,7 @@ func (g *reconcilePolicy[T]) Pass(ctx context.Context, a *Attributes[T]) (bool, 
 func (g *reconcilePolicy[T]) detach(ctx context.Context, a *Attributes[T], policy v1alpha1.ReconcilePolicy) error {
 	obj := a.Old
 	in := journal.Intent{
-		ID: string(obj.GetUID()), Target: obj, Kind: v1alpha1.TargetKind(g.kind.Kind), ExternalID: externalID(obj), Broker: g.brokerOf(ctx, obj),
+		ID: string(obj.GetUID()), Target: obj, Kind: v1alpha1.TargetKind(g.kind.Kind), ExternalID: v1alpha1.ExternalIDOf(obj), Broker: g.brokerOf(ctx, obj),
 		Verb: v1alpha1.VerbDetach, User: a.User,
 	}
 	rec, err := g.journal.Begin(ctx, in) // reads the record when it exists
@@ -110,16 +110,6 @@ func (g *reconcilePolicy[T]) detach(ctx context.Context, a *Attributes[T], polic
 	defer cancel()
 	return g.journal.SetPhase(recordCtx, rec, obj, journal.Answer{Phase: v1alpha1.PhaseCommitted,
 		Description: fmt.Sprintf("deleted without its broker (%s=%s); the broker keeps what it holds", v1alpha1.AnnotationReconcilePolicy, policy)})
-}
-
-func externalID(obj client.Object) string {
-	switch o := obj.(type) {
-	case *v1alpha1.ServiceInstance:
-		return o.Spec.ExternalID
-	case *v1alpha1.ServiceBinding:
-		return o.Spec.ExternalID
-	}
-	return ""
 }
 
 // brokerOf names the ServiceBroker of an instance, or of a binding's

@@ -58,7 +58,7 @@ func TestIdenticalRetryOnAnotherReplicaWaitsForTheAnswer(t *testing.T) {
 	rec, err := other.Begin(context.Background(), journal.Intent{ID: "first", Target: si, Kind: v1alpha1.KindServiceInstance, ExternalID: "ext-1",
 		Broker: "acme", Verb: v1alpha1.VerbProvision, User: authenticationv1.UserInfo{Username: "alice"}, SpecHash: journal.SpecHash(si.Spec)})
 	require.NoError(t, err)
-	_, ok, err := h.leases.Acquire(context.Background(), journal.Key{Kind: v1alpha1.KindServiceInstance, Namespace: "team", Name: "db"},
+	_, ok, err := h.leases.Acquire(context.Background(), journal.Key{Kind: v1alpha1.KindServiceInstance, Namespace: "team", Name: "db", ExternalID: "ext-1"},
 		&journal.Operation{Verb: v1alpha1.VerbProvision, User: "alice", Record: rec.Name, Started: time.Now()})
 	require.NoError(t, err)
 	require.True(t, ok)

@@ -50,6 +50,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/access"
 	"github.com/lockstep-dev/lockstep/internal/admission"
 	"github.com/lockstep-dev/lockstep/internal/brokercall"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
@@ -140,10 +141,15 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 	if err := journal.IndexTargetUID(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
+	// Admission finds which object holds an external id through this one.
+	if err := admission.IndexExternalIDs(ctx, mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
 
 	catalogs := catalog.NewCache(c.CatalogRefreshInterval)
+	rules := access.NewStore()
 	if err := (&servicebroker.Reconciler{
-		Client: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Cache: catalogs, Timeout: c.BrokerTimeout,
+		Client: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Cache: catalogs, Access: rules, Timeout: c.BrokerTimeout,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the catalog reconciler: %w", err)
 	}
@@ -198,7 +204,7 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 	}
 
 	deps := admission.Deps{
-		Reader: mgr.GetClient(), Writer: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Catalogs: catalogs,
+		Reader: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Writer: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Catalogs: catalogs, AccessRules: rules,
 		Access:  admission.SubjectAccessReviews{Client: mgr.GetClient()},
 		Journal: records, Leases: leases, Budget: c.AdmissionBudget, RefusalMemory: c.RefusalMemory, MaxParametersBytes: c.MaxParametersBytes,
 		Broker: admission.BrokerOptions{Poll: poll, ClusterID: clusterID, Log: ctrl.Log.WithName("broker")},

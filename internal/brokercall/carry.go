@@ -43,6 +43,12 @@ func (p *Protocol) Carry(ctx context.Context, req Request) Result {
 	record := journal.OperationName(req.Object.GetName(), req.Verb, in.ID)
 	var res Result
 	out := p.Carrier.Run(ctx, in, func() journal.Answer {
+		if req.Before != nil {
+			if err := req.Before(ctx); err != nil {
+				res = Result{Verdict: Refused, Err: err, Told: err}
+				return p.answer(req, record, res)
+			}
+		}
 		res = p.send(ctx, req, req.Who.meta(in.ID))
 		if req.Tell != nil {
 			res.Told = req.Tell(res)

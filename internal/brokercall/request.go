@@ -57,6 +57,10 @@ type Request struct {
 	// Adopt compares what the broker holds with the object (adopt); its
 	// error refuses the adoption.
 	Adopt func(ctx context.Context, held Held) error
+	// Before, when set, runs under the object's lock before the broker
+	// call; its error refuses the change without a call (the record says
+	// Failed with its message, and the requester is told the error).
+	Before func(ctx context.Context) error
 	// Tell turns the result into what the requester is told (an
 	// admission's rejection); the record's description is that message.
 	// Nil tells the result's own error.
@@ -124,6 +128,10 @@ func (r Request) deletes() bool {
 }
 
 // creates reports whether the request creates its object at the broker.
+// ClaimsID reports whether the request creates something at the broker
+// under its external id, or takes over what the broker holds there.
+func (r Request) ClaimsID() bool { return r.creates() || r.Verb == v1alpha1.VerbAdopt }
+
 func (r Request) creates() bool {
 	return r.Verb == v1alpha1.VerbProvision || r.Verb == v1alpha1.VerbBind
 }

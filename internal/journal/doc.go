@@ -17,9 +17,10 @@
 //     namespace; records next to their object, or in lockstep's namespace
 //     when the object's namespace is being deleted);
 //   - lease.go: the lock across webhook replicas, one coordination.k8s.io
-//     Lease per object, which expires when its holder dies (but not while
-//     its record is unwritten or Pending: the lock is then the only trace
-//     that the broker may have acted);
+//     Lease per object, keyed on its kind and external id (so that two
+//     objects that name one id share it), which expires when its holder
+//     dies (but not while its record is unwritten or Pending: the lock is
+//     then the only trace that the broker may have acted);
 //   - count.go: the API server writes an operation waited for;
 //   - latest.go: what an object's records say of it, for the controller
 //     that writes its status.

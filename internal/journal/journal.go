@@ -334,6 +334,14 @@ type Change struct {
 	SpecHash string
 }
 
+// Creates reports whether the intent creates something at the broker under
+// its external id, or takes over what the broker holds there: a create
+// that finds the id's lock held for another object does not wait for it
+// (that object will hold the id, or the create may be tried again).
+func (in Intent) Creates() bool {
+	return in.Verb == v1alpha1.VerbProvision || in.Verb == v1alpha1.VerbBind || in.Verb == v1alpha1.VerbAdopt
+}
+
 // Change is what the intent asks of the broker.
 func (in Intent) Change() Change {
 	return Change{UID: in.Target.GetUID(), Verb: in.Verb, SpecHash: in.SpecHash}

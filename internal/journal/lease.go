@@ -5,12 +5,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
@@ -41,11 +43,18 @@ const (
 // held by another operation while they wait.
 const retryInterval = 50 * time.Millisecond
 
-// Key names the object a lock protects.
+// Key names the object a lock protects. An instance or binding is locked
+// by its kind and external id, the broker's id of what it holds: the id is
+// create-only, so it names one object for the object's whole life, and two
+// creates that name the same id, in any namespaces, contend for one lock,
+// so that at most one of them reaches the broker. Namespace and name say
+// which object holds the lock, for messages and for the operations
+// reconciler.
 type Key struct {
-	Kind      v1alpha1.TargetKind
-	Namespace string
-	Name      string
+	Kind       v1alpha1.TargetKind
+	Namespace  string
+	Name       string
+	ExternalID string
 }
 
 // String is "Kind namespace/name".
@@ -53,17 +62,34 @@ func (k Key) String() string { return string(k.Kind) + " " + k.Namespace + "/" +
 
 // KeyOf is the key of the lock of obj, of kind.
 func KeyOf(kind v1alpha1.TargetKind, obj client.Object) Key {
-	return Key{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}
+	return Key{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), ExternalID: v1alpha1.ExternalIDOf(obj)}
 }
 
-// LeaseName is the deterministic name of the key's Lease: kind, namespace
-// and name (all locks share lockstep's namespace), or, when that would be
-// longer than an object name may be, a shortened name with a hash of the
-// whole.
+// KeyOfRecord is the key of the lock of the object an operation's record
+// is about.
+func KeyOfRecord(op *v1alpha1.BrokerOperation) Key {
+	return Key{Kind: op.Spec.Target.Kind, Namespace: TargetNamespace(op), Name: op.Spec.Target.Name, ExternalID: op.Spec.Target.ExternalID}
+}
+
+// LeaseName is the deterministic name of the key's Lease (all locks share
+// lockstep's namespace): kind and external id; or, where the id is not a
+// valid object name (capitals, underscores), the id made one with a hash
+// of the id itself, so that distinct ids keep distinct locks. A key
+// without an external id (lockstep gives every object one) is named by
+// namespace and name instead, shortened with a hash of the whole when that
+// would be longer than an object name may be.
 func (k Key) LeaseName() string {
 	prefix := "lockstep-instance-"
 	if k.Kind == v1alpha1.KindServiceBinding {
 		prefix = "lockstep-binding-"
+	}
+	if k.ExternalID != "" {
+		name := prefix + k.ExternalID
+		if len(validation.IsDNS1123Subdomain(name)) == 0 {
+			return name
+		}
+		sum := sha256.Sum256([]byte(k.ExternalID))
+		return prefix + strings.Trim(notNameChars.ReplaceAllString(strings.ToLower(k.ExternalID), "-"), "-") + "-" + hex.EncodeToString(sum[:8])
 	}
 	name := prefix + k.Namespace + "." + k.Name
 	if len(name) <= 253 {
@@ -72,6 +98,10 @@ func (k Key) LeaseName() string {
 	sum := sha256.Sum256([]byte(k.Namespace + "/" + k.Name))
 	return strings.TrimRight(name[:253-17], "-.") + "-" + hex.EncodeToString(sum[:8])
 }
+
+// notNameChars are the runs of characters of a lowercased external id
+// that are replaced by one '-' when the id is not a valid object name.
+var notNameChars = regexp.MustCompile(`[^a-z0-9]+`)
 
 // Leases is the lock across webhook replicas: at most one broker operation
 // in flight per object, coordinated through the API server with one
@@ -84,7 +114,9 @@ type Leases struct {
 	Client client.Client
 	// Namespace is where the Leases live: lockstep's own namespace, never
 	// the object's, which may be being deleted and then takes no new
-	// objects. Empty means the object's namespace.
+	// objects; and one namespace for all, so that objects of different
+	// namespaces that name one external id share its lock. Empty means the
+	// object's namespace (in tests of one namespace).
 	Namespace string
 	// Duration is how long a lock lasts without renewal.
 	Duration time.Duration
@@ -296,9 +328,11 @@ func (l *Leases) expired(lease *coordinationv1.Lease) bool {
 
 func holderOf(lease *coordinationv1.Lease) *Operation {
 	op := &Operation{
-		Verb:   v1alpha1.Verb(lease.Annotations[annotationVerb]),
-		User:   lease.Annotations[annotationUser],
-		Record: ptr.Deref(lease.Spec.HolderIdentity, ""),
+		Verb:      v1alpha1.Verb(lease.Annotations[annotationVerb]),
+		User:      lease.Annotations[annotationUser],
+		Record:    ptr.Deref(lease.Spec.HolderIdentity, ""),
+		Namespace: lease.Annotations[AnnotationNamespace],
+		Name:      lease.Annotations[annotationName],
 	}
 	if lease.Spec.AcquireTime != nil {
 		op.Started = lease.Spec.AcquireTime.Time

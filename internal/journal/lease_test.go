@@ -47,6 +47,8 @@ func TestLeasesOneHolderPerObject(t *testing.T) {
 	assert.Equal(t, "db-update-a", holder.Record)
 	assert.Equal(t, "alice", holder.User)
 	assert.Equal(t, v1alpha1.VerbUpdate, holder.Verb)
+	assert.Equal(t, "team", holder.Namespace, "a holder names the object it changes")
+	assert.Equal(t, "db", holder.Name)
 
 	_, ok, _ = l.Acquire(ctx, Key{Kind: "ServiceBinding", Namespace: "team", Name: "db"}, b)
 	assert.True(t, ok, "a binding named like the instance has its own lock")

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 )
 
@@ -19,14 +21,27 @@ type Operation struct {
 	Started time.Time
 	// Record names the operation's BrokerOperation.
 	Record string
+	// Namespace and Name are the object the operation changes, for a
+	// holder read back from a lock: a lock keyed by an external id may be
+	// held for another object than the one asking for it.
+	Namespace, Name string
 	// Intent is the operation's record as it is to be written, carried
 	// by the lock until the record itself is (see Carrier.Run); nil for
 	// a holder read back from a lock.
 	Intent *v1alpha1.BrokerOperation
 }
 
+// About reports whether the operation changes obj (a holder read back
+// from a lock that does not name its object is taken to).
+func (o *Operation) About(obj client.Object) bool {
+	return o.Name == "" || (o.Namespace == obj.GetNamespace() && o.Name == obj.GetName())
+}
+
 // String describes the operation for a person: verb, user, age, record.
 func (o *Operation) String() string {
+	if o == nil {
+		return "another operation, which took the lock a moment ago"
+	}
 	name := o.Record
 	if name == "" {
 		name = o.ID

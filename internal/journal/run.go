@@ -104,7 +104,7 @@ func (c *Carrier) Run(ctx context.Context, in Intent, call Call) Outcome {
 	identical := false
 	holder, ok, err := leases.AcquireUnless(ctx, KeyOf(in.Kind, in.Target), op, func(holder *Operation) bool {
 		identical = c.identicalDone(ctx, in.Target.GetNamespace(), change, holder)
-		return identical
+		return identical || (in.Creates() && holder != nil && !holder.About(in.Target))
 	})
 	out := Outcome{Writes: counted.taken()}
 	switch {
@@ -158,7 +158,7 @@ func (c *Carrier) settle(ctx context.Context, draft *v1alpha1.BrokerOperation, t
 	if draft.Status.Phase != v1alpha1.PhaseFailed {
 		return
 	}
-	key := Key{Kind: draft.Spec.Target.Kind, Namespace: TargetNamespace(draft), Name: draft.Spec.Target.Name}
+	key := KeyOfRecord(draft)
 	if err := c.Leases.Release(ctx, key, draft.Name); err != nil {
 		c.Log.Info("could not release a lock; it expires by itself", "lock", key.String(), "error", err.Error())
 	}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -113,8 +114,37 @@ func TestLocksLiveInLockstepsNamespace(t *testing.T) {
 }
 
 func TestLeaseNames(t *testing.T) {
-	assert.Equal(t, "lockstep-instance-team.db", Key{Kind: "ServiceInstance", Namespace: "team", Name: "db"}.LeaseName())
-	assert.Equal(t, "lockstep-binding-team.creds", Key{Kind: "ServiceBinding", Namespace: "team", Name: "creds"}.LeaseName())
+	tests := []struct {
+		name string
+		key  Key
+		want string
+	}{
+		{"an instance by its external id", Key{Kind: "ServiceInstance", Namespace: "team", Name: "db", ExternalID: "3f2a-db"}, "lockstep-instance-3f2a-db"},
+		{"a binding by its external id", Key{Kind: "ServiceBinding", Namespace: "team", Name: "creds", ExternalID: "b.1"}, "lockstep-binding-b.1"},
+		{"an id that is no object name, made one", Key{Kind: "ServiceInstance", ExternalID: "My_DB"}, "lockstep-instance-my-db-18f6882e1ddc88d5"},
+		{"without an id, by namespace and name", Key{Kind: "ServiceInstance", Namespace: "team", Name: "db"}, "lockstep-instance-team.db"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := tt.key.LeaseName()
+			assert.Equal(t, tt.want, got)
+			assert.Empty(t, validation.IsDNS1123Subdomain(got))
+		})
+	}
+	t.Run("the namespace and name do not count beside an id", func(t *testing.T) {
+		a := Key{Kind: "ServiceInstance", Namespace: "team-a", Name: "db", ExternalID: "shared"}
+		b := Key{Kind: "ServiceInstance", Namespace: "team-b", Name: "other", ExternalID: "shared"}
+		assert.Equal(t, a.LeaseName(), b.LeaseName(), "two objects naming one id contend for one lock")
+	})
+	t.Run("ids that differ only in case or in characters an object name cannot hold keep distinct locks", func(t *testing.T) {
+		names := map[string]bool{}
+		for _, id := range []string{"My_DB", "my_db", "my-db", "MY-DB", "my.db", "my..db", "my_-db", strings.Repeat("A", 128)} {
+			name := Key{Kind: "ServiceInstance", ExternalID: id}.LeaseName()
+			assert.Empty(t, validation.IsDNS1123Subdomain(name), id)
+			assert.False(t, names[name], "%s shares the lock %s", id, name)
+			names[name] = true
+		}
+	})
 	a := Key{Kind: "ServiceBinding", Namespace: strings.Repeat("n", 63), Name: strings.Repeat("a", 253)}.LeaseName()
 	b := Key{Kind: "ServiceBinding", Namespace: strings.Repeat("n", 63), Name: strings.Repeat("a", 252) + "b"}.LeaseName()
 	assert.LessOrEqual(t, len(a), 253)

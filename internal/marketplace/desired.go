@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/access"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
 	"github.com/lockstep-dev/lockstep/internal/osbapi"
 )
@@ -20,11 +21,13 @@ type Catalog struct {
 	Plans     []v1alpha1.ServicePlan
 }
 
-// Desired computes the marketplace of the broker sb from its catalog entry.
-// Every object is owned by sb (deleted with it by the garbage collector)
-// and labelled with its name.
+// Desired computes the marketplace of the broker sb from its catalog entry
+// and its access rules (which namespaces may use each plan). Every object
+// is owned by sb (deleted with it by the garbage collector) and labelled
+// with its name.
 func Desired(sb *v1alpha1.ServiceBroker, e *catalog.Entry) Catalog {
 	var out Catalog
+	rules := access.Compile(sb.Name, sb.Spec.Access)
 	offerings := map[string]bool{} // by service id
 	addOffering := func(s *osbapi.Service, removed bool) {
 		if offerings[s.ID] {
@@ -39,13 +42,13 @@ func Desired(sb *v1alpha1.ServiceBroker, e *catalog.Entry) Catalog {
 		for j := range s.Plans {
 			sp := osbapi.ServicePlan{Service: s, Plan: &s.Plans[j]}
 			schemas, err := e.PlanSchemas(sp.Plan.ID)
-			out.Plans = append(out.Plans, Plan(sb, sp, schemas.CreateOnly(), err, false))
+			out.Plans = append(out.Plans, Plan(sb, sp, schemas.CreateOnly(), err, rules, false))
 		}
 	}
 	for _, sp := range e.Removed {
 		addOffering(sp.Service, true)
 		schemas, err := e.PlanSchemas(sp.Plan.ID)
-		out.Plans = append(out.Plans, Plan(sb, sp, schemas.CreateOnly(), err, true))
+		out.Plans = append(out.Plans, Plan(sb, sp, schemas.CreateOnly(), err, rules, true))
 	}
 	return out
 }
@@ -66,8 +69,9 @@ func Offering(sb *v1alpha1.ServiceBroker, s *osbapi.Service, removed bool) v1alp
 }
 
 // Plan is the ServicePlan of plan sp of broker sb: createOnly are its
-// create-only parameters and compileErr why its schemas did not compile.
-func Plan(sb *v1alpha1.ServiceBroker, sp osbapi.ServicePlan, createOnly []string, compileErr error, removed bool) v1alpha1.ServicePlan {
+// create-only parameters, compileErr why its schemas did not compile, and
+// rules the broker's access rules.
+func Plan(sb *v1alpha1.ServiceBroker, sp osbapi.ServicePlan, createOnly []string, compileErr error, rules *access.Rules, removed bool) v1alpha1.ServicePlan {
 	p := sp.Plan
 	plan := v1alpha1.ServicePlan{
 		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "ServicePlan"},
@@ -79,6 +83,7 @@ func Plan(sb *v1alpha1.ServiceBroker, sp osbapi.ServicePlan, createOnly []string
 			Metadata:             rawJSON(p.Metadata),
 			CreateOnlyParameters: createOnly,
 			Parameters:           Parameters(sp.CreateSchema(), createOnly),
+			Access:               rules.Of(sp.Service.Name, p.Name),
 		},
 		Status: v1alpha1.MarketplaceStatus{
 			RemovedFromCatalog: removed,

@@ -23,7 +23,8 @@ import (
 
 // TestLeastPrivilegeRBAC drives a whole instance and binding lifecycle
 // through lockstep running as its service account with exactly the RBAC of
-// deploy/ (see TestMain): catalog sync, provision, two updates (the second
+// deploy/ (see TestMain): catalog sync, access rules (which select the
+// namespace by its labels, from lockstep's cache), provision, two updates (the second
 // prunes an old BrokerOperation), bind with credentials in an adopted
 // Secret, unbind, deprovision, events, locks. Any rule missing from the
 // ClusterRole stops one of these steps, or shows up as "forbidden" in
@@ -38,13 +39,15 @@ func TestLeastPrivilegeRBAC(t *testing.T) {
 		}
 	}()
 
-	sb := &v1alpha1.ServiceBroker{ObjectMeta: metav1.ObjectMeta{Name: "rbac"}, Spec: v1alpha1.ServiceBrokerSpec{URL: env.broker.URL()}}
+	sb := &v1alpha1.ServiceBroker{ObjectMeta: metav1.ObjectMeta{Name: "rbac"}, Spec: v1alpha1.ServiceBrokerSpec{URL: env.broker.URL(),
+		Access: []v1alpha1.AccessRule{{Name: "rbac-test", NamespaceSelector: metav1.LabelSelector{MatchLabels: map[string]string{"team": "rbac"}},
+			Services: []string{"*"}, Plans: []string{"*"}}}}}
 	require.NoError(t, c.Create(ctx, sb))
 	eventually(t, "the catalog is synced into the ServiceBroker's status", func() bool {
 		return c.Get(ctx, client.ObjectKeyFromObject(sb), sb) == nil && meta.IsStatusConditionTrue(sb.Status.Conditions, v1alpha1.ConditionReady)
 	})
 
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "rbac-test"}}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "rbac-test", Labels: map[string]string{"team": "rbac"}}}
 	require.NoError(t, c.Create(ctx, ns))
 	// Parameters from a Secret: lockstep asks whether the requester may
 	// read it (SubjectAccessReview), then reads it.

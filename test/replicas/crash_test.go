@@ -67,7 +67,7 @@ func TestCrashMidOperation(t *testing.T) {
 	// releases the lock.
 	require.Eventually(t, func() bool {
 		require.NoError(t, env.client.Get(context.Background(), client.ObjectKeyFromObject(&op), &op))
-		err := env.client.Get(context.Background(), client.ObjectKey{Namespace: "lockstep-system", Name: journal.Key{Kind: "ServiceInstance", Namespace: ns, Name: "db"}.LeaseName()}, &coordinationv1.Lease{})
+		err := env.client.Get(context.Background(), client.ObjectKey{Namespace: "lockstep-system", Name: journal.KeyOf(v1alpha1.KindServiceInstance, si).LeaseName()}, &coordinationv1.Lease{})
 		return op.Status.Phase == v1alpha1.PhaseCommitted && apierrors.IsNotFound(err)
 	}, 10*time.Second, 50*time.Millisecond, "the operation is committed and the lock released")
 	held, ok := env.broker.Instance(ns + "-db")

@@ -34,7 +34,7 @@ func (r *Reconciler) resync(ctx context.Context, b *v1alpha1.ServiceBinding, sta
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
 	next := ctrl.Result{RequeueAfter: r.schedule.Next(key, now, r.ResyncInterval)}
-	holder, err := r.Leases.Holder(ctx, journal.Key{Kind: kind, Namespace: b.Namespace, Name: b.Name})
+	holder, err := r.Leases.Holder(ctx, journal.KeyOf(kind, b))
 	if err != nil {
 		return ctrl.Result{}, err
 	}

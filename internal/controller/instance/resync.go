@@ -33,7 +33,7 @@ func (r *Reconciler) resync(ctx context.Context, si *v1alpha1.ServiceInstance, s
 	}
 	next := reconcile.Result{RequeueAfter: r.schedule.Next(key, r.clock().Now(), r.ResyncInterval)}
 
-	holder, err := r.Leases.Holder(ctx, journal.Key{Kind: kind, Namespace: si.Namespace, Name: si.Name})
+	holder, err := r.Leases.Holder(ctx, journal.KeyOf(kind, si))
 	if err != nil {
 		return reconcile.Result{}, err
 	}

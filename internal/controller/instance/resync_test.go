@@ -241,7 +241,7 @@ func TestInstanceResync(t *testing.T) {
 			op := ops.Items[0]
 			assert.Equal(t, v1alpha1.VerbUpdate, op.Spec.Verb)
 			assert.Equal(t, "system:serviceaccount:lockstep-system:lockstep", op.Spec.Requester.Username, "asked by lockstep itself")
-			holder, err := h.r.Leases.Holder(context.Background(), journal.Key{Kind: "ServiceInstance", Namespace: "team", Name: "db"})
+			holder, err := h.r.Leases.Holder(context.Background(), journal.Key{Kind: "ServiceInstance", Namespace: "team", Name: "db", ExternalID: "ext-1"})
 			require.NoError(t, err)
 			if tt.wantUpdate == nil {
 				assert.Equal(t, v1alpha1.PhaseFailed, op.Status.Phase)
@@ -289,7 +289,7 @@ func TestInstanceResyncWaitsForItsTurn(t *testing.T) {
 func TestInstanceResyncLeavesAnObjectWithAnOperationInFlight(t *testing.T) {
 	h := newHarness(t, nil, confirmed("small", fakebroker.PlanSmallID, "", nil))
 	h.broker.PutInstance(fakebroker.Instance{ID: "ext-1", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanLargeID})
-	_, ok, err := h.r.Leases.Acquire(context.Background(), journal.Key{Kind: "ServiceInstance", Namespace: "team", Name: "db"},
+	_, ok, err := h.r.Leases.Acquire(context.Background(), journal.Key{Kind: "ServiceInstance", Namespace: "team", Name: "db", ExternalID: "ext-1"},
 		&journal.Operation{Record: "db-update-1", Verb: v1alpha1.VerbUpdate, User: "alice", Started: time.Now()})
 	require.NoError(t, err)
 	require.True(t, ok)

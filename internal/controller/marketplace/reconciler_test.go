@@ -242,3 +242,26 @@ func TestMarketplaceFollowsNewIDs(t *testing.T) {
 	assert.False(t, small.Status.RemovedFromCatalog)
 	assert.Equal(t, 0, h.sync(cat), "then nothing to write")
 }
+
+// Each plan shows which namespaces may use it; a change of the broker's
+// access rules rewrites the plans whose access changed, and only those.
+func TestPlansShowTheirAccess(t *testing.T) {
+	h := newHarness(t)
+	cat := fakebroker.DefaultCatalog()
+	h.sync(cat)
+	assert.Equal(t, v1alpha1.PlanAccess{Namespaces: "all"}, h.plans()["acme.db.large"].Spec.Access, "no rules: open to all")
+
+	var sb v1alpha1.ServiceBroker
+	require.NoError(t, h.client.Get(context.Background(), client.ObjectKey{Name: "acme"}, &sb))
+	sb.Spec.Access = []v1alpha1.AccessRule{
+		{Name: "team-a", NamespaceSelector: metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}, Services: []string{"db"}, Plans: []string{"*"}},
+		{Name: "everyone-small", Services: []string{"db"}, Plans: []string{"small"}},
+	}
+	require.NoError(t, h.client.Update(context.Background(), &sb))
+	assert.Equal(t, 5, h.sync(cat), "every plan's access changed")
+	plans := h.plans()
+	assert.Equal(t, v1alpha1.PlanAccess{Namespaces: "team=a", Rules: []string{"team-a"}}, plans["acme.db.large"].Spec.Access)
+	assert.Equal(t, v1alpha1.PlanAccess{Namespaces: "all", Rules: []string{"team-a", "everyone-small"}}, plans["acme.db.small"].Spec.Access)
+	assert.Equal(t, v1alpha1.PlanAccess{Namespaces: "none"}, plans["acme.queue.shared"].Spec.Access)
+	assert.Equal(t, 0, h.sync(cat), "again, unchanged")
+}

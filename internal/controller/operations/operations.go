@@ -578,7 +578,7 @@ func (r *Operations) pollAfter(last *osbclient.LastOperation) time.Duration {
 }
 
 func (r *Operations) key(op *v1alpha1.BrokerOperation) journal.Key {
-	return journal.Key{Kind: op.Spec.Target.Kind, Namespace: journal.TargetNamespace(op), Name: op.Spec.Target.Name}
+	return journal.KeyOfRecord(op)
 }
 
 func (r *Operations) clock() clock.PassiveClock {

@@ -95,7 +95,7 @@ func TestOperationsCommitReleasesTheLock(t *testing.T) {
 	spec := v1alpha1.ServiceInstanceSpec{BrokerName: "acme", ServiceName: "db", PlanName: "small", ExternalID: "ext-1"}
 	si := &v1alpha1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "team", UID: "uid-1", Generation: 1}, Spec: spec}
 	h := newOpsHarness(t, si, opRecord("op", v1alpha1.VerbProvision, v1alpha1.PhaseSucceeded, spec, time.Now()))
-	key := journal.Key{Kind: "ServiceInstance", Namespace: "team", Name: "db"}
+	key := journal.Key{Kind: "ServiceInstance", Namespace: "team", Name: "db", ExternalID: "ext-1"}
 	_, ok, err := h.r.Leases.Acquire(context.Background(), key, &journal.Operation{Record: "op", Started: h.clock.Now()})
 	require.NoError(t, err)
 	require.True(t, ok)
@@ -216,7 +216,7 @@ func TestOperationsPendingTooLongIsSettled(t *testing.T) {
 			default:
 				h.broker.PutInstance(fakebroker.Instance{ID: "ext-1", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID})
 			}
-			key := journal.Key{Kind: "ServiceInstance", Namespace: "team", Name: "db"}
+			key := journal.Key{Kind: "ServiceInstance", Namespace: "team", Name: "db", ExternalID: "ext-1"}
 			if tt.lock != "" {
 				_, ok, err := h.r.Leases.Acquire(context.Background(), key, &journal.Operation{Record: tt.lock, Started: h.clock.Now()})
 				require.NoError(t, err)
@@ -265,7 +265,7 @@ func TestOperationsFollowKeepsAnUnknownOutcomeInProgress(t *testing.T) {
 			h := newOpsHarness(t, si, rec)
 			h.broker.PutInstance(fakebroker.Instance{ID: "ext-1", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID})
 			h.broker.Always(fakebroker.OpInstanceLastOperation, tc.poll)
-			key := journal.Key{Kind: "ServiceInstance", Namespace: "team", Name: "db"}
+			key := journal.Key{Kind: "ServiceInstance", Namespace: "team", Name: "db", ExternalID: "ext-1"}
 			_, ok, err := h.r.Leases.Acquire(context.Background(), key, &journal.Operation{Record: "op", Started: start})
 			require.NoError(t, err)
 			require.True(t, ok)
@@ -307,7 +307,7 @@ func TestOperationsFollowAPlanChangeWithThePlanFromBefore(t *testing.T) {
 	rec.Status.HTTPStatus = http.StatusAccepted
 	h := newOpsHarness(t, si, rec)
 	h.broker.PutInstance(fakebroker.Instance{ID: "ext-1", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanLargeID})
-	key := journal.Key{Kind: "ServiceInstance", Namespace: "team", Name: "db"}
+	key := journal.Key{Kind: "ServiceInstance", Namespace: "team", Name: "db", ExternalID: "ext-1"}
 	_, ok, err := h.r.Leases.Acquire(context.Background(), key, &journal.Operation{Record: "op", Started: h.clock.Now()})
 	require.NoError(t, err)
 	require.True(t, ok)

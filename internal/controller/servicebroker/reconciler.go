@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/access"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
 	"github.com/lockstep-dev/lockstep/internal/osbapi"
 	"github.com/lockstep-dev/lockstep/internal/osbclient"
@@ -39,6 +40,10 @@ type Reconciler struct {
 	Secrets client.Reader
 	// Cache receives the catalogs.
 	Cache *catalog.Cache
+	// Access receives the compiled access rules (spec.access), before the
+	// catalog: admission never finds a broker's catalog without its
+	// rules.
+	Access *access.Store
 	// Timeout bounds each request to a broker.
 	Timeout time.Duration
 	// Clock reads the time of catalog syncs; the real clock when nil.
@@ -86,20 +91,24 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, &sb); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.Cache.Forget(req.Name)
+			r.Access.Forget(req.Name)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
 	}
 	if sb.DeletionTimestamp != nil {
 		r.Cache.Forget(sb.Name)
+		r.Access.Forget(sb.Name)
 		return ctrl.Result{}, nil
 	}
 
+	rules := access.Compile(sb.Name, sb.Spec.Access)
+	r.Access.Set(sb.Name, rules)
 	entry, fetchErr := r.fetch(ctx, &sb)
 	if fetchErr == nil {
 		r.Cache.Store(entry)
 	}
-	if err := r.writeStatus(ctx, &sb, entry, fetchErr); err != nil {
+	if err := r.writeStatus(ctx, &sb, entry, fetchErr, rules); err != nil {
 		return ctrl.Result{}, err
 	}
 	if err := r.refreshed(ctx, &sb); err != nil {
@@ -274,8 +283,9 @@ func inCatalog(cat *osbapi.Catalog, planID string) bool {
 	return false
 }
 
-func (r *Reconciler) writeStatus(ctx context.Context, sb *v1alpha1.ServiceBroker, e *catalog.Entry, fetchErr error) error {
+func (r *Reconciler) writeStatus(ctx context.Context, sb *v1alpha1.ServiceBroker, e *catalog.Entry, fetchErr error, rules *access.Rules) error {
 	patch := client.MergeFrom(sb.DeepCopy())
+	meta.SetStatusCondition(&sb.Status.Conditions, accessCondition(sb, rules))
 	cond := metav1.Condition{Type: v1alpha1.ConditionReady, ObservedGeneration: sb.Generation}
 	if fetchErr != nil {
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, "CatalogUnavailable", fetchErr.Error()
@@ -325,6 +335,22 @@ func summarize(e *catalog.Entry) ([]v1alpha1.ServiceSummary, int) {
 		add(sp.Service, sp.Plan, true)
 	}
 	return out, plans
+}
+
+// accessCondition says whether the broker's access rules are in force.
+func accessCondition(sb *v1alpha1.ServiceBroker, rules *access.Rules) metav1.Condition {
+	cond := metav1.Condition{Type: v1alpha1.ConditionAccessRules, ObservedGeneration: sb.Generation, Status: metav1.ConditionTrue}
+	switch {
+	case rules.Err() != nil:
+		cond.Status, cond.Reason = metav1.ConditionFalse, "Invalid"
+		cond.Message = fmt.Sprintf("%v: no namespace may provision, change plan or bind at this broker until spec.access is fixed", rules.Err())
+	case len(sb.Spec.Access) == 0:
+		cond.Reason, cond.Message = "Open", "no access rules: every namespace may use every plan"
+	default:
+		cond.Reason = "InForce"
+		cond.Message = fmt.Sprintf("%d access rules: a namespace may use a plan only where a rule that selects it opens the plan (kubectl get serviceplans shows each plan's access)", len(sb.Spec.Access))
+	}
+	return cond
 }
 
 func relistInterval(sb *v1alpha1.ServiceBroker) time.Duration {

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/access"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
 	"github.com/lockstep-dev/lockstep/internal/osb/fakebroker"
 	"github.com/lockstep-dev/lockstep/internal/osbapi"
@@ -31,7 +32,7 @@ func newReconciler(t *testing.T, objects ...client.Object) (*Reconciler, client.
 	require.NoError(t, v1alpha1.AddToScheme(scheme))
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objects...).
 		WithStatusSubresource(&v1alpha1.ServiceBroker{}).Build()
-	r := &Reconciler{Client: c, Secrets: c, Cache: catalog.NewCache(time.Hour), Timeout: 5 * time.Second}
+	r := &Reconciler{Client: c, Secrets: c, Cache: catalog.NewCache(time.Hour), Access: access.NewStore(), Timeout: 5 * time.Second}
 	r.Cache.SetFetcher(r.Fetch)
 	return r, c
 }
@@ -162,4 +163,45 @@ func TestReconcileForgetsDeletedBrokers(t *testing.T) {
 	require.NoError(t, err)
 	_, ok := r.Cache.Get("gone")
 	assert.False(t, ok)
+}
+
+// The access rules are compiled into the Store that admission reads, in
+// force even while the catalog cannot be fetched, and the AccessRules
+// condition says whether they can be used.
+func TestReconcileKeepsTheAccessRules(t *testing.T) {
+	b := fakebroker.New(t)
+	open := v1alpha1.AccessRule{Name: "team-a", NamespaceSelector: metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}},
+		Services: []string{"*"}, Plans: []string{"*"}}
+	broken := v1alpha1.AccessRule{Name: "broken", NamespaceSelector: metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+		{Key: "team", Operator: "Near"}}}, Services: []string{"*"}, Plans: []string{"*"}}
+	tests := []struct {
+		name       string
+		url        string
+		rules      []v1alpha1.AccessRule
+		wantStatus metav1.ConditionStatus
+		wantReason string
+		allowedB   bool
+	}{
+		{name: "none: open", url: b.URL(), wantStatus: metav1.ConditionTrue, wantReason: "Open", allowedB: true},
+		{name: "in force", url: b.URL(), rules: []v1alpha1.AccessRule{open}, wantStatus: metav1.ConditionTrue, wantReason: "InForce"},
+		{name: "in force while the broker is down", url: "http://127.0.0.1:1", rules: []v1alpha1.AccessRule{open}, wantStatus: metav1.ConditionTrue, wantReason: "InForce"},
+		{name: "cannot be used: closed", url: b.URL(), rules: []v1alpha1.AccessRule{open, broken}, wantStatus: metav1.ConditionFalse, wantReason: "Invalid"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, c := newReconciler(t, &v1alpha1.ServiceBroker{ObjectMeta: metav1.ObjectMeta{Name: "acme"}, Spec: v1alpha1.ServiceBrokerSpec{URL: tt.url, Access: tt.rules}})
+			got, _, _ := reconcile(t, r, c, "acme")
+			cond := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionAccessRules)
+			require.NotNil(t, cond)
+			assert.Equal(t, tt.wantStatus, cond.Status, cond.Message)
+			assert.Equal(t, tt.wantReason, cond.Reason)
+			assert.Equal(t, tt.allowedB, r.Access.Get("acme").Decide("b", map[string]string{"team": "b"}, "db", "small").Allowed)
+			assert.True(t, r.Access.Get("acme").Decide("a", map[string]string{"team": "a"}, "db", "small").Allowed || tt.wantReason == "Invalid")
+
+			require.NoError(t, c.Delete(context.Background(), got))
+			_, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Name: "acme"}})
+			require.NoError(t, err)
+			assert.Nil(t, r.Access.Get("acme"), "a deleted broker's rules are forgotten")
+		})
+	}
 }

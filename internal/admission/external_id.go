@@ -1,0 +1,229 @@
+package admission
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/brokercall"
+	"github.com/lockstep-dev/lockstep/internal/journal"
+)
+
+// One broker id, one object: an external id (spec.externalID, the OSB
+// instance_id or binding_id) belongs to at most one ServiceInstance, and
+// one ServiceBinding, in the cluster. A second object naming the same id
+// would reach what the first one holds at the broker (the broker answers
+// an identical provision with 200), and its delete would deprovision it
+// under the first one's feet. So a create (adopting or not) that names an
+// id another object holds is refused, and the refusal names that object
+// only to a requester who may get it.
+//
+// Where it is decided (docs/design.md, "One broker id, one object"):
+//
+//   - the object's lock is keyed on its kind and external id
+//     (journal.KeyOf), so that two creates of one id, in any namespaces
+//     and through any replicas, contend for one lock and only one of them
+//     reaches the broker; the lock is released once the operations
+//     reconciler committed the change (the object is persisted, and in
+//     its cache) or undid it (it never was);
+//   - under the lock, before the broker call, this replica's cache is
+//     asked which object holds the id (an index on spec.externalID): the
+//     objects committed before the lock was taken, through the same kind
+//     of cache that the commit read;
+//   - the same question before the lock refuses the common case at once,
+//     without writing the lock of what another object holds.
+//
+// What the cache names is confirmed at the API server before a refusal
+// (the cache may still hold an object that is gone); a create that names
+// no held id costs an index lookup, no API server request.
+
+// IndexExternalIDs registers the index of spec.externalID
+// (v1alpha1.FieldExternalID) of ServiceInstances and ServiceBindings with
+// a cache's indexer, before the cache starts.
+func IndexExternalIDs(ctx context.Context, indexer client.FieldIndexer) error {
+	for _, obj := range []client.Object{&v1alpha1.ServiceInstance{}, &v1alpha1.ServiceBinding{}} {
+		if err := indexer.IndexField(ctx, obj, v1alpha1.FieldExternalID, ExternalIDIndex); err != nil {
+			return fmt.Errorf("indexing %T by spec.externalID: %w", obj, err)
+		}
+	}
+	return nil
+}
+
+// ExternalIDIndex is the index value of an instance or binding: its
+// external id (for a fake client's WithIndex in tests too).
+func ExternalIDIndex(o client.Object) []string {
+	if id := v1alpha1.ExternalIDOf(o); id != "" {
+		return []string{id}
+	}
+	return nil
+}
+
+// externalIDs finds which object holds an external id.
+type externalIDs struct {
+	// cache is lockstep's informer cache, with IndexExternalIDs.
+	cache client.Reader
+	// direct reads the API server, past the cache.
+	direct client.Reader
+	// access says whether the requester may get the object that holds an
+	// id, before a refusal names it.
+	access Authorizer
+}
+
+// free refuses the create of obj, of kind, when another object of its kind
+// holds its external id.
+func (e *externalIDs) free(ctx context.Context, user authenticationv1.UserInfo, kind v1alpha1.TargetKind, obj client.Object) error {
+	id := v1alpha1.ExternalIDOf(obj)
+	if id == "" {
+		return nil
+	}
+	holder, err := e.holder(ctx, kind, obj, id)
+	if err != nil {
+		return unavailable("could not check whether another %s holds external id %q: %v; nothing was changed and the broker was not called: retry",
+			kindWord(kind), id, err)
+	}
+	if holder == nil {
+		return nil
+	}
+	named, err := e.mayGet(ctx, user, kind, holder.GetNamespace(), holder.GetName())
+	if err != nil {
+		return err
+	}
+	what := "another " + kindWord(kind) + " in this cluster"
+	if named {
+		what = fmt.Sprintf("%s %q in namespace %q", kindWord(kind), holder.GetName(), holder.GetNamespace())
+	}
+	msg := fmt.Sprintf("external id %q is already held by %s: a broker's id belongs to one object; nothing was created and the broker was not called; "+
+		"leave spec.externalID out to get a new id, or name another one", id, what)
+	if named && v1alpha1.Adopting(obj) {
+		msg += fmt.Sprintf("; to adopt it here, let that %s go first without its broker: kubectl annotate %s %s -n %s %s=%s, then delete it",
+			kindWord(kind), resourceOf(kind), holder.GetName(), holder.GetNamespace(), v1alpha1.AnnotationReconcilePolicy, v1alpha1.PolicyDetachOnDelete)
+	}
+	return conflict("%s", msg)
+}
+
+// holder returns the object of kind, other than obj, that holds id, or nil:
+// the cache's index names the candidates, and the API server confirms the
+// oldest one that still exists.
+func (e *externalIDs) holder(ctx context.Context, kind v1alpha1.TargetKind, obj client.Object, id string) (client.Object, error) {
+	list := listOf(kind)
+	if err := e.cache.List(ctx, list, client.MatchingFields{v1alpha1.FieldExternalID: id}); err != nil {
+		return nil, err
+	}
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		return nil, err
+	}
+	candidates := make([]client.Object, 0, len(items))
+	for _, item := range items {
+		if c, ok := item.(client.Object); ok {
+			candidates = append(candidates, c)
+		}
+	}
+	sort.Slice(candidates, func(i, j int) bool {
+		return candidates[i].GetCreationTimestamp().Time.Before(candidates[j].GetCreationTimestamp().Time)
+	})
+	for _, c := range candidates {
+		if c.GetUID() == obj.GetUID() {
+			continue
+		}
+		current := newOf(kind)
+		if err := e.direct.Get(ctx, client.ObjectKeyFromObject(c), current); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue // gone; the cache has not heard yet
+			}
+			return nil, err
+		}
+		if current.GetUID() == c.GetUID() {
+			return current, nil
+		}
+	}
+	return nil, nil
+}
+
+// inFlight refuses a change whose lock (keyed on the external id) is held
+// by an operation on another object: a create that names the id of an
+// object being created or deleted (a create does not wait for it: see
+// journal.Intent.Creates), or any change of an object while such a create
+// holds its lock for a moment. It names the other object only to a
+// requester who may get it; nil when the holder is about the intent's
+// object itself.
+func (e *externalIDs) inFlight(ctx context.Context, req brokercall.Request, holder *journal.Operation) error {
+	in := journal.Intent{Target: req.Object, Kind: req.Kind, Verb: req.Verb, User: req.Who.User, ExternalID: v1alpha1.ExternalIDOf(req.Object)}
+	if holder == nil || holder.About(in.Target) {
+		return nil
+	}
+	named, err := e.mayGet(ctx, in.User, in.Kind, holder.Namespace, holder.Name)
+	if err != nil {
+		return err
+	}
+	what := "a change of another " + kindWord(in.Kind) + " that names it"
+	if named {
+		what = fmt.Sprintf("a change of %s %q in namespace %q that names it (%s)", kindWord(in.Kind), holder.Name, holder.Namespace, holder)
+	}
+	next := "retry when it has finished"
+	if in.Creates() {
+		next += fmt.Sprintf(" (if the other %s keeps the id, name another one)", kindWord(in.Kind))
+	}
+	return conflict("external id %q is in use: %s is in flight at the broker; nothing was changed: %s", in.ExternalID, what, next)
+}
+
+// mayGet reports whether user may get the object of kind
+// namespace/name.
+func (e *externalIDs) mayGet(ctx context.Context, user authenticationv1.UserInfo, kind v1alpha1.TargetKind, namespace, name string) (bool, error) {
+	ok, err := allowed(ctx, e.access, user, authorizationv1.ResourceAttributes{
+		Namespace: namespace, Verb: "get", Group: v1alpha1.GroupVersion.Group, Resource: resourceOf(kind), Name: name})
+	if err != nil {
+		return false, unavailable("%v; nothing was changed and the broker was not called: retry", err)
+	}
+	return ok, nil
+}
+
+// externalIDFree is the check before the lock: a create that names an
+// external id another object holds is refused without a write.
+type externalIDFree[T client.Object] struct {
+	ids  *externalIDs
+	kind v1alpha1.TargetKind
+}
+
+func (c *externalIDFree[T]) Name() string { return "external-id" }
+
+func (c *externalIDFree[T]) Check(ctx context.Context, a *Attributes[T]) (field.ErrorList, admission.Warnings, error) {
+	if a.Operation != admissionv1.Create {
+		return nil, nil, nil
+	}
+	return nil, nil, c.ids.free(ctx, a.User, c.kind, a.New)
+}
+
+// resourceOf is the API resource of kind.
+func resourceOf(kind v1alpha1.TargetKind) string {
+	if kind == v1alpha1.KindServiceBinding {
+		return "servicebindings"
+	}
+	return "serviceinstances"
+}
+
+// newOf returns an empty object of kind.
+func newOf(kind v1alpha1.TargetKind) client.Object {
+	if kind == v1alpha1.KindServiceBinding {
+		return &v1alpha1.ServiceBinding{}
+	}
+	return &v1alpha1.ServiceInstance{}
+}
+
+// listOf returns an empty list of kind.
+func listOf(kind v1alpha1.TargetKind) client.ObjectList {
+	if kind == v1alpha1.KindServiceBinding {
+		return &v1alpha1.ServiceBindingList{}
+	}
+	return &v1alpha1.ServiceInstanceList{}
+}
