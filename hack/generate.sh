@@ -3,7 +3,9 @@
 # of api/v1alpha1, the CRD manifests in deploy/crds (with the CEL rules
 # hack/celgen derives from the field-policy tags), the webhook
 # configurations in deploy/webhook and lockstep's ClusterRole in
-# deploy/rbac, from the markers beside the code.
+# deploy/rbac, from the markers beside the code; and lockstep's Grafana
+# dashboard and Prometheus alerting rules in deploy/monitoring (with
+# copies for the Helm chart), from hack/monitoring.
 #
 #   bash hack/generate.sh          # into the repository (make generate)
 #   bash hack/generate.sh DIR      # into DIR, in the same layout (the test
@@ -19,3 +21,4 @@ mkdir -p "$out/api/v1alpha1" "$out/deploy/crds" "$out/deploy/webhook" "$out/depl
 "$go" run ./hack/celgen -dir "$out/deploy/crds"
 "$go" tool controller-gen webhook rbac:roleName=lockstep,fileName=cluster_role.yaml paths=./internal/... \
 	output:webhook:dir="$out/deploy/webhook" output:rbac:dir="$out/deploy/rbac"
+"$go" run ./hack/monitoring -root "$out"
