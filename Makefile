@@ -18,7 +18,7 @@ build: ## build the binaries into bin/
 	$(GO) build -o bin/ ./cmd/...
 
 .PHONY: generate
-generate: ## regenerate deepcopy code, CRD manifests (deploy/crds, with CEL rules from the field-policy tags), webhook configurations (deploy/webhook) and lockstep's ClusterRole (deploy/rbac)
+generate: ## regenerate deepcopy code, CRD manifests (deploy/crds, with CEL rules from the field-policy tags), webhook configurations (deploy/webhook), lockstep's ClusterRole (deploy/rbac), the Helm chart's copies of them (charts/lockstep) and the dashboard and alerts (deploy/monitoring)
 	GO=$(GO) bash hack/generate.sh
 
 .PHONY: certs
@@ -41,12 +41,12 @@ test: vet ## run every test: unit and end-to-end (real kube-apiserver, etcd, kub
 
 .PHONY: unit
 unit: ## run the unit tests only (no control plane)
-	$(GO) test $(TEST_FLAGS) -skip '^TestMakeRun$$' $$($(GO) list ./... | grep -v -e /test/e2e -e /test/deploy -e /test/replicas -e /test/celrules)
+	$(GO) test $(TEST_FLAGS) -skip '^TestMakeRun$$' $$($(GO) list ./... | grep -v -e /test/e2e -e /test/deploy -e /test/replicas -e /test/celrules -e /test/helm)
 
 .PHONY: e2e
-e2e: ## run the end-to-end tests only (test/e2e with the README walkthrough, test/deploy, test/celrules, make run's own test)
+e2e: ## run the end-to-end tests only (test/e2e with the README walkthrough, test/deploy, test/celrules, test/helm, make run's own test)
 	@assets=$$(bash $(TESTBIN)); \
-	KUBEBUILDER_ASSETS=$$assets $(GO) test $(TEST_FLAGS) -v ./test/e2e/... ./test/deploy/... ./test/celrules/... && \
+	KUBEBUILDER_ASSETS=$$assets $(GO) test $(TEST_FLAGS) -v ./test/e2e/... ./test/deploy/... ./test/celrules/... ./test/helm/... && \
 	KUBEBUILDER_ASSETS=$$assets $(GO) test $(TEST_FLAGS) -v -run '^TestMakeRun$$' ./hack/devenv
 
 .PHONY: fuzz

@@ -5,7 +5,9 @@
 # configurations in deploy/webhook and lockstep's ClusterRole in
 # deploy/rbac, from the markers beside the code; and lockstep's Grafana
 # dashboard and Prometheus alerting rules in deploy/monitoring (with
-# copies for the Helm chart), from hack/monitoring.
+# copies for the Helm chart), from hack/monitoring. hack/chartgen copies the
+# CRDs into the Helm chart (charts/lockstep/crds) and makes its templates
+# of the webhook configurations and the ClusterRole.
 #
 #   bash hack/generate.sh          # into the repository (make generate)
 #   bash hack/generate.sh DIR      # into DIR, in the same layout (the test
@@ -21,4 +23,5 @@ mkdir -p "$out/api/v1alpha1" "$out/deploy/crds" "$out/deploy/webhook" "$out/depl
 "$go" run ./hack/celgen -dir "$out/deploy/crds"
 "$go" tool controller-gen webhook rbac:roleName=lockstep,fileName=cluster_role.yaml paths=./internal/... \
 	output:webhook:dir="$out/deploy/webhook" output:rbac:dir="$out/deploy/rbac"
+"$go" run ./hack/chartgen -root "$out"
 "$go" run ./hack/monitoring -root "$out"
