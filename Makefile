@@ -14,7 +14,7 @@ help: ## list the targets
 	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
 
 .PHONY: build
-build: ## build the binaries into bin/
+build: ## build the binaries into bin/ (webhook, broker, and kubectl-lockstep: the kubectl plugin)
 	$(GO) build -o bin/ ./cmd/...
 
 .PHONY: generate
@@ -41,12 +41,12 @@ test: vet ## run every test: unit and end-to-end (real kube-apiserver, etcd, kub
 
 .PHONY: unit
 unit: ## run the unit tests only (no control plane)
-	$(GO) test $(TEST_FLAGS) -skip '^TestMakeRun$$' $$($(GO) list ./... | grep -v -e /test/e2e -e /test/deploy -e /test/replicas -e /test/celrules -e /test/helm)
+	$(GO) test $(TEST_FLAGS) -skip '^TestMakeRun$$' $$($(GO) list ./... | grep -v -e /test/e2e -e /test/deploy -e /test/replicas -e /test/celrules -e /test/helm -e /test/plugin)
 
 .PHONY: e2e
-e2e: ## run the end-to-end tests only (test/e2e with the README walkthrough, test/deploy, test/celrules, test/helm, make run's own test)
+e2e: ## run the end-to-end tests only (test/e2e with the README walkthrough, test/deploy, test/celrules, test/helm, test/plugin, make run's own test)
 	@assets=$$(bash $(TESTBIN)); \
-	KUBEBUILDER_ASSETS=$$assets $(GO) test $(TEST_FLAGS) -v ./test/e2e/... ./test/deploy/... ./test/celrules/... ./test/helm/... && \
+	KUBEBUILDER_ASSETS=$$assets $(GO) test $(TEST_FLAGS) -v ./test/e2e/... ./test/deploy/... ./test/celrules/... ./test/helm/... ./test/plugin/... && \
 	KUBEBUILDER_ASSETS=$$assets $(GO) test $(TEST_FLAGS) -v -run '^TestMakeRun$$' ./hack/devenv
 
 .PHONY: fuzz
