@@ -163,4 +163,3 @@ func timeline(out io.Writer, ops []v1alpha1.BrokerOperation) error {
 	}
 	return nil
 }
-
