@@ -18,8 +18,14 @@ func FormatError(err error) string {
 		return "error: " + err.Error()
 	}
 	st := status.Status()
-	if st.Reason == "Invalid" && st.Details != nil {
+	if st.Reason == "Invalid" {
 		s := "The request is invalid"
+		if st.Details == nil {
+			if st.Message != "" {
+				s += ": " + st.Message
+			}
+			return s
+		}
 		if st.Details.Kind != "" || st.Details.Name != "" {
 			s = fmt.Sprintf("The %s %q is invalid", st.Details.Kind, st.Details.Name)
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -28,6 +29,9 @@ func TestFormatError(t *testing.T) {
 		{"invalid, two fields", apierrors.NewInvalid(kind, "db", field.ErrorList{
 			field.Invalid(field.NewPath("spec", "a"), 1, "too small"), field.Forbidden(field.NewPath("spec", "b"), "create-only")}),
 			"The ServiceInstance \"db\" is invalid: \n* spec.a: Invalid value: 1: too small\n* spec.b: Forbidden: create-only"},
+		{"invalid without details: a broker's 422", &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: 422,
+			Reason: metav1.StatusReasonInvalid, Message: `admission webhook "x" denied the request: broker refused`}},
+			`The request is invalid: admission webhook "x" denied the request: broker refused`},
 		{"not from the server", errors.New("no plan"), "error: no plan"},
 	}
 	for _, tt := range tests {

@@ -99,23 +99,13 @@ func (s *session) operations(ctx context.Context, c client.Client, kind v1alpha1
 	return out, nil
 }
 
-// lifecycle orders the verbs of operations that started within the same
-// second (a record's times have seconds only), as an object's life does.
-var lifecycle = map[v1alpha1.Verb]int{
-	v1alpha1.VerbProvision: 0, v1alpha1.VerbAdopt: 0, v1alpha1.VerbBind: 0, v1alpha1.VerbUpdate: 1,
-	v1alpha1.VerbDeprovision: 2, v1alpha1.VerbUnbind: 2, v1alpha1.VerbDetach: 2,
-}
-
-// before orders operations by when they started; within one second by
-// their verbs' place in an object's life, then by the order of their
-// records' last writes (the API server's resource versions grow).
+// before orders operations by when they started; within one second (a
+// record's times have seconds only) by the order of their records' last
+// writes, which the API server's resource versions follow.
 func before(a, b v1alpha1.BrokerOperation) bool {
 	ta, tb := started(a), started(b)
 	if !ta.Equal(tb) {
 		return ta.Before(tb)
-	}
-	if la, lb := lifecycle[a.Spec.Verb], lifecycle[b.Spec.Verb]; la != lb {
-		return la < lb
 	}
 	ra, errA := strconv.ParseUint(a.ResourceVersion, 10, 64)
 	rb, errB := strconv.ParseUint(b.ResourceVersion, 10, 64)

@@ -18,9 +18,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/app"
 	"github.com/lockstep-dev/lockstep/internal/plugin"
 	"github.com/lockstep-dev/lockstep/test/framework"
@@ -111,16 +113,32 @@ func lockstepConfig() app.Config {
 	}
 }
 
-// waitForCatalog waits until the marketplace holds the plans of broker.
+// waitForCatalog waits until the marketplace holds every plan of broker.
+// The embedded broker may answer lockstep's first catalog request before
+// it has read its registries, and lockstep fetches a catalog again only
+// every spec.relistInterval: the broker is relisted every second until
+// the marketplace is complete, then at its usual interval again.
 func waitForCatalog(broker string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	relist := func(interval string) error {
+		sb := &v1alpha1.ServiceBroker{ObjectMeta: metav1.ObjectMeta{Name: broker}}
+		patch := fmt.Sprintf(`{"spec":{"relistInterval":%s}}`, interval)
+		return env.admin.Patch(ctx, sb, client.RawPatch(types.MergePatchType, []byte(patch)))
+	}
+	relisting := false
 	for {
 		var out bytes.Buffer
 		code := plugin.Run([]string{"--kubeconfig", env.kubeconfig, "marketplace", "--broker", broker},
 			genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &out})
-		if code == 0 && strings.Contains(out.String(), "stateful") {
+		if code == 0 && strings.Count(out.String(), " "+broker+" ") == 6 {
+			if relisting {
+				return relist("null")
+			}
 			return nil
+		}
+		if !relisting && relist(`"1s"`) == nil {
+			relisting = true
 		}
 		select {
 		case <-ctx.Done():
