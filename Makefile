@@ -17,6 +17,10 @@ help: ## list the targets
 build: ## build the binaries into bin/ (webhook, broker, and kubectl-lockstep: the kubectl plugin)
 	$(GO) build -o bin/ ./cmd/...
 
+.PHONY: krew
+krew: ## pack kubectl-lockstep for krew: archives for every platform in dist/, and plugins/lockstep.yaml with their SHA-256 (VERSION=v0.1.0)
+	$(GO) run ./hack/krew -version $(VERSION) -out dist -manifest plugins/lockstep.yaml
+
 .PHONY: generate
 generate: ## regenerate deepcopy code, CRD manifests (deploy/crds, with CEL rules from the field-policy tags), webhook configurations (deploy/webhook), lockstep's ClusterRole (deploy/rbac), the Helm chart's copies of them (charts/lockstep) and the dashboard and alerts (deploy/monitoring)
 	GO=$(GO) bash hack/generate.sh
