@@ -14,20 +14,18 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
+
+	"github.com/lockstep-dev/lockstep/test/framework"
 )
 
 func main() {
@@ -154,33 +152,13 @@ func template(objs []*unstructured.Unstructured, header, labels string, edit fun
 	return text, nil
 }
 
-// readObjects decodes a stream of YAML documents.
+// readObjects decodes a file of YAML documents.
 func readObjects(path string) ([]*unstructured.Unstructured, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(raw)))
-	var objs []*unstructured.Unstructured
-	for {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			return objs, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("reading %s: %w", path, err)
-		}
-		if len(bytes.TrimSpace(doc)) == 0 || string(bytes.TrimSpace(doc)) == "---" {
-			continue
-		}
-		u := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal(doc, &u.Object); err != nil {
-			return nil, fmt.Errorf("decoding %s: %w", path, err)
-		}
-		if len(u.Object) > 0 {
-			objs = append(objs, u)
-		}
-	}
+	return framework.Decode(string(raw))
 }
 
 // copyCRDs copies the CRD manifests (not the kustomization) into the

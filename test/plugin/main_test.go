@@ -23,7 +23,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/app"
 	"github.com/lockstep-dev/lockstep/internal/plugin"
 	"github.com/lockstep-dev/lockstep/test/framework"
 )
@@ -51,20 +50,11 @@ func runMain(m *testing.M) int {
 	defer func() { _ = cp.Stop() }()
 	env.cp = cp
 	// The embedded broker serves the sample bundles, as `make run` does.
-	state := filepath.Join(cp.Dir, "broker")
-	for k, v := range map[string]string{
-		"LOCKSTEP_EMBEDDED_BROKER_REGISTRIES": "samples=local:" + filepath.Join(cp.Root, "examples", "bundles"),
-		"LOCKSTEP_EMBEDDED_BROKER_BBOLT_PATH": filepath.Join(state, "broker.db"),
-		"LOCKSTEP_EMBEDDED_BROKER_WORK_DIR":   filepath.Join(state, "work"),
-	} {
-		if err := os.Setenv(k, v); err != nil {
-			return fail(err)
-		}
-	}
-	if err := os.MkdirAll(state, 0o700); err != nil {
+	cfg := framework.Config()
+	if err := cp.ServeSamples(&cfg); err != nil {
 		return fail(err)
 	}
-	lockstep, err := cp.RunLockstep(context.Background(), lockstepConfig(), nil)
+	lockstep, err := cp.RunLockstep(context.Background(), cfg, nil)
 	if err != nil {
 		return fail(err)
 	}
@@ -86,31 +76,6 @@ func runMain(m *testing.M) int {
 		}
 	}
 	return code
-}
-
-// lockstepConfig is lockstep's configuration here: short intervals, the
-// embedded broker, resync off (nothing here drifts).
-func lockstepConfig() app.Config {
-	return app.Config{
-		Namespace:              "lockstep-system",
-		MetricsAddr:            "0",
-		HealthAddr:             "0",
-		AdmissionBudget:        5 * time.Second,
-		BrokerTimeout:          3 * time.Second,
-		PollInterval:           50 * time.Millisecond,
-		PollMaxInterval:        200 * time.Millisecond,
-		LockDuration:           time.Minute,
-		LockWait:               3 * time.Second,
-		CommitGrace:            5 * time.Second,
-		RefusalMemory:          300 * time.Millisecond,
-		KeepOperations:         10,
-		CatalogRefreshInterval: time.Second,
-		EmbeddedBroker:         true,
-		EmbeddedBrokerAddr:     "127.0.0.1:0",
-		EmbeddedBrokerName:     "embedded",
-		LogLevel:               "debug",
-		LogFormat:              "console",
-	}
 }
 
 // waitForCatalog waits until the marketplace holds every plan of broker.
