@@ -87,11 +87,15 @@ func brokerOf(ctx context.Context, c client.Client, b brokered) (string, *v1alph
 	return name, &broker, nil
 }
 
-// underWay is the newest operation of an object that is not final yet.
+// underWay is the newest operation of an object that the broker has
+// answered and that is not final yet: still in progress at the broker,
+// succeeded but not committed, or orphaned and not compensated. A Pending
+// record is an admission under way (or one lockstep settles itself after
+// a restart): it says nothing yet.
 func underWay(ops []v1alpha1.BrokerOperation) *v1alpha1.BrokerOperation {
 	for i := len(ops) - 1; i >= 0; i-- {
 		switch ops[i].Status.Phase {
-		case "", v1alpha1.PhasePending, v1alpha1.PhaseInProgress, v1alpha1.PhaseSucceeded, v1alpha1.PhaseOrphaned:
+		case v1alpha1.PhaseInProgress, v1alpha1.PhaseSucceeded, v1alpha1.PhaseOrphaned:
 			return &ops[i]
 		}
 	}
