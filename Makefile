@@ -18,7 +18,7 @@ build: ## build the binaries into bin/ (webhook, broker, and kubectl-lockstep: t
 	$(GO) build -o bin/ ./cmd/...
 
 .PHONY: krew
-krew: ## pack kubectl-lockstep for krew: archives for every platform in dist/, and plugins/lockstep.yaml with their SHA-256 (VERSION=v0.1.0)
+krew: ## pack kubectl-lockstep for krew: archives for every platform and the krew manifest with their SHA-256 (from plugins/lockstep.yaml) in dist/ (VERSION=v0.1.0)
 	$(GO) run ./hack/krew -version $(VERSION) -out dist -manifest plugins/lockstep.yaml
 
 .PHONY: generate
