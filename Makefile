@@ -14,11 +14,15 @@ help: ## list the targets
 	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
 
 .PHONY: build
-build: ## build the binaries into bin/
+build: ## build the binaries into bin/ (webhook, broker, and kubectl-lockstep: the kubectl plugin)
 	$(GO) build -o bin/ ./cmd/...
 
+.PHONY: krew
+krew: ## pack kubectl-lockstep for krew: archives for every platform and the krew manifest with their SHA-256 (from plugins/lockstep.yaml) in dist/ (VERSION=v0.1.0)
+	$(GO) run ./hack/krew -version $(VERSION) -out dist -manifest plugins/lockstep.yaml
+
 .PHONY: generate
-generate: ## regenerate deepcopy code, CRD manifests (deploy/crds, with CEL rules from the field-policy tags), webhook configurations (deploy/webhook) and lockstep's ClusterRole (deploy/rbac)
+generate: ## regenerate deepcopy code, CRD manifests (deploy/crds, with CEL rules from the field-policy tags), webhook configurations (deploy/webhook), lockstep's ClusterRole (deploy/rbac), the Helm chart's copies of them (charts/lockstep) and the dashboard and alerts (deploy/monitoring)
 	GO=$(GO) bash hack/generate.sh
 
 .PHONY: certs
@@ -41,12 +45,12 @@ test: vet ## run every test: unit and end-to-end (real kube-apiserver, etcd, kub
 
 .PHONY: unit
 unit: ## run the unit tests only (no control plane)
-	$(GO) test $(TEST_FLAGS) -skip '^TestMakeRun$$' $$($(GO) list ./... | grep -v -e /test/e2e -e /test/deploy -e /test/replicas -e /test/celrules)
+	$(GO) test $(TEST_FLAGS) -skip '^TestMakeRun$$' $$($(GO) list ./... | grep -v -e /test/e2e -e /test/deploy -e /test/replicas -e /test/celrules -e /test/helm -e /test/plugin)
 
 .PHONY: e2e
-e2e: ## run the end-to-end tests only (test/e2e with the README walkthrough, test/deploy, test/celrules, make run's own test)
+e2e: ## run the end-to-end tests only (test/e2e with the README walkthrough, test/deploy, test/celrules, test/helm, test/plugin, make run's own test)
 	@assets=$$(bash $(TESTBIN)); \
-	KUBEBUILDER_ASSETS=$$assets $(GO) test $(TEST_FLAGS) -v ./test/e2e/... ./test/deploy/... ./test/celrules/... && \
+	KUBEBUILDER_ASSETS=$$assets $(GO) test $(TEST_FLAGS) -v ./test/e2e/... ./test/deploy/... ./test/celrules/... ./test/helm/... ./test/plugin/... && \
 	KUBEBUILDER_ASSETS=$$assets $(GO) test $(TEST_FLAGS) -v -run '^TestMakeRun$$' ./hack/devenv
 
 # How long `make fuzz` runs each fuzz target.

@@ -3,9 +3,13 @@
 # of api/v1alpha1, the CRD manifests in deploy/crds (with the CEL rules
 # hack/celgen derives from the field-policy tags), the webhook
 # configurations in deploy/webhook and lockstep's ClusterRole in
-# deploy/rbac, from the markers beside the code; and the ClusterRole
+# deploy/rbac, from the markers beside the code; the ClusterRole
 # lockstep-adopt, which grants adoption to the users an administrator
-# binds it to, from the marker in api/v1alpha1.
+# binds it to, from the marker in api/v1alpha1; and lockstep's Grafana
+# dashboard and Prometheus alerting rules in deploy/monitoring (with
+# copies for the Helm chart), from hack/monitoring. hack/chartgen copies the
+# CRDs into the Helm chart (charts/lockstep/crds) and makes its templates
+# of the webhook configurations and the ClusterRole.
 #
 #   bash hack/generate.sh          # into the repository (make generate)
 #   bash hack/generate.sh DIR      # into DIR, in the same layout (the test
@@ -23,3 +27,5 @@ mkdir -p "$out/api/v1alpha1" "$out/deploy/crds" "$out/deploy/webhook" "$out/depl
 	output:webhook:dir="$out/deploy/webhook" output:rbac:dir="$out/deploy/rbac"
 "$go" tool controller-gen rbac:roleName=lockstep-adopt,fileName=adopt_role.yaml paths=./api/... \
 	output:rbac:dir="$out/deploy/rbac"
+"$go" run ./hack/chartgen -root "$out"
+"$go" run ./hack/monitoring -root "$out"

@@ -14,7 +14,8 @@ import (
 // TestGeneratedFilesAreUpToDate runs hack/generate.sh, which `make
 // generate` runs, into a temporary directory and compares every file it
 // writes (deepcopy code, CRDs with their CEL rules, webhook configurations,
-// ClusterRole) with the committed one; a CRD manifest that nothing
+// ClusterRole, the Helm chart's copies and templates of them, the
+// dashboard and alerting rules) with the committed one; a CRD manifest that nothing
 // generates any more is stale too. Run `make generate` when it fails.
 func TestGeneratedFilesAreUpToDate(t *testing.T) {
 	if testing.Short() {
@@ -46,9 +47,11 @@ func TestGeneratedFilesAreUpToDate(t *testing.T) {
 		}
 		assert.Equal(t, string(want), string(got), "%s is stale: run `make generate` and commit the result", rel)
 	}
-	committed, err := filepath.Glob(filepath.Join(root, "deploy", "crds", "lockstep.dev_*.yaml"))
-	require.NoError(t, err)
-	crds, err := filepath.Glob(filepath.Join(out, "deploy", "crds", "*.yaml"))
-	require.NoError(t, err)
-	assert.Len(t, committed, len(crds), "deploy/crds holds a CRD that no type generates any more")
+	for _, dir := range []string{"deploy/crds", "charts/lockstep/crds"} {
+		committed, err := filepath.Glob(filepath.Join(root, dir, "lockstep.dev_*.yaml"))
+		require.NoError(t, err)
+		crds, err := filepath.Glob(filepath.Join(out, dir, "*.yaml"))
+		require.NoError(t, err)
+		assert.Len(t, committed, len(crds), "%s holds a CRD that no type generates any more", dir)
+	}
 }

@@ -62,6 +62,7 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/controller/servicebroker"
 	"github.com/lockstep-dev/lockstep/internal/credentials"
 	"github.com/lockstep-dev/lockstep/internal/journal"
+	"github.com/lockstep-dev/lockstep/internal/metrics"
 	"github.com/lockstep-dev/lockstep/internal/osbclient"
 )
 
@@ -145,6 +146,10 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 	if err := admission.IndexExternalIDs(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
+	// /metrics also serves the serving certificate's expiry and what
+	// lockstep's objects say, read from the cache at every scrape.
+	metrics.ServeCertificateExpiry(c.CertDir)
+	metrics.ServeObjects(mgr.GetClient())
 
 	catalogs := catalog.NewCache(c.CatalogRefreshInterval)
 	rules := access.NewStore()

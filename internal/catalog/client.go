@@ -17,7 +17,7 @@ import (
 // reading its credentials from the Secret it references. Error messages
 // name the Secret and the missing key, never a value.
 func BrokerConfig(ctx context.Context, secrets client.Reader, sb *v1alpha1.ServiceBroker, timeout time.Duration) (osbclient.Config, error) {
-	cfg := osbclient.Config{URL: sb.Spec.URL, CABundle: sb.Spec.CABundle, Timeout: timeout, UserAgent: "lockstep", Observe: observe}
+	cfg := osbclient.Config{URL: sb.Spec.URL, CABundle: sb.Spec.CABundle, Timeout: timeout, UserAgent: "lockstep", Observe: observe(sb.Name)}
 	ref := sb.Spec.AuthSecretRef
 	if ref == nil {
 		return cfg, nil
@@ -61,7 +61,10 @@ func authType(ref *v1alpha1.SecretReference) v1alpha1.AuthType {
 	return ref.Type
 }
 
-// observe counts every request to a broker in lockstep's metrics.
-func observe(op osbclient.Op, status int, elapsed time.Duration) {
-	metrics.BrokerCall(string(op), status, elapsed)
+// observe counts every request to the ServiceBroker called broker in
+// lockstep's metrics.
+func observe(broker string) func(osbclient.Op, int, time.Duration) {
+	return func(op osbclient.Op, status int, elapsed time.Duration) {
+		metrics.BrokerCall(broker, string(op), status, elapsed)
+	}
 }

@@ -11,9 +11,9 @@ import (
 )
 
 // histogram reads the sample count and sum of one labelled histogram.
-func histogram(t *testing.T, verb, status string) (uint64, float64) {
+func histogram(t *testing.T, broker, verb, status string) (uint64, float64) {
 	t.Helper()
-	obs, err := brokerCalls.GetMetricWithLabelValues(verb, status)
+	obs, err := brokerCalls.GetMetricWithLabelValues(broker, verb, status)
 	require.NoError(t, err)
 	var m dto.Metric
 	require.NoError(t, obs.(prometheus.Metric).Write(&m))
@@ -35,9 +35,9 @@ func TestBrokerCallObservesByVerbAndStatus(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			count, sum := histogram(t, tt.verb, tt.wantStatus)
-			BrokerCall(tt.verb, tt.status, tt.d)
-			gotCount, gotSum := histogram(t, tt.verb, tt.wantStatus)
+			count, sum := histogram(t, "acme", tt.verb, tt.wantStatus)
+			BrokerCall("acme", tt.verb, tt.status, tt.d)
+			gotCount, gotSum := histogram(t, "acme", tt.verb, tt.wantStatus)
 			assert.Equal(t, count+1, gotCount)
 			assert.InDelta(t, sum+tt.d.Seconds(), gotSum, 1e-9)
 		})

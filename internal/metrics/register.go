@@ -9,7 +9,7 @@ import (
 const namespace = "lockstep"
 
 // collectors are every metric of this package.
-var collectors = []prometheus.Collector{admissionDecisions, brokerCalls, lockContention, operationPhases, resyncResults, resyncCorrections, operationsPruned, marketplaceWrites, admissionWrites, admissionWritesPerOperation}
+var collectors = []prometheus.Collector{admissionDecisions, brokerCalls, lockContention, operationPhases, resyncResults, resyncCorrections, operationsPruned, marketplaceWrites, admissionWrites, admissionWritesPerOperation, certificateExpiry, objects}
 
 func init() {
 	// Registered once, at import, on the registry the manager serves.

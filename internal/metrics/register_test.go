@@ -18,7 +18,7 @@ import (
 // README documents, with help and type.
 func TestServedByTheManagersRegistry(t *testing.T) {
 	AdmissionDecision("ServiceInstance", "CREATE", Allowed, ReasonBroker)
-	BrokerCall("catalog", 200, 5*time.Millisecond)
+	BrokerCall("acme", "catalog", 200, 5*time.Millisecond)
 	LockContention("ServiceInstance")
 	OperationPhase("Committed")
 	ResyncResult("ServiceInstance", "PlanDrift")
@@ -32,7 +32,7 @@ func TestServedByTheManagersRegistry(t *testing.T) {
 		{"lockstep_admission_decisions_total", "counter",
 			`lockstep_admission_decisions_total{kind="ServiceInstance",operation="CREATE",reason="Broker",result="allowed"}`},
 		{"lockstep_broker_request_duration_seconds", "histogram",
-			`lockstep_broker_request_duration_seconds_bucket{status="200",verb="catalog",le="0.005"}`},
+			`lockstep_broker_request_duration_seconds_bucket{broker="acme",status="200",verb="catalog",le="0.005"}`},
 		{"lockstep_lock_contention_total", "counter", `lockstep_lock_contention_total{kind="ServiceInstance"}`},
 		{"lockstep_operation_phase_transitions_total", "counter", `lockstep_operation_phase_transitions_total{phase="Committed"}`},
 		{"lockstep_operation_records_pruned_total", "counter", `lockstep_operation_records_pruned_total{reason="expired"}`},

@@ -90,27 +90,16 @@ func runMain(m *testing.M) int {
 	return m.Run()
 }
 
-// lockstepConfig is lockstep's configuration here: intervals are short;
-// the embedded broker is off (the deployment does not run it); at most two
-// BrokerOperations are kept per object, so that pruning (a delete)
-// happens.
+// lockstepConfig is lockstep's configuration here: the test configuration
+// with the embedded broker off (the deployment does not run it), at most
+// two BrokerOperations kept per object, so that pruning (a delete)
+// happens, and no refusal repeated without asking the broker.
 func lockstepConfig() app.Config {
-	return app.Config{
-		Namespace:              "lockstep-system",
-		MetricsAddr:            "0",
-		HealthAddr:             "0",
-		AdmissionBudget:        5 * time.Second,
-		BrokerTimeout:          3 * time.Second,
-		PollInterval:           50 * time.Millisecond,
-		PollMaxInterval:        200 * time.Millisecond,
-		LockDuration:           time.Minute,
-		LockWait:               3 * time.Second,
-		CommitGrace:            2 * time.Second,
-		KeepOperations:         2,
-		CatalogRefreshInterval: time.Second,
-		LogLevel:               "debug",
-		LogFormat:              "console",
-	}
+	cfg := framework.Config()
+	cfg.CommitGrace = 2 * time.Second
+	cfg.KeepOperations = 2
+	cfg.RefusalMemory = 0
+	return cfg
 }
 
 // run runs a program with stdin and returns its stdout and stderr; a

@@ -57,21 +57,12 @@ func runMain(m *testing.M) int {
 	cluster.ControlPlane, cluster.config, cluster.kubectl = cp, cp.Config, cp.Kubectl
 
 	// The embedded broker serves the sample bundles, as `make run` does.
-	state := filepath.Join(cp.Dir, "broker")
-	if err := os.MkdirAll(state, 0o700); err != nil {
+	cfg := lockstepConfig()
+	if err := cp.ServeSamples(&cfg); err != nil {
 		return fail(err)
 	}
-	for k, v := range map[string]string{
-		"LOCKSTEP_EMBEDDED_BROKER_REGISTRIES": "samples=local:" + filepath.Join(cp.Root, "examples", "bundles"),
-		"LOCKSTEP_EMBEDDED_BROKER_BBOLT_PATH": filepath.Join(state, "broker.db"),
-		"LOCKSTEP_EMBEDDED_BROKER_WORK_DIR":   filepath.Join(state, "work"),
-	} {
-		if err := os.Setenv(k, v); err != nil {
-			return fail(err)
-		}
-	}
 
-	lockstep, err := cp.RunLockstep(context.Background(), lockstepConfig(), nil)
+	lockstep, err := cp.RunLockstep(context.Background(), cfg, nil)
 	if err != nil {
 		return fail(err)
 	}
@@ -120,36 +111,17 @@ func registerBroker(name, url string) error {
 	return nil
 }
 
-// lockstepConfig is lockstep's configuration in the e2e tests: short
-// intervals, leader election on, and the embedded broker.
+// lockstepConfig is lockstep's configuration in the e2e tests: the test
+// configuration with leader election on and resync every resyncInterval.
 func lockstepConfig() app.Config {
-	return app.Config{
-		Namespace:      "lockstep-system",
-		LeaderElection: true,
-		// One process: it takes the lead at once; short periods all the same.
-		LeaderElectionLeaseDuration: 4 * time.Second,
-		LeaderElectionRenewDeadline: 3 * time.Second,
-		LeaderElectionRetryPeriod:   500 * time.Millisecond,
-		MetricsAddr:                 "0",
-		HealthAddr:                  "0",
-		AdmissionBudget:             5 * time.Second,
-		BrokerTimeout:               3 * time.Second,
-		PollInterval:                50 * time.Millisecond,
-		PollMaxInterval:             200 * time.Millisecond,
-		LockDuration:                time.Minute,
-		LockWait:                    3 * time.Second,
-		CommitGrace:                 5 * time.Second,
-		RefusalMemory:               300 * time.Millisecond,
-		KeepOperations:              10,
-		CatalogRefreshInterval:      time.Second,
-		MaxParametersBytes:          64 << 10,
-		ResyncInterval:              resyncInterval,
-		ResyncBrokerConcurrency:     4,
-		ResyncBrokerQPS:             50,
-		EmbeddedBroker:              true,
-		EmbeddedBrokerAddr:          "127.0.0.1:0",
-		EmbeddedBrokerName:          "embedded",
-		LogLevel:                    "debug",
-		LogFormat:                   "console",
-	}
+	cfg := framework.Config()
+	cfg.LeaderElection = true
+	// One process: it takes the lead at once; short periods all the same.
+	cfg.LeaderElectionLeaseDuration = 4 * time.Second
+	cfg.LeaderElectionRenewDeadline = 3 * time.Second
+	cfg.LeaderElectionRetryPeriod = 500 * time.Millisecond
+	cfg.ResyncInterval = resyncInterval
+	cfg.ResyncBrokerConcurrency = 4
+	cfg.ResyncBrokerQPS = 50
+	return cfg
 }
