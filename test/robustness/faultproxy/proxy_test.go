@@ -54,7 +54,7 @@ func TestFaults(t *testing.T) {
 		{fault: Fault{Kind: Slow, Delay: time.Minute}, wantHeld: true, wantErr: true},
 		{fault: Fault{Kind: Garbage}, wantHeld: true, wantErr: true, wantDelivered: 200},
 		{fault: Fault{Kind: DropAfter202}, wantHeld: true, wantDelivered: 201},
-		{fault: Fault{Kind: DropAfter202}, async: true, wantErr: true},
+		{fault: Fault{Kind: DropAfter202}, async: true, wantHeld: true, wantErr: true},
 	}
 	for _, tt := range tests {
 		name := string(tt.fault.Kind)
