@@ -46,7 +46,10 @@ func (b *Broker) bind(q *request) outcome {
 		Parameters: m.params, Context: m.context, Credentials: newCredentials(q.bindingID, b.marker),
 	}
 	out := success(http.StatusCreated, osbapi.Binding{Credentials: bnd.Credentials})
-	out.apply = func() { b.bindings[key] = bnd.clone() }
+	out.apply = func() {
+		b.bindings[key] = bnd.clone()
+		b.creations[key]++
+	}
 	return out
 }
 

@@ -32,6 +32,7 @@ type Broker struct {
 	marker     string // begins every password
 	instances  map[string]Instance
 	bindings   map[bindingKey]Binding
+	creations  map[bindingKey]int // by target; bindingID "" for an instance
 	operations map[string]*operation
 	latestOp   map[bindingKey]*operation // by target; bindingID "" for an instance
 	opSeq      int

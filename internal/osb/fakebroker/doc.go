@@ -19,7 +19,8 @@
 //
 // Every request is recorded on arrival (Calls, Count, WaitForCalls;
 // WaitIdle waits until every request was handled) and the in-memory state is
-// visible and can be seeded (Instances, Bindings, PutInstance, PutBinding),
+// visible and can be seeded (Instances, Bindings, PutInstance, PutBinding;
+// Creations counts how often each was created),
 // so that a test can assert that what the broker holds equals what the API
 // server holds. SetLatency slows every request down, for benchmarks;
 // WithCredentialMarker begins every password with a marker that a test

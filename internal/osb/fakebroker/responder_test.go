@@ -88,3 +88,17 @@ func TestCredentialMarker(t *testing.T) {
 	assert.True(t, strings.HasPrefix(pass, "SECRET-MARK-"), "password %q", pass)
 	assert.Contains(t, bnd.Credentials["uri"], "SECRET-MARK-")
 }
+
+func TestCreationsCountEveryCreation(t *testing.T) {
+	b := fakebroker.New(t)
+	o := newOSB(t, b)
+	require.Equal(t, 201, o.provision("i1", small, ``))
+	require.Equal(t, 200, o.provision("i1", small, ``), "an identical repeat creates nothing")
+	require.Equal(t, 201, o.bind("i1", "b1", ``))
+	require.Equal(t, 200, o.unbind("i1", "b1"))
+	require.Equal(t, 200, o.deprovision("i1", small))
+	require.Equal(t, 201, o.provision("i1", small, ``))
+	instances, bindings := b.Creations()
+	assert.Equal(t, map[string]int{"i1": 2}, instances)
+	assert.Equal(t, map[string]int{"i1/b1": 1}, bindings)
+}

@@ -150,6 +150,25 @@ func (b *Broker) ResetState() {
 	b.bindings = map[bindingKey]Binding{}
 	b.operations = map[string]*operation{}
 	b.latestOp = map[bindingKey]*operation{}
+	b.creations = map[bindingKey]int{}
+}
+
+// Creations counts how often the broker created each instance (by id)
+// and each binding (by "<instance id>/<binding id>"): a provision or bind
+// of something it did not hold, whether it was deleted since or not.
+func (b *Broker) Creations() (instances, bindings map[string]int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.endDueLocked()
+	instances, bindings = map[string]int{}, map[string]int{}
+	for k, n := range b.creations {
+		if k.bindingID == "" {
+			instances[k.instanceID] = n
+		} else {
+			bindings[k.instanceID+"/"+k.bindingID] = n
+		}
+	}
+	return instances, bindings
 }
 
 // bindingsOfLocked returns the sorted binding ids of an instance; b.mu must
