@@ -20,9 +20,9 @@ import (
 type difference string
 
 const (
-	same       difference = ""
-	gone       difference = "does not hold it"
-	planDiffer difference = "holds another plan"
+	same        difference = ""
+	gone        difference = "does not hold it"
+	planDiffer  difference = "holds another plan"
 	paramDiffer difference = "holds other parameters"
 )
 
