@@ -88,8 +88,9 @@ func Answers(s Snapshot) []Violation {
 			}
 		}
 	}
-	undone := map[string]bool{}
+	undone, journaled := map[string]bool{}, map[string]bool{}
 	for _, rec := range s.Seen {
+		journaled[rec.Spec.Requester.Username] = true
 		if rec.Status.Phase == v1alpha1.PhaseCompensated {
 			undone[rec.Spec.Requester.Username+"/"+string(rec.Spec.Verb)] = true
 		}
@@ -132,7 +133,7 @@ func Answers(s Snapshot) []Violation {
 		case history.Refused:
 			var done []exchange
 			for _, x := range carried {
-				if x.BrokerStatus != http.StatusGone {
+				if x.BrokerStatus != http.StatusGone && !(journaled[r.User] && undoneLater(x)) {
 					done = append(done, x)
 				}
 			}
@@ -143,6 +144,24 @@ func Answers(s Snapshot) []Violation {
 		}
 	}
 	return out
+}
+
+// undoneLater reports whether a provision or bind the broker carried out
+// was deleted at the broker afterwards (lockstep undoes one whose object
+// it could not complete, and says so in its record).
+func undoneLater(x exchange) bool {
+	inverse := map[osbclient.Op]osbclient.Op{osbclient.OpProvision: osbclient.OpDeprovision, osbclient.OpBind: osbclient.OpUnbind}[x.Op]
+	if inverse == "" {
+		return false
+	}
+	for _, y := range x.broker.Exchanges {
+		undo := exchange{y, x.broker}
+		if y.Op == inverse && y.InstanceID == x.InstanceID && y.BindingID == x.BindingID && !y.Start.Before(x.Start) &&
+			(undo.carriedOut() || (y.Forwarded && y.BrokerStatus == http.StatusGone)) {
+			return true
+		}
+	}
+	return false
 }
 
 func deletes(v v1alpha1.Verb) bool { return v == v1alpha1.VerbDeprovision || v == v1alpha1.VerbUnbind }

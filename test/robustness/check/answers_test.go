@@ -2,6 +2,7 @@ package check
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 
@@ -10,6 +11,12 @@ import (
 	"github.com/lockstep-dev/lockstep/test/robustness/faultproxy"
 	"github.com/lockstep-dev/lockstep/test/robustness/history"
 )
+
+// bindX is an exchange of a binding's request, the n-th second of a run.
+func bindX(op osbclient.Op, status int, n int) faultproxy.Exchange {
+	return faultproxy.Exchange{Request: faultproxy.Request{Op: op, User: "u1", InstanceID: "id-1", BindingID: "bid-1"},
+		Start: time.Unix(int64(n), 0), End: time.Unix(int64(n), 5e8), Forwarded: true, BrokerStatus: status}
+}
 
 func TestAnswers(t *testing.T) {
 	x := func(op osbclient.Op, fault faultproxy.Kind, status int, key string) faultproxy.Exchange {
@@ -53,6 +60,19 @@ func TestAnswers(t *testing.T) {
 			records: map[string]v1alpha1.BrokerOperation{"ns/op": {
 				Spec:   v1alpha1.BrokerOperationSpec{Verb: v1alpha1.VerbUpdate, Requester: v1alpha1.Requester{Username: "u1"}},
 				Status: v1alpha1.BrokerOperationStatus{Phase: v1alpha1.PhaseCompensated}}}},
+		{name: "refused bind, carried out and unbound at once, the record says so",
+			request: history.Request{User: "u1", Kind: history.Bind, Object: "ServiceBinding ns/b", Verb: v1alpha1.VerbBind, Answer: history.Refused},
+			exchanges: []faultproxy.Exchange{bindX(osbclient.OpBind, 201, 1), bindX(osbclient.OpUnbind, 200, 2)},
+			records: map[string]v1alpha1.BrokerOperation{"ns/op": {
+				Spec:   v1alpha1.BrokerOperationSpec{Verb: v1alpha1.VerbBind, Requester: v1alpha1.Requester{Username: "u1"}},
+				Status: v1alpha1.BrokerOperationStatus{Phase: v1alpha1.PhaseFailed, Description: "lockstep asked the broker to unbind again"}}}},
+		{name: "refused bind, carried out, the unbind failed",
+			request:   history.Request{User: "u1", Kind: history.Bind, Object: "ServiceBinding ns/b", Verb: v1alpha1.VerbBind, Answer: history.Refused},
+			exchanges: []faultproxy.Exchange{bindX(osbclient.OpBind, 201, 1), bindX(osbclient.OpUnbind, 500, 2)},
+			records: map[string]v1alpha1.BrokerOperation{"ns/op": {
+				Spec:   v1alpha1.BrokerOperationSpec{Verb: v1alpha1.VerbBind, Requester: v1alpha1.Requester{Username: "u1"}},
+				Status: v1alpha1.BrokerOperationStatus{Phase: v1alpha1.PhaseFailed}}},
+			want: "carried the bind out"},
 		{name: "refused, the asynchronous operation succeeded later", request: update(history.Refused),
 			exchanges: []faultproxy.Exchange{x(osbclient.OpUpdate, faultproxy.Pass, 202, "op-1")}, async: map[string]Async{"op-1": {Done: true}},
 			want: "carried the update out"},

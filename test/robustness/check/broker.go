@@ -45,7 +45,7 @@ func BrokerState(s Snapshot) []Violation {
 			diff = gone
 		case held.PlanID != b.PlanIDs[si.Spec.ServiceName+"/"+si.Spec.PlanName]:
 			diff = planDiffer
-		case !paramsMatch(held.Parameters, decode(si.Spec.Parameters), s.FromSecrets[key]):
+		case !paramsMatch(held.Parameters, decode(si.Spec.Parameters), s.FromSecrets[key], b.CreateOnly[si.Spec.ServiceName+"/"+si.Spec.PlanName]):
 			diff = paramDiffer
 		}
 		if msg := judge(diff, si.Status.Conditions, si.Status.LastOperation); msg != "" {
@@ -69,7 +69,7 @@ func BrokerState(s Snapshot) []Violation {
 		switch {
 		case !ok:
 			diff = gone
-		case !paramsMatch(held.Parameters, decode(sb.Spec.Parameters), s.FromSecrets[key]):
+		case !paramsMatch(held.Parameters, decode(sb.Spec.Parameters), s.FromSecrets[key], nil):
 			diff = paramDiffer
 		}
 		if msg := judge(diff, sb.Status.Conditions, sb.Status.LastOperation); msg != "" {
@@ -134,9 +134,13 @@ func describeHeld(held Instance, ok bool) string {
 
 // paramsMatch reports whether the parameters a broker holds are the
 // object's spec.parameters and, for the members from Secrets, one of the
-// values those ever had.
-func paramsMatch(held, spec map[string]any, fromSecrets map[string][]any) bool {
+// values those ever had. A create-only parameter the broker does not
+// report matches.
+func paramsMatch(held, spec map[string]any, fromSecrets map[string][]any, createOnly []string) bool {
 	for k, v := range spec {
+		if _, reported := held[k]; !reported && slices.Contains(createOnly, k) {
+			continue
+		}
 		if !jsonEqual(held[k], v) {
 			return false
 		}

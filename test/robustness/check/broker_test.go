@@ -44,6 +44,10 @@ func TestBrokerStateOfInstances(t *testing.T) {
 				si.Status.LastOperation = &v1alpha1.LastOperation{Verb: v1alpha1.VerbProvision, State: v1alpha1.StateFailed}
 				return si
 			}(), nil, ""},
+		{"a create-only parameter the broker does not report", &Instance{PlanID: "small-id", Parameters: object(`{"a": 1}`)},
+			instance("i", "id-1", "small", `{"a": 1, "region": "eu"}`, inSync(metav1.ConditionTrue, "Committed")), nil, ""},
+		{"a create-only parameter the broker holds otherwise", &Instance{PlanID: "small-id", Parameters: object(`{"a": 1, "region": "us"}`)},
+			instance("i", "id-1", "small", `{"a": 1, "region": "eu"}`, inSync(metav1.ConditionTrue, "Committed")), nil, "but InSync is True"},
 		{"a parameter from a Secret, one of its values", &Instance{PlanID: "small-id", Parameters: object(`{"a": 1, "pw": "old"}`)},
 			instance("i", "id-1", "small", `{"a": 1}`, inSync(metav1.ConditionTrue, "Committed")), map[string][]any{"pw": {"old", "new"}}, ""},
 		{"a parameter from a Secret, a value it never had", &Instance{PlanID: "small-id", Parameters: object(`{"a": 1, "pw": "other"}`)},

@@ -48,8 +48,9 @@ func binding(name, id, instanceName string, conditions []metav1.Condition) v1alp
 
 func broker() *Broker {
 	return &Broker{
-		PlanIDs:   map[string]string{"db/small": "small-id", "db/large": "large-id"},
-		Instances: map[string]Instance{}, Bindings: map[string]Binding{},
+		PlanIDs:    map[string]string{"db/small": "small-id", "db/large": "large-id"},
+		CreateOnly: map[string][]string{"db/small": {"region"}, "db/large": {"region"}},
+		Instances:  map[string]Instance{}, Bindings: map[string]Binding{},
 		Creations: map[string]int{}, Async: map[string]Async{},
 	}
 }

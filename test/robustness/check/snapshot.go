@@ -43,9 +43,13 @@ type Snapshot struct {
 
 // Broker is what one broker holds and what it was asked.
 type Broker struct {
-	// PlanIDs maps "<service>/<plan>" to the plan's id.
-	PlanIDs   map[string]string
-	Instances map[string]Instance
+	// PlanIDs maps "<service>/<plan>" to the plan's id; CreateOnly to the
+	// plan's create-only parameters (in its create schema, not in its
+	// update schema), which an update never carries, so that a broker
+	// that replaces the parameters on update no longer reports them.
+	PlanIDs    map[string]string
+	CreateOnly map[string][]string
+	Instances  map[string]Instance
 	// Bindings are by "<instance id>/<binding id>".
 	Bindings map[string]Binding
 	// Creations counts, by instance id and by "<instance id>/<binding
