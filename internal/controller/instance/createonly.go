@@ -11,39 +11,39 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/validate/schema"
 )
 
-// createOnlyDrift sorts out parameters that differ only in create-only
-// ones (in the plan's create schema, not in its update schema). An update
-// never carries those, so a broker that replaces an instance's parameters
-// with an update's no longer reports them: a create-only parameter the
-// broker does not report is no drift. One it reports with another value
-// is drift, but re-applying the spec cannot correct it, and would only be
-// repeated at every resync: correctable is false then. Any other drift is
-// returned as it is, correctable.
+// createOnlyDrift sorts out the create-only parameters (in the plan's
+// create schema, not in its update schema) of a drift in parameters. An
+// update never carries them, so a broker that replaces an instance's
+// parameters with an update's no longer reports them: a create-only
+// parameter the broker does not report is no drift, and the drift is
+// compared again as if the broker reported it as it was given. One the
+// broker reports with another value is drift that re-applying the spec
+// cannot correct (it would only be repeated at every resync):
+// correctable is false then.
 func createOnlyDrift(s *schema.PlanSchemas, applied, held resync.State, d resync.Drift) (_ resync.Drift, correctable bool) {
-	if len(d.Fields) == 0 || applied.ParametersDigest != "" {
+	if len(d.Fields) == 0 && !d.FromSecrets {
 		return d, true
 	}
-	a, errA := s.UpdateParameters(ext(applied.Parameters))
-	h, errH := s.UpdateParameters(ext(held.Parameters))
+	filled, err := s.FillCreateOnly(ext(held.Parameters), ext(applied.Parameters))
+	if err != nil || filled == nil {
+		return d, true
+	}
+	again, err := resync.Compare(applied, resync.State{PlanID: held.PlanID, Parameters: filled})
+	if err != nil {
+		return d, true
+	}
+	ours, errA := s.CreateOnlyValues(ext(applied.Parameters))
+	theirs, errH := s.CreateOnlyValues(ext(held.Parameters))
 	if errA != nil || errH != nil {
-		return d, true
+		return again, true
 	}
-	rest, err := resync.Compare(resync.State{Parameters: a}, resync.State{Parameters: h})
-	if err != nil || len(rest.Fields) > 0 {
-		return d, true // an update can change what differs
-	}
-	appliedOnly, errA := s.CreateOnlyValues(ext(applied.Parameters))
-	heldOnly, errH := s.CreateOnlyValues(ext(held.Parameters))
-	if errA != nil || errH != nil {
-		return d, true
-	}
-	ours, theirs := decodeNumbers(appliedOnly), decodeNumbers(heldOnly)
-	for path, v := range theirs {
-		if mine, ok := ours[path]; !ok || !jsonnum.ValuesEqual(mine, v) {
-			return d, false // the broker holds another value
+	mine := decodeNumbers(ours)
+	for path, v := range decodeNumbers(theirs) {
+		if w, ok := mine[path]; ok && !jsonnum.ValuesEqual(w, v) {
+			return again, false // the broker holds another value
 		}
 	}
-	return resync.Drift{Plan: d.Plan}, true // the broker only does not report some
+	return again, true
 }
 
 func ext(raw json.RawMessage) *runtime.RawExtension {
