@@ -10,9 +10,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
+
+func init() {
+	// The suite's own watch of lockstep's objects logs nothing.
+	ctrllog.SetLogger(logr.Discard())
+}
 
 // lockstepBinary is lockstep's binary with the deliberate breaks, built once for
 // every run of this package's tests.

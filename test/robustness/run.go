@@ -178,6 +178,9 @@ func (e *env) heal() {
 func (e *env) converge(ctx context.Context, t *traffic, lastFault time.Time) time.Duration {
 	deadline := time.Now().Add(e.opts.Converge)
 	for time.Now().Before(deadline) {
+		if n := t.followWayOuts(ctx); n > 0 {
+			e.logf("followed %d way(s) out that Terminating namespaces name", n)
+		}
 		snap, err := e.snapshot(ctx, t, false)
 		if err == nil {
 			var left []check.Violation

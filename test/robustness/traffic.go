@@ -38,6 +38,8 @@ type traffic struct {
 	deleted     []string // namespaces deleted by a client
 	fromSecrets map[string]map[string][]any
 	released    []released
+	// operator is the person who follows the ways out (client 0).
+	operator *actor
 }
 
 // released is an instance a delete left at its broker.
@@ -75,6 +77,7 @@ func (t *traffic) run(ctx context.Context, clients int) {
 // setup makes the first namespaces.
 func (t *traffic) setup(ctx context.Context, n int) error {
 	t.fromSecrets = map[string]map[string][]any{}
+	t.operator = &actor{id: 0, t: t, rng: rng(t.env.opts.Seed, "operator")}
 	for range n {
 		if _, err := t.newNamespace(ctx); err != nil {
 			return err

@@ -27,11 +27,14 @@ const (
 	Adopt            Kind = "adopt"
 	DryRun           Kind = "dry run"
 	ConflictingEdit  Kind = "conflicting edit"
+	// FollowWayOut is what a person does with a namespace that stays
+	// Terminating: the command its condition names.
+	FollowWayOut Kind = "follow the way out"
 )
 
 // Kinds lists every kind, in the order the results show them.
 var Kinds = []Kind{CreateInstance, UpdateParameters, ChangePlan, UpdateFromSecret, Bind, Unbind, DeleteInstance,
-	DeleteNamespace, SetPolicy, Adopt, DryRun, ConflictingEdit}
+	DeleteNamespace, SetPolicy, Adopt, DryRun, ConflictingEdit, FollowWayOut}
 
 // Request is one request a client made and what it was told.
 type Request struct {
