@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/osbclient"
 	"github.com/lockstep-dev/lockstep/test/robustness/faultproxy"
 	"github.com/lockstep-dev/lockstep/test/robustness/history"
@@ -16,23 +17,33 @@ import (
 
 // The kinds of faults.
 const (
-	KillLeader    history.FaultKind = "kill the leader"
-	KillFollower  history.FaultKind = "kill the follower"
-	KillAPIServer history.FaultKind = "kill kube-apiserver"
-	BrokerStopped history.FaultKind = "broker stopped"
-	BrokerHung    history.FaultKind = "broker hung"
-	BrokerSlow    history.FaultKind = "broker slow"
-	Broker5xx     history.FaultKind = "broker answers 5xx"
-	BrokerGarbage history.FaultKind = "broker answers garbage"
-	BrokerDrop    history.FaultKind = "connection dropped"
-	DropAfter202  history.FaultKind = "connection dropped after 202"
-	AsyncFails    history.FaultKind = "asynchronous operations fail"
+	// KillLeader and KillFollower end a lockstep replica with SIGKILL;
+	// it comes back after a pause.
+	KillLeader   history.FaultKind = "kill-leader"
+	KillFollower history.FaultKind = "kill-follower"
+	// KillAPIServer ends kube-apiserver with SIGKILL and starts it again.
+	KillAPIServer history.FaultKind = "kill-apiserver"
+	// BrokerStopped: nothing listens at the broker's address.
+	BrokerStopped history.FaultKind = "broker-stopped"
+	// BrokerHung, Broker5xx and BrokerDrop: the broker never sees the
+	// request; it gets no answer, 503, or a closed connection.
+	BrokerHung history.FaultKind = "broker-hung"
+	Broker5xx  history.FaultKind = "broker-5xx"
+	BrokerDrop history.FaultKind = "broker-drop"
+	// BrokerSlow, BrokerGarbage and DropAfter202: the broker carries the
+	// request out, and its answer comes late, is not JSON, or (a 202) is
+	// replaced by a closed connection.
+	BrokerSlow    history.FaultKind = "broker-slow"
+	BrokerGarbage history.FaultKind = "broker-garbage"
+	DropAfter202  history.FaultKind = "drop-after-202"
+	// AsyncFails: the test broker's asynchronous operations end failed.
+	AsyncFails history.FaultKind = "async-fails"
 )
 
 // AllFaults lists every kind of fault, in the order the results show
 // them.
-var AllFaults = []history.FaultKind{KillLeader, KillFollower, KillAPIServer, BrokerStopped, BrokerHung, BrokerSlow,
-	Broker5xx, BrokerGarbage, BrokerDrop, DropAfter202, AsyncFails}
+var AllFaults = []history.FaultKind{KillLeader, KillFollower, KillAPIServer, BrokerStopped, BrokerHung, Broker5xx, BrokerDrop,
+	BrokerSlow, BrokerGarbage, DropAfter202, AsyncFails}
 
 // proxyFaults are the faults a broker's proxy injects into requests.
 var proxyFaults = map[history.FaultKind]faultproxy.Kind{
@@ -55,6 +66,8 @@ type injector struct {
 	env  *env
 	hist *history.History
 	p    Profile
+	// gate holds back the admissions a kill spares.
+	gate *gate
 }
 
 // run injects until ctx ends, then heals everything.
@@ -111,8 +124,18 @@ func (in *injector) replicas(ctx context.Context, r *rand.Rand) {
 		if target == nil {
 			continue
 		}
+		var spared []v1alpha1.Verb
+		for _, op := range in.p.Spare[kind].Ops {
+			spared = append(spared, v1alpha1.Verb(op))
+		}
+		quiet, release := in.gate.hold(ctx, spared, time.Minute)
+		if !quiet {
+			release()
+			continue
+		}
 		f := in.hist.Inject(&history.Fault{Kind: kind, Target: "replica " + target.name, Detail: fmt.Sprintf("SIGKILL, down for %s", pause.Round(time.Millisecond))})
 		target.kill(pause)
+		release()
 		sleep(ctx, pause)
 		in.hist.Heal(f)
 	}

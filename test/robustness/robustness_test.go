@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +15,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/lockstep-dev/lockstep/test/robustness/history"
 )
 
 func init() {
@@ -62,7 +65,10 @@ func report(t *testing.T, res *Result) {
 // LOCKSTEP_ROBUSTNESS_DURATION with the seed LOCKSTEP_ROBUSTNESS_SEED (the
 // time when unset) and the full fault profile (LOCKSTEP_ROBUSTNESS_PROFILE:
 // short for the short run's, quiet for none), its results in
-// LOCKSTEP_ROBUSTNESS_RESULTS.
+// LOCKSTEP_ROBUSTNESS_RESULTS; LOCKSTEP_ROBUSTNESS_CONVERGE bounds the wait
+// for convergence (five minutes, or the duration when longer), and
+// LOCKSTEP_ROBUSTNESS_FAULTS (kill-leader,broker-slow,...) injects only
+// those faults of the profile.
 func TestRobustness(t *testing.T) {
 	duration := os.Getenv("LOCKSTEP_ROBUSTNESS_DURATION")
 	if duration == "" {
@@ -82,8 +88,19 @@ func TestRobustness(t *testing.T) {
 	case "quiet":
 		p = QuietProfile()
 	}
+	if f := os.Getenv("LOCKSTEP_ROBUSTNESS_FAULTS"); f != "" {
+		p.Name, p.Faults = p.Name+" ("+f+")", nil
+		for _, k := range strings.Split(f, ",") {
+			require.Contains(t, AllFaults, history.FaultKind(k), "LOCKSTEP_ROBUSTNESS_FAULTS names faults of %v", AllFaults)
+			p.Faults = append(p.Faults, history.FaultKind(k))
+		}
+	}
 	o := options(t, seed, d, p)
 	o.Converge = max(5*time.Minute, d)
+	if c := os.Getenv("LOCKSTEP_ROBUSTNESS_CONVERGE"); c != "" {
+		o.Converge, err = time.ParseDuration(c)
+		require.NoError(t, err, "LOCKSTEP_ROBUSTNESS_CONVERGE")
+	}
 	if r := os.Getenv("LOCKSTEP_ROBUSTNESS_RESULTS"); r != "" {
 		o.Results = r
 	}

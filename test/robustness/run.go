@@ -106,7 +106,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	defer e.stop()
 	e.logf("seed %d: lockstep, kube-apiserver and the brokers are up; traffic and faults for %s", opts.Seed, opts.Duration)
 
-	t := &traffic{env: e, hist: history.New(opts.Seed)}
+	t := &traffic{env: e, hist: history.New(opts.Seed), gate: newGate()}
 	if err := t.setup(ctx, opts.Namespaces); err != nil {
 		return nil, err
 	}
@@ -116,7 +116,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 
 	runCtx, stopRun := context.WithTimeout(ctx, opts.Duration)
 	defer stopRun()
-	inj := &injector{env: e, hist: t.hist, p: opts.Profile}
+	inj := &injector{env: e, hist: t.hist, p: opts.Profile, gate: t.gate}
 	injected := make(chan struct{})
 	go func() { inj.run(runCtx); close(injected) }()
 	t.run(runCtx, opts.Clients)
@@ -203,22 +203,11 @@ func (e *env) converge(ctx context.Context, t *traffic, lastFault time.Time) tim
 // records.
 func explain(v check.Violation, h *history.History, s check.Snapshot) Violation {
 	out := Violation{Violation: v, Seed: h.Seed}
-	from, to := v.At, v.At
-	if v.Request != nil {
-		from, to = v.Request.Start, v.Request.End
+	// The whole story of the object, or of what claimed its broker id.
+	about := func(r history.Request) bool {
+		return r.Object == v.Object || (v.ExternalID != "" && (r.ExternalID == v.ExternalID || r.InstanceID == v.ExternalID))
 	}
-	if from.IsZero() {
-		from, to = time.Now().Add(-time.Minute), time.Now()
-	}
-	var object string
-	if v.Request != nil || strings.HasPrefix(v.Object, "Service") {
-		object = v.Object
-	}
-	out.History = h.Around(object, from, to, 10*time.Second)
-	if object != "" {
-		// The whole story of the object, not only what is near.
-		out.History = h.Around(object, h.Started, time.Now(), 0)
-	}
+	out.History = h.Around(about, time.Time{}, time.Time{}, 0)
 	out.Journal = journalOf(v, s)
 	return out
 }

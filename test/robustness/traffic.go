@@ -40,6 +40,7 @@ type traffic struct {
 	released    []released
 	// operator is the person who follows the ways out (client 0).
 	operator *actor
+	gate     *gate
 }
 
 // released is an instance a delete left at its broker.
@@ -170,6 +171,8 @@ func (c *actor) loop(ctx context.Context) {
 func (c *actor) request(ctx context.Context, r *history.Request, do func(ctx context.Context) error) *history.Request {
 	c.seq++
 	r.Client, r.User = c.id, fmt.Sprintf("rb-client%d-r%d", c.id, c.seq)
+	c.t.gate.enter(ctx, r.Verb)
+	defer c.t.gate.leave(r.Verb)
 	c.t.hist.Begin(r)
 	w := &warnings{}
 	rctx, cancel := context.WithTimeout(as(ctx, r.User, w), time.Minute)
@@ -585,6 +588,8 @@ func (c *actor) conflictingEdit(ctx context.Context) bool {
 		// A merge patch without a resourceVersion: both reach admission.
 		patch := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"spec":{"parameters":%s}}`, edit.Spec.Parameters.Raw))
 		wg.Go(func() {
+			c.t.gate.enter(ctx, r.Verb)
+			defer c.t.gate.leave(r.Verb)
 			c.t.hist.Begin(r)
 			w := &warnings{}
 			rctx, cancel := context.WithTimeout(as(ctx, user, w), time.Minute)

@@ -157,21 +157,25 @@ func (h *History) Faults() []Fault {
 	return out
 }
 
-// Around returns the requests about object (or, with it empty, all) that
-// overlap [from-margin, to+margin], and the faults that overlap it, as
-// lines for a person: the history around a violation.
-func (h *History) Around(object string, from, to time.Time, margin time.Duration) []string {
-	from, to = from.Add(-margin), to.Add(margin)
-	var lines []string
+// Around returns, as lines for a person, the history around a
+// violation: the requests keep keeps that overlap [from-margin,
+// to+margin] (all of them when from is zero), and the faults that
+// overlap one of those requests.
+func (h *History) Around(keep func(Request) bool, from, to time.Time, margin time.Duration) []string {
 	type line struct {
 		at   time.Time
 		text string
 	}
 	var all []line
+	var picked []Request
 	for _, r := range h.Requests() {
-		if (object != "" && r.Object != object) || r.End.Before(from) || r.Start.After(to) {
+		if !keep(r) {
 			continue
 		}
+		if !from.IsZero() && (r.End.Before(from.Add(-margin)) || r.Start.After(to.Add(margin))) {
+			continue
+		}
+		picked = append(picked, r)
 		all = append(all, line{r.Start, h.Describe(r)})
 	}
 	for _, f := range h.Faults() {
@@ -179,14 +183,15 @@ func (h *History) Around(object string, from, to time.Time, margin time.Duration
 		if end.IsZero() {
 			end = time.Now()
 		}
-		if end.Before(from) || f.Start.After(to) {
+		if !slices.ContainsFunc(picked, func(r Request) bool { return f.Start.Before(r.End) && end.After(r.Start) }) {
 			continue
 		}
 		all = append(all, line{f.Start, fmt.Sprintf("%s  fault %s on %s for %s %s", h.offset(f.Start), f.Kind, f.Target, end.Sub(f.Start).Round(time.Millisecond), f.Detail)})
 	}
 	slices.SortStableFunc(all, func(a, b line) int { return a.at.Compare(b.at) })
-	for _, l := range all {
-		lines = append(lines, l.text)
+	lines := make([]string, len(all))
+	for i, l := range all {
+		lines[i] = l.text
 	}
 	return lines
 }
