@@ -61,7 +61,7 @@ func TestAnswers(t *testing.T) {
 				Spec:   v1alpha1.BrokerOperationSpec{Verb: v1alpha1.VerbUpdate, Requester: v1alpha1.Requester{Username: "u1"}},
 				Status: v1alpha1.BrokerOperationStatus{Phase: v1alpha1.PhaseCompensated}}}},
 		{name: "refused bind, carried out and unbound at once, the record says so",
-			request: history.Request{User: "u1", Kind: history.Bind, Object: "ServiceBinding ns/b", Verb: v1alpha1.VerbBind, Answer: history.Refused},
+			request:   history.Request{User: "u1", Kind: history.Bind, Object: "ServiceBinding ns/b", Verb: v1alpha1.VerbBind, Answer: history.Refused},
 			exchanges: []faultproxy.Exchange{bindX(osbclient.OpBind, 201, 1), bindX(osbclient.OpUnbind, 200, 2)},
 			records: map[string]v1alpha1.BrokerOperation{"ns/op": {
 				Spec:   v1alpha1.BrokerOperationSpec{Verb: v1alpha1.VerbBind, Requester: v1alpha1.Requester{Username: "u1"}},
