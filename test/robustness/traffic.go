@@ -570,15 +570,26 @@ func (c *actor) conflictingEdit(ctx context.Context) bool {
 	si := obj.(*v1alpha1.ServiceInstance)
 	b := c.t.env.broker(si.Spec.BrokerName)
 	policy, _ := v1alpha1.PolicyOf(si)
+	// Two values of one parameter, each other than the other and than the
+	// one persisted, so that each edit changes the spec whichever comes
+	// first.
+	key, lo, span := "storageGB", 1, 100
+	if b.name != fakeBroker {
+		key, lo, span = "size", 1, 10
+	}
+	current := decodeParams(si.Spec.Parameters)[key]
+	var values []int
+	for len(values) < 2 {
+		v := lo + c.rng.IntN(span)
+		if !slices.Contains(values, v) && fmt.Sprint(v) != fmt.Sprint(current) {
+			values = append(values, v)
+		}
+	}
 	var wg sync.WaitGroup
 	for i := range 2 {
 		edit := si.DeepCopy()
 		params := decodeParams(edit.Spec.Parameters)
-		if b.name == fakeBroker {
-			params["storageGB"] = 101 + 100*i + c.rng.IntN(100)
-		} else {
-			params["size"] = 1 + i*5 + c.rng.IntN(5)
-		}
+		params[key] = values[i]
 		edit.Spec.Parameters = raw(params)
 		c.seq++
 		user := fmt.Sprintf("rb-client%d-r%d", c.id, c.seq)
