@@ -81,6 +81,9 @@ func (in *injector) run(ctx context.Context) {
 		wg.Go(func() { in.apiServer(ctx, rng(seed, "kube-apiserver faults")) })
 	}
 	for _, b := range in.env.brokers {
+		for i, st := range in.p.Steady {
+			wg.Go(func() { in.steady(ctx, b, i, st) })
+		}
 		if in.p.injects(BrokerStopped) {
 			wg.Go(func() { in.brokerStops(ctx, b, rng(seed, "stops of "+b.name)) })
 		}
@@ -209,6 +212,24 @@ func (in *injector) brokerFaults(ctx context.Context, b *brokerUnderTest, r *ran
 		b.proxy.SetFaults(nil)
 		in.hist.Heal(f)
 	}
+}
+
+// steady keeps a fault on at a broker until ctx ends.
+func (in *injector) steady(ctx context.Context, b *brokerUnderTest, window int, st Steady) {
+	var ops []osbclient.Op
+	for _, op := range st.Ops {
+		ops = append(ops, osbclient.Op(op))
+	}
+	f := in.hist.Inject(&history.Fault{Kind: st.Kind, Target: "broker " + b.name, Detail: "for the whole run on " + strings.Join(st.Ops, ", ")})
+	if st.Kind == AsyncFails {
+		b.setAsync(in.env.opts.Async, 1)
+	} else {
+		b.proxy.SetFaults(in.faults(b, -1-window, proxyFaults[st.Kind], ops, 1))
+	}
+	<-ctx.Done()
+	b.setAsync(in.env.opts.Async, 0)
+	b.proxy.SetFaults(nil)
+	in.hist.Heal(f)
 }
 
 // faults is a proxy's fault function for one window: kind on a share p of

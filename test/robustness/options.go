@@ -50,6 +50,18 @@ type Profile struct {
 	// ReplicaEvery, APIServerEvery, BrokerStopEvery and BrokerFaultEvery
 	// are the mean time between two faults of each kind of target.
 	ReplicaEvery, APIServerEvery, BrokerStopEvery, BrokerFaultEvery time.Duration
+	// Steady faults are on at every broker for the whole run.
+	Steady []Steady
+	// Async, when set, is the share of the test broker's changes answered
+	// 202 instead of Options.Async.
+	Async *float64
+}
+
+// Steady is a request fault on for a whole run.
+type Steady struct {
+	Kind history.FaultKind
+	// Ops are the broker requests it hits (osbclient.Op).
+	Ops []string
 }
 
 // Spare is what a fault kind is held back from.

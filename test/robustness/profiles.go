@@ -3,6 +3,8 @@ package robustness
 import (
 	"time"
 
+	"github.com/lockstep-dev/lockstep/internal/breaks"
+
 	"github.com/lockstep-dev/lockstep/test/robustness/history"
 )
 
@@ -32,3 +34,24 @@ func ShortProfile() Profile {
 
 // QuietProfile injects no fault: the traffic alone, as a baseline.
 func QuietProfile() Profile { return Profile{Name: "quiet"} }
+
+// BreakProfile is the short run's for a deliberate break of lockstep's:
+// the one fault that exercises the broken promise, on for the whole run.
+func BreakProfile(b breaks.Break) Profile {
+	changes := []string{"provision", "update", "deprovision", "bind", "unbind"}
+	polls := []string{"instance_last_operation", "binding_last_operation"}
+	switch b {
+	case breaks.AllowRefused:
+		// Every change the broker is asked for fails (503), so admission
+		// refuses it, and the break allows it all the same.
+		return Profile{Name: "break " + string(b), Steady: []Steady{{Kind: Broker5xx, Ops: changes}}}
+	case breaks.PollErrorFails:
+		// Every change of the test broker is asynchronous, every poll
+		// fails (503): the outcome is unknown, and the break calls it a
+		// failure while the broker finishes.
+		all := 1.0
+		return Profile{Name: "break " + string(b), Steady: []Steady{{Kind: Broker5xx, Ops: polls}}, Async: &all}
+	}
+	// Credentials are written for every bind; no fault is needed.
+	return Profile{Name: "break " + string(b)}
+}

@@ -16,6 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/lockstep-dev/lockstep/internal/breaks"
+	"github.com/lockstep-dev/lockstep/test/robustness/check"
 	"github.com/lockstep-dev/lockstep/test/robustness/history"
 )
 
@@ -58,6 +60,50 @@ func report(t *testing.T, res *Result) {
 	}
 	if res.Converged < 0 {
 		t.Errorf("lockstep did not converge within %s of the last fault", res.Options.Converge)
+	}
+}
+
+// shortSeed is the seed of the short run of make test.
+const shortSeed = 1
+
+// TestShortRun is the short run of make test: traffic from four clients
+// under every kind of fault for 75 seconds, with the short profile (what
+// shows the known findings held back), and not one promise broken.
+func TestShortRun(t *testing.T) {
+	res, err := Run(context.Background(), options(t, shortSeed, 75*time.Second, ShortProfile()))
+	require.NoError(t, err)
+	report(t, res)
+}
+
+// TestDeliberateBreaks: with one of lockstep's promises broken on purpose
+// (internal/breaks, compiled into the suite's binary only), a short run
+// fails, with a violation that says what happened and where to look.
+func TestDeliberateBreaks(t *testing.T) {
+	for _, tt := range []struct {
+		b    breaks.Break
+		want check.Invariant
+	}{
+		{breaks.AllowRefused, check.TrueAnswers},
+		{breaks.PollErrorFails, check.TrueAnswers},
+		{breaks.LogCredentials, check.NoCredentials},
+	} {
+		t.Run(string(tt.b), func(t *testing.T) {
+			o := options(t, shortSeed, 20*time.Second, BreakProfile(tt.b))
+			o.Break, o.Converge = tt.b, 30*time.Second
+			res, err := Run(context.Background(), o)
+			require.NoError(t, err)
+			var caught []Violation
+			for _, v := range res.Violations {
+				if v.Invariant == tt.want {
+					caught = append(caught, v)
+				}
+			}
+			require.NotEmpty(t, caught, "with %s broken, the run finds no violation of %q; it found: %v", tt.b, tt.want, res.Violations)
+			t.Logf("with %s broken, the run fails with %d violation(s) of %q (results: %s); the first:\n%s",
+				tt.b, len(caught), tt.want, o.Results, caught[0])
+			assert.Contains(t, caught[0].String(), fmt.Sprintf("seed %d", shortSeed), "it names the seed")
+			assert.Contains(t, caught[0].String(), "replay: make robustness SEED=", "and how to replay it")
+		})
 	}
 }
 

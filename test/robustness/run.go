@@ -99,6 +99,9 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 			return nil, err
 		}
 	}
+	if opts.Profile.Async != nil {
+		opts.Async = *opts.Profile.Async
+	}
 	e, err := start(ctx, opts, binary)
 	if err != nil {
 		return nil, err
