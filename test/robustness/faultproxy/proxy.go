@@ -36,8 +36,8 @@ const (
 	// Slow forwards the request and relays the answer Fault.Delay later,
 	// or never when the client gives up first.
 	Slow Kind = "slow"
-	// Garbage forwards the request and answers 200 with a body that is not
-	// JSON instead of the broker's answer.
+	// Garbage forwards the request and answers with the broker's status
+	// and a body that is not JSON instead of the broker's.
 	Garbage Kind = "garbage"
 	// DropAfter202 forwards the request and closes the connection instead
 	// of relaying the broker's 202; other answers are relayed.
@@ -247,7 +247,7 @@ func (p *Proxy) handle(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	case Garbage:
-		x.Delivered = reply(w, http.StatusOK, nil, []byte(`{"fault proxy": garbage, not json`))
+		x.Delivered = reply(w, resp.StatusCode, nil, []byte(`{"fault proxy": garbage, not json`))
 		return
 	case DropAfter202:
 		if resp.StatusCode == http.StatusAccepted {

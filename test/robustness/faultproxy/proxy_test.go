@@ -52,7 +52,7 @@ func TestFaults(t *testing.T) {
 		{fault: Fault{Kind: Unavailable}, wantErr: true, wantDelivered: 503},
 		{fault: Fault{Kind: Slow, Delay: 50 * time.Millisecond}, wantHeld: true, wantDelivered: 201},
 		{fault: Fault{Kind: Slow, Delay: time.Minute}, wantHeld: true, wantErr: true},
-		{fault: Fault{Kind: Garbage}, wantHeld: true, wantErr: true, wantDelivered: 200},
+		{fault: Fault{Kind: Garbage}, wantHeld: true, wantErr: true, wantDelivered: 201},
 		{fault: Fault{Kind: DropAfter202}, wantHeld: true, wantDelivered: 201},
 		{fault: Fault{Kind: DropAfter202}, async: true, wantHeld: true, wantErr: true},
 	}
