@@ -1,8 +1,9 @@
 // Package faultproxy is an HTTP proxy between lockstep and an Open
 // Service Broker that breaks their exchanges on demand, for the robustness
-// suite: it closes connections, hangs, delays, answers 503 or a body that
-// answer (not JSON), and drops the connection after the broker's 202, for the
-// requests a test's function picks (SetFaults); and it stops listening
+// suite: it closes connections, hangs, delays, answers 503, spoils the
+// body of an answer (not JSON), and drops the connection after the
+// broker's 202, for the requests a test's function picks (SetFaults); and
+// it stops listening
 // altogether, as a broker that is down (Stop, Resume).
 //
 // Some faults keep the request from the broker (Drop, Hang, Unavailable),
