@@ -47,6 +47,10 @@ func results(res *Result) string {
 		w("- lockstep did **not converge** within %s of the last fault\n", o.Converge)
 	}
 	w("- the credential check read %d events, %d metrics scrapes, every log, record and status\n", res.Events, res.Scrapes)
+	if len(res.Stranded) > 0 {
+		w("- %d object(s) were left in namespaces that no longer exist (kube-controller-manager finalized them without seeing them, right after a kube-apiserver restart); nothing can change them, so the checks leave them out: %s\n",
+			len(res.Stranded), strings.Join(res.Stranded, ", "))
+	}
 	w("- replay: `make robustness SEED=%d DURATION=%s`\n\n", o.Seed, o.Duration)
 
 	w("## Operations by kind and answer\n\n| kind |")

@@ -34,6 +34,9 @@ type Result struct {
 	// Events counts the events seen, Scrapes the metrics scrapes: the
 	// credential check read them.
 	Events, Scrapes int
+	// Stranded are objects left in namespaces that no longer exist, which
+	// the checks leave out (see check.Snapshot).
+	Stranded []string
 }
 
 // Violation is a broken promise, with what a person needs to look into
@@ -142,6 +145,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	res.Stranded = snap.Stranded
 	for _, v := range check.All(snap) {
 		res.Violations = append(res.Violations, explain(v, t.hist, snap))
 	}

@@ -35,6 +35,12 @@ type Snapshot struct {
 	// parameter from a Secret ever had: the broker may hold any of them
 	// (a Secret's content reaches the broker only with a spec change).
 	FromSecrets map[string]map[string][]any
+	// Stranded are objects left in a namespace that no longer exists
+	// (kube-controller-manager finalized it without seeing them, as it may
+	// right after kube-apiserver restarts, before lockstep's kinds are
+	// served again): nothing can change them, lockstep included, so the
+	// checks leave them out; the results count them.
+	Stranded []string
 	// Texts are what lockstep wrote for people and machines to read, and
 	// Credentials what every credential begins with.
 	Texts       []Text
