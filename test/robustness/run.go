@@ -145,7 +145,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res.Stranded = snap.Stranded
+	res.Stranded = check.Stranded(snap)
 	for _, v := range check.All(snap) {
 		res.Violations = append(res.Violations, explain(v, t.hist, snap))
 	}

@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/journal"
 	"github.com/lockstep-dev/lockstep/test/robustness/check"
 )
 
@@ -70,41 +69,17 @@ func (e *env) read(ctx context.Context, s *check.Snapshot) error {
 	if err := e.admin.List(ctx, &leases, client.InNamespace(lockstepNamespace)); err != nil {
 		return err
 	}
-	exists := map[string]bool{}
+	s.Live = map[string]bool{}
 	s.Namespaces = nil
 	for _, ns := range namespaces.Items {
-		exists[ns.Name] = true
+		s.Live[ns.Name] = true
 		if strings.HasPrefix(ns.Name, namespacePrefix) {
 			s.Namespaces = append(s.Namespaces, ns)
 		}
 	}
-	s.Instances, s.Bindings, s.Records, s.Locks, s.Stranded = nil, nil, nil, nil, nil
-	strand := func(what, namespace, name string) bool {
-		if exists[namespace] {
-			return false
-		}
-		s.Stranded = append(s.Stranded, what+" "+namespace+"/"+name)
-		return true
-	}
-	for _, si := range instances.Items {
-		if !strand("ServiceInstance", si.Namespace, si.Name) {
-			s.Instances = append(s.Instances, si)
-		}
-	}
-	for _, sb := range bindings.Items {
-		if !strand("ServiceBinding", sb.Namespace, sb.Name) {
-			s.Bindings = append(s.Bindings, sb)
-		}
-	}
-	for _, rec := range records.Items {
-		if !strand("BrokerOperation", rec.Namespace, rec.Name) {
-			s.Records = append(s.Records, rec)
-		}
-	}
+	s.Instances, s.Bindings, s.Records, s.Locks = instances.Items, bindings.Items, records.Items, nil
 	for _, l := range leases.Items {
-		// The lock of a stranded object: its record cannot be settled.
-		ns := l.Annotations[journal.AnnotationNamespace]
-		if l.Name != leaderLease && (ns == "" || !strand("the lock of an object in", ns, l.Name)) {
+		if l.Name != leaderLease {
 			s.Locks = append(s.Locks, l)
 		}
 	}

@@ -34,7 +34,7 @@ func BrokerState(s Snapshot) []Violation {
 	var out []Violation
 	for _, si := range s.Instances {
 		b := s.Brokers[si.Spec.BrokerName]
-		if si.DeletionTimestamp != nil || b == nil {
+		if si.DeletionTimestamp != nil || b == nil || !s.live(si.Namespace) {
 			continue
 		}
 		key := si.Namespace + "/" + si.Name
@@ -55,7 +55,7 @@ func BrokerState(s Snapshot) []Violation {
 	}
 	instanceIDs := instanceIDs(s)
 	for _, sb := range s.Bindings {
-		if sb.DeletionTimestamp != nil {
+		if sb.DeletionTimestamp != nil || !s.live(sb.Namespace) {
 			continue
 		}
 		key := sb.Namespace + "/" + sb.Name

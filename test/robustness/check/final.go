@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"strings"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/journal"
 )
 
 // Final checks that lockstep finished: every operation record in a final
@@ -16,6 +18,9 @@ import (
 func Final(s Snapshot) []Violation {
 	var out []Violation
 	for _, rec := range s.Records {
+		if !s.live(rec.Namespace) {
+			continue
+		}
 		switch rec.Status.Phase {
 		case v1alpha1.PhaseCommitted, v1alpha1.PhaseCompensated, v1alpha1.PhaseFailed:
 			continue
@@ -25,6 +30,9 @@ func Final(s Snapshot) []Violation {
 			Message: fmt.Sprintf("operation %s/%s (%s by %s) is still %s: %s", rec.Namespace, rec.Name, rec.Spec.Verb, rec.Spec.Requester.Username, phase(rec.Status.Phase), rec.Status.Description)})
 	}
 	for _, l := range s.Locks {
+		if ns := lockNamespace(l); ns != "" && !s.live(ns) {
+			continue
+		}
 		holder := ""
 		if l.Spec.HolderIdentity != nil {
 			holder = *l.Spec.HolderIdentity
@@ -34,6 +42,9 @@ func Final(s Snapshot) []Violation {
 	}
 	wayOut := map[string]bool{} // namespaces with an object that names the way out
 	stuck := func(kind, namespace, name string, deleting *metav1.Time, conditions []metav1.Condition, last *v1alpha1.LastOperation) {
+		if !s.live(namespace) {
+			return
+		}
 		if namesWayOut(conditions, last) {
 			wayOut[namespace] = true
 			return
@@ -57,6 +68,13 @@ func Final(s Snapshot) []Violation {
 	}
 	return out
 }
+
+// live reports whether a namespace exists; every one does when the
+// snapshot does not say.
+func (s Snapshot) live(namespace string) bool { return s.Live == nil || s.Live[namespace] }
+
+// lockNamespace is the namespace of the object a lock locks.
+func lockNamespace(l coordinationv1.Lease) string { return l.Annotations[journal.AnnotationNamespace] }
 
 // namesWayOut reports whether an object tells how to get past a broker
 // that refuses: its conditions or last operation name the annotation.

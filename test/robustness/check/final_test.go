@@ -47,3 +47,23 @@ func TestFinal(t *testing.T) {
 		"nothing stuck deleting: Namespace ns: still Terminating (since 12:00:00), and no object in it names the way out",
 	}, messages)
 }
+
+// TestStrandedObjectsAreLeftOut: what is left in a namespace that no
+// longer exists is listed, not checked for what lockstep must finish, and
+// still claims its broker ids.
+func TestStrandedObjectsAreLeftOut(t *testing.T) {
+	gone := instance("db", "id-1", "small", ``, nil)
+	gone.Namespace = "gone"
+	deleting(&gone.ObjectMeta)
+	rec := v1alpha1.BrokerOperation{ObjectMeta: metav1.ObjectMeta{Namespace: "gone", Name: "op"}}
+	lock := coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "lockstep-system", Name: "lock",
+		Annotations: map[string]string{"lockstep.dev/namespace": "gone"}}}
+	b := broker()
+	b.Instances["id-1"] = Instance{PlanID: "small-id"}
+	s := Snapshot{Instances: []v1alpha1.ServiceInstance{gone}, Records: []v1alpha1.BrokerOperation{rec}, Locks: []coordinationv1.Lease{lock},
+		Live: map[string]bool{"lockstep-system": true}, Brokers: map[string]*Broker{"fake": b}}
+	assert.Empty(t, Final(s))
+	assert.Empty(t, BrokerState(s))
+	assert.Empty(t, Leaks(s), "the stranded instance still claims its id")
+	assert.Equal(t, []string{"ServiceInstance gone/db", "BrokerOperation gone/op", "the lock lock"}, Stranded(s))
+}

@@ -35,12 +35,14 @@ type Snapshot struct {
 	// parameter from a Secret ever had: the broker may hold any of them
 	// (a Secret's content reaches the broker only with a spec change).
 	FromSecrets map[string]map[string][]any
-	// Stranded are objects left in a namespace that no longer exists
-	// (kube-controller-manager finalized it without seeing them, as it may
-	// right after kube-apiserver restarts, before lockstep's kinds are
-	// served again): nothing can change them, lockstep included, so the
-	// checks leave them out; the results count them.
-	Stranded []string
+	// Live are the namespaces that exist. An object can be left in one
+	// that no longer does: kube-controller-manager finalizes a namespace
+	// whose lockstep objects it did not see (lockstep's kinds answer 404
+	// for a moment after kube-apiserver restarts). Nobody can change such
+	// an object, lockstep included: the checks of what lockstep must
+	// finish leave it out (Stranded lists it), those of what brokers hold
+	// count it as the object it is.
+	Live map[string]bool
 	// Texts are what lockstep wrote for people and machines to read, and
 	// Credentials what every credential begins with.
 	Texts       []Text
@@ -121,6 +123,33 @@ type Violation struct {
 	Request *history.Request
 	// At is when it happened, if known (zero: at the end).
 	At time.Time
+}
+
+// Stranded lists the objects, records and locks left in namespaces that no
+// longer exist.
+func Stranded(s Snapshot) []string {
+	var out []string
+	for _, si := range s.Instances {
+		if !s.live(si.Namespace) {
+			out = append(out, "ServiceInstance "+si.Namespace+"/"+si.Name)
+		}
+	}
+	for _, sb := range s.Bindings {
+		if !s.live(sb.Namespace) {
+			out = append(out, "ServiceBinding "+sb.Namespace+"/"+sb.Name)
+		}
+	}
+	for _, rec := range s.Records {
+		if !s.live(rec.Namespace) {
+			out = append(out, "BrokerOperation "+rec.Namespace+"/"+rec.Name)
+		}
+	}
+	for _, l := range s.Locks {
+		if ns := lockNamespace(l); ns != "" && !s.live(ns) {
+			out = append(out, "the lock "+l.Name)
+		}
+	}
+	return out
 }
 
 // All runs every check.
