@@ -2,8 +2,8 @@ package servicebroker
 
 import (
 	"context"
-	"sync"
 	"fmt"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
