@@ -165,7 +165,12 @@ func (in *injector) brokerStops(ctx context.Context, b *brokerUnderTest, r *rand
 	for sleep(ctx, around(r, in.p.BrokerStopEvery)) {
 		down := between(r, 300*time.Millisecond, 2*time.Second)
 		f := in.hist.Inject(&history.Fault{Kind: BrokerStopped, Target: "broker " + b.name, Detail: fmt.Sprintf("for %s", down.Round(time.Millisecond))})
-		b.proxy.Stop()
+		var spared []osbclient.Op
+		for _, op := range in.p.Spare[BrokerStopped].Ops {
+			spared = append(spared, osbclient.Op(op))
+		}
+		// The requests spared in flight get their answers first.
+		b.proxy.StopAfter(spared, 10*time.Second)
 		time.Sleep(down)
 		if err := b.proxy.Resume(); err != nil {
 			in.env.logf("resuming broker %s: %v", b.name, err)

@@ -25,14 +25,17 @@ func FullProfile() Profile {
 // ShortProfile is FullProfile without what shows the known findings (see
 // knownFindings), for the short run of make test: every kind of fault is
 // injected, but those that lose the broker's answer to a change that
-// deletes or updates are kept from those requests, and a replica is
-// killed only while no such admission is in flight.
+// deletes or updates are kept from those requests (a broker stops after
+// answering those in flight), and a replica is killed only while no such
+// admission is in flight.
 func ShortProfile() Profile {
 	p := FullProfile()
 	p.Name = "short"
 	answerLost := Spare{Ops: []string{"update", "deprovision", "unbind"},
 		Why: "held back: an update, deprovision or unbind whose answer is lost is refused as not carried out (known finding 1)"}
 	p.Spare = map[history.FaultKind]Spare{
+		BrokerStopped: {Ops: answerLost.Ops,
+			Why: "held back from cutting an update, deprovision or unbind in flight: its answer would be lost (known finding 1)"},
 		BrokerSlow:    answerLost,
 		BrokerGarbage: answerLost,
 		DropAfter202:  answerLost,

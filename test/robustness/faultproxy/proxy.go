@@ -99,9 +99,12 @@ type Proxy struct {
 
 	mu        sync.Mutex
 	srv       *http.Server
+	ln        net.Listener
 	faults    func(Request) Fault
 	exchanges []Exchange
 	closed    bool
+	inFlight  map[osbclient.Op]int
+	changed   chan struct{} // closed and replaced whenever inFlight changes
 }
 
 // maxBody caps what the proxy reads of a request or an answer.
@@ -119,7 +122,7 @@ func Start(target string) (*Proxy, error) {
 		return nil, fmt.Errorf("faultproxy: %w", err)
 	}
 	p := &Proxy{
-		target: u, addr: ln.Addr().String(),
+		target: u, addr: ln.Addr().String(), inFlight: map[osbclient.Op]int{}, changed: make(chan struct{}),
 		out: &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 32}, Timeout: 2 * time.Minute},
 	}
 	p.serve(ln)
@@ -139,13 +142,61 @@ func (p *Proxy) SetFaults(f func(Request) Fault) {
 
 // Stop closes the listener and every connection: clients are refused, as
 // by a broker that is down, until Resume.
-func (p *Proxy) Stop() {
+func (p *Proxy) Stop() { p.StopAfter(nil, 0) }
+
+// StopAfter stops as Stop does, but first lets the requests of ops in
+// flight end (for at most timeout): new connections are refused at once,
+// and those requests get their answers.
+func (p *Proxy) StopAfter(ops []osbclient.Op, timeout time.Duration) {
 	p.mu.Lock()
-	srv := p.srv
-	p.srv = nil
+	srv, ln := p.srv, p.ln
+	p.srv, p.ln = nil, nil
 	p.mu.Unlock()
-	if srv != nil {
-		_ = srv.Close()
+	if srv == nil {
+		return
+	}
+	if len(ops) > 0 {
+		srv.SetKeepAlivesEnabled(false)
+		_ = ln.Close()
+		p.waitFor(ops, timeout)
+	}
+	_ = srv.Close()
+}
+
+// waitFor waits until no request of ops is in flight, for at most timeout.
+func (p *Proxy) waitFor(ops []osbclient.Op, timeout time.Duration) {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		p.mu.Lock()
+		busy := 0
+		for _, op := range ops {
+			busy += p.inFlight[op]
+		}
+		changed := p.changed
+		p.mu.Unlock()
+		if busy == 0 {
+			return
+		}
+		select {
+		case <-deadline.C:
+			return
+		case <-changed:
+		}
+	}
+}
+
+// track counts a request in flight until the returned func is called.
+func (p *Proxy) track(op osbclient.Op) func() {
+	p.mu.Lock()
+	p.inFlight[op]++
+	p.mu.Unlock()
+	return func() {
+		p.mu.Lock()
+		p.inFlight[op]--
+		close(p.changed)
+		p.changed = make(chan struct{})
+		p.mu.Unlock()
 	}
 }
 
@@ -191,13 +242,14 @@ func (p *Proxy) serve(ln net.Listener) {
 
 func (p *Proxy) serveLocked(ln net.Listener) {
 	srv := &http.Server{Handler: http.HandlerFunc(p.handle), ReadHeaderTimeout: 10 * time.Second, ErrorLog: log.New(io.Discard, "", 0)}
-	p.srv = srv
+	p.srv, p.ln = srv, ln
 	go func() { _ = srv.Serve(ln) }()
 }
 
 func (p *Proxy) handle(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(io.LimitReader(r.Body, maxBody))
 	x := Exchange{Request: requestOf(r), Start: time.Now(), Body: body}
+	defer p.track(x.Op)()
 	defer func() {
 		x.End = time.Now()
 		p.mu.Lock()

@@ -119,6 +119,27 @@ func TestStopRefusesUntilResume(t *testing.T) {
 	assert.True(t, held)
 }
 
+// TestStopAfterLetsTheRequestsOfSomeOpsEnd: a broker stopped after the
+// update it is answering, not before: the answer arrives; new requests
+// are refused.
+func TestStopAfterLetsTheRequestsOfSomeOpsEnd(t *testing.T) {
+	b, p, c := through(t, 5*time.Second)
+	_, err := c.Provision(context.Background(), meta, provision("i1"))
+	require.NoError(t, err)
+	b.Always(fakebroker.OpUpdate, fakebroker.Respond{Delay: 300 * time.Millisecond})
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Update(context.Background(), meta, osbclient.UpdateRequest{InstanceID: "i1", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanLargeID})
+		done <- err
+	}()
+	_, err = b.WaitForCalls(context.Background(), fakebroker.OpUpdate, 1)
+	require.NoError(t, err)
+	p.StopAfter([]osbclient.Op{osbclient.OpUpdate}, 10*time.Second)
+	require.NoError(t, <-done, "the update in flight got its answer")
+	_, err = c.Catalog(context.Background(), meta)
+	assert.Error(t, err, "and the broker is stopped")
+}
+
 func TestOperation(t *testing.T) {
 	tests := []struct {
 		method, path      string
