@@ -213,4 +213,3 @@ func (c *actor) pick(ctx context.Context, kind string) client.Object {
 	}
 	return nil
 }
-
