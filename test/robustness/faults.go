@@ -114,12 +114,7 @@ func (in *injector) replicas(ctx context.Context, r *rand.Rand) {
 		pause := between(r, 500*time.Millisecond, 3*time.Second)
 		var target *replica
 		for range 50 { // a lead given up or lost takes a moment to be taken again
-			leader := in.env.leader()
-			for _, rep := range in.env.replicas {
-				if (kind == KillLeader && rep == leader) || (kind == KillFollower && leader != nil && rep != leader && rep.running()) {
-					target = rep
-				}
-			}
+			target, kind = in.replicaTarget(kind, kinds)
 			if target != nil || !sleep(ctx, 200*time.Millisecond) {
 				break
 			}
@@ -142,6 +137,21 @@ func (in *injector) replicas(ctx context.Context, r *rand.Rand) {
 		sleep(ctx, pause)
 		in.hist.Heal(f)
 	}
+}
+
+// replicaTarget finds the replica a kill of kind hits, or else one that a
+// kill of another kind in kinds hits (the leader is not known for a moment
+// after it changed); nil when there is none.
+func (in *injector) replicaTarget(kind history.FaultKind, kinds []history.FaultKind) (*replica, history.FaultKind) {
+	leader := in.env.leader()
+	for _, k := range append([]history.FaultKind{kind}, kinds...) {
+		for _, rep := range in.env.replicas {
+			if (k == KillLeader && rep == leader) || (k == KillFollower && leader != nil && rep != leader && rep.running()) {
+				return rep, k
+			}
+		}
+	}
+	return nil, kind
 }
 
 func (in *injector) apiServer(ctx context.Context, r *rand.Rand) {
@@ -204,7 +214,7 @@ func (in *injector) brokerFaults(ctx context.Context, b *brokerUnderTest, r *ran
 			continue
 		}
 		p := 0.3 + 0.7*r.Float64()
-		length := between(r, 2*time.Second, 5*time.Second)
+		length := between(r, 1500*time.Millisecond, 3500*time.Millisecond)
 		f := in.hist.Inject(&history.Fault{Kind: kind, Target: "broker " + b.name,
 			Detail: fmt.Sprintf("on %.0f%% of %s", 100*p, strings.Join(opNames(ops), ", "))})
 		if kind == AsyncFails {

@@ -9,16 +9,16 @@ import (
 )
 
 // FullProfile injects every kind of fault at every request it can hit:
-// a replica killed every three seconds on average, a broker stopped every
-// four, a window of request faults at each broker every second after the
+// a replica killed every 2.5 seconds on average, a broker stopped every
+// four, a window of request faults at each broker half a second after the
 // last; kube-apiserver is killed every thirty seconds, as its restart
 // takes seconds (ten on a busy two-core machine) during which nothing
 // else can happen.
 func FullProfile() Profile {
 	return Profile{
 		Name: "full", Faults: AllFaults,
-		ReplicaEvery: 3 * time.Second, APIServerEvery: 30 * time.Second,
-		BrokerStopEvery: 4 * time.Second, BrokerFaultEvery: time.Second,
+		ReplicaEvery: 2500 * time.Millisecond, APIServerEvery: 30 * time.Second,
+		BrokerStopEvery: 4 * time.Second, BrokerFaultEvery: 500 * time.Millisecond,
 	}
 }
 
