@@ -402,8 +402,7 @@ func (c *actor) conflictingEdit(ctx context.Context) bool {
 		// A merge patch without a resourceVersion: both reach admission.
 		patch := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"spec":{"parameters":%s}}`, edit.Spec.Parameters.Raw))
 		wg.Go(func() {
-			c.t.gate.enter(ctx, r.Verb)
-			defer c.t.gate.leave(r.Verb)
+			defer c.t.gate.enter(ctx, r.Verb)()
 			c.t.hist.Begin(r)
 			w := &warnings{}
 			rctx, cancel := context.WithTimeout(as(ctx, user, w), time.Minute)

@@ -166,8 +166,7 @@ func (c *actor) loop(ctx context.Context) {
 func (c *actor) request(ctx context.Context, r *history.Request, do func(ctx context.Context) error) *history.Request {
 	c.seq++
 	r.Client, r.User = c.id, fmt.Sprintf("rb-client%d-r%d", c.id, c.seq)
-	c.t.gate.enter(ctx, r.Verb)
-	defer c.t.gate.leave(r.Verb)
+	defer c.t.gate.enter(ctx, r.Verb)()
 	c.t.hist.Begin(r)
 	w := &warnings{}
 	rctx, cancel := context.WithTimeout(as(ctx, r.User, w), time.Minute)

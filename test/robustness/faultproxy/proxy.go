@@ -103,8 +103,7 @@ type Proxy struct {
 	faults    func(Request) Fault
 	exchanges []Exchange
 	closed    bool
-	inFlight  map[osbclient.Op]int
-	changed   chan struct{} // closed and replaced whenever inFlight changes
+	inFlight  *InFlight[osbclient.Op]
 }
 
 // maxBody caps what the proxy reads of a request or an answer.
@@ -122,7 +121,7 @@ func Start(target string) (*Proxy, error) {
 		return nil, fmt.Errorf("faultproxy: %w", err)
 	}
 	p := &Proxy{
-		target: u, addr: ln.Addr().String(), inFlight: map[osbclient.Op]int{}, changed: make(chan struct{}),
+		target: u, addr: ln.Addr().String(), inFlight: NewInFlight[osbclient.Op](),
 		out: &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 32}, Timeout: 2 * time.Minute},
 	}
 	p.serve(ln)
@@ -158,46 +157,9 @@ func (p *Proxy) StopAfter(ops []osbclient.Op, timeout time.Duration) {
 	if len(ops) > 0 {
 		srv.SetKeepAlivesEnabled(false)
 		_ = ln.Close()
-		p.waitFor(ops, timeout)
+		p.inFlight.Wait(context.Background(), ops, timeout)
 	}
 	_ = srv.Close()
-}
-
-// waitFor waits until no request of ops is in flight, for at most timeout.
-func (p *Proxy) waitFor(ops []osbclient.Op, timeout time.Duration) {
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	for {
-		p.mu.Lock()
-		busy := 0
-		for _, op := range ops {
-			busy += p.inFlight[op]
-		}
-		changed := p.changed
-		p.mu.Unlock()
-		if busy == 0 {
-			return
-		}
-		select {
-		case <-deadline.C:
-			return
-		case <-changed:
-		}
-	}
-}
-
-// track counts a request in flight until the returned func is called.
-func (p *Proxy) track(op osbclient.Op) func() {
-	p.mu.Lock()
-	p.inFlight[op]++
-	p.mu.Unlock()
-	return func() {
-		p.mu.Lock()
-		p.inFlight[op]--
-		close(p.changed)
-		p.changed = make(chan struct{})
-		p.mu.Unlock()
-	}
 }
 
 // Resume listens again on the same address after Stop.
@@ -249,7 +211,7 @@ func (p *Proxy) serveLocked(ln net.Listener) {
 func (p *Proxy) handle(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(io.LimitReader(r.Body, maxBody))
 	x := Exchange{Request: requestOf(r), Start: time.Now(), Body: body}
-	defer p.track(x.Op)()
+	defer p.inFlight.Start(x.Op)()
 	defer func() {
 		x.End = time.Now()
 		p.mu.Lock()
