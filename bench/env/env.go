@@ -55,10 +55,10 @@ type Env struct {
 	// Dir holds binaries, kubeconfigs and the processes' logs.
 	Dir string
 	// Lockstep is the running lockstep process.
-	Lockstep *Process
+	Lockstep *framework.Process
 	// Baselines are the allow-all webhook servers, by mode (see
 	// BaselineModes).
-	Baselines map[string]*Process
+	Baselines map[string]*framework.Process
 
 	opts               Options
 	bins               Binaries
@@ -93,7 +93,7 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating a working directory: %w", err)
 	}
-	e := &Env{Dir: dir, opts: opts, Baselines: map[string]*Process{}, baselinePorts: map[string]int{}}
+	e := &Env{Dir: dir, opts: opts, Baselines: map[string]*framework.Process{}, baselinePorts: map[string]int{}}
 	defer func() {
 		if err != nil {
 			_ = e.Stop()
@@ -160,7 +160,7 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	wh := e.cp.Env.WebhookInstallOptions
 	e.CA, e.certDir, e.webhookPort = wh.LocalServingCAData, wh.LocalServingCertDir, wh.LocalServingPort
 	for _, p := range []*int{&e.healthPort, &e.metricsPort} {
-		if *p, err = freePort(); err != nil {
+		if *p, err = framework.FreePort(); err != nil {
 			return nil, err
 		}
 	}
@@ -179,7 +179,7 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 // working directory unless Options.Keep.
 func (e *Env) Stop() error {
 	var errs []string
-	procs := []*Process{e.Lockstep}
+	procs := []*framework.Process{e.Lockstep}
 	for _, mode := range BaselineModes {
 		procs = append(procs, e.Baselines[mode])
 	}
@@ -247,7 +247,7 @@ func (e *Env) lockstepEnv() []string {
 // LOCKSTEP_*=value variables that override the defaults for this process
 // only (a benchmark that needs another resync interval, say).
 func (e *Env) StartLockstep(ctx context.Context, settings ...string) error {
-	p, err := StartProcess("lockstep", e.bins.Webhook, nil, cleanEnviron(append(e.lockstepEnv(), settings...)), filepath.Join(e.Dir, "lockstep.log"))
+	p, err := framework.StartProcess("lockstep", e.bins.Webhook, nil, framework.CleanEnviron(append(e.lockstepEnv(), settings...)), filepath.Join(e.Dir, "lockstep.log"))
 	if err != nil {
 		return err
 	}
@@ -278,12 +278,12 @@ func (e *Env) StopLockstep() error {
 // startBaseline starts the allow-all server of a mode and waits until it
 // completes a TLS handshake.
 func (e *Env) startBaseline(ctx context.Context, mode string) error {
-	port, err := freePort()
+	port, err := framework.FreePort()
 	if err != nil {
 		return err
 	}
 	args := []string{"-mode", mode, "-host", "127.0.0.1", "-port", strconv.Itoa(port), "-cert-dir", e.certDir}
-	p, err := StartProcess("allow-all -mode "+mode, e.bins.AllowAll, args, cleanEnviron(nil), filepath.Join(e.Dir, "allow-all-"+mode+".log"))
+	p, err := framework.StartProcess("allow-all -mode "+mode, e.bins.AllowAll, args, framework.CleanEnviron(nil), filepath.Join(e.Dir, "allow-all-"+mode+".log"))
 	if err != nil {
 		return err
 	}
@@ -306,7 +306,7 @@ func (e *Env) handshake(port int) error {
 
 // waitReady checks ready every 100ms until it succeeds, the process exits,
 // or timeout passes.
-func waitReady(ctx context.Context, p *Process, timeout time.Duration, ready func(context.Context) error) error {
+func waitReady(ctx context.Context, p *framework.Process, timeout time.Duration, ready func(context.Context) error) error {
 	var last error
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		if done, err := p.Exited(); done {
@@ -335,29 +335,6 @@ func httpOK(ctx context.Context, url string) error {
 		return fmt.Errorf("%s: HTTP %d", url, resp.StatusCode)
 	}
 	return nil
-}
-
-// cleanEnviron is this process's environment without LOCKSTEP_* settings
-// and KUBECONFIG, plus extra: a child sees only what the benchmark sets.
-func cleanEnviron(extra []string) []string {
-	var out []string
-	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, "LOCKSTEP_") || strings.HasPrefix(kv, "KUBECONFIG=") {
-			continue
-		}
-		out = append(out, kv)
-	}
-	return append(out, extra...)
-}
-
-// freePort asks the kernel for a free loopback port.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("finding a free port: %w", err)
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // whoAmI asks the API server who the benchmark's client is.

@@ -18,6 +18,7 @@ import (
 	"github.com/lockstep-dev/lockstep/bench/report"
 	"github.com/lockstep-dev/lockstep/internal/admission"
 	"github.com/lockstep-dev/lockstep/internal/osb/fakebroker"
+	"github.com/lockstep-dev/lockstep/test/framework"
 )
 
 // admissionScenario is one kind of request of the admission benchmark.
@@ -104,7 +105,7 @@ func (s *Suite) Admission(ctx context.Context) (report.Section, error) {
 			requests := sc.requests(level)
 			body := func(i int) []byte { return sc.body(level, i) }
 			arms := []loadgen.Arm{{Name: "lockstep", Work: loadgen.Work{Do: rc.Reviews(s.Env.LockstepURL(path), body, sc.want)}}}
-			procs := []*env.Process{s.Env.Lockstep}
+			procs := []*framework.Process{s.Env.Lockstep}
 			for _, mode := range modes {
 				arms = append(arms, loadgen.Arm{Name: mode, Work: loadgen.Work{
 					Do: rc.Reviews(s.Env.BaselineURL(mode, path), body, loadgen.Expect{Allowed: true})}})
@@ -206,7 +207,7 @@ var baselineNames = map[string]string{
 }
 
 // processCPU reads the CPU time each process used so far.
-func processCPU(procs []*env.Process) ([]time.Duration, error) {
+func processCPU(procs []*framework.Process) ([]time.Duration, error) {
 	out := make([]time.Duration, len(procs))
 	for i, p := range procs {
 		var err error

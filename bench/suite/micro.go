@@ -7,9 +7,9 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/lockstep-dev/lockstep/bench/env"
 	"github.com/lockstep-dev/lockstep/bench/gobench"
 	"github.com/lockstep-dev/lockstep/bench/report"
+	"github.com/lockstep-dev/lockstep/test/framework"
 )
 
 // microPackages hold the Go benchmarks of the policy engine and of the
@@ -72,7 +72,7 @@ func (s *Suite) Micro(ctx context.Context) (report.Section, error) {
 // goBench runs Go benchmarks and returns, per benchmark, the run with the
 // median ns/op.
 func (s *Suite) goBench(ctx context.Context, packages []string, pattern string) ([]gobench.Result, error) {
-	gotool, err := env.GoTool()
+	gotool, err := framework.GoTool()
 	if err != nil {
 		return nil, err
 	}

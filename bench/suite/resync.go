@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/bench/env"
 	"github.com/lockstep-dev/lockstep/internal/osb/fakebroker"
+	"github.com/lockstep-dev/lockstep/test/framework"
 )
 
 // ResyncSettings are lockstep's resync settings for the scale benchmark's
@@ -114,7 +115,7 @@ type resyncPass struct {
 	cpu time.Duration
 	// started is lockstep's memory when the window opened (after the
 	// start-up reconcile), memory when it closed.
-	started, memory env.Memory
+	started, memory framework.Memory
 }
 
 func (p resyncPass) rate() float64 { return fetchRate(p.fetches, p.window) }

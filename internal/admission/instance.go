@@ -110,9 +110,10 @@ func NewInstanceDefaulter(reader client.Reader) *Defaulter[Instance] {
 // (parameters from Secrets, the broker's catalog and the plan) and the
 // catalog check against what it found; then the broker call.
 func NewInstanceValidator(d Deps, hooks *validate.Hooks[Instance]) *Validator[Instance] {
+	bindings := &liveBindings{reader: d.Reader}
 	return &Validator[Instance]{
 		Kind:     instanceKind,
-		Gate:     &reconcilePolicy[Instance]{kind: instanceKind, journal: d.Journal, reader: d.Reader},
+		Gate:     &reconcilePolicy[Instance]{kind: instanceKind, journal: d.Journal, reader: d.Reader, detachChecks: []Check[Instance]{bindings}},
 		SameSpec: func(old, new Instance) bool { return sameInstanceSpec(&old.Spec, &new.Spec) },
 		Checks: []Check[Instance]{
 			fieldPolicy[Instance](),
@@ -124,7 +125,7 @@ func NewInstanceValidator(d Deps, hooks *validate.Hooks[Instance]) *Validator[In
 			&externalIDFree[Instance]{ids: d.externalIDs(), kind: v1alpha1.KindServiceInstance},
 		},
 		DeleteChecks: []Check[Instance]{
-			&liveBindings{reader: d.Reader},
+			bindings,
 		},
 		Resolve: &targetResolver[Instance]{
 			params: &parametersFrom[Instance]{secrets: d.Secrets, access: d.Access, of: func(si Instance) (*runtime.RawExtension, []v1alpha1.ParametersFromSource) {

@@ -32,7 +32,10 @@ type Gate[T client.Object] interface {
 //   - detach-on-delete and observe: a delete only removes the object; the
 //     broker keeps what it holds, and the journal records a detach. No
 //     catalog, no lock, no broker: this is the way out when the broker is
-//     down or gone, or another operation is stuck on the object;
+//     down or gone, or another operation is stuck on the object. Only the
+//     checks in detachChecks run first (an instance's live bindings: a
+//     binding left without its instance could never be unbound, nor
+//     compared with its broker);
 //   - adopt on create needs the external id of what the broker holds.
 //
 // Changing the annotation itself is a metadata-only update, which the chain
@@ -42,6 +45,9 @@ type reconcilePolicy[T client.Object] struct {
 	journal *journal.Journal
 	// reader finds a binding's instance, whose broker a detach names.
 	reader client.Reader
+	// detachChecks run before a detach, and refuse it as they refuse any
+	// delete.
+	detachChecks []Check[T]
 }
 
 func (g *reconcilePolicy[T]) Pass(ctx context.Context, a *Attributes[T]) (bool, admission.Warnings, error) {
@@ -74,6 +80,11 @@ func (g *reconcilePolicy[T]) Pass(ctx context.Context, a *Attributes[T]) (bool, 
 	case admissionv1.Delete:
 		if policy == v1alpha1.PolicyManage || obj.GetDeletionTimestamp() != nil {
 			return false, nil, nil
+		}
+		for _, c := range g.detachChecks {
+			if _, w, err := c.Check(ctx, a); err != nil {
+				return true, w, err
+			}
 		}
 		if a.DryRun {
 			return true, nil, nil

@@ -11,10 +11,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/breaks"
 )
 
 // What lockstep puts on the Secrets it writes: the binding's UID as a
@@ -123,6 +125,9 @@ func Write(ctx context.Context, c client.Client, b *v1alpha1.ServiceBinding, cre
 	}
 	if err != nil {
 		return fmt.Errorf("writing Secret %q: %w", s.Name, err)
+	}
+	if breaks.Active(breaks.LogCredentials) {
+		ctrl.Log.WithName("credentials").Info("wrote a binding's credentials", "secret", s.Name, "credentials", creds)
 	}
 	return nil
 }

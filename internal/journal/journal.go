@@ -138,15 +138,16 @@ func (j *Journal) Begin(ctx context.Context, in Intent) (*v1alpha1.BrokerOperati
 }
 
 // Write creates the record op (a Draft), next to its object or, when the
-// object's namespace is being deleted, in lockstep's namespace. A record
-// that exists already (the operations reconciler restored it from the
-// lock first) is read into op instead.
+// object's namespace is being deleted or gone, in lockstep's namespace. A
+// record that exists already (the operations reconciler restored it from
+// the lock first) is read into op instead.
 func (j *Journal) Write(ctx context.Context, op *v1alpha1.BrokerOperation) error {
 	draft := op.DeepCopy()
 	err := j.Client.Create(ctx, op)
-	if err != nil && terminating(err) && j.Namespace != "" && j.Namespace != op.Namespace {
+	if err != nil && (terminating(err) || namespaceGone(err)) && j.Namespace != "" && j.Namespace != op.Namespace {
 		// The object's namespace is being deleted and takes no new
-		// objects; its deletes are recorded in lockstep's namespace.
+		// objects, or is gone (a record written from the lock of an
+		// operation cut short); it is recorded in lockstep's namespace.
 		op.Namespace = j.Namespace
 		op.ResourceVersion = ""
 		err = j.Client.Create(ctx, op)

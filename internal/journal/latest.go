@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"slices"
 	"strconv"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -17,6 +18,22 @@ func Answered(records []v1alpha1.BrokerOperation) *v1alpha1.BrokerOperation {
 	for i := range records {
 		op := &records[i]
 		if op.Status.Phase != v1alpha1.PhaseCommitted && op.Status.Phase != v1alpha1.PhaseFailed {
+			continue
+		}
+		if last == nil || later(op, last) {
+			last = op
+		}
+	}
+	return last
+}
+
+// LastCommitted returns, of one object's records, the Committed one of
+// the verbs given that was answered last; nil when there is none.
+func LastCommitted(records []v1alpha1.BrokerOperation, verbs ...v1alpha1.Verb) *v1alpha1.BrokerOperation {
+	var last *v1alpha1.BrokerOperation
+	for i := range records {
+		op := &records[i]
+		if op.Status.Phase != v1alpha1.PhaseCommitted || !slices.Contains(verbs, op.Spec.Verb) {
 			continue
 		}
 		if last == nil || later(op, last) {

@@ -2,6 +2,7 @@ package journal
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,9 +19,10 @@ import (
 //     deleted;
 //   - a BrokerOperation lives next to its object, where the namespace's
 //     users see their own operations, except when that namespace is being
-//     deleted: it accepts no new objects, and the record goes to
-//     lockstep's own namespace (Spec.Target.Namespace still names the
-//     object's namespace).
+//     deleted, or is gone already (the record of an operation cut short
+//     is written later, from its lock): it accepts no new objects, and the
+//     record goes to lockstep's own namespace (Spec.Target.Namespace still
+//     names the object's namespace).
 
 // TargetNamespace is the namespace of the object an operation is about.
 func TargetNamespace(op *v1alpha1.BrokerOperation) string {
@@ -34,6 +36,17 @@ func TargetNamespace(op *v1alpha1.BrokerOperation) string {
 // object in a namespace that is being deleted.
 func terminating(err error) bool {
 	return apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause)
+}
+
+// namespaceGone reports whether err is the API server's refusal to create
+// an object in a namespace that does not exist.
+func namespaceGone(err error) bool {
+	var status apierrors.APIStatus
+	if !apierrors.IsNotFound(err) || !errors.As(err, &status) {
+		return false
+	}
+	d := status.Status().Details
+	return d != nil && d.Kind == "namespaces"
 }
 
 // findRecord reads the record called name of an object in namespace: next

@@ -78,6 +78,29 @@ func TestBeginInATerminatingNamespaceRecordsInLockstepsNamespace(t *testing.T) {
 	assert.Equal(t, "other", op.Namespace)
 }
 
+// TestRecordOfANamespaceGoneGoesToLockstepsNamespace: the record restored
+// from the lock of an operation cut short, once the object's namespace is
+// gone, is written in lockstep's namespace (as for a namespace being
+// deleted), so that it can be settled; before, its write failed, and with
+// it the restoring of every other lock.
+func TestRecordOfANamespaceGoneGoesToLockstepsNamespace(t *testing.T) {
+	scheme := runtime.NewScheme()
+	require.NoError(t, clientgoscheme.AddToScheme(scheme))
+	require.NoError(t, v1alpha1.AddToScheme(scheme))
+	c := fake.NewClientBuilder().WithScheme(scheme).WithIndex(&v1alpha1.BrokerOperation{}, TargetUIDIndex, TargetUID).
+		WithInterceptorFuncs(interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if obj.GetNamespace() == "team" {
+				return apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, "team")
+			}
+			return c.Create(ctx, obj, opts...)
+		}}).Build()
+	j := &Journal{Client: c, Namespace: "lockstep-system"}
+	op := j.Draft(deleteIntent("team"))
+	require.NoError(t, j.Write(context.Background(), op))
+	assert.Equal(t, "lockstep-system", op.Namespace)
+	assert.Equal(t, "team", TargetNamespace(op))
+}
+
 func TestBeginFailsClearlyWithoutAPlaceToRecord(t *testing.T) {
 	c := terminatingNamespaces(t, "team", "lockstep-system")
 	j := &Journal{Client: c, Namespace: "lockstep-system"}

@@ -70,3 +70,22 @@ func (m RequestMeta) apply(h http.Header) error {
 }
 
 func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
+
+// ParseIdentity reads a X-Broker-API-Originating-Identity value of the
+// Kubernetes profile ("kubernetes <base64 of the JSON>"), the inverse of
+// HeaderValue.
+func ParseIdentity(header string) (Identity, error) {
+	platform, value, ok := strings.Cut(strings.TrimSpace(header), " ")
+	if !ok || platform != osbapi.KubernetesPlatform {
+		return Identity{}, fmt.Errorf("originating identity %q is not %q followed by a value", header, osbapi.KubernetesPlatform)
+	}
+	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(value))
+	if err != nil {
+		return Identity{}, fmt.Errorf("originating identity: the value is not base64: %w", err)
+	}
+	var id Identity
+	if err := json.Unmarshal(raw, &id); err != nil {
+		return Identity{}, fmt.Errorf("originating identity: the value is not a JSON user: %w", err)
+	}
+	return id, nil
+}

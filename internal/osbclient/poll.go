@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/utils/clock"
 
+	"github.com/lockstep-dev/lockstep/internal/breaks"
 	"github.com/lockstep-dev/lockstep/internal/osbapi"
 )
 
@@ -143,6 +144,9 @@ func poll(ctx context.Context, opts PollOptions, fetch func(context.Context) (*L
 		case err != nil:
 			if ctx.Err() != nil {
 				return nil, stillInProgress(polls, "the context ended during a poll", ctx.Err())
+			}
+			if breaks.Active(breaks.PollErrorFails) {
+				return &LastOperation{State: osbapi.StateFailed, Description: err.Error()}, nil
 			}
 			if !Retryable(err) || transient >= o.MaxTransientErrors || (o.MaxPolls > 0 && polls >= o.MaxPolls) {
 				return nil, err

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -75,6 +76,8 @@ type ControlPlane struct {
 
 	cm        *controllermanager.ControllerManager
 	removeDir bool
+	apiMu     sync.Mutex
+	api       apiServer
 }
 
 // Start starts the control plane and installs lockstep's CRDs and webhook
@@ -149,6 +152,9 @@ func (cp *ControlPlane) Stop() error {
 			errs = append(errs, err)
 		}
 		cp.cm = nil
+	}
+	if err := cp.stopAPIServer(); err != nil {
+		errs = append(errs, fmt.Errorf("stopping the restarted kube-apiserver: %w", err))
 	}
 	if cp.Env != nil {
 		if err := cp.Env.Stop(); err != nil {

@@ -2,8 +2,6 @@ package replicas
 
 import (
 	"context"
-	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -36,10 +34,7 @@ func waitLeader(t *testing.T, replicas ...*replica) *replica {
 	return leader
 }
 
-func (r *replica) logged(s string) bool {
-	out, err := os.ReadFile(r.log)
-	return err == nil && strings.Contains(string(out), s)
-}
+func (r *replica) logged(s string) bool { return r.Logged(s) }
 
 // TestOneLeaderFollowsOperationsAndAnotherTakesOver: with two replicas, only
 // the leader runs the reconcilers that change state (both serve the

@@ -77,6 +77,26 @@ func TestInstanceResyncWithParametersFromSecrets(t *testing.T) {
 	}
 }
 
+// A broker that replaces an instance's parameters with an update's no
+// longer reports the create-only ones (an update never carries them):
+// compared by digest too, that is no drift, and nothing is re-applied.
+func TestInstanceResyncWithParametersFromSecretsAndACreateOnlyParameterTheBrokerNoLongerReports(t *testing.T) {
+	digest, err := parametersfrom.Digest([]byte(`{"region":"eu","storageGB":10,"version":"16"}`))
+	require.NoError(t, err)
+	si := confirmed("small", fakebroker.PlanSmallID, `{"region":"eu","storageGB":10}`, nil)
+	si.Spec.ParametersFrom = []v1alpha1.ParametersFromSource{{SecretKeyRef: v1alpha1.SecretKeyReference{Name: "db-version", Key: "params"}}}
+	si.Status.LastApplied.ParametersDigest = digest
+	h := newHarness(t, nil, si)
+	h.broker.PutInstance(fakebroker.Instance{ID: "ext-1", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID,
+		Parameters: map[string]any{"storageGB": 10, "version": "16"}, DashboardURL: dashboard})
+	before := h.instance(t).ResourceVersion
+	h.resync(t)
+	got := h.instance(t)
+	assert.Equal(t, before, got.ResourceVersion, "nothing written")
+	assert.True(t, meta.IsStatusConditionTrue(got.Status.Conditions, v1alpha1.ConditionInSync))
+	assert.Zero(t, h.broker.Count(fakebroker.OpUpdate), "no correction")
+}
+
 // Without a digest of what was sent (status behind the operation that
 // sent the Secrets' values), resync compares the plan only and shows
 // nothing of the broker's parameters.

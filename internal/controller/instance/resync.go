@@ -94,6 +94,7 @@ func (r *Reconciler) resync(ctx context.Context, si *v1alpha1.ServiceInstance, s
 			"broker %q answered a fetch of instance %q that lockstep cannot compare: %v", entry.Broker, si.Name, err))
 		return next, nil
 	}
+	drift, correctable := createOnlyDrift(plan.Schemas, applied, held, drift)
 	if drift.None() {
 		r.result(si, resync.ReasonInSync, nil)
 		if !meta.IsStatusConditionTrue(status.Conditions, v1alpha1.ConditionInSync) {
@@ -111,6 +112,9 @@ func (r *Reconciler) resync(ctx context.Context, si *v1alpha1.ServiceInstance, s
 	switch {
 	case policy == v1alpha1.PolicyObserve:
 		msg += fmt.Sprintf("; reconcile policy %s: lockstep reports it and changes nothing", policy)
+	case !correctable:
+		msg += "; these are create-only parameters, which no update can change: lockstep reports it and changes nothing " +
+			"(to have them as this object says, delete the instance and create it again)"
 	default:
 		if err := r.correct(ctx, si, entry, plan, got.PlanID); err != nil {
 			metrics.ResyncCorrection(string(kind), "refused")

@@ -166,6 +166,19 @@ func TestInstanceResync(t *testing.T) {
 			wantUpdate: map[string]any{"storageGB": float64(10)}, // region is create-only: never sent on update
 		},
 		{
+			name:       "a create-only parameter the broker no longer reports (it replaced the parameters on update): in sync",
+			object:     confirmed("small", fakebroker.PlanSmallID, `{"storageGB":10,"region":"eu"}`, nil),
+			broker:     held(fakebroker.PlanSmallID, map[string]any{"storageGB": float64(10)}),
+			wantInSync: metav1.ConditionTrue, wantReason: "Committed", wantReady: metav1.ConditionTrue, wantFetches: 1,
+		},
+		{
+			name:       "a create-only parameter the broker holds otherwise: reported, never re-applied (no update can change it)",
+			object:     confirmed("small", fakebroker.PlanSmallID, `{"storageGB":10,"region":"eu"}`, nil),
+			broker:     held(fakebroker.PlanSmallID, map[string]any{"storageGB": float64(10), "region": "us"}),
+			wantInSync: metav1.ConditionFalse, wantReason: resync.ReasonParametersDrift, wantReady: metav1.ConditionTrue, wantWrite: true, wantFetches: 1,
+			wantMsg: []string{`parameters differ: region (broker: "us", here: "eu")`, "create-only parameters, which no update can change: lockstep reports it and changes nothing"},
+		},
+		{
 			name:   "the correction is refused: the broker's words",
 			object: confirmed("small", fakebroker.PlanSmallID, "", nil),
 			broker: func(b *fakebroker.Broker) {

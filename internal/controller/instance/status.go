@@ -28,8 +28,16 @@ func (r *Reconciler) fromJournal(ctx context.Context, si *v1alpha1.ServiceInstan
 // Once the status reports that operation, it is not applied again, so that
 // what resync found since stays. An operation still running hands over
 // its InSync note (an outcome not known yet) on every pass.
+//
+// A commit the status never reported, because a later record (a failed
+// update, say) was answered before the status caught up with it, is
+// reported first, once: it moves the observed generation.
 func applyJournal(si *v1alpha1.ServiceInstance, status *v1alpha1.ServiceInstanceStatus, records []v1alpha1.BrokerOperation) {
 	answered := journal.Answered(records)
+	if c := journal.LastCommitted(records, v1alpha1.VerbProvision, v1alpha1.VerbUpdate, v1alpha1.VerbAdopt); c != nil && c != answered &&
+		c.Spec.Generation > status.ObservedGeneration {
+		committed(si, status, c)
+	}
 	isNew := false
 	if answered != nil {
 		last := journal.LastOperation(answered)

@@ -55,6 +55,25 @@ func TestStatusFromTheJournal(t *testing.T) {
 		assert.Equal(t, "PlanDrift", meta.FindStatusCondition(status.Conditions, v1alpha1.ConditionInSync).Reason)
 	})
 
+	t.Run("a commit the status never reported, answered before a failed update: reported", func(t *testing.T) {
+		status := &v1alpha1.ServiceInstanceStatus{}
+		provision := rec("db-provision-1", v1alpha1.VerbProvision, v1alpha1.PhaseCommitted, spec, now)
+		provision.Spec.Generation = 1
+		failed := rec("db-update-2", v1alpha1.VerbUpdate, v1alpha1.PhaseFailed, spec, now.Add(time.Second))
+		applyJournal(si, status, []v1alpha1.BrokerOperation{provision, failed})
+		assert.True(t, meta.IsStatusConditionTrue(status.Conditions, v1alpha1.ConditionReady), "the provision is reported")
+		assert.True(t, meta.IsStatusConditionTrue(status.Conditions, v1alpha1.ConditionInSync))
+		require.NotNil(t, status.LastApplied, "resync has something to compare with")
+		assert.Equal(t, int64(1), status.ObservedGeneration)
+		assert.Equal(t, "db-update-2", status.LastOperation.OperationName, "the last operation is the failed update")
+		assert.Equal(t, v1alpha1.StateFailed, status.LastOperation.State)
+
+		// Resync found drift since: the provision is not reported again.
+		meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: v1alpha1.ConditionInSync, Status: metav1.ConditionFalse, Reason: "PlanDrift"})
+		applyJournal(si, status, []v1alpha1.BrokerOperation{provision, failed})
+		assert.Equal(t, "PlanDrift", meta.FindStatusCondition(status.Conditions, v1alpha1.ConditionInSync).Reason)
+	})
+
 	t.Run("an operation whose outcome is not known yet", func(t *testing.T) {
 		status := &v1alpha1.ServiceInstanceStatus{}
 		provision := rec("db-provision-1", v1alpha1.VerbProvision, v1alpha1.PhaseCommitted, spec, now)

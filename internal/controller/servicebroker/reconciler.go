@@ -3,6 +3,7 @@ package servicebroker
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -48,6 +49,36 @@ type Reconciler struct {
 	Timeout time.Duration
 	// Clock reads the time of catalog syncs; the real clock when nil.
 	Clock clock.PassiveClock
+
+	mu       sync.Mutex
+	failures map[string]int // fetches failed in a row, by broker
+}
+
+// After a failed fetch the catalog is fetched again after firstRetry,
+// doubling with each failure in a row up to maxRetry: a broker back from
+// a long outage is read again within maxRetry, not after the workqueue's
+// own back-off, which grows to minutes (a replica that started during the
+// outage has no catalog until then: admission refuses, resync is blind).
+const (
+	firstRetry = time.Second
+	maxRetry   = 30 * time.Second
+)
+
+// retryAfter counts a failed fetch of broker and returns the wait before
+// the next; a nil err forgets the failures.
+func (r *Reconciler) retryAfter(broker string, err error) time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err == nil {
+		delete(r.failures, broker)
+		return 0
+	}
+	if r.failures == nil {
+		r.failures = map[string]int{}
+	}
+	n := r.failures[broker]
+	r.failures[broker] = n + 1
+	return min(firstRetry<<min(n, 16), maxRetry)
 }
 
 // SetupWithManager registers the reconciler and makes it the Cache's
@@ -114,9 +145,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.refreshed(ctx, &sb); err != nil {
 		return ctrl.Result{}, err
 	}
-	if fetchErr != nil {
-		log.FromContext(ctx).Info("catalog fetch failed; will retry", "broker", sb.Name, "error", fetchErr.Error())
-		return ctrl.Result{}, fetchErr // requeued with backoff
+	if retry := r.retryAfter(sb.Name, fetchErr); fetchErr != nil {
+		log.FromContext(ctx).Info("catalog fetch failed; will retry", "broker", sb.Name, "in", retry.String(), "error", fetchErr.Error())
+		return ctrl.Result{RequeueAfter: retry}, nil
 	}
 	return ctrl.Result{RequeueAfter: relistInterval(&sb)}, nil
 }

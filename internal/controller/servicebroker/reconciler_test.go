@@ -81,8 +81,9 @@ func TestReconcileFailureSaysWhyAndKeepsTheLastCatalog(t *testing.T) {
 	before, _ := r.Cache.Get("acme")
 
 	b.Always(fakebroker.OpCatalog, fakebroker.Respond{Status: http.StatusInternalServerError, Description: "catalog service down"})
-	got, _, err := reconcile(t, r, c, "acme")
-	require.Error(t, err, "a failed fetch is retried with backoff")
+	got, res, err := reconcile(t, r, c, "acme")
+	require.NoError(t, err)
+	assert.Equal(t, time.Second, res.RequeueAfter, "a failed fetch is retried")
 	ready := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionReady)
 	require.NotNil(t, ready)
 	assert.Equal(t, metav1.ConditionFalse, ready.Status)
@@ -92,6 +93,32 @@ func TestReconcileFailureSaysWhyAndKeepsTheLastCatalog(t *testing.T) {
 	assert.Same(t, before, after, "admission goes on with the last good catalog")
 }
 
+// TestReconcileRetriesAFailingBrokerWithinHalfAMinute: after many failed
+// fetches in a row (a long outage) the next comes within 30 seconds, not
+// after the workqueue's back-off of up to a quarter of an hour; a success
+// starts over.
+func TestReconcileRetriesAFailingBrokerWithinHalfAMinute(t *testing.T) {
+	b := fakebroker.New(t)
+	sb := &v1alpha1.ServiceBroker{ObjectMeta: metav1.ObjectMeta{Name: "acme"}, Spec: v1alpha1.ServiceBrokerSpec{URL: b.URL()}}
+	r, c := newReconciler(t, sb)
+	b.Always(fakebroker.OpCatalog, fakebroker.Respond{Status: http.StatusServiceUnavailable})
+	var waits []time.Duration
+	for range 8 {
+		_, res, err := reconcile(t, r, c, "acme")
+		require.NoError(t, err, "not the workqueue's back-off")
+		waits = append(waits, res.RequeueAfter)
+	}
+	assert.Equal(t, []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second,
+		30 * time.Second, 30 * time.Second, 30 * time.Second}, waits)
+	b.Reset()
+	_, _, err := reconcile(t, r, c, "acme")
+	require.NoError(t, err)
+	b.Always(fakebroker.OpCatalog, fakebroker.Respond{Status: http.StatusServiceUnavailable})
+	_, res, err := reconcile(t, r, c, "acme")
+	require.NoError(t, err)
+	assert.Equal(t, time.Second, res.RequeueAfter, "a success starts the waits over")
+}
+
 func TestReconcileMissingSecretKeyNamesIt(t *testing.T) {
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "auth"}, Data: map[string][]byte{"username": []byte("u")}}
 	sb := &v1alpha1.ServiceBroker{ObjectMeta: metav1.ObjectMeta{Name: "acme"}, Spec: v1alpha1.ServiceBrokerSpec{
@@ -99,7 +126,7 @@ func TestReconcileMissingSecretKeyNamesIt(t *testing.T) {
 	}}
 	r, c := newReconciler(t, sb, secret)
 	got, _, err := reconcile(t, r, c, "acme")
-	require.Error(t, err)
+	require.NoError(t, err)
 	ready := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionReady)
 	require.NotNil(t, ready)
 	assert.Contains(t, ready.Message, `secret ns/auth has no key "password", needed for basic authentication`)

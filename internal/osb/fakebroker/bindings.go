@@ -43,19 +43,23 @@ func (b *Broker) bind(q *request) outcome {
 	}
 	bnd := Binding{
 		InstanceID: q.instanceID, ID: q.bindingID, ServiceID: m.ServiceID, PlanID: m.PlanID,
-		Parameters: m.params, Context: m.context, Credentials: newCredentials(q.bindingID),
+		Parameters: m.params, Context: m.context, Credentials: newCredentials(q.bindingID, b.marker),
 	}
 	out := success(http.StatusCreated, osbapi.Binding{Credentials: bnd.Credentials})
-	out.apply = func() { b.bindings[key] = bnd.clone() }
+	out.apply = func() {
+		b.bindings[key] = bnd.clone()
+		b.creations[key]++
+	}
 	return out
 }
 
-// newCredentials makes a username and a random password.
-func newCredentials(bindingID string) map[string]any {
+// newCredentials makes a username and a random password that begins with
+// marker.
+func newCredentials(bindingID, marker string) map[string]any {
 	secret := make([]byte, 12)
 	_, _ = rand.Read(secret) // crypto/rand.Read never fails
 	user := "user-" + bindingID
-	pass := hex.EncodeToString(secret)
+	pass := marker + hex.EncodeToString(secret)
 	return map[string]any{
 		"username": user,
 		"password": pass,

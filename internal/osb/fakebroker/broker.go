@@ -28,8 +28,11 @@ type Broker struct {
 	latency    time.Duration
 	scripts    map[scriptKey][]Respond
 	always     map[Op]Respond
+	responder  Responder
+	marker     string // begins every password
 	instances  map[string]Instance
 	bindings   map[bindingKey]Binding
+	creations  map[bindingKey]int // by target; bindingID "" for an instance
 	operations map[string]*operation
 	latestOp   map[bindingKey]*operation // by target; bindingID "" for an instance
 	opSeq      int
@@ -49,6 +52,7 @@ type settings struct {
 	tls     bool
 	catalog *osbapi.Catalog
 	latency time.Duration
+	marker  string
 }
 
 // WithBasicAuth makes the broker require HTTP basic auth.
@@ -69,6 +73,11 @@ func WithCatalog(c osbapi.Catalog) Option { return func(s *settings) { s.catalog
 
 // WithLatency delays every request; see SetLatency.
 func WithLatency(d time.Duration) Option { return func(s *settings) { s.latency = d } }
+
+// WithCredentialMarker begins the password of every binding's credentials
+// with marker, so that a test can look for credentials where they must
+// never be (logs, events, status).
+func WithCredentialMarker(marker string) Option { return func(s *settings) { s.marker = marker } }
 
 // New starts a broker that is closed when the test ends. It fails the test
 // when the broker cannot start.
@@ -108,6 +117,7 @@ func Start(opts ...Option) (*Broker, error) {
 	b.Reset()
 	b.ResetState()
 	b.latency = s.latency
+	b.marker = s.marker
 	b.srv = httptest.NewUnstartedServer(b.routes())
 	// Handshake failures are expected in TLS tests; keep them off stderr.
 	b.srv.Config.ErrorLog = log.New(io.Discard, "", 0)

@@ -13,13 +13,18 @@
 // standing one (Always): any status, OSB error code and description, raw or
 // malformed body, a delay, a hang until the client gives up, a closed
 // connection, or an asynchronous answer (202) that completes, or fails,
-// after a given number of last_operation polls.
+// after a given number of last_operation polls or a given time. A
+// Responder (SetResponder) may pick the answer of every request while the
+// broker runs, so that a test switches its behaviour at will.
 //
 // Every request is recorded on arrival (Calls, Count, WaitForCalls;
 // WaitIdle waits until every request was handled) and the in-memory state is
-// visible and can be seeded (Instances, Bindings, PutInstance, PutBinding),
+// visible and can be seeded (Instances, Bindings, PutInstance, PutBinding;
+// Creations counts how often each was created),
 // so that a test can assert that what the broker holds equals what the API
-// server holds. SetLatency slows every request down, for benchmarks.
+// server holds. SetLatency slows every request down, for benchmarks;
+// WithCredentialMarker begins every password with a marker that a test
+// can look for where credentials must never be.
 //
 // New ties a broker to a test; Start makes one for other uses. All methods
 // are safe for concurrent use.

@@ -102,7 +102,10 @@ func (b *Broker) provision(q *request) outcome {
 		Parameters: m.params, Context: m.context, DashboardURL: b.dashboardURL(q.instanceID),
 	}
 	out := success(http.StatusCreated, dashboard)
-	out.apply = func() { b.instances[inst.ID] = inst.clone() }
+	out.apply = func() {
+		b.instances[inst.ID] = inst.clone()
+		b.creations[bindingKey{instanceID: inst.ID}]++
+	}
 	return out
 }
 

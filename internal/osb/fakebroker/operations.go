@@ -3,6 +3,7 @@ package fakebroker
 import (
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/lockstep-dev/lockstep/internal/osbapi"
 )
@@ -16,7 +17,8 @@ type operation struct {
 	async      Async
 	remaining  int    // "in progress" polls still to answer
 	apply      func() // state change on success; nil when the default would have refused
-	done       bool   // the final state was reported
+	started    time.Time
+	done       bool // the operation ended: its state change is carried out, or it failed
 }
 
 // Operation describes an asynchronous operation the broker knows.
@@ -25,8 +27,11 @@ type Operation struct {
 	Op         Op
 	InstanceID string
 	BindingID  string
-	// Done is set once a poll reported the final state.
+	// Done is set once the operation ended: a poll reported its final
+	// state, or its Async.After passed.
 	Done bool
+	// Failed says that it ended failed (nothing changed).
+	Failed bool
 }
 
 // Operations returns the asynchronous operations the broker knows, in no
@@ -34,11 +39,36 @@ type Operation struct {
 func (b *Broker) Operations() []Operation {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.endDueLocked()
 	out := make([]Operation, 0, len(b.operations))
 	for _, op := range b.operations {
-		out = append(out, Operation{Key: op.key, Op: op.op, InstanceID: op.instanceID, BindingID: op.bindingID, Done: op.done})
+		out = append(out, Operation{Key: op.key, Op: op.op, InstanceID: op.instanceID, BindingID: op.bindingID,
+			Done: op.done, Failed: op.done && op.async.Fail})
 	}
 	return out
+}
+
+// end ends the operation: its state change is carried out unless it
+// fails. b.mu must be held.
+func (op *operation) end() {
+	if op.done {
+		return
+	}
+	op.done = true
+	if !op.async.Fail && op.apply != nil {
+		op.apply()
+	}
+}
+
+// endDueLocked ends the operations whose Async.After has passed; b.mu
+// must be held.
+func (b *Broker) endDueLocked() {
+	now := time.Now()
+	for _, op := range b.operations {
+		if !op.done && op.async.After > 0 && now.Sub(op.started) >= op.async.After {
+			op.end()
+		}
+	}
 }
 
 // Finish makes every unfinished asynchronous operation answer its final
@@ -62,7 +92,7 @@ func (b *Broker) startAsync(q *request, script Respond) reply {
 	}
 	op := &operation{
 		key: key, op: q.op, instanceID: q.instanceID, bindingID: q.bindingID,
-		async: a, remaining: max(a.InProgressPolls, 0),
+		async: a, remaining: max(a.InProgressPolls, 0), started: time.Now(),
 	}
 	if def.status >= 200 && def.status < 300 {
 		op.apply = def.apply
@@ -115,7 +145,7 @@ func (b *Broker) lastOperation(q *request) outcome {
 		}
 		return success(http.StatusGone, osbapi.OperationResponse{})
 	}
-	if op.remaining > 0 {
+	if op.remaining > 0 && !op.done {
 		op.remaining--
 		out := success(http.StatusOK, stateBody(osbapi.StateInProgress, op.async.ProgressDescription))
 		if op.async.RetryAfter != "" {
@@ -123,12 +153,7 @@ func (b *Broker) lastOperation(q *request) outcome {
 		}
 		return out
 	}
-	if !op.done {
-		op.done = true
-		if !op.async.Fail && op.apply != nil {
-			op.apply()
-		}
-	}
+	op.end()
 	switch {
 	case op.async.Fail:
 		return success(http.StatusOK, stateBody(osbapi.StateFailed, op.async.Description))

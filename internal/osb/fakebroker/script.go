@@ -93,6 +93,15 @@ type Async struct {
 	// Gone makes a successful final answer 410 Gone instead of 200
 	// "succeeded" (a broker that forgets a deprovisioned instance).
 	Gone bool
+	// After, when set, ends the operation once that much time has passed
+	// since it began, polled or not, as a broker that works on its own
+	// does (InProgressPolls may end it sooner).
+	After time.Duration
+	// UnlessRefused answers 202 only to a request the broker would carry
+	// out; a request it would refuse (a conflict, an unknown instance)
+	// gets that refusal at once. Without it the operation reports its
+	// final state even for such a request, and changes nothing.
+	UnlessRefused bool
 }
 
 // scriptKey addresses a queue: an op, optionally for one instance.
@@ -127,6 +136,28 @@ func (b *Broker) Always(op Op, r Respond) {
 	b.always[op] = r
 }
 
+// Request names a request for a Responder.
+type Request struct {
+	Op         Op
+	InstanceID string
+	BindingID  string
+}
+
+// Responder picks the answer to a request: ok false keeps the default
+// behaviour. It runs with the broker's lock held: it must not call the
+// broker.
+type Responder func(Request) (r Respond, ok bool)
+
+// SetResponder makes f pick the answer to every request whose queues
+// are empty, before Always; nil removes it. A test switches a broker's
+// behaviour while it runs this way (every request may get a different
+// answer).
+func (b *Broker) SetResponder(f Responder) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.responder = f
+}
+
 // Pending returns how many scripted answers for op (all instances) are not
 // used yet.
 func (b *Broker) Pending(op Op) int {
@@ -141,13 +172,15 @@ func (b *Broker) Pending(op Op) int {
 	return n
 }
 
-// Reset drops every script, Always answer and the latency: the broker is
-// back to its default behaviour. State and recorded calls stay.
+// Reset drops every script, Always answer, the Responder and the latency:
+// the broker is back to its default behaviour. State and recorded calls
+// stay.
 func (b *Broker) Reset() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.scripts = map[scriptKey][]Respond{}
 	b.always = map[Op]Respond{}
+	b.responder = nil
 	b.latency = 0
 }
 
@@ -160,17 +193,22 @@ func (b *Broker) SetLatency(d time.Duration) {
 }
 
 // next pops the scripted answer for a request; b.mu must be held.
-func (b *Broker) next(op Op, instanceID string) (Respond, bool) {
-	keys := []scriptKey{{op: op}}
-	if instanceID != "" {
-		keys = []scriptKey{{op: op, instanceID: instanceID}, {op: op}}
+func (b *Broker) next(q *request) (Respond, bool) {
+	keys := []scriptKey{{op: q.op}}
+	if q.instanceID != "" {
+		keys = []scriptKey{{op: q.op, instanceID: q.instanceID}, {op: q.op}}
 	}
 	for _, k := range keys {
-		if q := b.scripts[k]; len(q) > 0 {
-			b.scripts[k] = q[1:]
-			return q[0], true
+		if queue := b.scripts[k]; len(queue) > 0 {
+			b.scripts[k] = queue[1:]
+			return queue[0], true
 		}
 	}
-	r, ok := b.always[op]
+	if b.responder != nil {
+		if r, ok := b.responder(Request{Op: q.op, InstanceID: q.instanceID, BindingID: q.bindingID}); ok {
+			return r, true
+		}
+	}
+	r, ok := b.always[q.op]
 	return r, ok
 }

@@ -122,7 +122,8 @@ func (b *Broker) authorized(r *http.Request) bool {
 func (b *Broker) decide(q *request) reply {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	script, scripted := b.next(q.op, q.instanceID)
+	b.endDueLocked()
+	script, scripted := b.next(q)
 	if !scripted || script.keepsDefault() {
 		out := b.behave(q)
 		if out.apply != nil {
@@ -143,6 +144,11 @@ func (b *Broker) decide(q *request) reply {
 		if !q.acceptsIncomplete() {
 			return replyFrom(failure(http.StatusUnprocessableEntity, osbapi.ErrorCodeAsyncRequired,
 				"this request requires accepts_incomplete=true"))
+		}
+		if script.Async.UnlessRefused {
+			if def := b.behaveDryRun(q); def.status >= 300 {
+				return replyFrom(def)
+			}
 		}
 		return b.startAsync(q, script)
 	}

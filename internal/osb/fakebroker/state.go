@@ -61,6 +61,7 @@ func cloneJSON(m map[string]any) map[string]any {
 func (b *Broker) Instances() map[string]Instance {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.endDueLocked()
 	out := make(map[string]Instance, len(b.instances))
 	for id, inst := range b.instances {
 		out[id] = inst.clone()
@@ -72,6 +73,7 @@ func (b *Broker) Instances() map[string]Instance {
 func (b *Broker) Instance(id string) (Instance, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.endDueLocked()
 	inst, ok := b.instances[id]
 	if !ok {
 		return Instance{}, false
@@ -83,6 +85,7 @@ func (b *Broker) Instance(id string) (Instance, bool) {
 func (b *Broker) InstanceIDs() []string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.endDueLocked()
 	return slices.Sorted(maps.Keys(b.instances))
 }
 
@@ -90,6 +93,7 @@ func (b *Broker) InstanceIDs() []string {
 func (b *Broker) Bindings() []Binding {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.endDueLocked()
 	out := make([]Binding, 0, len(b.bindings))
 	for _, bnd := range b.bindings {
 		out = append(out, bnd.clone())
@@ -104,6 +108,7 @@ func (b *Broker) Bindings() []Binding {
 func (b *Broker) Binding(instanceID, bindingID string) (Binding, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.endDueLocked()
 	bnd, ok := b.bindings[bindingKey{instanceID, bindingID}]
 	if !ok {
 		return Binding{}, false
@@ -145,6 +150,25 @@ func (b *Broker) ResetState() {
 	b.bindings = map[bindingKey]Binding{}
 	b.operations = map[string]*operation{}
 	b.latestOp = map[bindingKey]*operation{}
+	b.creations = map[bindingKey]int{}
+}
+
+// Creations counts how often the broker created each instance (by id)
+// and each binding (by "<instance id>/<binding id>"): a provision or bind
+// of something it did not hold, whether it was deleted since or not.
+func (b *Broker) Creations() (instances, bindings map[string]int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.endDueLocked()
+	instances, bindings = map[string]int{}, map[string]int{}
+	for k, n := range b.creations {
+		if k.bindingID == "" {
+			instances[k.instanceID] = n
+		} else {
+			bindings[k.instanceID+"/"+k.bindingID] = n
+		}
+	}
+	return instances, bindings
 }
 
 // bindingsOfLocked returns the sorted binding ids of an instance; b.mu must

@@ -332,3 +332,36 @@ func TestCreateOnlyReturnsACopy(t *testing.T) {
 	got[0] = "changed"
 	assert.Equal(t, []string{"region", "storage.class"}, s.CreateOnly())
 }
+
+func TestFillCreateOnly(t *testing.T) {
+	s := mustCompile(t, instanceCreate, instanceUpdate, "")
+	tests := []struct {
+		name       string
+		schemas    *PlanSchemas
+		held, from string
+		want       string
+	}{
+		{name: "what the broker no longer reports, top level and nested", schemas: s,
+			held: `{"size": 5, "storage": {"gb": 10}}`, from: `{"region": "eu", "size": 4, "storage": {"class": "ssd", "gb": 9}}`,
+			want: `{"region":"eu","size":5,"storage":{"class":"ssd","gb":10}}`},
+		{name: "what the broker holds stays, even otherwise", schemas: s,
+			held: `{"region": "us"}`, from: `{"region": "eu", "storage": {"class": "ssd"}}`, want: `{"region":"us","storage":{"class":"ssd"}}`},
+		{name: "not in the spec: nothing to fill", schemas: s, held: `{"size": 5}`, from: `{"size": 5}`, want: `{"size":5}`},
+		{name: "a parent that is not an object is left", schemas: s, held: `{"storage": "ssd"}`, from: `{"storage": {"class": "ssd"}}`, want: `{"storage":"ssd"}`},
+		{name: "the broker says nothing of its parameters", schemas: s, held: ``, from: `{"region": "eu"}`, want: ``},
+		{name: "nil schemas: nothing is create-only", schemas: nil, held: `{"size": 5}`, from: `{"region": "eu"}`, want: `{"size":5}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := tt.schemas.FillCreateOnly(ext(tt.held), ext(tt.from))
+			require.NoError(t, err)
+			if tt.want == "" {
+				assert.Nil(t, got)
+				return
+			}
+			assert.JSONEq(t, tt.want, string(got))
+		})
+	}
+	_, err := s.FillCreateOnly(ext(`[1]`), ext(`{}`))
+	assert.ErrorContains(t, err, "the broker's parameters must be a JSON object")
+}

@@ -1,4 +1,4 @@
-package env
+package framework
 
 import (
 	"os"
@@ -78,7 +78,7 @@ func TestProcessLogTail(t *testing.T) {
 func TestCleanEnviron(t *testing.T) {
 	t.Setenv("LOCKSTEP_WEBHOOK_PORT", "1")
 	t.Setenv("KUBECONFIG", "/somewhere")
-	env := cleanEnviron([]string{"LOCKSTEP_CERT_DIR=/certs"})
+	env := CleanEnviron([]string{"LOCKSTEP_CERT_DIR=/certs"})
 	assert.NotContains(t, env, "LOCKSTEP_WEBHOOK_PORT=1")
 	assert.NotContains(t, env, "KUBECONFIG=/somewhere")
 	assert.Contains(t, env, "LOCKSTEP_CERT_DIR=/certs")

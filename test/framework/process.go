@@ -1,4 +1,4 @@
-package env
+package framework
 
 import (
 	"bufio"
@@ -13,7 +13,8 @@ import (
 	"time"
 )
 
-// Process is a program the benchmark started: lockstep or the baseline.
+// Process is a program a suite started (lockstep, a benchmark's
+// baseline), with its output in a log file.
 type Process struct {
 	// Name names it in messages.
 	Name string
@@ -27,15 +28,16 @@ type Process struct {
 	err  error // set before done is closed
 }
 
-// StartProcess starts path with args and the extra environment env, its
-// output in logPath. The process is killed if this one dies (Linux).
+// StartProcess starts path with args and the environment env (all of it:
+// CleanEnviron makes one), its output in logPath. The process is killed
+// if this one dies (Linux).
 func StartProcess(name, path string, args, env []string, logPath string) (*Process, error) {
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		return nil, fmt.Errorf("creating the log file of %s: %w", name, err)
 	}
 	cmd := exec.Command(path, args...)
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = dieWithParent()
 	if err := cmd.Start(); err != nil {
@@ -51,6 +53,19 @@ func StartProcess(name, path string, args, env []string, logPath string) (*Proce
 	return p, nil
 }
 
+// CleanEnviron is this process's environment without LOCKSTEP_* settings
+// and KUBECONFIG, plus extra: a child sees only what its suite sets.
+func CleanEnviron(extra []string) []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "LOCKSTEP_") || strings.HasPrefix(kv, "KUBECONFIG=") {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return append(out, extra...)
+}
+
 // PID is the process id.
 func (p *Process) PID() int { return p.cmd.Process.Pid }
 
@@ -62,6 +77,19 @@ func (p *Process) Exited() (bool, error) {
 	default:
 		return false, nil
 	}
+}
+
+// Done is closed once the process has ended.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// Kill ends the process at once (SIGKILL), as a crash would, and waits
+// until it has ended.
+func (p *Process) Kill() {
+	if done, _ := p.Exited(); done {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.done
 }
 
 // Stop asks the process to end (SIGTERM) and kills it after grace.

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package env
+package framework
 
 import "syscall"
 
