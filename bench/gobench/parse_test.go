@@ -16,12 +16,12 @@ BenchmarkValidateUpdateUnchanged-2             	   39001	      6791 ns/op	      
 BenchmarkCompileCached-2                       	 6894919	        29.62 ns/op	       0 B/op	       0 allocs/op
 PASS
 ok  	github.com/lockstep-dev/lockstep/internal/validate	1.235s
-pkg: github.com/lockstep-dev/lockstep/internal/osb
+pkg: github.com/lockstep-dev/lockstep/internal/broker/embedded
 BenchmarkProvisionNoop-2   	     500	   2000000 ns/op	      1234 provisions/s	   50000 B/op	     300 allocs/op
 BenchmarkSchemaCheck/quickValid-16        	  101283	      2345 ns/op	       0 B/op	       0 allocs/op
 BenchmarkLogs
     bench_test.go:12: some log line
-ok  	github.com/lockstep-dev/lockstep/internal/osb	3.1s
+ok  	github.com/lockstep-dev/lockstep/internal/broker/embedded	3.1s
 `
 
 func TestParse(t *testing.T) {
@@ -40,9 +40,9 @@ func TestParse(t *testing.T) {
 			map[string]float64{"ns/op": 6791, "B/op": 0, "allocs/op": 0}},
 		{1, "github.com/lockstep-dev/lockstep/internal/validate", "BenchmarkCompileCached", 6894919,
 			map[string]float64{"ns/op": 29.62, "B/op": 0, "allocs/op": 0}},
-		{2, "github.com/lockstep-dev/lockstep/internal/osb", "BenchmarkProvisionNoop", 500,
+		{2, "github.com/lockstep-dev/lockstep/internal/broker/embedded", "BenchmarkProvisionNoop", 500,
 			map[string]float64{"ns/op": 2e6, "provisions/s": 1234, "B/op": 50000, "allocs/op": 300}},
-		{3, "github.com/lockstep-dev/lockstep/internal/osb", "BenchmarkSchemaCheck/quickValid", 101283,
+		{3, "github.com/lockstep-dev/lockstep/internal/broker/embedded", "BenchmarkSchemaCheck/quickValid", 101283,
 			map[string]float64{"ns/op": 2345, "B/op": 0, "allocs/op": 0}},
 	}
 	for _, tt := range tests {

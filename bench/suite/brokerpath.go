@@ -19,10 +19,10 @@ import (
 	"github.com/lockstep-dev/lockstep/bench/loadgen"
 	"github.com/lockstep-dev/lockstep/bench/report"
 	"github.com/lockstep-dev/lockstep/internal/admission"
+	"github.com/lockstep-dev/lockstep/internal/broker/fakebroker"
+	"github.com/lockstep-dev/lockstep/internal/broker/osbapi"
+	"github.com/lockstep-dev/lockstep/internal/broker/osbclient"
 	"github.com/lockstep-dev/lockstep/internal/journal"
-	"github.com/lockstep-dev/lockstep/internal/osb/fakebroker"
-	"github.com/lockstep-dev/lockstep/internal/osbapi"
-	"github.com/lockstep-dev/lockstep/internal/osbclient"
 )
 
 // brokerVerb is one step of an instance's life, through lockstep and
@@ -48,7 +48,7 @@ func (s *Suite) BrokerPath(ctx context.Context) (report.Section, error) {
 			"at a time, the two arms alternating request by request. lockstep: an AdmissionReview over TLS to the validating webhook of the "+
 			"running `cmd/webhook`, which takes the object's lock (the one API server write before the broker call: the lock carries the "+
 			"operation's record), calls the broker and answers, against the real kube-apiserver; the BrokerOperation record is written after the answer. Direct: the same OSB call made with lockstep's own OSB client "+
-			"(`internal/osbclient`) to the same test broker, which answers after a fixed latency. Floor: what no admission with a write-ahead "+
+			"(`internal/broker/osbclient`) to the same test broker, which answers after a fixed latency. Floor: what no admission with a write-ahead "+
 			"journal can go below; lockstep's own `internal/journal` code takes the object's lock carrying the operation record, the one write "+
 			"lockstep's admission makes before the broker call, straight from the benchmark to the same kube-apiserver, then makes the direct call.", n),
 		"The benchmark plays the API server's part around each review, untimed: the object exists (with its uid) before the provision " +

@@ -13,9 +13,9 @@ import (
 
 	"github.com/lockstep-dev/lockstep/bench/loadgen"
 	"github.com/lockstep-dev/lockstep/bench/report"
-	"github.com/lockstep-dev/lockstep/internal/osb"
-	"github.com/lockstep-dev/lockstep/internal/osb/registry"
-	"github.com/lockstep-dev/lockstep/internal/osb/store/bboltstore"
+	"github.com/lockstep-dev/lockstep/internal/broker/embedded"
+	"github.com/lockstep-dev/lockstep/internal/broker/embedded/registry"
+	"github.com/lockstep-dev/lockstep/internal/broker/embedded/store/bboltstore"
 )
 
 // The no-op bundle: no actions, so every action is builtin:noop.
@@ -29,7 +29,7 @@ const (
 // embeddedBroker is an embedded broker on its own bbolt file, served over
 // HTTP on loopback.
 type embeddedBroker struct {
-	broker *osb.Broker
+	broker *embedded.Broker
 	srv    *httptest.Server
 	http   *http.Client
 }
@@ -41,7 +41,7 @@ func startEmbedded(ctx context.Context, dir, registryDir string) (*embeddedBroke
 	if err != nil {
 		return nil, err
 	}
-	br, err := osb.New(osb.Config{
+	br, err := embedded.New(embedded.Config{
 		Store: st, CloseStore: true, WorkDir: filepath.Join(dir, "work"),
 		Registries: []registry.Registry{registry.NewLocal("bench", registryDir, 0)},
 		SyncPeriod: -1, SweepPeriod: -1, HeartbeatInterval: -1, BootstrapTimeout: -1,
@@ -113,14 +113,14 @@ func writeBundles(dir string, n int) error {
 	return nil
 }
 
-// Embedded measures the embedded broker (internal/osb): synchronous
+// Embedded measures the embedded broker (internal/broker/embedded): synchronous
 // provisions and binds per second with the no-op bundle on the bbolt
 // store, empty and holding many instances, and spec reconciliation of many
-// specs; it also runs internal/osb's own Go benchmarks.
+// specs; it also runs internal/broker/embedded's own Go benchmarks.
 func (s *Suite) Embedded(ctx context.Context) (report.Section, error) {
 	sz := s.Sizes
 	sec := report.Section{Title: "5. Embedded broker", Text: []string{
-		fmt.Sprintf("Two embedded brokers (`internal/osb`, in this process) each on its own bbolt file, serving the OSB API over HTTP on "+
+		fmt.Sprintf("Two embedded brokers (`internal/broker/embedded`, in this process) each on its own bbolt file, serving the OSB API over HTTP on "+
 			"loopback, with one no-op bundle (no actions: every action is `builtin:noop`). One starts empty; the other first receives %d "+
 			"provisions, so that it always holds that many more instances. Then both get %d synchronous provisions (201) and %d binds (201, each to an instance of its own, since a broker "+
 			"runs one operation per instance at a time), at concurrency 1 and 8, alternating in rotating rounds.", sz.EmbeddedStored, sz.EmbeddedOps, sz.EmbeddedOps),
@@ -221,12 +221,12 @@ func (s *Suite) Embedded(ctx context.Context) (report.Section, error) {
 	}
 	sec.Tables = append(sec.Tables, specs)
 
-	s.Logf("embedded: go test -bench internal/osb")
-	results, err := s.goBench(ctx, []string{"./internal/osb"}, "BenchmarkProvisionNoop|BenchmarkBindNoop")
+	s.Logf("embedded: go test -bench internal/broker/embedded")
+	results, err := s.goBench(ctx, []string{"./internal/broker/embedded"}, "BenchmarkProvisionNoop|BenchmarkBindNoop")
 	if err != nil {
 		return sec, err
 	}
-	gb := report.Table{Caption: "`internal/osb`'s own Go benchmarks (one request at a time over HTTP, no-op bundle, bbolt):",
+	gb := report.Table{Caption: "`internal/broker/embedded`'s own Go benchmarks (one request at a time over HTTP, no-op bundle, bbolt):",
 		Header: []string{"benchmark", "per second", "ns/op", "B/op", "allocs/op"}}
 	for _, r := range results {
 		per := metric(r, "provisions/s")

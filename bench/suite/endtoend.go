@@ -18,7 +18,7 @@ import (
 	"github.com/lockstep-dev/lockstep/bench/env"
 	"github.com/lockstep-dev/lockstep/bench/loadgen"
 	"github.com/lockstep-dev/lockstep/bench/report"
-	"github.com/lockstep-dev/lockstep/internal/osb/fakebroker"
+	"github.com/lockstep-dev/lockstep/internal/broker/fakebroker"
 )
 
 // e2eArm is one way of holding ServiceInstances in the API server.

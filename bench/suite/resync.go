@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/lockstep-dev/lockstep/bench/env"
-	"github.com/lockstep-dev/lockstep/internal/osb/fakebroker"
+	"github.com/lockstep-dev/lockstep/internal/broker/fakebroker"
 	"github.com/lockstep-dev/lockstep/test/framework"
 )
 

@@ -15,7 +15,7 @@ import (
 	"github.com/lockstep-dev/lockstep/bench/loadgen"
 	"github.com/lockstep-dev/lockstep/bench/report"
 	"github.com/lockstep-dev/lockstep/internal/admission"
-	"github.com/lockstep-dev/lockstep/internal/osb/fakebroker"
+	"github.com/lockstep-dev/lockstep/internal/broker/fakebroker"
 )
 
 // instanceController is the name of lockstep's reconciler of

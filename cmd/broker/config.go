@@ -9,7 +9,7 @@ import (
 
 	"github.com/kelseyhightower/envconfig"
 
-	"github.com/lockstep-dev/lockstep/internal/osb"
+	"github.com/lockstep-dev/lockstep/internal/broker/embedded"
 )
 
 // prefix is the environment prefix of every setting.
@@ -21,7 +21,7 @@ type config struct {
 	TLSCertFile string `split_words:"true" desc:"serve HTTPS with this certificate (PEM) and TLS_KEY_FILE"`
 	TLSKeyFile  string `split_words:"true" desc:"private key (PEM) of TLS_CERT_FILE"`
 	LogLevel    string `split_words:"true" default:"info" desc:"debug, info, warn or error"`
-	osb.Settings
+	embedded.Settings
 }
 
 func loadConfig() (config, error) {

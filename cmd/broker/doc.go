@@ -1,4 +1,4 @@
-// Command broker serves lockstep's embedded OSB broker (internal/osb) as a
+// Command broker serves lockstep's embedded OSB broker (internal/broker/embedded) as a
 // standalone server. It is configured entirely through environment
 // variables with the prefix LOCKSTEP_BROKER_ (run `broker --help` for the
 // table), logs JSON to stderr, and on SIGINT/SIGTERM stops accepting

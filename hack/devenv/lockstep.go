@@ -36,7 +36,7 @@ type lockstepRun struct {
 	err     error
 }
 
-// embeddedEnv are the embedded broker's settings (internal/osb/README.md):
+// embeddedEnv are the embedded broker's settings (internal/broker/embedded/README.md):
 // the sample bundles, and its store in the state directory. A variable
 // already set in the environment wins.
 func embeddedEnv(o options, s *state) map[string]string {

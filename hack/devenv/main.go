@@ -33,7 +33,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/lockstep-dev/lockstep/internal/controllermanager"
+	"github.com/lockstep-dev/lockstep/test/framework/controllermanager"
 )
 
 func main() {

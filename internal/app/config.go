@@ -97,7 +97,7 @@ type Config struct {
 	// objects besides lockstep's own identity (found at start).
 	StatusWriters []string `split_words:"true"`
 	// EmbeddedBroker runs lockstep's own OSB broker in this process and
-	// registers it as a ServiceBroker (see internal/osb for its
+	// registers it as a ServiceBroker (see internal/broker/embedded for its
 	// LOCKSTEP_EMBEDDED_BROKER_* settings).
 	EmbeddedBroker bool `split_words:"true" default:"false"`
 	// EmbeddedBrokerAddr is where the embedded broker listens.

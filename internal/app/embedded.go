@@ -15,12 +15,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/osb"
+	"github.com/lockstep-dev/lockstep/internal/broker/embedded"
 )
 
 // EmbeddedPrefix is the environment prefix of the embedded broker's own
 // settings (LOCKSTEP_EMBEDDED_BROKER_REGISTRIES, ..._BBOLT_PATH, ...; see
-// internal/osb/README.md).
+// internal/broker/embedded/README.md).
 const EmbeddedPrefix = "lockstep_embedded_broker"
 
 // embeddedBroker runs lockstep's own OSB broker in the webhook process, on
@@ -29,7 +29,7 @@ const EmbeddedPrefix = "lockstep_embedded_broker"
 type embeddedBroker struct {
 	addr     string
 	name     string
-	settings osb.Settings
+	settings embedded.Settings
 	client   client.Client
 	logger   *slog.Logger
 }
@@ -39,8 +39,8 @@ type embeddedBroker struct {
 func (e *embeddedBroker) NeedLeaderElection() bool { return false }
 
 // LoadEmbeddedSettings reads the embedded broker's settings.
-func LoadEmbeddedSettings() (osb.Settings, error) {
-	var s osb.Settings
+func LoadEmbeddedSettings() (embedded.Settings, error) {
+	var s embedded.Settings
 	if err := envconfig.Process(EmbeddedPrefix, &s); err != nil {
 		return s, fmt.Errorf("reading the embedded broker's LOCKSTEP_EMBEDDED_BROKER_* settings: %w", err)
 	}

@@ -52,6 +52,7 @@ import (
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/access"
 	"github.com/lockstep-dev/lockstep/internal/admission"
+	"github.com/lockstep-dev/lockstep/internal/broker/osbclient"
 	"github.com/lockstep-dev/lockstep/internal/brokercall"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
 	"github.com/lockstep-dev/lockstep/internal/controller/binding"
@@ -63,7 +64,6 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/credentials"
 	"github.com/lockstep-dev/lockstep/internal/journal"
 	"github.com/lockstep-dev/lockstep/internal/metrics"
-	"github.com/lockstep-dev/lockstep/internal/osbclient"
 )
 
 // Scheme returns a scheme with the Kubernetes built-in kinds and lockstep's.

@@ -3,8 +3,8 @@ package brokercall
 import (
 	"context"
 
-	"github.com/lockstep-dev/lockstep/internal/osbapi"
-	"github.com/lockstep-dev/lockstep/internal/osbclient"
+	"github.com/lockstep-dev/lockstep/internal/broker/osbapi"
+	"github.com/lockstep-dev/lockstep/internal/broker/osbclient"
 )
 
 // Learned is what the broker told of an operation whose end lockstep did

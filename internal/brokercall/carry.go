@@ -8,9 +8,9 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/broker/osbclient"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
 	"github.com/lockstep-dev/lockstep/internal/journal"
-	"github.com/lockstep-dev/lockstep/internal/osbclient"
 )
 
 // Protocol calls brokers for one part of lockstep (admission, a

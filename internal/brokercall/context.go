@@ -1,6 +1,6 @@
 package brokercall
 
-import "github.com/lockstep-dev/lockstep/internal/osbapi"
+import "github.com/lockstep-dev/lockstep/internal/broker/osbapi"
 
 // context is the OSB context of an instance or binding in namespace, of
 // the instance called instanceName: the Kubernetes profile, with the

@@ -3,7 +3,7 @@ package brokercall
 import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 
-	"github.com/lockstep-dev/lockstep/internal/osbclient"
+	"github.com/lockstep-dev/lockstep/internal/broker/osbclient"
 )
 
 // The extra entries of the originating identity of a call lockstep makes

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/osbapi"
-	"github.com/lockstep-dev/lockstep/internal/osbclient"
+	"github.com/lockstep-dev/lockstep/internal/broker/osbapi"
+	"github.com/lockstep-dev/lockstep/internal/broker/osbclient"
 )
 
 // ErrNotRetrievable is the error of an asynchronous bind at a broker that

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lockstep-dev/lockstep/internal/osbapi"
-	"github.com/lockstep-dev/lockstep/internal/osbclient"
+	"github.com/lockstep-dev/lockstep/internal/broker/osbapi"
+	"github.com/lockstep-dev/lockstep/internal/broker/osbclient"
 	"github.com/lockstep-dev/lockstep/internal/validate/schema"
 )
 

@@ -21,10 +21,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/broker/fakebroker"
+	"github.com/lockstep-dev/lockstep/internal/broker/osbapi"
 	"github.com/lockstep-dev/lockstep/internal/brokercall"
 	"github.com/lockstep-dev/lockstep/internal/certs"
-	"github.com/lockstep-dev/lockstep/internal/osb/fakebroker"
-	"github.com/lockstep-dev/lockstep/internal/osbapi"
 )
 
 // rejectLabel marks objects that a second, test-only validating webhook

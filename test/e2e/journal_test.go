@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/lockstep-dev/lockstep/internal/osb/fakebroker"
+	"github.com/lockstep-dev/lockstep/internal/broker/fakebroker"
 )
 
 func TestBrokerOperationsShowWhoDidWhatWithWhatResult(t *testing.T) {

@@ -18,10 +18,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/broker/fakebroker"
+	"github.com/lockstep-dev/lockstep/internal/broker/osbapi"
+	"github.com/lockstep-dev/lockstep/internal/broker/osbclient"
 	"github.com/lockstep-dev/lockstep/internal/brokercall"
-	"github.com/lockstep-dev/lockstep/internal/osb/fakebroker"
-	"github.com/lockstep-dev/lockstep/internal/osbapi"
-	"github.com/lockstep-dev/lockstep/internal/osbclient"
 )
 
 // lockstepIdentity is who lockstep is to the API server, and so to the

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/osbclient"
+	"github.com/lockstep-dev/lockstep/internal/broker/osbclient"
 )
 
 // quickPlans are the OSB ids of the embedded broker's sample service

@@ -26,9 +26,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/broker/fakebroker"
+	"github.com/lockstep-dev/lockstep/internal/broker/osbapi"
 	"github.com/lockstep-dev/lockstep/internal/credentials"
-	"github.com/lockstep-dev/lockstep/internal/osb/fakebroker"
-	"github.com/lockstep-dev/lockstep/internal/osbapi"
 	"github.com/lockstep-dev/lockstep/test/framework"
 )
 
@@ -374,7 +374,7 @@ func TestConcurrentCreatesOfOneExternalIDPersistAtMostOne(t *testing.T) {
 			si := &v1alpha1.ServiceInstance{
 				ObjectMeta: metav1.ObjectMeta{Namespace: side.ns, Name: fmt.Sprintf("race-%d", i), Labels: label,
 					Annotations: map[string]string{v1alpha1.AnnotationReconcilePolicy: string(v1alpha1.PolicyDetachOnDelete)}},
-				Spec:       v1alpha1.ServiceInstanceSpec{BrokerName: brokerName, ServiceName: "db", PlanName: "small", ExternalID: fmt.Sprintf("race-%s-%d", run, i)},
+				Spec: v1alpha1.ServiceInstanceSpec{BrokerName: brokerName, ServiceName: "db", PlanName: "small", ExternalID: fmt.Sprintf("race-%s-%d", run, i)},
 			}
 			wg.Go(func() {
 				<-start

@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/lockstep-dev/lockstep/internal/app"
-	"github.com/lockstep-dev/lockstep/internal/controllermanager"
+	"github.com/lockstep-dev/lockstep/test/framework/controllermanager"
 )
 
 // Options say what control plane Start starts.

@@ -13,13 +13,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lockstep-dev/lockstep/internal/osb"
-	"github.com/lockstep-dev/lockstep/internal/osb/fakebroker"
-	"github.com/lockstep-dev/lockstep/internal/osb/registry"
-	"github.com/lockstep-dev/lockstep/internal/osb/store"
-	"github.com/lockstep-dev/lockstep/internal/osb/store/bboltstore"
-	"github.com/lockstep-dev/lockstep/internal/osbapi"
-	"github.com/lockstep-dev/lockstep/internal/osbclient"
+	"github.com/lockstep-dev/lockstep/internal/broker/embedded"
+	"github.com/lockstep-dev/lockstep/internal/broker/embedded/registry"
+	"github.com/lockstep-dev/lockstep/internal/broker/embedded/store"
+	"github.com/lockstep-dev/lockstep/internal/broker/embedded/store/bboltstore"
+	"github.com/lockstep-dev/lockstep/internal/broker/fakebroker"
+	"github.com/lockstep-dev/lockstep/internal/broker/osbapi"
+	"github.com/lockstep-dev/lockstep/internal/broker/osbclient"
 	"github.com/lockstep-dev/lockstep/test/robustness/check"
 	"github.com/lockstep-dev/lockstep/test/robustness/faultproxy"
 )
@@ -60,7 +60,7 @@ type brokerUnderTest struct {
 	failed    int // asynchronous answers made to fail
 	draws     *draws
 
-	embedded *osb.Broker
+	embedded *embedded.Broker
 	store    store.Store
 	srv      *http.Server
 }
@@ -129,7 +129,7 @@ func startEmbedded(ctx context.Context, dir, bundles string) (*brokerUnderTest, 
 		_ = st.Close()
 		return nil, err
 	}
-	eb, err := osb.New(osb.Config{
+	eb, err := embedded.New(embedded.Config{
 		Store: st, Registries: []registry.Registry{registry.NewLocal("robustness", bundles, 1<<20)},
 		WorkDir: filepath.Join(dir, "embedded-broker"), SyncWindow: time.Second, RetryAfter: 200 * time.Millisecond,
 		Logger: slog.New(slog.NewJSONHandler(logFile, nil)),

@@ -6,8 +6,8 @@
 // A run (Run) starts on loopback: etcd, kube-apiserver and
 // kube-controller-manager (test/framework), two lockstep replicas as
 // separate processes with leader election behind a round-robin front, the
-// test broker (internal/osb/fakebroker) and the embedded broker
-// (internal/osb), each behind a fault proxy (faultproxy). Clients
+// test broker (internal/broker/fakebroker) and the embedded broker
+// (internal/broker/embedded), each behind a fault proxy (faultproxy). Clients
 // (traffic.go) create, update, re-plan, bind, unbind, delete, adopt,
 // detach, dry-run and edit in conflict, over several namespaces, each
 // request as a user of its own; the fault schedule (faults.go) kills the

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/osbclient"
+	"github.com/lockstep-dev/lockstep/internal/broker/osbclient"
 	"github.com/lockstep-dev/lockstep/test/robustness/faultproxy"
 	"github.com/lockstep-dev/lockstep/test/robustness/history"
 )

@@ -20,9 +20,9 @@ import (
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/access"
+	"github.com/lockstep-dev/lockstep/internal/broker/fakebroker"
+	"github.com/lockstep-dev/lockstep/internal/broker/osbapi"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
-	"github.com/lockstep-dev/lockstep/internal/osb/fakebroker"
-	"github.com/lockstep-dev/lockstep/internal/osbapi"
 )
 
 func newReconciler(t *testing.T, objects ...client.Object) (*Reconciler, client.Client) {
