@@ -2,7 +2,8 @@
 # generate.sh writes everything `make generate` writes: the deepcopy code
 # of api/v1alpha1, the CRD manifests in deploy/crds (with the CEL rules
 # hack/celgen derives from the field-policy tags), the webhook
-# configurations in deploy/webhook and lockstep's ClusterRole in
+# configurations in deploy/webhook (lockstep's namespace written in by
+# hack/webhookns) and lockstep's ClusterRole in
 # deploy/rbac, from the markers beside the code; the ClusterRole
 # lockstep-adopt, which grants adoption to the users an administrator
 # binds it to, from the marker in api/v1alpha1; and lockstep's Grafana
@@ -25,6 +26,7 @@ mkdir -p "$out/api/v1alpha1" "$out/deploy/crds" "$out/deploy/webhook" "$out/depl
 "$go" run ./hack/celgen -dir "$out/deploy/crds"
 "$go" tool controller-gen webhook rbac:roleName=lockstep,fileName=cluster_role.yaml paths=./internal/... \
 	output:webhook:dir="$out/deploy/webhook" output:rbac:dir="$out/deploy/rbac"
+"$go" run ./hack/webhookns -file "$out/deploy/webhook/manifests.yaml"
 "$go" tool controller-gen rbac:roleName=lockstep-adopt,fileName=adopt_role.yaml paths=./api/... \
 	output:rbac:dir="$out/deploy/rbac"
 "$go" run ./hack/chartgen -root "$out"

@@ -99,4 +99,4 @@ func Poll(ctx context.Context, timeout, interval time.Duration, cond func(contex
 
 // LockstepNamespace is lockstep's own namespace in the bench (the
 // default of LOCKSTEP_NAMESPACE), where its locks live.
-const LockstepNamespace = "lockstep-system"
+const LockstepNamespace = v1alpha1.DefaultNamespace

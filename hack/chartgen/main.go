@@ -26,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/test/framework"
 )
 
@@ -40,7 +41,7 @@ func main() {
 
 // deployNamespace is the namespace deploy/ installs lockstep into; the
 // chart installs it into the release's.
-const deployNamespace = "lockstep-system"
+const deployNamespace = v1alpha1.DefaultNamespace
 
 // Placeholders set in the objects before they are written as YAML, then
 // replaced by template text: a YAML encoder cannot write template actions.

@@ -20,6 +20,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 )
 
 func main() {
@@ -93,7 +95,7 @@ apiVersion: monitoring.coreos.com/v1
 kind: PrometheusRule
 metadata:
   name: lockstep
-  namespace: lockstep-system
+  namespace: ` + v1alpha1.DefaultNamespace + `
   labels:
     app.kubernetes.io/name: lockstep
 spec:

@@ -31,7 +31,8 @@ import (
 //   - failurePolicy Fail: a change that lockstep could not judge, or could
 //     not carry out at the broker, is never persisted.
 //   - namespaceSelector: objects in kube-system and in lockstep's own
-//     namespace (lockstep-system; change both together) never go through
+//     namespace (v1alpha1.DefaultNamespace, written by make generate where
+//     the markers say LOCKSTEP_NAMESPACE) never go through
 //     lockstep, so that a broken or missing lockstep can never block the
 //     cluster's system namespace or its own repair. The API server sets the
 //     label kubernetes.io/metadata.name on every namespace. Cluster-scoped
@@ -94,14 +95,14 @@ func Register(srv webhook.Server, scheme *runtime.Scheme, h Handlers) {
 // list); if it takes longer something is wrong, and failing fast keeps
 // kubectl responsive. sideEffects None: they never call the broker.
 
-// +kubebuilder:webhook:path=/mutate-lockstep-dev-v1alpha1-serviceinstance,mutating=true,failurePolicy=fail,sideEffects=None,timeoutSeconds=5,reinvocationPolicy=Never,groups=lockstep.dev,resources=serviceinstances,verbs=create;update,versions=v1alpha1,name=serviceinstances.mutate.lockstep.dev,admissionReviewVersions=v1,serviceName=lockstep-webhook,serviceNamespace=lockstep-system,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","lockstep-system"]}]},"matchConditions":[{"name":"create-or-not-yet-defaulted","expression":"request.operation != 'UPDATE' || !(has(object.metadata.deletionTimestamp) || (has(object.metadata.finalizers) && 'lockstep.dev/broker' in object.metadata.finalizers && has(object.spec) && has(object.spec.externalID) && object.spec.externalID != '' && has(object.spec.brokerName) && object.spec.brokerName != ''))"}]}`
+// +kubebuilder:webhook:path=/mutate-lockstep-dev-v1alpha1-serviceinstance,mutating=true,failurePolicy=fail,sideEffects=None,timeoutSeconds=5,reinvocationPolicy=Never,groups=lockstep.dev,resources=serviceinstances,verbs=create;update,versions=v1alpha1,name=serviceinstances.mutate.lockstep.dev,admissionReviewVersions=v1,serviceName=lockstep-webhook,serviceNamespace=LOCKSTEP_NAMESPACE,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","LOCKSTEP_NAMESPACE"]}]},"matchConditions":[{"name":"create-or-not-yet-defaulted","expression":"request.operation != 'UPDATE' || !(has(object.metadata.deletionTimestamp) || (has(object.metadata.finalizers) && 'lockstep.dev/broker' in object.metadata.finalizers && has(object.spec) && has(object.spec.externalID) && object.spec.externalID != '' && has(object.spec.brokerName) && object.spec.brokerName != ''))"}]}`
 
 // InstanceDefaulterWebhook serves the ServiceInstance defaulter.
 func InstanceDefaulterWebhook(scheme *runtime.Scheme, d *Defaulter[Instance]) *admission.Webhook {
 	return defaulterWebhook(scheme, d, instanceKind)
 }
 
-// +kubebuilder:webhook:path=/mutate-lockstep-dev-v1alpha1-servicebinding,mutating=true,failurePolicy=fail,sideEffects=None,timeoutSeconds=5,reinvocationPolicy=Never,groups=lockstep.dev,resources=servicebindings,verbs=create;update,versions=v1alpha1,name=servicebindings.mutate.lockstep.dev,admissionReviewVersions=v1,serviceName=lockstep-webhook,serviceNamespace=lockstep-system,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","lockstep-system"]}]},"matchConditions":[{"name":"create-or-not-yet-defaulted","expression":"request.operation != 'UPDATE' || !(has(object.metadata.deletionTimestamp) || (has(object.metadata.finalizers) && 'lockstep.dev/broker' in object.metadata.finalizers && has(object.spec) && has(object.spec.externalID) && object.spec.externalID != '' && has(object.spec.secretName) && object.spec.secretName != ''))"}]}`
+// +kubebuilder:webhook:path=/mutate-lockstep-dev-v1alpha1-servicebinding,mutating=true,failurePolicy=fail,sideEffects=None,timeoutSeconds=5,reinvocationPolicy=Never,groups=lockstep.dev,resources=servicebindings,verbs=create;update,versions=v1alpha1,name=servicebindings.mutate.lockstep.dev,admissionReviewVersions=v1,serviceName=lockstep-webhook,serviceNamespace=LOCKSTEP_NAMESPACE,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","LOCKSTEP_NAMESPACE"]}]},"matchConditions":[{"name":"create-or-not-yet-defaulted","expression":"request.operation != 'UPDATE' || !(has(object.metadata.deletionTimestamp) || (has(object.metadata.finalizers) && 'lockstep.dev/broker' in object.metadata.finalizers && has(object.spec) && has(object.spec.externalID) && object.spec.externalID != '' && has(object.spec.secretName) && object.spec.secretName != ''))"}]}`
 
 // BindingDefaulterWebhook serves the ServiceBinding defaulter.
 func BindingDefaulterWebhook(scheme *runtime.Scheme, d *Defaulter[Binding]) *admission.Webhook {
@@ -121,7 +122,7 @@ func BindingDefaulterWebhook(scheme *runtime.Scheme, d *Defaulter[Binding]) *adm
 // references) lockstep allows at once, without a check or a side effect,
 // so that nothing ever blocks finalizer removal.
 
-// +kubebuilder:webhook:path=/validate-lockstep-dev-v1alpha1-serviceinstance,mutating=false,failurePolicy=fail,sideEffects=NoneOnDryRun,timeoutSeconds=30,groups=lockstep.dev,resources=serviceinstances,verbs=create;update;delete,versions=v1alpha1,name=serviceinstances.validate.lockstep.dev,admissionReviewVersions=v1,serviceName=lockstep-webhook,serviceNamespace=lockstep-system,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","lockstep-system"]}]},"matchConditions":[{"name":"not-metadata-only","expression":"request.operation != 'UPDATE' || (!has(oldObject.metadata.deletionTimestamp) && (!has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec))"}]}`
+// +kubebuilder:webhook:path=/validate-lockstep-dev-v1alpha1-serviceinstance,mutating=false,failurePolicy=fail,sideEffects=NoneOnDryRun,timeoutSeconds=30,groups=lockstep.dev,resources=serviceinstances,verbs=create;update;delete,versions=v1alpha1,name=serviceinstances.validate.lockstep.dev,admissionReviewVersions=v1,serviceName=lockstep-webhook,serviceNamespace=LOCKSTEP_NAMESPACE,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","LOCKSTEP_NAMESPACE"]}]},"matchConditions":[{"name":"not-metadata-only","expression":"request.operation != 'UPDATE' || (!has(oldObject.metadata.deletionTimestamp) && (!has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec))"}]}`
 
 // InstanceValidatorWebhook serves the ServiceInstance validator.
 func InstanceValidatorWebhook(v *Validator[Instance]) *admission.Webhook {
@@ -131,7 +132,7 @@ func InstanceValidatorWebhook(v *Validator[Instance]) *admission.Webhook {
 	}})
 }
 
-// +kubebuilder:webhook:path=/validate-lockstep-dev-v1alpha1-servicebinding,mutating=false,failurePolicy=fail,sideEffects=NoneOnDryRun,timeoutSeconds=30,groups=lockstep.dev,resources=servicebindings,verbs=create;update;delete,versions=v1alpha1,name=servicebindings.validate.lockstep.dev,admissionReviewVersions=v1,serviceName=lockstep-webhook,serviceNamespace=lockstep-system,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","lockstep-system"]}]},"matchConditions":[{"name":"not-metadata-only","expression":"request.operation != 'UPDATE' || (!has(oldObject.metadata.deletionTimestamp) && (!has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec))"}]}`
+// +kubebuilder:webhook:path=/validate-lockstep-dev-v1alpha1-servicebinding,mutating=false,failurePolicy=fail,sideEffects=NoneOnDryRun,timeoutSeconds=30,groups=lockstep.dev,resources=servicebindings,verbs=create;update;delete,versions=v1alpha1,name=servicebindings.validate.lockstep.dev,admissionReviewVersions=v1,serviceName=lockstep-webhook,serviceNamespace=LOCKSTEP_NAMESPACE,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","LOCKSTEP_NAMESPACE"]}]},"matchConditions":[{"name":"not-metadata-only","expression":"request.operation != 'UPDATE' || (!has(oldObject.metadata.deletionTimestamp) && (!has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec))"}]}`
 
 // BindingValidatorWebhook serves the ServiceBinding validator.
 func BindingValidatorWebhook(v *Validator[Binding]) *admission.Webhook {
@@ -141,7 +142,7 @@ func BindingValidatorWebhook(v *Validator[Binding]) *admission.Webhook {
 	}})
 }
 
-// +kubebuilder:webhook:path=/validate-lockstep-dev-v1alpha1-status,mutating=false,failurePolicy=fail,sideEffects=None,timeoutSeconds=5,groups=lockstep.dev,resources=serviceinstances/status;servicebindings/status;servicebrokers/status;brokeroperations/status,verbs=update,versions=v1alpha1,name=status.validate.lockstep.dev,admissionReviewVersions=v1,serviceName=lockstep-webhook,serviceNamespace=lockstep-system,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","lockstep-system"]}]},"matchConditions":[{"name":"not-lockstep","expression":"request.userInfo.username != \"system:serviceaccount:lockstep-system:lockstep\""}]}`
+// +kubebuilder:webhook:path=/validate-lockstep-dev-v1alpha1-status,mutating=false,failurePolicy=fail,sideEffects=None,timeoutSeconds=5,groups=lockstep.dev,resources=serviceinstances/status;servicebindings/status;servicebrokers/status;brokeroperations/status,verbs=update,versions=v1alpha1,name=status.validate.lockstep.dev,admissionReviewVersions=v1,serviceName=lockstep-webhook,serviceNamespace=LOCKSTEP_NAMESPACE,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","LOCKSTEP_NAMESPACE"]}]},"matchConditions":[{"name":"not-lockstep","expression":"request.userInfo.username != \"system:serviceaccount:LOCKSTEP_NAMESPACE:lockstep\""}]}`
 
 // StatusGuardWebhook serves the status guard: status says what the broker
 // confirmed, so only lockstep writes it. Its matchCondition skips
@@ -153,7 +154,7 @@ func StatusGuardWebhook(g *StatusGuard) *admission.Webhook {
 	return withLogger(&admission.Webhook{Handler: g})
 }
 
-// +kubebuilder:webhook:path=/validate-lockstep-dev-v1alpha1-servicebroker,mutating=false,failurePolicy=fail,sideEffects=None,timeoutSeconds=5,groups=lockstep.dev,resources=servicebrokers,verbs=delete,versions=v1alpha1,name=servicebrokers.validate.lockstep.dev,admissionReviewVersions=v1,serviceName=lockstep-webhook,serviceNamespace=lockstep-system,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","lockstep-system"]}]}}`
+// +kubebuilder:webhook:path=/validate-lockstep-dev-v1alpha1-servicebroker,mutating=false,failurePolicy=fail,sideEffects=None,timeoutSeconds=5,groups=lockstep.dev,resources=servicebrokers,verbs=delete,versions=v1alpha1,name=servicebrokers.validate.lockstep.dev,admissionReviewVersions=v1,serviceName=lockstep-webhook,serviceNamespace=LOCKSTEP_NAMESPACE,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","LOCKSTEP_NAMESPACE"]}]}}`
 
 // BrokerGuardWebhook serves the ServiceBroker guard: a ServiceBroker is not
 // deleted while lockstep manages instances or bindings at it (they could
@@ -162,7 +163,7 @@ func BrokerGuardWebhook(g *BrokerGuard) *admission.Webhook {
 	return withLogger(&admission.Webhook{Handler: g})
 }
 
-// +kubebuilder:webhook:path=/validate-lockstep-dev-v1alpha1-marketplace,mutating=false,failurePolicy=fail,sideEffects=None,timeoutSeconds=5,groups=lockstep.dev,resources=serviceofferings;serviceofferings/status;serviceplans;serviceplans/status,verbs=create;update;delete,versions=v1alpha1,name=marketplace.validate.lockstep.dev,admissionReviewVersions=v1,serviceName=lockstep-webhook,serviceNamespace=lockstep-system,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","lockstep-system"]}]},"matchConditions":[{"name":"not-lockstep","expression":"request.userInfo.username != \"system:serviceaccount:lockstep-system:lockstep\""}]}`
+// +kubebuilder:webhook:path=/validate-lockstep-dev-v1alpha1-marketplace,mutating=false,failurePolicy=fail,sideEffects=None,timeoutSeconds=5,groups=lockstep.dev,resources=serviceofferings;serviceofferings/status;serviceplans;serviceplans/status,verbs=create;update;delete,versions=v1alpha1,name=marketplace.validate.lockstep.dev,admissionReviewVersions=v1,serviceName=lockstep-webhook,serviceNamespace=LOCKSTEP_NAMESPACE,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","LOCKSTEP_NAMESPACE"]}]},"matchConditions":[{"name":"not-lockstep","expression":"request.userInfo.username != \"system:serviceaccount:LOCKSTEP_NAMESPACE:lockstep\""}]}`
 
 // MarketplaceGuardWebhook serves the marketplace guard: ServiceOfferings
 // and ServicePlans show what the brokers' catalogs say, and only lockstep's

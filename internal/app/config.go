@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/kelseyhightower/envconfig"
+
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 )
 
 // Config is every setting of the webhook binary, read from the environment
@@ -76,8 +78,8 @@ type Config struct {
 	// Namespace is lockstep's own namespace: the per-object locks live
 	// there, and so do the operation records of deletes in a namespace
 	// that is being deleted. The Deployment sets it to the pod's
-	// namespace.
-	Namespace string `default:"lockstep-system"`
+	// namespace; unset, it is v1alpha1.DefaultNamespace.
+	Namespace string
 	// LeaderElection runs the reconcilers that change state (operations,
 	// finalizers) in one replica at a time, elected through a Lease in
 	// Namespace; every replica serves the webhooks and keeps its catalog
@@ -118,6 +120,9 @@ func LoadConfig() (Config, error) {
 	var c Config
 	if err := envconfig.Process(Prefix, &c); err != nil {
 		return c, fmt.Errorf("reading configuration from LOCKSTEP_* environment variables: %w", err)
+	}
+	if c.Namespace == "" {
+		c.Namespace = v1alpha1.DefaultNamespace
 	}
 	return c, c.Validate()
 }

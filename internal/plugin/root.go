@@ -49,7 +49,7 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	root.SetOut(streams.Out)
 	root.SetErr(streams.ErrOut)
 	s.flags.AddFlags(root.PersistentFlags())
-	root.PersistentFlags().StringVar(&s.lockstepNamespace, "lockstep-namespace", "lockstep-system",
+	root.PersistentFlags().StringVar(&s.lockstepNamespace, "lockstep-namespace", v1alpha1.DefaultNamespace,
 		"lockstep's own namespace, where it keeps the records of deletes in namespaces that were being deleted")
 	root.AddCommand(
 		s.marketplaceCommand(),

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/app"
 )
 
@@ -14,7 +15,7 @@ import (
 // person looking into a failure. A suite changes what it needs.
 func Config() app.Config {
 	return app.Config{
-		Namespace:              "lockstep-system",
+		Namespace:              v1alpha1.DefaultNamespace,
 		MetricsAddr:            "0",
 		HealthAddr:             "0",
 		AdmissionBudget:        5 * time.Second,

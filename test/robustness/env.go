@@ -18,7 +18,7 @@ import (
 )
 
 // lockstepNamespace is lockstep's own namespace (deploy/base).
-const lockstepNamespace = "lockstep-system"
+const lockstepNamespace = v1alpha1.DefaultNamespace
 
 // leaderLease is the Lease of lockstep's leader election, in its
 // namespace; every other Lease there is an object's lock.

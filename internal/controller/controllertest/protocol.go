@@ -11,6 +11,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/broker/fakebroker"
 	"github.com/lockstep-dev/lockstep/internal/broker/osbapi"
 	"github.com/lockstep-dev/lockstep/internal/broker/osbclient"
@@ -19,7 +20,7 @@ import (
 )
 
 // Self is lockstep's identity in the controller tests.
-const Self = "system:serviceaccount:lockstep-system:lockstep"
+var Self = v1alpha1.ServiceAccountUser(v1alpha1.DefaultNamespace)
 
 // Protocol is the one protocol of a broker call as a controller uses it,
 // over c: the locks (which it never waits for) live in c in namespace
