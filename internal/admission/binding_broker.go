@@ -32,11 +32,11 @@ func (s *bindingBroker) Admit(ctx context.Context, a *Attributes[Binding], t *Ta
 	}
 	req := brokercall.ForBinding(v1alpha1.VerbBind, b, t.Instance, t.Entry, t.Plan, brokercall.Requester(a.User))
 	req.ParametersDigest = parametersDigest(t.Params)
-	var ch change
+	var ch wording
 	switch {
 	case a.Operation == admissionv1.Delete:
 		req.Verb = v1alpha1.VerbUnbind
-		ch = change{
+		ch = wording{
 			broker: t.Entry.Broker, kind: "binding",
 			what:   fmt.Sprintf("unbind binding %q of instance %q", b.Name, t.Instance.Name),
 			stays:  fmt.Sprintf("the binding and its Secret %q stay as they were (no deletion was started)", b.Spec.SecretName),
@@ -46,13 +46,13 @@ func (s *bindingBroker) Admit(ctx context.Context, a *Attributes[Binding], t *Ta
 		}
 	case v1alpha1.Adopting(b):
 		req.Verb = v1alpha1.VerbAdopt
-		ch = change{broker: t.Entry.Broker, kind: "binding", what: fmt.Sprintf("read binding %q to adopt it", b.Spec.ExternalID), stays: "nothing was created"}
+		ch = wording{broker: t.Entry.Broker, kind: "binding", what: fmt.Sprintf("read binding %q to adopt it", b.Spec.ExternalID), stays: "nothing was created"}
 		if err := adoptableBinding(b, t); err != nil {
 			return nil, err
 		}
 		req.Adopt = func(ctx context.Context, held brokercall.Held) error { return s.adoptedBinding(ctx, b, t, held) }
 	default:
-		ch = change{
+		ch = wording{
 			broker: t.Entry.Broker, kind: "binding",
 			what:     fmt.Sprintf("bind instance %q for binding %q", t.Instance.Name, b.Name),
 			stays:    "nothing was created",

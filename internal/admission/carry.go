@@ -45,7 +45,7 @@ func newCarrier(d Deps) *carrier {
 // result (tell), and the record says the same. A refusal is remembered
 // for a moment, so that the API server's retry of the same request gets
 // it again without a broker call.
-func (c *carrier) carryOut(ctx context.Context, req brokercall.Request, ch change) (admission.Warnings, error) {
+func (c *carrier) carryOut(ctx context.Context, req brokercall.Request, ch wording) (admission.Warnings, error) {
 	same := req.Change()
 	if err := c.recent.get(same); err != nil {
 		return nil, err

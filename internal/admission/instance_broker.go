@@ -47,10 +47,10 @@ func (s *instanceBroker) Admit(ctx context.Context, a *Attributes[Instance], t *
 	}
 	req := brokercall.ForInstance(instanceVerb(a.Operation), si, t.Entry, t.Plan, brokercall.Requester(a.User))
 	req.ParametersDigest, req.CreateOnlyDigest = parametersDigest(t.Params), createOnlyDigest(t.Plan.Schemas, t.Params)
-	var ch change
+	var ch wording
 	switch a.Operation {
 	case admissionv1.Create:
-		ch = change{
+		ch = wording{
 			broker: t.Entry.Broker, kind: "instance",
 			what:     fmt.Sprintf("provision instance %q (service %q, plan %q)", si.Name, si.Spec.ServiceName, si.Spec.PlanName),
 			stays:    "nothing was created",
@@ -71,7 +71,7 @@ func (s *instanceBroker) Admit(ctx context.Context, a *Attributes[Instance], t *
 
 	case admissionv1.Update:
 		old := a.Old
-		ch = updateChange(t.Entry.Broker, old, si)
+		ch = updateWording(t.Entry.Broker, old, si)
 		if t.OldPlan != nil {
 			req.PreviousPlanID = t.OldPlan.Plan.ID
 		}
@@ -85,7 +85,7 @@ func (s *instanceBroker) Admit(ctx context.Context, a *Attributes[Instance], t *
 		}
 
 	case admissionv1.Delete:
-		ch = change{
+		ch = wording{
 			broker: t.Entry.Broker, kind: "instance",
 			what:   fmt.Sprintf("deprovision instance %q", si.Name),
 			stays:  "the instance stays as it was (no deletion was started)",
@@ -97,10 +97,10 @@ func (s *instanceBroker) Admit(ctx context.Context, a *Attributes[Instance], t *
 	return s.carry.carryOut(ctx, req, ch)
 }
 
-func updateChange(brokerName string, old, si Instance) change {
+func updateWording(brokerName string, old, si Instance) wording {
 	planChanged := old.Spec.PlanName != si.Spec.PlanName
 	paramsChanged := parametersChanged(old, si)
-	ch := change{broker: brokerName, kind: "instance", whenDone: "lockstep follows the operation to its end",
+	ch := wording{broker: brokerName, kind: "instance", whenDone: "lockstep follows the operation to its end",
 		unsure: "the instance keeps its spec for now",
 		ifDone: "if the broker applied the update, lockstep applies the instance's current spec again"}
 	switch {

@@ -14,9 +14,9 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/brokercall"
 )
 
-// change names what was asked of the broker, for messages: what (a verb
+// wording is how the messages of one broker call name it: what (a verb
 // phrase) and what stays as it was when it fails.
-type change struct {
+type wording struct {
 	broker string
 	what   string // e.g. `change plan of instance "db" from "small" to "large"`
 	stays  string // e.g. `the instance keeps plan "small"`
@@ -39,7 +39,7 @@ type change struct {
 }
 
 // then ends a refusal's message with the way out, if there is one.
-func (c change) then(msg string) string {
+func (c wording) then(msg string) string {
 	if c.wayOut == "" {
 		return msg
 	}
@@ -49,7 +49,7 @@ func (c change) then(msg string) string {
 // refusal turns a broker call's error into the rejection a person reads:
 // what was refused, why (the broker's own words), what stays as it was and
 // what to do next.
-func (c change) refusal(err error) error {
+func (c wording) refusal(err error) error {
 	var (
 		httpErr *osbclient.HTTPError
 		still   *osbclient.StillInProgressError
@@ -80,7 +80,7 @@ func (c change) refusal(err error) error {
 // way for every verb: nothing when it was done; a warning, or for a
 // delete a refusal, while the broker is still at work; the broker's
 // refusal; or an outcome that is unknown.
-func (c change) tell(verb v1alpha1.Verb, res brokercall.Result) (admission.Warnings, error) {
+func (c wording) tell(verb v1alpha1.Verb, res brokercall.Result) (admission.Warnings, error) {
 	switch res.Verdict {
 	case brokercall.Done:
 		return nil, nil
@@ -115,7 +115,7 @@ func (c change) tell(verb v1alpha1.Verb, res brokercall.Result) (admission.Warni
 // went failed. That is not a failure: the broker may have carried the
 // change out, or may still. The operation stays in progress and the
 // operations reconciler asks until the broker tells.
-func (c change) unknown(res brokercall.Result) error {
+func (c wording) unknown(res brokercall.Result) error {
 	happened := fmt.Sprintf("broker %q got the request to %s, but no answer came back: %v", c.broker, c.what, res.Err)
 	if res.Accepted {
 		happened = fmt.Sprintf("broker %q accepted the request to %s, but lockstep could not learn how it ended: %v", c.broker, c.what, res.Err)
@@ -128,7 +128,7 @@ func (c change) unknown(res brokercall.Result) error {
 // stale is the rejection of a request whose service or plan ids the
 // broker's catalog no longer has: the catalog was read again, and the
 // same request now uses the new ids.
-func (c change) stale(res brokercall.Result) error {
+func (c wording) stale(res brokercall.Result) error {
 	h, _ := osbclient.AsHTTPError(res.Err)
 	code, reason := int32(http.StatusConflict), metav1.StatusReasonConflict
 	return statusError(code, reason, "%s", c.then(fmt.Sprintf("broker %q refused to %s: %s (HTTP %d%s), and %s; %s: retry",
@@ -153,7 +153,7 @@ func describeStill(err error) string {
 }
 
 // failed is the rejection for an asynchronous operation that ended failed.
-func (c change) failed(op *osbclient.LastOperation) error {
+func (c wording) failed(op *osbclient.LastOperation) error {
 	return statusError(http.StatusUnprocessableEntity, metav1.StatusReasonBadRequest,
 		"%s", c.then(fmt.Sprintf("broker %q failed to %s: %s; %s", c.broker, c.what, describe(op.Description), c.stays)))
 }
