@@ -64,7 +64,7 @@ func (s *Suite) marketplaceSync(ctx context.Context, sec *report.Section, broker
 	}
 	runs, seconds := m.Sum(reconcileTotal, map[string]string{"controller": marketplaceController}), m.Sum(reconcileSecondsSum, map[string]string{"controller": marketplaceController})
 	patch := client.MergeFrom(sb.DeepCopy())
-	metav1.SetMetaDataAnnotation(&sb.ObjectMeta, "bench.lockstep.dev/refresh", time.Now().Format(time.RFC3339Nano))
+	metav1.SetMetaDataAnnotation(&sb.ObjectMeta, v1alpha1.AnnotationRefresh, "now")
 	if err := s.Env.Client.Patch(ctx, &sb, patch); err != nil {
 		return fmt.Errorf("marketplace: asking for a catalog fetch of %s: %w", broker, err)
 	}

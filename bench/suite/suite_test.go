@@ -26,7 +26,7 @@ func TestSuiteTiny(t *testing.T) {
 	}
 	root, err := filepath.Abs("../..")
 	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute) // a bound for a loaded machine, not a target
 	defer cancel()
 
 	s := &Suite{Root: root, Sizes: Tiny(), Progress: framework.TestLog{T: t}, GoFlags: raceFlags, Strict: true}

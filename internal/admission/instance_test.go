@@ -443,7 +443,7 @@ func TestInstancePlanChangeIsFollowedWithThePlanFromBefore(t *testing.T) {
 func TestInstanceLockRejectsAConcurrentChange(t *testing.T) {
 	h := newHarness(t)
 	h.broker.Script(fakebroker.OpProvision, fakebroker.Respond{Async: &fakebroker.Async{InProgressPolls: 1 << 20, ProgressDescription: "creating"}})
-	h.validator.Budget = 100 * time.Millisecond
+	h.validator.Budget = 2 * time.Second
 
 	warnings, err := h.admit(admissionv1.Create, nil, instance("small", ""), false)
 	require.NoError(t, err, "a create still running at the budget is allowed")
@@ -463,7 +463,7 @@ func TestInstanceDeleteStillRunningIsRejectedAndLeftToTheReconciler(t *testing.T
 	h := newHarness(t)
 	h.broker.PutInstance(fakebroker.Instance{ID: "ext-1", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID})
 	h.broker.Script(fakebroker.OpDeprovision, fakebroker.Respond{Async: &fakebroker.Async{InProgressPolls: 1 << 20}})
-	h.validator.Budget = 50 * time.Millisecond
+	h.validator.Budget = 2 * time.Second
 
 	_, err := h.admit(admissionv1.Delete, instance("small", ""), nil, false)
 	require.Error(t, err)

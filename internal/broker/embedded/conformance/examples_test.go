@@ -18,7 +18,7 @@ import (
 
 // The sample bundles of examples/bundles, run for real (shell actions).
 const (
-	examplesDir = "../../../examples/bundles"
+	examplesDir = "../../../../examples/bundles"
 
 	quickID     = "4f6a3c1e-6b0e-4a55-9d7e-1c2b3a4d5e01"
 	quickSmall  = "4f6a3c1e-6b0e-4a55-9d7e-1c2b3a4d5e11"
