@@ -35,7 +35,7 @@ func TestProvisionAndBind(t *testing.T) {
 	ns := namespace(t, "plugin-provision")
 	golden(t, "provision", lockstep(t, ns, "provision", "db", "--service", "quick", "--plan", "small", "-p", "region=eu", "-p", "size=2"))
 	golden(t, "provision-invalid", lockstep(t, ns, "provision", "big", "--service", "quick", "--plan", "small", "-p", "size=40", "-p", "region=mars"))
-	golden(t, "provision-refused", lockstep(t, ns, "provision", "flaky", "--service", "failing", "--plan", "default", "-p", "fail=provision"))
+	golden(t, "provision-refused", lockstep(t, ns, "provision", "flaky", "--service", "failing", "--plan", "default", "-p", "refuse=provision"))
 	golden(t, "provision-twice", lockstep(t, ns, "provision", "twice", "--service", "quick", "--plan", "small", "-p", "size=2", "-p", "size=3"))
 
 	// Parameters from a file and, for the secret one, from a Secret.
@@ -62,13 +62,13 @@ func TestProvisionAndBind(t *testing.T) {
 func TestHistoryAndWhy(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t, "plugin-history")
-	r := lockstep(t, ns, "provision", "flaky", "--service", "failing", "--plan", "default", "-p", "fail=deprovision")
+	r := lockstep(t, ns, "provision", "flaky", "--service", "failing", "--plan", "default", "-p", "refuse=deprovision")
 	require.Equal(t, 0, r.code, r.text())
 	var si v1alpha1.ServiceInstance
 	require.NoError(t, env.admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "flaky"}, &si))
-	patch := client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"parameters":{"fail":"update"}}}`))
-	require.Error(t, env.admin.Patch(ctx, &si, patch), "the broker fails the update")
-	require.Error(t, env.admin.Delete(ctx, &si), "the broker fails the deprovision")
+	patch := client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"parameters":{"refuse":"update"}}}`))
+	require.Error(t, env.admin.Patch(ctx, &si, patch), "the broker refuses the update")
+	require.Error(t, env.admin.Delete(ctx, &si), "the broker refuses the deprovision")
 	// The records of both refusals are written after the replies.
 	require.Eventually(t, func() bool {
 		var ops v1alpha1.BrokerOperationList
