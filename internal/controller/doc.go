@@ -13,11 +13,11 @@
 //     ServiceBroker status; it runs on every replica;
 //   - marketplace: the only writer of ServiceOfferings and ServicePlans,
 //     from the catalogs servicebroker loaded;
+//   - brokered: what instance and binding share: Finalize, lockstep's
+//     finalizer for an object being deleted, and PatchStatus, the one way
+//     their status is written;
 //   - resync: what instance and binding need to compare an object with
 //     what its broker holds (comparison, per-broker limits, schedule).
 //
-// All but servicebroker run in the elected replica only. This package
-// itself holds what instance and binding share: Finalize, lockstep's
-// finalizer for an object being deleted, and PatchStatus, the one way their
-// status is written.
+// All but servicebroker run in the elected replica only.
 package controller

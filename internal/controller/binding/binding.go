@@ -18,7 +18,7 @@ import (
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/brokercall"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
-	"github.com/lockstep-dev/lockstep/internal/controller"
+	"github.com/lockstep-dev/lockstep/internal/controller/brokered"
 	"github.com/lockstep-dev/lockstep/internal/controller/resync"
 	"github.com/lockstep-dev/lockstep/internal/credentials"
 	"github.com/lockstep-dev/lockstep/internal/journal"
@@ -99,14 +99,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return res, r.write(ctx, &b, status)
 }
 
-// write patches the status when it changed (see controller.PatchStatus).
+// write patches the status when it changed (see brokered.PatchStatus).
 func (r *Reconciler) write(ctx context.Context, b *v1alpha1.ServiceBinding, status *v1alpha1.ServiceBindingStatus) error {
-	return controller.PatchStatus(ctx, r.Client, kind, b, &b.Status, status)
+	return brokered.PatchStatus(ctx, r.Client, kind, b, &b.Status, status)
 }
 
 // journalReaders are where the finalizer reads the journal.
-func (r *Reconciler) journalReaders() controller.JournalReaders {
-	return controller.JournalReaders{Client: r.Client, APIReader: r.APIReader, Leases: r.Leases, Namespace: r.Namespace}
+func (r *Reconciler) journalReaders() brokered.JournalReaders {
+	return brokered.JournalReaders{Client: r.Client, APIReader: r.APIReader, Leases: r.Leases, Namespace: r.Namespace}
 }
 
 // bindingOfSecret maps a Secret lockstep wrote to its binding.

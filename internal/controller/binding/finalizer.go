@@ -9,16 +9,16 @@ import (
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/brokercall"
-	"github.com/lockstep-dev/lockstep/internal/controller"
+	"github.com/lockstep-dev/lockstep/internal/controller/brokered"
 	"github.com/lockstep-dev/lockstep/internal/credentials"
 )
 
 // finalize removes the Secret of a binding being deleted and then the
 // lockstep.dev/broker finalizer, once the broker no longer holds the
 // binding, unbinding it first when the delete bypassed admission (see
-// controller.Finalize).
+// brokered.Finalize).
 func (r *Reconciler) finalize(ctx context.Context, b *v1alpha1.ServiceBinding) (ctrl.Result, error) {
-	return controller.Finalize(ctx, r.journalReaders(), b, controller.Removal{
+	return brokered.Finalize(ctx, r.journalReaders(), b, brokered.Removal{
 		Kind: kind, Verb: v1alpha1.VerbUnbind,
 		Remove:  func(ctx context.Context) (bool, error) { return r.unbind(ctx, b) },
 		Release: func(ctx context.Context) error { return credentials.Delete(ctx, r.Client, b) },
@@ -44,7 +44,7 @@ func (r *Reconciler) unbind(ctx context.Context, b *v1alpha1.ServiceBinding) (bo
 		return false, fmt.Errorf("unbinding %s/%s: %w", b.Namespace, b.Name, err)
 	}
 	res := r.Protocol.Carry(ctx, brokercall.ForBinding(v1alpha1.VerbUnbind, b, &si, entry, plan, r.Protocol.Lockstep("", brokercall.ReasonFinalizer)))
-	done, err := controller.Removed(res)
+	done, err := brokered.Removed(res)
 	if err != nil {
 		return false, fmt.Errorf("unbinding %s/%s at broker %q: %w", b.Namespace, b.Name, entry.Broker, err)
 	}

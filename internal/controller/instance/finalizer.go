@@ -9,14 +9,14 @@ import (
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/brokercall"
-	"github.com/lockstep-dev/lockstep/internal/controller"
+	"github.com/lockstep-dev/lockstep/internal/controller/brokered"
 )
 
 // finalize removes the lockstep.dev/broker finalizer from an instance
 // being deleted once the broker no longer holds the instance, deprovisioning
-// it first when the delete bypassed admission (see controller.Finalize).
+// it first when the delete bypassed admission (see brokered.Finalize).
 func (r *Reconciler) finalize(ctx context.Context, si *v1alpha1.ServiceInstance) (ctrl.Result, error) {
-	return controller.Finalize(ctx, r.journalReaders(), si, controller.Removal{
+	return brokered.Finalize(ctx, r.journalReaders(), si, brokered.Removal{
 		Kind: kind, Verb: v1alpha1.VerbDeprovision,
 		Remove: func(ctx context.Context) (bool, error) { return r.deprovision(ctx, si) },
 	})
@@ -37,7 +37,7 @@ func (r *Reconciler) deprovision(ctx context.Context, si *v1alpha1.ServiceInstan
 		return false, fmt.Errorf("deprovisioning instance %s/%s: %w", si.Namespace, si.Name, err)
 	}
 	res := r.Protocol.Carry(ctx, brokercall.ForInstance(v1alpha1.VerbDeprovision, si, entry, plan, r.Protocol.Lockstep("", brokercall.ReasonFinalizer)))
-	done, err := controller.Removed(res)
+	done, err := brokered.Removed(res)
 	if err != nil {
 		return false, fmt.Errorf("deprovisioning instance %s/%s at broker %q: %w", si.Namespace, si.Name, entry.Broker, err)
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/brokercall"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
-	"github.com/lockstep-dev/lockstep/internal/controller"
+	"github.com/lockstep-dev/lockstep/internal/controller/brokered"
 	"github.com/lockstep-dev/lockstep/internal/controller/resync"
 	"github.com/lockstep-dev/lockstep/internal/journal"
 )
@@ -103,14 +103,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return res, r.write(ctx, &si, status)
 }
 
-// write patches the status when it changed (see controller.PatchStatus).
+// write patches the status when it changed (see brokered.PatchStatus).
 func (r *Reconciler) write(ctx context.Context, si *v1alpha1.ServiceInstance, status *v1alpha1.ServiceInstanceStatus) error {
-	return controller.PatchStatus(ctx, r.Client, kind, si, &si.Status, status)
+	return brokered.PatchStatus(ctx, r.Client, kind, si, &si.Status, status)
 }
 
 // journalReaders are where the finalizer reads the journal.
-func (r *Reconciler) journalReaders() controller.JournalReaders {
-	return controller.JournalReaders{Client: r.Client, APIReader: r.APIReader, Leases: r.Leases, Namespace: r.Namespace}
+func (r *Reconciler) journalReaders() brokered.JournalReaders {
+	return brokered.JournalReaders{Client: r.Client, APIReader: r.APIReader, Leases: r.Leases, Namespace: r.Namespace}
 }
 
 func (r *Reconciler) clock() clock.PassiveClock {
