@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/controller/brokered"
 	"github.com/lockstep-dev/lockstep/internal/credentials"
 	"github.com/lockstep-dev/lockstep/internal/journal"
 )
@@ -57,7 +58,7 @@ func TestBindingReadySaysWhatHappened(t *testing.T) {
 					Labels: map[string]string{credentials.LabelBindingUID: "b-uid"}}})
 			}
 			c := fake.NewClientBuilder().WithScheme(scheme).WithIndex(&v1alpha1.BrokerOperation{}, journal.TargetUIDIndex, journal.TargetUID).WithObjects(objects...).WithStatusSubresource(&v1alpha1.ServiceBinding{}).Build()
-			r := &Reconciler{Client: c}
+			r := New(brokered.Config{Client: c})
 			_, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "team", Name: "creds"}})
 			require.NoError(t, err)
 			require.NoError(t, c.Get(context.Background(), client.ObjectKeyFromObject(b), b))

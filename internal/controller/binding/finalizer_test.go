@@ -23,6 +23,7 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/broker/osbclient"
 	"github.com/lockstep-dev/lockstep/internal/brokercall"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
+	"github.com/lockstep-dev/lockstep/internal/controller/brokered"
 	"github.com/lockstep-dev/lockstep/internal/controller/controllertest"
 	"github.com/lockstep-dev/lockstep/internal/credentials"
 )
@@ -120,8 +121,8 @@ func TestBindingFinalizer(t *testing.T) {
 			}
 			c, apiReader := controllertest.Clients(scheme, objs, tt.record, "creds-unbind-1", v1alpha1.VerbUnbind,
 				v1alpha1.OperationTarget{Kind: "ServiceBinding", Name: "creds", Namespace: "team", UID: "uid-b"})
-			r := &Reconciler{Client: c, APIReader: apiReader, Namespace: "lockstep-system", Catalogs: cache, Timeout: 5 * time.Second,
-				Protocol: controllertest.Protocol(c, "lockstep-system")}
+			r := New(brokered.Config{Client: c, APIReader: apiReader, Namespace: "lockstep-system", Catalogs: cache, Timeout: 5 * time.Second,
+				Protocol: controllertest.Protocol(c, "lockstep-system")})
 
 			ctx := context.Background()
 			res, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "team", Name: "creds"}})

@@ -72,6 +72,6 @@ func TestBindingStatusKeepsTheDigest(t *testing.T) {
 	var status v1alpha1.ServiceBindingStatus
 	op := v1alpha1.BrokerOperation{Spec: v1alpha1.BrokerOperationSpec{Verb: v1alpha1.VerbBind, BrokerName: "acme", ParametersDigest: "abc"},
 		Status: v1alpha1.BrokerOperationStatus{Phase: v1alpha1.PhaseCommitted, HTTPStatus: http.StatusCreated}}
-	applyJournal(&status, []v1alpha1.BrokerOperation{op})
+	Kind{}.FromJournal(nil, &status, []v1alpha1.BrokerOperation{op})
 	assert.Equal(t, "abc", status.ParametersDigest)
 }

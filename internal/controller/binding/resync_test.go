@@ -23,6 +23,7 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/broker/osbapi"
 	"github.com/lockstep-dev/lockstep/internal/broker/osbclient"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
+	"github.com/lockstep-dev/lockstep/internal/controller/brokered"
 	"github.com/lockstep-dev/lockstep/internal/controller/controllertest"
 	"github.com/lockstep-dev/lockstep/internal/controller/resync"
 	"github.com/lockstep-dev/lockstep/internal/journal"
@@ -57,9 +58,9 @@ func newHarness(t *testing.T, change func(*osbapi.Catalog), objects ...client.Ob
 	cache := catalog.NewCache(time.Hour)
 	cache.Store(catalog.NewEntry("acme", bc, &cat, nil, time.Now()))
 	clk := clocktesting.NewFakeClock(time.Now())
-	return &harness{client: c, broker: b, clock: clk, r: &Reconciler{Client: c, Namespace: "lockstep-system", Catalogs: cache,
+	return &harness{client: c, broker: b, clock: clk, r: New(brokered.Config{Client: c, Namespace: "lockstep-system", Catalogs: cache,
 		Leases: &journal.Leases{Client: c, Duration: time.Minute}, Protocol: controllertest.Protocol(c, ""), Limiter: &resync.Limiter{Concurrent: 1},
-		ResyncInterval: interval, Timeout: 5 * time.Second, Clock: clk}}
+		ResyncInterval: interval, Timeout: 5 * time.Second, Clock: clk})}
 }
 
 // instance is the bound instance, as the broker confirmed it.

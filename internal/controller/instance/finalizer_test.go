@@ -21,6 +21,7 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/broker/osbclient"
 	"github.com/lockstep-dev/lockstep/internal/brokercall"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
+	"github.com/lockstep-dev/lockstep/internal/controller/brokered"
 	"github.com/lockstep-dev/lockstep/internal/controller/controllertest"
 )
 
@@ -91,8 +92,8 @@ func TestInstanceFinalizer(t *testing.T) {
 			}
 			c, apiReader := controllertest.Clients(scheme, []client.Object{si}, tt.record, "db-deprovision-1", v1alpha1.VerbDeprovision,
 				v1alpha1.OperationTarget{Kind: "ServiceInstance", Name: "db", Namespace: "team", UID: "uid-1"})
-			r := &Reconciler{Client: c, APIReader: apiReader, Namespace: "lockstep-system", Catalogs: cache, Timeout: 5 * time.Second,
-				Protocol: controllertest.Protocol(c, "lockstep-system")}
+			r := New(brokered.Config{Client: c, APIReader: apiReader, Namespace: "lockstep-system", Catalogs: cache, Timeout: 5 * time.Second,
+				Protocol: controllertest.Protocol(c, "lockstep-system")})
 
 			res, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "team", Name: "db"}})
 			if tt.wantErr != "" {

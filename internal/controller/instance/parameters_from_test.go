@@ -50,7 +50,6 @@ func TestInstanceResyncWithParametersFromSecrets(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t, nil, object(), secret)
-			h.r.APIReader = h.client
 			h.broker.PutInstance(fakebroker.Instance{ID: "ext-1", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID, Parameters: tt.held, DashboardURL: dashboard})
 			before := h.instance(t).ResourceVersion
 			h.resync(t)

@@ -27,6 +27,7 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/broker/osbclient"
 	"github.com/lockstep-dev/lockstep/internal/brokercall"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
+	"github.com/lockstep-dev/lockstep/internal/controller/brokered"
 	"github.com/lockstep-dev/lockstep/internal/controller/controllertest"
 	"github.com/lockstep-dev/lockstep/internal/controller/resync"
 	"github.com/lockstep-dev/lockstep/internal/journal"
@@ -68,8 +69,8 @@ func newHarness(t *testing.T, change func(*osbapi.Catalog), objects ...client.Ob
 	leases := &journal.Leases{Client: c, Duration: time.Minute}
 	return &harness{
 		client: c, broker: b, clock: clk,
-		r: &Reconciler{Client: c, Namespace: "lockstep-system", Catalogs: cache, Leases: leases, Protocol: controllertest.Protocol(c, ""),
-			Limiter: &resync.Limiter{Concurrent: 1}, ResyncInterval: interval, Timeout: 5 * time.Second, Clock: clk},
+		r: New(brokered.Config{Client: c, APIReader: c, Namespace: "lockstep-system", Catalogs: cache, Leases: leases, Protocol: controllertest.Protocol(c, ""),
+			Limiter: &resync.Limiter{Concurrent: 1}, ResyncInterval: interval, Timeout: 5 * time.Second, Clock: clk}),
 	}
 }
 
