@@ -28,12 +28,10 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/credentials"
 )
 
-// Reconciler is the controller of ServiceBindings.
-type Reconciler = brokered.Reconciler[*v1alpha1.ServiceBinding, v1alpha1.ServiceBindingStatus]
-
-// New returns the controller of ServiceBindings.
-func New(c brokered.Config) *Reconciler {
-	return &Reconciler{Config: c, Kind: Kind{Client: c.Client}}
+// New returns the controller of ServiceBindings: the reconciler of
+// broker-backed objects, of this Kind.
+func New(c brokered.Config) *brokered.Reconciler[*v1alpha1.ServiceBinding, v1alpha1.ServiceBindingStatus] {
+	return &brokered.Reconciler[*v1alpha1.ServiceBinding, v1alpha1.ServiceBindingStatus]{Config: c, Kind: Kind{Client: c.Client}}
 }
 
 // Kind is what is particular to ServiceBindings (see brokered.Kind).

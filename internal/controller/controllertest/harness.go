@@ -5,7 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -68,4 +71,21 @@ func (h *Harness) Resync(t testing.TB, key types.NamespacedName, obj client.Obje
 	require.NoError(t, h.Client.Get(context.Background(), key, obj))
 	h.Clock.Step(Interval)
 	return h.Pass(t, key)
+}
+
+// AssertCondition asserts that conds hold a condition of type typ with
+// status and reason, whose message contains each of msgs; it returns the
+// condition (nil when there is none).
+func AssertCondition(t testing.TB, conds []metav1.Condition, typ string, status metav1.ConditionStatus, reason string, msgs ...string) *metav1.Condition {
+	t.Helper()
+	c := meta.FindStatusCondition(conds, typ)
+	if !assert.NotNil(t, c, "condition %s", typ) {
+		return nil
+	}
+	assert.Equal(t, status, c.Status, "%s status", typ)
+	assert.Equal(t, reason, c.Reason, "%s reason", typ)
+	for _, m := range msgs {
+		assert.Contains(t, c.Message, m, "%s message", typ)
+	}
+	return c
 }

@@ -19,12 +19,10 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/controller/brokered"
 )
 
-// Reconciler is the controller of ServiceInstances.
-type Reconciler = brokered.Reconciler[*v1alpha1.ServiceInstance, v1alpha1.ServiceInstanceStatus]
-
-// New returns the controller of ServiceInstances.
-func New(c brokered.Config) *Reconciler {
-	return &Reconciler{Config: c, Kind: Kind{Secrets: c.APIReader, Protocol: c.Protocol}}
+// New returns the controller of ServiceInstances: the reconciler of
+// broker-backed objects, of this Kind.
+func New(c brokered.Config) *brokered.Reconciler[*v1alpha1.ServiceInstance, v1alpha1.ServiceInstanceStatus] {
+	return &brokered.Reconciler[*v1alpha1.ServiceInstance, v1alpha1.ServiceInstanceStatus]{Config: c, Kind: Kind{Secrets: c.APIReader, Protocol: c.Protocol}}
 }
 
 // Kind is what is particular to ServiceInstances (see brokered.Kind).

@@ -30,7 +30,6 @@ const (
 
 type harness struct {
 	*controllertest.Harness
-	r *Reconciler
 }
 
 // newHarness wires the instance controller to a fake API server holding
@@ -39,8 +38,7 @@ type harness struct {
 func newHarness(t *testing.T, change func(*osbapi.Catalog), objects ...client.Object) *harness {
 	t.Helper()
 	h := &harness{Harness: controllertest.NewHarness(t, change, objects...)}
-	h.r = New(h.Config)
-	h.R = h.r
+	h.R = New(h.Config)
 	return h
 }
 
@@ -165,12 +163,7 @@ func TestInstanceResync(t *testing.T) {
 				assert.Nil(t, inSync)
 				return
 			}
-			require.NotNil(t, inSync)
-			assert.Equal(t, tt.wantInSync, inSync.Status)
-			assert.Equal(t, tt.wantReason, inSync.Reason)
-			for _, m := range tt.wantMsg {
-				assert.Contains(t, inSync.Message, m)
-			}
+			controllertest.AssertCondition(t, si.Status.Conditions, v1alpha1.ConditionInSync, tt.wantInSync, tt.wantReason, tt.wantMsg...)
 			assert.Equal(t, tt.wantReady, meta.FindStatusCondition(si.Status.Conditions, v1alpha1.ConditionReady).Status)
 
 			var ops v1alpha1.BrokerOperationList
@@ -184,7 +177,7 @@ func TestInstanceResync(t *testing.T) {
 			op := ops.Items[0]
 			assert.Equal(t, v1alpha1.VerbUpdate, op.Spec.Verb)
 			assert.Equal(t, "system:serviceaccount:lockstep-system:lockstep", op.Spec.Requester.Username, "asked by lockstep itself")
-			holder, err := h.r.Leases.Holder(context.Background(), journal.Key{Kind: "ServiceInstance", Namespace: "team", Name: "db", ExternalID: "ext-1"})
+			holder, err := h.Leases.Holder(context.Background(), journal.Key{Kind: "ServiceInstance", Namespace: "team", Name: "db", ExternalID: "ext-1"})
 			require.NoError(t, err)
 			if tt.wantUpdate == nil {
 				assert.Equal(t, v1alpha1.PhaseFailed, op.Status.Phase)
