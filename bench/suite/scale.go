@@ -342,7 +342,7 @@ func (s *Suite) waitReconciled(ctx context.Context, n int, drained bool) error {
 	})
 	if err != nil {
 		if !found {
-			return fmt.Errorf("lockstep's metrics have no reconciler named %q (has it been renamed? see internal/controller/instance): %w", instanceController, err)
+			return fmt.Errorf("lockstep's metrics have no reconciler named %q (has it been renamed? see internal/controller/brokered): %w", instanceController, err)
 		}
 		return fmt.Errorf("lockstep reconciled %.0f of %d instances (queue depth %.0f): %w", total, n, depth, err)
 	}

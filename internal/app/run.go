@@ -56,6 +56,7 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/brokercall"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
 	"github.com/lockstep-dev/lockstep/internal/controller/binding"
+	"github.com/lockstep-dev/lockstep/internal/controller/brokered"
 	"github.com/lockstep-dev/lockstep/internal/controller/instance"
 	"github.com/lockstep-dev/lockstep/internal/controller/marketplace"
 	"github.com/lockstep-dev/lockstep/internal/controller/operations"
@@ -193,18 +194,15 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 		Every: c.AdmissionBudget}); err != nil {
 		return fmt.Errorf("setting up the recovery of operations cut short: %w", err)
 	}
-	if err := (&instance.Reconciler{
+	brokeredConfig := brokered.Config{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespace: c.Namespace, Catalogs: catalogs,
 		Leases: leases, Protocol: own, Recorder: mgr.GetEventRecorderFor("lockstep"), Timeout: c.AdmissionBudget,
 		ResyncInterval: c.ResyncInterval, Limiter: limiter, Workers: c.ResyncBrokerConcurrency,
-	}).SetupWithManager(mgr); err != nil {
+	}
+	if err := instance.New(brokeredConfig).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the instance controller: %w", err)
 	}
-	if err := (&binding.Reconciler{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespace: c.Namespace, Catalogs: catalogs,
-		Leases: leases, Protocol: own, Recorder: mgr.GetEventRecorderFor("lockstep"), Timeout: c.AdmissionBudget,
-		ResyncInterval: c.ResyncInterval, Limiter: limiter, Workers: c.ResyncBrokerConcurrency,
-	}).SetupWithManager(mgr); err != nil {
+	if err := binding.New(brokeredConfig).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the binding controller: %w", err)
 	}
 

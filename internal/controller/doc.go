@@ -5,19 +5,16 @@
 //     it at the broker, commits it once the API server persisted its
 //     object, compensates it when the object never persisted); it writes
 //     records, never the status of their objects;
-//   - instance: the only writer of ServiceInstance status (from the
-//     journal, and from resync), and the instances' finalizer;
-//   - binding: the only writer of ServiceBinding status, the Secret's
-//     owner reference, and the bindings' finalizer;
+//   - brokered: the one reconciler of broker-backed objects, the only
+//     writer of their status and their finalizer; instance and binding
+//     say what is particular to ServiceInstances and ServiceBindings (a
+//     binding's Secret: its owner reference, Ready, its removal);
 //   - servicebroker: loads every catalog into admission's cache and writes
 //     ServiceBroker status; it runs on every replica;
 //   - marketplace: the only writer of ServiceOfferings and ServicePlans,
 //     from the catalogs servicebroker loaded;
-//   - resync: what instance and binding need to compare an object with
+//   - resync: what brokered needs to compare an object with
 //     what its broker holds (comparison, per-broker limits, schedule).
 //
-// All but servicebroker run in the elected replica only. This package
-// itself holds what instance and binding share: Finalize, lockstep's
-// finalizer for an object being deleted, and PatchStatus, the one way their
-// status is written.
+// All but servicebroker run in the elected replica only.
 package controller

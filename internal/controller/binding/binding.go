@@ -1,112 +1,60 @@
+// The binding controller adds and removes the lockstep.dev/broker
+// finalizer (patch), writes status, and watches the credential Secrets it
+// wrote: only those labelled lockstep.dev/binding-uid are in its cache
+// (RBAC cannot restrict by label). It lets the binding adopt its Secret
+// (patch: ownerReference), removes it after unbind (delete), and finds by
+// label the Secrets of a binding that never persisted (list).
+//
+// +kubebuilder:rbac:groups=lockstep.dev,resources=servicebindings,verbs=list;watch;patch
+// +kubebuilder:rbac:groups=lockstep.dev,resources=servicebindings/status,verbs=patch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=list;watch;patch;delete
 package binding
 
 import (
 	"context"
-	"time"
+	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/record"
-	"k8s.io/utils/clock"
-	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	runtimecontroller "sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/brokercall"
-	"github.com/lockstep-dev/lockstep/internal/catalog"
-	"github.com/lockstep-dev/lockstep/internal/controller"
-	"github.com/lockstep-dev/lockstep/internal/controller/resync"
+	"github.com/lockstep-dev/lockstep/internal/controller/brokered"
 	"github.com/lockstep-dev/lockstep/internal/credentials"
-	"github.com/lockstep-dev/lockstep/internal/journal"
 )
+
+// New returns the controller of ServiceBindings: the reconciler of
+// broker-backed objects, of this Kind.
+func New(c brokered.Config) *brokered.Reconciler[*v1alpha1.ServiceBinding, v1alpha1.ServiceBindingStatus] {
+	return &brokered.Reconciler[*v1alpha1.ServiceBinding, v1alpha1.ServiceBindingStatus]{Config: c, Kind: Kind{Client: c.Client}}
+}
+
+// Kind is what is particular to ServiceBindings (see brokered.Kind).
+type Kind struct {
+	// Client reads a binding's instance, and reads and writes its Secret.
+	Client client.Client
+}
+
+var _ brokered.Kind[*v1alpha1.ServiceBinding, v1alpha1.ServiceBindingStatus] = Kind{}
 
 const kind = v1alpha1.KindServiceBinding
 
-// Reconciler is the controller of ServiceBindings.
-type Reconciler struct {
-	Client client.Client
-	// APIReader reads the journal past the cache before the finalizer
-	// concludes that a delete bypassed admission.
-	APIReader client.Reader
-	// Namespace is lockstep's namespace (records of deletes in a namespace
-	// being deleted live there).
-	Namespace string
-	Catalogs  *catalog.Cache
-	Leases    *journal.Leases
-	// Protocol makes the finalizer's unbinds, each journaled under the
-	// object's lock. Its Carrier never waits for a lock.
-	Protocol *brokercall.Protocol
-	Recorder record.EventRecorder
-	// Timeout bounds the broker calls of one pass.
-	Timeout time.Duration
-	// ResyncInterval is the time between two fetches of one binding from
-	// its broker; 0 turns resync off.
-	ResyncInterval time.Duration
-	Limiter        *resync.Limiter
-	// Workers is how many bindings are reconciled at once (at least 1).
-	Workers int
-	Clock   clock.PassiveClock
+func (Kind) Kind() v1alpha1.TargetKind     { return kind }
+func (Kind) New() *v1alpha1.ServiceBinding { return &v1alpha1.ServiceBinding{} }
+func (Kind) Delete() v1alpha1.Verb         { return v1alpha1.VerbUnbind }
 
-	schedule resync.Schedule
-}
+func (Kind) Status(b *v1alpha1.ServiceBinding) *v1alpha1.ServiceBindingStatus { return &b.Status }
 
-// SetupWithManager registers the controller; it watches the bindings, the
-// Secrets lockstep wrote for them, and their BrokerOperations.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).For(&v1alpha1.ServiceBinding{}).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(bindingOfSecret)).
-		Watches(&v1alpha1.BrokerOperation{}, handler.EnqueueRequestsFromMapFunc(targetOf)).
-		WithOptions(runtimecontroller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
-		Named("servicebinding").Complete(r)
-}
+func (Kind) Conditions(s *v1alpha1.ServiceBindingStatus) *[]metav1.Condition { return &s.Conditions }
 
-// Reconcile finishes the delete of a binding being deleted; for any other,
-// it gives the binding's Secret its owner, and writes into the status what
-// the journal and the Secret say and, when due, what the broker holds.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	var b v1alpha1.ServiceBinding
-	if err := r.Client.Get(ctx, req.NamespacedName, &b); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.schedule.Forget(req.NamespacedName)
-			return ctrl.Result{}, nil
-		}
-		return ctrl.Result{}, err
-	}
-	if b.DeletionTimestamp != nil {
-		return r.finalize(ctx, &b)
-	}
-	if err := credentials.Adopt(ctx, r.Client, &b); err != nil {
-		return ctrl.Result{}, err
-	}
-	status := b.Status.DeepCopy()
-	if err := r.fromJournal(ctx, &b, status); err != nil {
-		return ctrl.Result{}, err
-	}
-	if err := r.ready(ctx, &b, status); err != nil {
-		return ctrl.Result{}, err
-	}
-	var res ctrl.Result
-	if r.ResyncInterval > 0 {
-		var err error
-		if res, err = r.resync(ctx, &b, status); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	return res, r.write(ctx, &b, status)
-}
-
-// write patches the status when it changed (see controller.PatchStatus).
-func (r *Reconciler) write(ctx context.Context, b *v1alpha1.ServiceBinding, status *v1alpha1.ServiceBindingStatus) error {
-	return controller.PatchStatus(ctx, r.Client, kind, b, &b.Status, status)
-}
-
-// journalReaders are where the finalizer reads the journal.
-func (r *Reconciler) journalReaders() controller.JournalReaders {
-	return controller.JournalReaders{Client: r.Client, APIReader: r.APIReader, Leases: r.Leases, Namespace: r.Namespace}
+// Watch adds the Secrets lockstep wrote for bindings.
+func (Kind) Watch(b *builder.Builder) *builder.Builder {
+	return b.Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(bindingOfSecret))
 }
 
 // bindingOfSecret maps a Secret lockstep wrote to its binding.
@@ -118,18 +66,24 @@ func bindingOfSecret(_ context.Context, o client.Object) []reconcile.Request {
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
 }
 
-// targetOf maps a BrokerOperation to its binding.
-func targetOf(_ context.Context, o client.Object) []reconcile.Request {
-	op, ok := o.(*v1alpha1.BrokerOperation)
-	if !ok || op.Spec.Target.Kind != kind {
-		return nil
-	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: journal.TargetNamespace(op), Name: op.Spec.Target.Name}}}
+// Release deletes the binding's Secret (never one lockstep did not write).
+func (k Kind) Release(ctx context.Context, b *v1alpha1.ServiceBinding) error {
+	return credentials.Delete(ctx, k.Client, b)
 }
 
-func (r *Reconciler) clock() clock.PassiveClock {
-	if r.Clock != nil {
-		return r.Clock
+// Instance reads the binding's instance.
+func (k Kind) Instance(ctx context.Context, b *v1alpha1.ServiceBinding) (*v1alpha1.ServiceInstance, error) {
+	var si v1alpha1.ServiceInstance
+	if err := k.Client.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: b.Spec.InstanceName}, &si); err != nil {
+		return nil, fmt.Errorf("reading its instance: %w", err)
 	}
-	return clock.RealClock{}
+	return &si, nil
+}
+
+func (Kind) Request(verb v1alpha1.Verb, b *v1alpha1.ServiceBinding, t brokered.Target, who brokercall.Who) brokercall.Request {
+	return brokercall.ForBinding(verb, b, t.Instance, t.Entry, t.Plan, who)
+}
+
+func (Kind) GoneAdvice(b *v1alpha1.ServiceBinding) string {
+	return fmt.Sprintf("its credentials may no longer work: kubectl delete servicebinding %s -n %s, then create it again", b.Name, b.Namespace)
 }

@@ -9,16 +9,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/controller/brokered"
+	"github.com/lockstep-dev/lockstep/internal/controller/controllertest"
+	"github.com/lockstep-dev/lockstep/internal/controller/resync"
 	"github.com/lockstep-dev/lockstep/internal/credentials"
-	"github.com/lockstep-dev/lockstep/internal/journal"
 )
 
 // TestBindingReadySaysWhatHappened: Ready tells a bind still running from
@@ -30,6 +29,7 @@ func TestBindingReadySaysWhatHappened(t *testing.T) {
 		name       string
 		last       *v1alpha1.LastOperation
 		secret     bool
+		gone       bool // resync found the binding gone at its broker
 		wantStatus metav1.ConditionStatus
 		wantReason string
 		wantMsg    string
@@ -40,24 +40,27 @@ func TestBindingReadySaysWhatHappened(t *testing.T) {
 			wantMsg: `Secret "creds" with its credentials is gone (deleted?); the broker gives credentials only once: delete this binding and create it again`},
 		{name: "unbind refused, Secret deleted since", last: &v1alpha1.LastOperation{Verb: v1alpha1.VerbUnbind, State: v1alpha1.StateFailed},
 			wantStatus: metav1.ConditionFalse, wantReason: "CredentialsMissing", wantMsg: `Secret "creds" with its credentials is gone`},
+		{name: "gone at the broker, Secret still there: not ready", last: bound, secret: true, gone: true,
+			wantStatus: metav1.ConditionFalse, wantReason: resync.ReasonGoneAtBroker, wantMsg: `broker "acme" no longer holds binding "creds"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			scheme := runtime.NewScheme()
-			require.NoError(t, clientgoscheme.AddToScheme(scheme))
-			require.NoError(t, v1alpha1.AddToScheme(scheme))
 			b := &v1alpha1.ServiceBinding{
 				ObjectMeta: metav1.ObjectMeta{Name: "creds", Namespace: "team", UID: "b-uid", Generation: 1},
 				Spec:       v1alpha1.ServiceBindingSpec{InstanceName: "db", SecretName: "creds"},
 				Status:     v1alpha1.ServiceBindingStatus{LastOperation: tt.last},
+			}
+			if tt.gone {
+				b.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionInSync, Status: metav1.ConditionFalse, Reason: resync.ReasonGoneAtBroker,
+					Message: `broker "acme" no longer holds binding "creds"`, LastTransitionTime: metav1.Now()}}
 			}
 			objects := []client.Object{b}
 			if tt.secret {
 				objects = append(objects, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds", Namespace: "team",
 					Labels: map[string]string{credentials.LabelBindingUID: "b-uid"}}})
 			}
-			c := fake.NewClientBuilder().WithScheme(scheme).WithIndex(&v1alpha1.BrokerOperation{}, journal.TargetUIDIndex, journal.TargetUID).WithObjects(objects...).WithStatusSubresource(&v1alpha1.ServiceBinding{}).Build()
-			r := &Reconciler{Client: c}
+			c := controllertest.Cluster(t, objects...)
+			r := New(brokered.Config{Client: c})
 			_, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "team", Name: "creds"}})
 			require.NoError(t, err)
 			require.NoError(t, c.Get(context.Background(), client.ObjectKeyFromObject(b), b))

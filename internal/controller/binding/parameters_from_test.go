@@ -1,7 +1,6 @@
 package binding
 
 import (
-	"context"
 	"net/http"
 	"testing"
 
@@ -9,9 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/broker/fakebroker"
@@ -44,19 +40,10 @@ func TestBindingResyncWithParametersFromSecrets(t *testing.T) {
 			b := boundBinding("")
 			b.Spec.ParametersFrom = []v1alpha1.ParametersFromSource{{SecretKeyRef: v1alpha1.SecretKeyReference{Name: "role", Key: "params"}}}
 			b.Status.ParametersDigest = tt.digest
-			h := newHarness(t, nil, instance(), b)
-			h.broker.PutInstance(fakebroker.Instance{ID: "ext-1", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID})
-			h.broker.PutBinding(fakebroker.Binding{InstanceID: "ext-1", ID: "bind-1", Parameters: tt.held, Credentials: map[string]any{"password": "p"}})
-			key := client.ObjectKey{Namespace: "team", Name: "creds"}
-			req := reconcile.Request{NamespacedName: types.NamespacedName(key)}
-			_, err := h.r.Reconcile(context.Background(), req)
-			require.NoError(t, err)
-			h.clock.Step(interval)
-			_, err = h.r.Reconcile(context.Background(), req)
-			require.NoError(t, err)
-
-			var got v1alpha1.ServiceBinding
-			require.NoError(t, h.client.Get(context.Background(), key, &got))
+			h := newHarness(t, instance(), b)
+			h.Broker.PutInstance(fakebroker.Instance{ID: "ext-1", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID})
+			h.Broker.PutBinding(fakebroker.Binding{InstanceID: "ext-1", ID: "bind-1", Parameters: tt.held, Credentials: map[string]any{"password": "p"}})
+			got := h.resync(t)
 			c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionInSync)
 			require.NotNil(t, c)
 			assert.Equal(t, tt.wantInSync, c.Status)
@@ -72,6 +59,6 @@ func TestBindingStatusKeepsTheDigest(t *testing.T) {
 	var status v1alpha1.ServiceBindingStatus
 	op := v1alpha1.BrokerOperation{Spec: v1alpha1.BrokerOperationSpec{Verb: v1alpha1.VerbBind, BrokerName: "acme", ParametersDigest: "abc"},
 		Status: v1alpha1.BrokerOperationStatus{Phase: v1alpha1.PhaseCommitted, HTTPStatus: http.StatusCreated}}
-	applyJournal(&status, []v1alpha1.BrokerOperation{op})
+	Kind{}.FromJournal(nil, &status, []v1alpha1.BrokerOperation{op})
 	assert.Equal(t, "abc", status.ParametersDigest)
 }

@@ -9,26 +9,17 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/controller/brokered"
 	"github.com/lockstep-dev/lockstep/internal/credentials"
 	"github.com/lockstep-dev/lockstep/internal/journal"
 )
 
-// fromJournal folds what the journal says of the binding into status.
-func (r *Reconciler) fromJournal(ctx context.Context, b *v1alpha1.ServiceBinding, status *v1alpha1.ServiceBindingStatus) error {
-	records, err := journal.CachedRecords(ctx, r.Client, r.Namespace, b.Namespace, string(b.UID))
-	if err != nil {
-		return fmt.Errorf("reading the operation records of binding %s/%s: %w", b.Namespace, b.Name, err)
-	}
-	applyJournal(status, records)
-	return nil
-}
-
-// applyJournal writes an answered operation into status once: its last
+// FromJournal writes an answered operation into status once: its last
 // operation and, for a committed bind or adoption, InSync. Once the status
 // reports that operation, it is not applied again, so that what resync
 // found since stays. An operation still running hands over its InSync note
 // on every pass.
-func applyJournal(status *v1alpha1.ServiceBindingStatus, records []v1alpha1.BrokerOperation) {
+func (Kind) FromJournal(_ *v1alpha1.ServiceBinding, status *v1alpha1.ServiceBindingStatus, records []v1alpha1.BrokerOperation) {
 	answered := journal.Answered(records)
 	isNew := false
 	if answered != nil {
@@ -46,16 +37,24 @@ func applyJournal(status *v1alpha1.ServiceBindingStatus, records []v1alpha1.Brok
 	journal.ApplyNotes(&status.Conditions, answered, isNew, records)
 }
 
-// ready sets the Ready condition: True once the credentials are in the
-// binding's Secret.
-func (r *Reconciler) ready(ctx context.Context, b *v1alpha1.ServiceBinding, status *v1alpha1.ServiceBindingStatus) error {
-	stored, err := credentials.Stored(ctx, r.Client, b)
+// Observe lets the binding adopt its Secret, and sets the Ready condition:
+// True once the credentials are in the binding's Secret, False while the
+// broker no longer holds the binding (resync found it gone: its
+// credentials may no longer work).
+func (k Kind) Observe(ctx context.Context, b *v1alpha1.ServiceBinding, status *v1alpha1.ServiceBindingStatus) error {
+	if err := credentials.Adopt(ctx, k.Client, b); err != nil {
+		return err
+	}
+	stored, err := credentials.Stored(ctx, k.Client, b)
 	if err != nil {
 		return err
 	}
 	cond := metav1.Condition{Type: v1alpha1.ConditionReady, ObservedGeneration: b.Generation,
 		Status: metav1.ConditionFalse, Reason: "CredentialsPending", Message: "waiting for the broker to finish the bind"}
 	switch {
+	case brokered.IsGone(status.Conditions):
+		inSync := meta.FindStatusCondition(status.Conditions, v1alpha1.ConditionInSync)
+		cond.Reason, cond.Message = inSync.Reason, inSync.Message
 	case stored:
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, "CredentialsStored", fmt.Sprintf("credentials are in Secret %q", b.Spec.SecretName)
 	case bound(status):
@@ -67,6 +66,10 @@ func (r *Reconciler) ready(ctx context.Context, b *v1alpha1.ServiceBinding, stat
 	status.ObservedGeneration = b.Generation
 	return nil
 }
+
+// Confirmed reports whether the binding's bind (or adoption) finished at
+// the broker.
+func (Kind) Confirmed(status *v1alpha1.ServiceBindingStatus) bool { return bound(status) }
 
 // bound reports whether the binding's bind (or adoption) finished at the
 // broker. An unbind is only asked of a bound binding, and one that did not

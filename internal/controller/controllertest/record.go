@@ -42,8 +42,12 @@ func Clients(scheme *runtime.Scheme, objs []client.Object, rec *Record, name str
 			inCache = append(inCache, op.DeepCopy())
 		}
 	}
-	cached = fake.NewClientBuilder().WithScheme(scheme).WithIndex(&v1alpha1.BrokerOperation{}, journal.TargetUIDIndex, journal.TargetUID).
-		WithStatusSubresource(&v1alpha1.BrokerOperation{}).WithObjects(inCache...).Build()
+	cached = builder(scheme).WithStatusSubresource(&v1alpha1.BrokerOperation{}).WithObjects(inCache...).Build()
 	direct = fake.NewClientBuilder().WithScheme(scheme).WithObjects(inServer...).Build()
 	return cached, direct
+}
+
+// builder is a fake API server with the journal's index.
+func builder(scheme *runtime.Scheme) *fake.ClientBuilder {
+	return fake.NewClientBuilder().WithScheme(scheme).WithIndex(&v1alpha1.BrokerOperation{}, journal.TargetUIDIndex, journal.TargetUID)
 }

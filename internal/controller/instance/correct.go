@@ -7,7 +7,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/brokercall"
-	"github.com/lockstep-dev/lockstep/internal/catalog"
+	"github.com/lockstep-dev/lockstep/internal/controller/brokered"
 )
 
 // errBusy: another operation took the object's lock first.
@@ -21,16 +21,16 @@ var errBusy = errors.New("another operation holds the instance's lock; lockstep 
 // what. The operations reconciler then commits it (or follows it while
 // the broker works, or until it learns an unknown outcome), which sets
 // InSync again.
-func (r *Reconciler) correct(ctx context.Context, si *v1alpha1.ServiceInstance, entry *catalog.Entry, plan catalog.Plan, heldPlanID string) error {
+func (k Kind) correct(ctx context.Context, si *v1alpha1.ServiceInstance, t brokered.Target, heldPlanID string) error {
 	onBehalfOf := ""
 	if last := si.Status.LastOperation; last != nil {
 		onBehalfOf = last.User
 	}
-	req, err := brokercall.Reapply(ctx, r.APIReader, si, entry, plan, heldPlanID, r.Protocol.Lockstep(onBehalfOf, brokercall.ReasonCorrection))
+	req, err := brokercall.Reapply(ctx, k.Secrets, si, t.Entry, t.Plan, heldPlanID, k.Protocol.Lockstep(onBehalfOf, brokercall.ReasonCorrection))
 	if err != nil {
 		return err
 	}
-	res := r.Protocol.Carry(ctx, req)
+	res := k.Protocol.Carry(ctx, req)
 	switch {
 	case res.LockErr != nil:
 		return fmt.Errorf("taking the instance's lock: %w", res.LockErr)

@@ -50,8 +50,7 @@ func TestInstanceResyncWithParametersFromSecrets(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t, nil, object(), secret)
-			h.r.APIReader = h.client
-			h.broker.PutInstance(fakebroker.Instance{ID: "ext-1", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID, Parameters: tt.held, DashboardURL: dashboard})
+			h.Broker.PutInstance(fakebroker.Instance{ID: "ext-1", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID, Parameters: tt.held, DashboardURL: dashboard})
 			before := h.instance(t).ResourceVersion
 			h.resync(t)
 			si := h.instance(t)
@@ -59,18 +58,18 @@ func TestInstanceResyncWithParametersFromSecrets(t *testing.T) {
 			require.NotNil(t, inSync)
 			if tt.wantReason == "" {
 				assert.Equal(t, before, si.ResourceVersion, "nothing written")
-				assert.Zero(t, h.broker.Count(fakebroker.OpUpdate))
+				assert.Zero(t, h.Broker.Count(fakebroker.OpUpdate))
 				return
 			}
 			assert.Equal(t, tt.wantReason, inSync.Reason)
 			assert.Contains(t, inSync.Message, tt.wantMsg)
 			assert.NotContains(t, inSync.Message, `"16"`, "the Secret's value is never shown")
 			assert.NotContains(t, inSync.Message, `"17"`, "nor the broker's value of a parameter from a Secret")
-			call, ok := h.broker.LastCall(fakebroker.OpUpdate)
+			call, ok := h.Broker.LastCall(fakebroker.OpUpdate)
 			require.True(t, ok, "the correction re-applies the spec with the Secret's values")
 			assert.Equal(t, tt.wantUpdate, call.JSON["parameters"])
 			var ops v1alpha1.BrokerOperationList
-			require.NoError(t, h.client.List(context.Background(), &ops))
+			require.NoError(t, h.Client.List(context.Background(), &ops))
 			require.Len(t, ops.Items, 1)
 			assert.Equal(t, digest, ops.Items[0].Spec.ParametersDigest, "the correction journals the digest of what it sent")
 		})
@@ -87,14 +86,14 @@ func TestInstanceResyncWithParametersFromSecretsAndACreateOnlyParameterTheBroker
 	si.Spec.ParametersFrom = []v1alpha1.ParametersFromSource{{SecretKeyRef: v1alpha1.SecretKeyReference{Name: "db-version", Key: "params"}}}
 	si.Status.LastApplied.ParametersDigest = digest
 	h := newHarness(t, nil, si)
-	h.broker.PutInstance(fakebroker.Instance{ID: "ext-1", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID,
+	h.Broker.PutInstance(fakebroker.Instance{ID: "ext-1", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID,
 		Parameters: map[string]any{"storageGB": 10, "version": "16"}, DashboardURL: dashboard})
 	before := h.instance(t).ResourceVersion
 	h.resync(t)
 	got := h.instance(t)
 	assert.Equal(t, before, got.ResourceVersion, "nothing written")
 	assert.True(t, meta.IsStatusConditionTrue(got.Status.Conditions, v1alpha1.ConditionInSync))
-	assert.Zero(t, h.broker.Count(fakebroker.OpUpdate), "no correction")
+	assert.Zero(t, h.Broker.Count(fakebroker.OpUpdate), "no correction")
 }
 
 // Without a digest of what was sent (status behind the operation that
@@ -104,7 +103,7 @@ func TestInstanceResyncWithParametersFromSecretsButNoDigest(t *testing.T) {
 	si := confirmed("small", fakebroker.PlanSmallID, `{"storageGB":10}`, nil)
 	si.Spec.ParametersFrom = []v1alpha1.ParametersFromSource{{SecretKeyRef: v1alpha1.SecretKeyReference{Name: "db-version", Key: "params"}}}
 	h := newHarness(t, nil, si)
-	h.broker.PutInstance(fakebroker.Instance{ID: "ext-1", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID,
+	h.Broker.PutInstance(fakebroker.Instance{ID: "ext-1", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID,
 		Parameters: map[string]any{"storageGB": 10, "version": "s3cr3t"}, DashboardURL: dashboard})
 	h.resync(t)
 	got := h.instance(t)
@@ -112,7 +111,7 @@ func TestInstanceResyncWithParametersFromSecretsButNoDigest(t *testing.T) {
 	require.NotNil(t, inSync)
 	assert.Equal(t, metav1.ConditionTrue, inSync.Status)
 	assert.NotContains(t, inSync.Message, "s3cr3t")
-	assert.Zero(t, h.broker.Count(fakebroker.OpUpdate), "no correction")
+	assert.Zero(t, h.Broker.Count(fakebroker.OpUpdate), "no correction")
 }
 
 // What status keeps of a committed operation: spec.parameters and the

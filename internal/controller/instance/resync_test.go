@@ -6,42 +6,30 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	coordinationv1 "k8s.io/api/coordination/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/broker/fakebroker"
 	"github.com/lockstep-dev/lockstep/internal/broker/osbapi"
-	"github.com/lockstep-dev/lockstep/internal/broker/osbclient"
 	"github.com/lockstep-dev/lockstep/internal/brokercall"
-	"github.com/lockstep-dev/lockstep/internal/catalog"
 	"github.com/lockstep-dev/lockstep/internal/controller/controllertest"
 	"github.com/lockstep-dev/lockstep/internal/controller/resync"
 	"github.com/lockstep-dev/lockstep/internal/journal"
 )
 
 const (
-	interval  = time.Minute
 	dashboard = "https://dashboard.example/ext-1"
 )
 
 type harness struct {
-	r      *Reconciler
-	client client.Client
-	broker *fakebroker.Broker
-	clock  *clocktesting.FakeClock
+	*controllertest.Harness
 }
 
 // newHarness wires the instance controller to a fake API server holding
@@ -49,47 +37,22 @@ type harness struct {
 // lockstep sees.
 func newHarness(t *testing.T, change func(*osbapi.Catalog), objects ...client.Object) *harness {
 	t.Helper()
-	scheme := runtime.NewScheme()
-	require.NoError(t, v1alpha1.AddToScheme(scheme))
-	require.NoError(t, coordinationv1.AddToScheme(scheme))
-	require.NoError(t, corev1.AddToScheme(scheme))
-	c := fake.NewClientBuilder().WithScheme(scheme).WithIndex(&v1alpha1.BrokerOperation{}, journal.TargetUIDIndex, journal.TargetUID).WithObjects(objects...).
-		WithStatusSubresource(&v1alpha1.ServiceInstance{}, &v1alpha1.ServiceBinding{}, &v1alpha1.BrokerOperation{}).Build()
-	b := fakebroker.New(t)
-	bc, err := osbclient.New(b.Config())
-	require.NoError(t, err)
-	cat := fakebroker.DefaultCatalog()
-	if change != nil {
-		change(&cat)
-	}
-	cache := catalog.NewCache(time.Hour)
-	cache.Store(catalog.NewEntry("acme", bc, &cat, nil, time.Now()))
-	clk := clocktesting.NewFakeClock(time.Now())
-	leases := &journal.Leases{Client: c, Duration: time.Minute}
-	return &harness{
-		client: c, broker: b, clock: clk,
-		r: &Reconciler{Client: c, Namespace: "lockstep-system", Catalogs: cache, Leases: leases, Protocol: controllertest.Protocol(c, ""),
-			Limiter: &resync.Limiter{Concurrent: 1}, ResyncInterval: interval, Timeout: 5 * time.Second, Clock: clk},
-	}
+	h := &harness{Harness: controllertest.NewHarness(t, change, objects...)}
+	h.R = New(h.Config)
+	return h
 }
 
 // resync runs the instance reconciler once it is due: the first pass
 // schedules the object, the second, one interval later, fetches it.
-func (h *harness) resync(t *testing.T) reconcile.Result {
+func (h *harness) resync(t *testing.T) {
 	t.Helper()
-	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "team", Name: "db"}}
-	_, err := h.r.Reconcile(context.Background(), req)
-	require.NoError(t, err)
-	h.clock.Step(interval)
-	res, err := h.r.Reconcile(context.Background(), req)
-	require.NoError(t, err)
-	return res
+	h.Resync(t, types.NamespacedName{Namespace: "team", Name: "db"}, &v1alpha1.ServiceInstance{})
 }
 
 func (h *harness) instance(t *testing.T) *v1alpha1.ServiceInstance {
 	t.Helper()
 	var si v1alpha1.ServiceInstance
-	require.NoError(t, h.client.Get(context.Background(), client.ObjectKey{Namespace: "team", Name: "db"}, &si))
+	require.NoError(t, h.Client.Get(context.Background(), client.ObjectKey{Namespace: "team", Name: "db"}, &si))
 	return &si
 }
 
@@ -135,12 +98,6 @@ func TestInstanceResync(t *testing.T) {
 		wantFetches int
 		wantUpdate  map[string]any // the correction's body, nil for none
 	}{
-		{
-			name:       "in sync: nothing is written",
-			object:     confirmed("small", fakebroker.PlanSmallID, `{"storageGB":10}`, nil),
-			broker:     held(fakebroker.PlanSmallID, map[string]any{"storageGB": float64(10)}),
-			wantInSync: metav1.ConditionTrue, wantReason: "Committed", wantReady: metav1.ConditionTrue, wantFetches: 1,
-		},
 		{
 			name:   "the broker's dashboard URL is refreshed",
 			object: confirmed("small", fakebroker.PlanSmallID, "", nil),
@@ -188,65 +145,31 @@ func TestInstanceResync(t *testing.T) {
 			wantInSync: metav1.ConditionFalse, wantReason: resync.ReasonPlanDrift, wantReady: metav1.ConditionTrue, wantWrite: true, wantFetches: 1,
 			wantMsg: []string{`plan is "large" at the broker, "small" here`, "lockstep could not re-apply this object's spec", "downgrades are not allowed"},
 		},
-		{
-			name:       "gone at the broker",
-			object:     confirmed("small", fakebroker.PlanSmallID, "", nil),
-			wantInSync: metav1.ConditionFalse, wantReason: resync.ReasonGoneAtBroker, wantReady: metav1.ConditionFalse, wantWrite: true, wantFetches: 1,
-			wantMsg: []string{`broker "acme" no longer holds instance "db" (spec.externalID ext-1)`, "kubectl delete serviceinstance db -n team"},
-		},
-		{
-			name:   "broker failing",
-			object: confirmed("small", fakebroker.PlanSmallID, "", nil),
-			broker: func(b *fakebroker.Broker) {
-				b.Always(fakebroker.OpGetInstance, fakebroker.Respond{Status: http.StatusServiceUnavailable, Description: "maintenance"})
-			},
-			wantInSync: metav1.ConditionFalse, wantReason: resync.ReasonBrokerUnreachable, wantReady: metav1.ConditionTrue, wantWrite: true, wantFetches: 1,
-			wantMsg: []string{`lockstep could not read instance "db" from broker "acme" to compare it`, "maintenance", "tries again in 1m0s"},
-		},
-		{
-			name:   "not retrievable: no fetch",
-			object: confirmed("small", fakebroker.PlanSmallID, "", nil),
-			catalog: func(c *osbapi.Catalog) {
-				c.Services[0].InstancesRetrievable = false
-			},
-			wantInSync: metav1.ConditionUnknown, wantReason: resync.ReasonNotRetrievable, wantReady: metav1.ConditionTrue, wantWrite: true,
-			wantMsg: []string{"instances_retrievable is false"},
-		},
-		{
-			name:       "never confirmed by the broker: not fetched",
-			object:     &v1alpha1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "team"}, Spec: v1alpha1.ServiceInstanceSpec{BrokerName: "acme", ServiceName: "db", PlanName: "small"}},
-			wantInSync: "",
-		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t, tt.catalog, tt.object)
 			if tt.broker != nil {
-				tt.broker(h.broker)
+				tt.broker(h.Broker)
 			}
 			before := h.instance(t).ResourceVersion
 			h.resync(t)
 			si := h.instance(t)
 
-			assert.Equal(t, tt.wantFetches, h.broker.Count(fakebroker.OpGetInstance), "fetches")
+			assert.Equal(t, tt.wantFetches, h.Broker.Count(fakebroker.OpGetInstance), "fetches")
 			assert.Equal(t, tt.wantWrite, si.ResourceVersion != before, "status written")
 			inSync := meta.FindStatusCondition(si.Status.Conditions, v1alpha1.ConditionInSync)
 			if tt.wantInSync == "" {
 				assert.Nil(t, inSync)
 				return
 			}
-			require.NotNil(t, inSync)
-			assert.Equal(t, tt.wantInSync, inSync.Status)
-			assert.Equal(t, tt.wantReason, inSync.Reason)
-			for _, m := range tt.wantMsg {
-				assert.Contains(t, inSync.Message, m)
-			}
+			controllertest.AssertCondition(t, si.Status.Conditions, v1alpha1.ConditionInSync, tt.wantInSync, tt.wantReason, tt.wantMsg...)
 			assert.Equal(t, tt.wantReady, meta.FindStatusCondition(si.Status.Conditions, v1alpha1.ConditionReady).Status)
 
 			var ops v1alpha1.BrokerOperationList
-			require.NoError(t, h.client.List(context.Background(), &ops))
+			require.NoError(t, h.Client.List(context.Background(), &ops))
 			if tt.wantUpdate == nil && !strings.Contains(tt.name, "refused") {
-				assert.Zero(t, h.broker.Count(fakebroker.OpUpdate), "no correction")
+				assert.Zero(t, h.Broker.Count(fakebroker.OpUpdate), "no correction")
 				assert.Empty(t, ops.Items, "no operation recorded")
 				return
 			}
@@ -254,7 +177,7 @@ func TestInstanceResync(t *testing.T) {
 			op := ops.Items[0]
 			assert.Equal(t, v1alpha1.VerbUpdate, op.Spec.Verb)
 			assert.Equal(t, "system:serviceaccount:lockstep-system:lockstep", op.Spec.Requester.Username, "asked by lockstep itself")
-			holder, err := h.r.Leases.Holder(context.Background(), journal.Key{Kind: "ServiceInstance", Namespace: "team", Name: "db", ExternalID: "ext-1"})
+			holder, err := h.Leases.Holder(context.Background(), journal.Key{Kind: "ServiceInstance", Namespace: "team", Name: "db", ExternalID: "ext-1"})
 			require.NoError(t, err)
 			if tt.wantUpdate == nil {
 				assert.Equal(t, v1alpha1.PhaseFailed, op.Status.Phase)
@@ -263,7 +186,7 @@ func TestInstanceResync(t *testing.T) {
 			}
 			assert.Equal(t, v1alpha1.PhaseSucceeded, op.Status.Phase, "the operations reconciler commits it")
 			require.NotNil(t, holder, "the lock stays until the commit")
-			call, ok := h.broker.LastCall(fakebroker.OpUpdate)
+			call, ok := h.Broker.LastCall(fakebroker.OpUpdate)
 			require.True(t, ok)
 			assert.Equal(t, tt.wantUpdate, call.JSON["parameters"])
 			id := controllertest.Identity(t, call)
@@ -273,40 +196,4 @@ func TestInstanceResync(t *testing.T) {
 				"a correction carries the instance's context, as admission does")
 		})
 	}
-}
-
-func TestInstanceResyncWaitsForItsTurn(t *testing.T) {
-	h := newHarness(t, nil, confirmed("small", fakebroker.PlanSmallID, "", nil))
-	h.broker.PutInstance(fakebroker.Instance{ID: "ext-1", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID})
-	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "team", Name: "db"}}
-
-	res, err := h.r.Reconcile(context.Background(), req)
-	require.NoError(t, err)
-	if res.RequeueAfter > 0 {
-		assert.LessOrEqual(t, res.RequeueAfter, interval, "first seen: due within one interval")
-		assert.Zero(t, h.broker.Count(fakebroker.OpGetInstance))
-		h.clock.Step(res.RequeueAfter)
-		res, err = h.r.Reconcile(context.Background(), req)
-		require.NoError(t, err)
-	}
-	assert.Equal(t, 1, h.broker.Count(fakebroker.OpGetInstance))
-	assert.GreaterOrEqual(t, res.RequeueAfter, interval*9/10, "next fetch one jittered interval later")
-	assert.LessOrEqual(t, res.RequeueAfter, interval)
-
-	again, err := h.r.Reconcile(context.Background(), req) // a watch event in between fetches nothing
-	require.NoError(t, err)
-	assert.Equal(t, 1, h.broker.Count(fakebroker.OpGetInstance))
-	assert.Positive(t, again.RequeueAfter)
-}
-
-func TestInstanceResyncLeavesAnObjectWithAnOperationInFlight(t *testing.T) {
-	h := newHarness(t, nil, confirmed("small", fakebroker.PlanSmallID, "", nil))
-	h.broker.PutInstance(fakebroker.Instance{ID: "ext-1", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanLargeID})
-	_, ok, err := h.r.Leases.Acquire(context.Background(), journal.Key{Kind: "ServiceInstance", Namespace: "team", Name: "db", ExternalID: "ext-1"},
-		&journal.Operation{Record: "db-update-1", Verb: v1alpha1.VerbUpdate, User: "alice", Started: time.Now()})
-	require.NoError(t, err)
-	require.True(t, ok)
-	h.resync(t)
-	assert.Zero(t, h.broker.Count(fakebroker.OpGetInstance), "the operations reconciler follows the change in flight")
-	assert.True(t, meta.IsStatusConditionTrue(h.instance(t).Status.Conditions, v1alpha1.ConditionInSync))
 }

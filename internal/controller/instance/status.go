@@ -1,7 +1,6 @@
 package instance
 
 import (
-	"context"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -12,17 +11,7 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/journal"
 )
 
-// fromJournal folds what the journal says of the instance into status.
-func (r *Reconciler) fromJournal(ctx context.Context, si *v1alpha1.ServiceInstance, status *v1alpha1.ServiceInstanceStatus) error {
-	records, err := journal.CachedRecords(ctx, r.Client, r.Namespace, si.Namespace, string(si.UID))
-	if err != nil {
-		return fmt.Errorf("reading the operation records of instance %s/%s: %w", si.Namespace, si.Name, err)
-	}
-	applyJournal(si, status, records)
-	return nil
-}
-
-// applyJournal writes an answered operation into status once: its last
+// FromJournal writes an answered operation into status once: its last
 // operation and, for a committed provision, update or adoption, Ready,
 // InSync, the dashboard URL, the observed generation and what was applied.
 // Once the status reports that operation, it is not applied again, so that
@@ -32,7 +21,7 @@ func (r *Reconciler) fromJournal(ctx context.Context, si *v1alpha1.ServiceInstan
 // A commit the status never reported, because a later record (a failed
 // update, say) was answered before the status caught up with it, is
 // reported first, once: it moves the observed generation.
-func applyJournal(si *v1alpha1.ServiceInstance, status *v1alpha1.ServiceInstanceStatus, records []v1alpha1.BrokerOperation) {
+func (Kind) FromJournal(si *v1alpha1.ServiceInstance, status *v1alpha1.ServiceInstanceStatus, records []v1alpha1.BrokerOperation) {
 	answered := journal.Answered(records)
 	if c := journal.LastCommitted(records, v1alpha1.VerbProvision, v1alpha1.VerbUpdate, v1alpha1.VerbAdopt); c != nil && c != answered &&
 		c.Spec.Generation > status.ObservedGeneration {

@@ -38,7 +38,7 @@ func TestStatusFromTheJournal(t *testing.T) {
 		status := &v1alpha1.ServiceInstanceStatus{}
 		provision := rec("db-provision-1", v1alpha1.VerbProvision, v1alpha1.PhaseCommitted, spec, now)
 		records := []v1alpha1.BrokerOperation{provision}
-		applyJournal(si, status, records)
+		Kind{}.FromJournal(si, status, records)
 		assert.True(t, meta.IsStatusConditionTrue(status.Conditions, v1alpha1.ConditionReady))
 		assert.Equal(t, "Committed", meta.FindStatusCondition(status.Conditions, v1alpha1.ConditionInSync).Reason)
 		assert.Equal(t, "db-provision-1", status.LastOperation.OperationName)
@@ -51,7 +51,7 @@ func TestStatusFromTheJournal(t *testing.T) {
 
 		// Resync found drift since; the same record does not undo that.
 		meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: v1alpha1.ConditionInSync, Status: metav1.ConditionFalse, Reason: "PlanDrift"})
-		applyJournal(si, status, records)
+		Kind{}.FromJournal(si, status, records)
 		assert.Equal(t, "PlanDrift", meta.FindStatusCondition(status.Conditions, v1alpha1.ConditionInSync).Reason)
 	})
 
@@ -60,7 +60,7 @@ func TestStatusFromTheJournal(t *testing.T) {
 		provision := rec("db-provision-1", v1alpha1.VerbProvision, v1alpha1.PhaseCommitted, spec, now)
 		provision.Spec.Generation = 1
 		failed := rec("db-update-2", v1alpha1.VerbUpdate, v1alpha1.PhaseFailed, spec, now.Add(time.Second))
-		applyJournal(si, status, []v1alpha1.BrokerOperation{provision, failed})
+		Kind{}.FromJournal(si, status, []v1alpha1.BrokerOperation{provision, failed})
 		assert.True(t, meta.IsStatusConditionTrue(status.Conditions, v1alpha1.ConditionReady), "the provision is reported")
 		assert.True(t, meta.IsStatusConditionTrue(status.Conditions, v1alpha1.ConditionInSync))
 		require.NotNil(t, status.LastApplied, "resync has something to compare with")
@@ -70,7 +70,7 @@ func TestStatusFromTheJournal(t *testing.T) {
 
 		// Resync found drift since: the provision is not reported again.
 		meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: v1alpha1.ConditionInSync, Status: metav1.ConditionFalse, Reason: "PlanDrift"})
-		applyJournal(si, status, []v1alpha1.BrokerOperation{provision, failed})
+		Kind{}.FromJournal(si, status, []v1alpha1.BrokerOperation{provision, failed})
 		assert.Equal(t, "PlanDrift", meta.FindStatusCondition(status.Conditions, v1alpha1.ConditionInSync).Reason)
 	})
 
@@ -80,7 +80,7 @@ func TestStatusFromTheJournal(t *testing.T) {
 		update := rec("db-update-2", v1alpha1.VerbUpdate, v1alpha1.PhaseInProgress, spec, now.Add(time.Minute))
 		update.Status.TargetInSync = unknown
 		records := []v1alpha1.BrokerOperation{update, provision}
-		applyJournal(si, status, records)
+		Kind{}.FromJournal(si, status, records)
 		c := meta.FindStatusCondition(status.Conditions, v1alpha1.ConditionInSync)
 		assert.Equal(t, metav1.ConditionUnknown, c.Status)
 		assert.Equal(t, "connection reset", c.Message)
@@ -92,7 +92,7 @@ func TestStatusFromTheJournal(t *testing.T) {
 		update := rec("db-update-2", v1alpha1.VerbUpdate, v1alpha1.PhaseFailed, spec, now)
 		update.Status.TargetInSync = &v1alpha1.InSyncNote{Status: metav1.ConditionTrue, Reason: "BrokerRefused", Message: "kept"}
 		records := []v1alpha1.BrokerOperation{update}
-		applyJournal(si, status, records)
+		Kind{}.FromJournal(si, status, records)
 		assert.Equal(t, v1alpha1.StateFailed, status.LastOperation.State)
 		assert.Equal(t, "BrokerRefused", meta.FindStatusCondition(status.Conditions, v1alpha1.ConditionInSync).Reason)
 		assert.Nil(t, meta.FindStatusCondition(status.Conditions, v1alpha1.ConditionReady), "a failure does not make it ready")
@@ -104,11 +104,11 @@ func TestStatusFromTheJournal(t *testing.T) {
 		update := rec("db-update-2", v1alpha1.VerbUpdate, v1alpha1.PhaseCompensated, spec, now)
 		update.Status.TargetInSync = &v1alpha1.InSyncNote{Status: metav1.ConditionTrue, Reason: "Compensated", Message: "re-applied"}
 		records := []v1alpha1.BrokerOperation{update}
-		applyJournal(si, status, records)
+		Kind{}.FromJournal(si, status, records)
 		assert.Equal(t, "Compensated", meta.FindStatusCondition(status.Conditions, v1alpha1.ConditionInSync).Reason)
 		meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: v1alpha1.ConditionInSync, Status: metav1.ConditionFalse,
 			Reason: "ParametersDrift", LastTransitionTime: metav1.NewTime(now.Add(time.Hour))})
-		applyJournal(si, status, records)
+		Kind{}.FromJournal(si, status, records)
 		assert.Equal(t, "ParametersDrift", meta.FindStatusCondition(status.Conditions, v1alpha1.ConditionInSync).Reason, "what resync found later stays")
 	})
 }

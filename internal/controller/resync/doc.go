@@ -1,4 +1,4 @@
-// Package resync holds what the instance and binding controllers need to
+// Package resync holds what the reconciler of broker-backed objects needs to
 // keep an object's status an accurate picture of what its broker holds
 // after admission:
 //
@@ -11,6 +11,6 @@
 //   - status.go: setting a condition so that an unchanged result writes
 //     nothing.
 //
-// The controllers (internal/controller/instance, .../binding) fetch, and
-// write the result as the only writers of their kind's status.
+// The reconciler of broker-backed objects (internal/controller/brokered)
+// fetches, and writes the result as the only writer of their status.
 package resync

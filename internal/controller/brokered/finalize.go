@@ -1,4 +1,4 @@
-package controller
+package brokered
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/brokercall"
@@ -117,4 +118,40 @@ func Removed(res brokercall.Result) (bool, error) {
 // word is how messages name a kind: "instance", "binding".
 func word(k v1alpha1.TargetKind) string {
 	return strings.ToLower(strings.TrimPrefix(string(k), "Service"))
+}
+
+// finalize removes lockstep's finalizer from obj, being deleted, once the
+// broker no longer holds it, removing it there first when the delete
+// bypassed admission (see Finalize).
+func (r *Reconciler[T, S]) finalize(ctx context.Context, obj T) (ctrl.Result, error) {
+	readers := JournalReaders{Client: r.Client, APIReader: r.APIReader, Leases: r.Leases, Namespace: r.Namespace}
+	return Finalize(ctx, readers, obj, Removal{
+		Kind: r.Kind.Kind(), Verb: r.Kind.Delete(),
+		Remove:  func(ctx context.Context) (bool, error) { return r.remove(ctx, obj) },
+		Release: func(ctx context.Context) error { return r.Kind.Release(ctx, obj) },
+	})
+}
+
+// remove asks the broker to delete an object whose delete bypassed
+// admission, as a journaled operation lockstep makes on its own. It
+// reports done when the broker no longer holds it.
+func (r *Reconciler[T, S]) remove(ctx context.Context, obj T) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.Timeout)
+	defer cancel()
+	verb := r.Kind.Delete()
+	doing := map[v1alpha1.Verb]string{v1alpha1.VerbDeprovision: "deprovisioning", v1alpha1.VerbUnbind: "unbinding"}[verb]
+	t, _, err := r.target(ctx, obj, true)
+	if err != nil {
+		return false, fmt.Errorf("%s %s: %w", doing, r.named(obj), err)
+	}
+	res := r.Protocol.Carry(ctx, r.Kind.Request(verb, obj, t, r.Protocol.Lockstep("", brokercall.ReasonFinalizer)))
+	done, err := Removed(res)
+	if err != nil {
+		return false, fmt.Errorf("%s %s at broker %q: %w", doing, r.named(obj), t.Entry.Broker, err)
+	}
+	if done {
+		log.FromContext(ctx).Info("removed at its broker an object whose delete bypassed admission (the journal holds no delete of it)",
+			"kind", r.Kind.Kind(), "name", obj.GetName(), "verb", verb)
+	}
+	return done, nil
 }

@@ -1,0 +1,156 @@
+package brokered
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	runtimecontroller "sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/brokercall"
+	"github.com/lockstep-dev/lockstep/internal/catalog"
+	"github.com/lockstep-dev/lockstep/internal/controller/resync"
+	"github.com/lockstep-dev/lockstep/internal/journal"
+)
+
+// Config is what every Reconciler is given.
+type Config struct {
+	Client client.Client
+	// APIReader reads past the cache: the journal, before the finalizer
+	// concludes that a delete bypassed admission, and the Secrets of
+	// spec.parametersFrom.
+	APIReader client.Reader
+	// Namespace is lockstep's namespace (records of deletes in a namespace
+	// being deleted live there).
+	Namespace string
+	Catalogs  *catalog.Cache
+	Leases    *journal.Leases
+	// Protocol makes lockstep's own broker calls: resync's fetches, drift
+	// corrections and the finalizer's removals, each change journaled
+	// under the object's lock. Its Carrier never waits for a lock:
+	// another operation in flight is the operations reconciler's to
+	// follow.
+	Protocol *brokercall.Protocol
+	Recorder record.EventRecorder
+	// Timeout bounds the broker calls of one pass.
+	Timeout time.Duration
+	// ResyncInterval is the time between two fetches of one object from
+	// its broker (jittered to 90-100% of it); 0 turns resync off.
+	ResyncInterval time.Duration
+	// Limiter bounds resync's fetches per broker.
+	Limiter *resync.Limiter
+	// Workers is how many objects are reconciled at once (at least 1), so
+	// that resync's fetches at one slow broker do not hold up the others.
+	Workers int
+	Clock   clock.PassiveClock
+}
+
+// Reconciler is the controller of one kind of broker-backed object, and
+// the only writer of its status.
+type Reconciler[T client.Object, S any] struct {
+	Config
+	Kind Kind[T, S]
+
+	schedule resync.Schedule
+}
+
+// SetupWithManager registers the controller; it watches the objects, their
+// BrokerOperations, and what the kind adds.
+func (r *Reconciler[T, S]) SetupWithManager(mgr ctrl.Manager) error {
+	b := ctrl.NewControllerManagedBy(mgr).For(r.Kind.New()).
+		Watches(&v1alpha1.BrokerOperation{}, handler.EnqueueRequestsFromMapFunc(r.targetOf))
+	return r.Kind.Watch(b).
+		WithOptions(runtimecontroller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
+		Named(strings.ToLower(string(r.Kind.Kind()))).Complete(r)
+}
+
+// targetOf maps a BrokerOperation to its object.
+func (r *Reconciler[T, S]) targetOf(_ context.Context, o client.Object) []reconcile.Request {
+	op, ok := o.(*v1alpha1.BrokerOperation)
+	if !ok || op.Spec.Target.Kind != r.Kind.Kind() {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: journal.TargetNamespace(op), Name: op.Spec.Target.Name}}}
+}
+
+// Reconcile finishes the delete of an object being deleted; for any other,
+// it writes into the status what the journal says, when due what the
+// broker holds, and what the kind observes besides.
+func (r *Reconciler[T, S]) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	obj := r.Kind.New()
+	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.schedule.Forget(req.NamespacedName)
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, err
+	}
+	if obj.GetDeletionTimestamp() != nil {
+		return r.finalize(ctx, obj)
+	}
+	status := r.Kind.Status(obj.DeepCopyObject().(T))
+	records, err := journal.CachedRecords(ctx, r.Client, r.Namespace, obj.GetNamespace(), string(obj.GetUID()))
+	if err != nil {
+		return reconcile.Result{}, fmt.Errorf("reading the operation records of %s: %w", r.named(obj), err)
+	}
+	r.Kind.FromJournal(obj, status, records)
+	var res reconcile.Result
+	if r.ResyncInterval > 0 {
+		if res, err = r.resync(ctx, obj, status); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	if err := r.Kind.Observe(ctx, obj, status); err != nil {
+		return reconcile.Result{}, err
+	}
+	return res, PatchStatus(ctx, r.Client, r.Kind.Kind(), obj, r.Kind.Status(obj), status)
+}
+
+// target resolves where obj lives at its broker. wait says to wait for
+// the broker's catalog (the finalizer); without it, ok is false when the
+// catalog is not loaded, or the object's plan not in it (resync: admission
+// says so on the next change).
+func (r *Reconciler[T, S]) target(ctx context.Context, obj T, wait bool) (_ Target, ok bool, _ error) {
+	si, err := r.Kind.Instance(ctx, obj)
+	if err != nil {
+		return Target{}, false, err
+	}
+	var entry *catalog.Entry
+	if wait {
+		if entry, err = r.Catalogs.Wait(ctx, si.Spec.BrokerName); err != nil {
+			return Target{}, false, err
+		}
+	} else if entry, ok = r.Catalogs.Get(si.Spec.BrokerName); !ok {
+		return Target{}, false, nil
+	}
+	plan, err := entry.Find(si.Spec.ServiceName, si.Spec.PlanName)
+	if err != nil {
+		if wait {
+			return Target{}, false, err
+		}
+		return Target{}, false, nil
+	}
+	return Target{Instance: si, Entry: entry, Plan: plan}, true, nil
+}
+
+// named is how messages name obj: "instance team/db".
+func (r *Reconciler[T, S]) named(obj client.Object) string {
+	return fmt.Sprintf("%s %s/%s", word(r.Kind.Kind()), obj.GetNamespace(), obj.GetName())
+}
+
+func (r *Reconciler[T, S]) clock() clock.PassiveClock {
+	if r.Clock != nil {
+		return r.Clock
+	}
+	return clock.RealClock{}
+}
