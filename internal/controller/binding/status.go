@@ -65,7 +65,20 @@ func (r *Reconciler) ready(ctx context.Context, b *v1alpha1.ServiceBinding, stat
 	}
 	meta.SetStatusCondition(&status.Conditions, cond)
 	status.ObservedGeneration = b.Generation
+	status.Binding = provisioned(b, stored && bound(status))
 	return nil
+}
+
+// provisioned is status.binding, which makes the binding a Provisioned
+// Service of the Service Binding for Kubernetes specification: the name of
+// its Secret once the bind is committed and the Secret holds the
+// credentials, nil otherwise (while the bind runs, and once the Secret is
+// gone), so that nothing projects a Secret that is not there.
+func provisioned(b *v1alpha1.ServiceBinding, ready bool) *v1alpha1.BindingSecretReference {
+	if !ready {
+		return nil
+	}
+	return &v1alpha1.BindingSecretReference{Name: b.Spec.SecretName}
 }
 
 // bound reports whether the binding's bind (or adoption) finished at the
