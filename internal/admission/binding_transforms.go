@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	admissionv1 "k8s.io/api/admission/v1"
-	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -41,7 +40,7 @@ func (c *bindingTransforms) Check(ctx context.Context, a *Attributes[Binding], _
 		p := field.NewPath("spec", "secretTransforms").Index(i).Child("addKeysFrom", "secretRef", "name")
 		name := t.AddKeysFrom.SecretRef.Name
 		if c.access != nil {
-			ok, err := c.access.Allowed(ctx, a.User, authorizationv1.ResourceAttributes{Namespace: b.Namespace, Verb: "get", Resource: "secrets", Name: name})
+			ok, err := mayGetSecret(ctx, c.access, a.User, b.Namespace, name)
 			if err != nil {
 				return nil, nil, unavailable("%v; nothing was changed and the broker was not called: retry", err)
 			}
