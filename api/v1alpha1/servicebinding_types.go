@@ -30,6 +30,16 @@ type ServiceBindingSpec struct {
 	// ExternalID is the OSB binding_id. Defaulted to a new UUID.
 	// +optional
 	ExternalID string `json:"externalID,omitempty" lockstep:"createonly"`
+	// BindingType is the Secret's well-known entry "type" (Service Binding
+	// for Kubernetes), unless the broker sent a key "type". When empty,
+	// it is the service's first tag in the broker's catalog, else the
+	// service's name.
+	// +optional
+	BindingType string `json:"bindingType,omitempty" lockstep:"createonly"`
+	// SecretTransforms change the keys of the Secret, in order, every time
+	// lockstep writes it.
+	// +optional
+	SecretTransforms []SecretTransform `json:"secretTransforms,omitempty" lockstep:"createonly"`
 }
 
 // ServiceBindingStatus is what the broker confirmed.
@@ -51,6 +61,19 @@ type ServiceBindingStatus struct {
 	// without keeping the Secrets' values.
 	// +optional
 	ParametersDigest string `json:"parametersDigest,omitempty" lockstep:"readonly"`
+	// Binding names the Secret with the credentials once the bind is
+	// committed and the Secret exists: lockstep's ServiceBinding is a
+	// Provisioned Service of the Service Binding for Kubernetes
+	// specification.
+	// +optional
+	Binding *BindingSecretReference `json:"binding,omitempty" lockstep:"readonly"`
+}
+
+// BindingSecretReference names the Secret of a Provisioned Service, in
+// the same namespace.
+type BindingSecretReference struct {
+	// Name of the Secret.
+	Name string `json:"name"`
 }
 
 // ServiceBinding is a binding to a ServiceInstance; its credentials go into

@@ -70,7 +70,7 @@ func adoptableBinding(b Binding, t *Target) error {
 
 // adoptedBinding compares the binding the broker holds with the spec, and
 // stores its credentials in the binding's Secret, as a bind does.
-func (s *bindingBroker) adoptedBinding(ctx context.Context, b Binding, t *Target, held brokercall.Held) error {
+func (s *bindingBroker) adoptedBinding(ctx context.Context, b Binding, t *Target, o credentials.Offering, held brokercall.Held) error {
 	if held.Missing {
 		return statusError(http.StatusNotFound, metav1.StatusReasonNotFound,
 			"binding %q cannot adopt %q: broker %q holds no binding with this id for instance %q; nothing was created; "+
@@ -81,7 +81,7 @@ func (s *bindingBroker) adoptedBinding(ctx context.Context, b Binding, t *Target
 		return conflict("binding %q cannot adopt %q: broker %q holds it with %s; nothing was created; "+
 			"write the broker's values into the spec to adopt it as it is", b.Name, b.Spec.ExternalID, t.Entry.Broker, parametersDiffer(got.Parameters, want, t.Params))
 	}
-	if err := credentials.Write(ctx, s.writer, b, got.Credentials); err != nil {
+	if err := credentials.Write(ctx, s.writer, b, o, got.Credentials); err != nil {
 		return unavailable("binding %q adopted %q, but lockstep could not write Secret %q: %v; nothing was created (the broker keeps the binding): retry",
 			b.Name, b.Spec.ExternalID, b.Spec.SecretName, err)
 	}

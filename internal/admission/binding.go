@@ -80,6 +80,7 @@ func NewBindingValidator(d Deps, hooks *validate.Hooks[Binding]) *Validator[Bind
 			&bindingInstance{leases: d.Leases},
 			&planAccess[Binding]{rules: d.AccessRules, reader: d.Reader, use: bindingPlan},
 			&bindingSecret{reader: d.Secrets},
+			&bindingTransforms{secrets: d.Secrets, access: d.Access},
 		},
 		Steps: []Step[Binding]{
 			&bindingBroker{carry: newCarrier(d), writer: d.Writer},

@@ -50,7 +50,9 @@ func (s *bindingBroker) Admit(ctx context.Context, a *Attributes[Binding], t *Ta
 		if err := adoptableBinding(b, t); err != nil {
 			return nil, err
 		}
-		req.Adopt = func(ctx context.Context, held brokercall.Held) error { return s.adoptedBinding(ctx, b, t, held) }
+		req.Adopt = func(ctx context.Context, held brokercall.Held) error {
+			return s.adoptedBinding(ctx, b, t, req.Offering, held)
+		}
 	default:
 		ch = wording{
 			broker: t.Entry.Broker, kind: "binding",
@@ -62,7 +64,7 @@ func (s *bindingBroker) Admit(ctx context.Context, a *Attributes[Binding], t *Ta
 		}
 		req.Parameters = raw(mergedParams(t.Params, b.Spec.Parameters))
 		req.Store = func(ctx context.Context, creds map[string]any) error {
-			return credentials.Write(ctx, s.writer, b, creds)
+			return credentials.Write(ctx, s.writer, b, req.Offering, creds)
 		}
 	}
 	return s.carry.carryOut(ctx, req, ch)

@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -55,6 +56,7 @@ func TestBindingValidator(t *testing.T) {
 	db := instance("small", "")
 	fixed := instance("fixed", "", func(si *v1alpha1.ServiceInstance) { si.Name = "fixed"; si.Spec.ExternalID = "ext-fixed" })
 	foreign := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds", Namespace: "team"}, Data: map[string][]byte{"x": []byte("y")}}
+	extra := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "extra", Namespace: "team"}, Data: map[string][]byte{"ca.crt": []byte("pem")}}
 	tests := []struct {
 		name      string
 		op        admissionv1.Operation
@@ -66,10 +68,44 @@ func TestBindingValidator(t *testing.T) {
 		wantMsg   string
 		wantCalls map[fakebroker.Op]int
 		wantStore bool
+		// wantData are Secret entries besides the broker's credentials.
+		wantData  map[string]string
 		wantPhase v1alpha1.OperationPhase
 	}{
 		{name: "bind stores the credentials", op: admissionv1.Create, new: binding(`{"role":"reader"}`), objects: []runtime.Object{db},
 			wantCalls: map[fakebroker.Op]int{fakebroker.OpBind: 1}, wantStore: true},
+		{name: "bind writes the well-known entries: type from the service's first tag, provider from the broker", op: admissionv1.Create, new: binding(""), objects: []runtime.Object{db},
+			wantCalls: map[fakebroker.Op]int{fakebroker.OpBind: 1}, wantStore: true, wantData: map[string]string{"type": "sql", "provider": "acme"}},
+		{name: "bind applies the secret transforms", op: admissionv1.Create, objects: []runtime.Object{db, extra},
+			new: binding("", func(b *v1alpha1.ServiceBinding) {
+				b.Spec.BindingType = "postgresql"
+				b.Spec.SecretTransforms = []v1alpha1.SecretTransform{
+					{RenameKey: &v1alpha1.RenameKeyTransform{From: "username", To: "user"}},
+					{AddKey: &v1alpha1.AddKeyTransform{Key: "login", Template: ptr.To("{{.user}}")}},
+					{AddKeysFrom: &v1alpha1.AddKeysFromTransform{SecretRef: v1alpha1.LocalSecretReference{Name: "extra"}}},
+					{RemoveKey: &v1alpha1.RemoveKeyTransform{Key: "uri"}},
+				}
+			}),
+			wantCalls: map[fakebroker.Op]int{fakebroker.OpBind: 1}, wantStore: true,
+			wantData: map[string]string{"type": "postgresql", "provider": "acme", "user": "user-bind-1", "login": "user-bind-1", "ca.crt": "pem", "username": "", "uri": ""}},
+		{name: "a transform that does not parse is refused before the broker", op: admissionv1.Create, objects: []runtime.Object{db},
+			new: binding("", func(b *v1alpha1.ServiceBinding) {
+				b.Spec.SecretTransforms = []v1alpha1.SecretTransform{{AddKey: &v1alpha1.AddKeyTransform{Key: "uri", Template: ptr.To("{{.user")}}}
+			}),
+			wantCode: 422, wantMsg: `spec.secretTransforms[0].addKey.template: Invalid value: "{{.user": not a Go template`, wantCalls: map[fakebroker.Op]int{}},
+		{name: "a transform that copies from a missing Secret is refused before the broker", op: admissionv1.Create, objects: []runtime.Object{db},
+			new: binding("", func(b *v1alpha1.ServiceBinding) {
+				b.Spec.SecretTransforms = []v1alpha1.SecretTransform{{AddKeysFrom: &v1alpha1.AddKeysFromTransform{SecretRef: v1alpha1.LocalSecretReference{Name: "nope"}}}}
+			}),
+			wantCode: 422, wantMsg: `spec.secretTransforms[0].addKeysFrom.secretRef.name: Not found: "nope"`, wantCalls: map[fakebroker.Op]int{}},
+		{name: "a transform that cannot apply to the credentials: the bind is undone", op: admissionv1.Create, objects: []runtime.Object{db},
+			new: binding("", func(b *v1alpha1.ServiceBinding) {
+				b.Spec.SecretTransforms = []v1alpha1.SecretTransform{{RenameKey: &v1alpha1.RenameKeyTransform{From: "hostname", To: "host"}}}
+			}),
+			wantCode: 422, wantMsg: `spec.secretTransforms[0].renameKey.from: Invalid value: "hostname": the Secret holds no such key at this point (it holds: password, provider, type, uri, username); ` +
+				`check the key, or the transforms before this one; lockstep undoes it at the broker (orphan mitigation: its BrokerOperation shows the progress); nothing was created: ` +
+				`correct spec.secretTransforms for the keys the Secret holds, then create the binding again`,
+			wantCalls: map[fakebroker.Op]int{fakebroker.OpBind: 1}, wantPhase: v1alpha1.PhaseOrphaned},
 		{name: "dry-run bind calls nobody", op: admissionv1.Create, new: binding(""), objects: []runtime.Object{db}, dryRun: true,
 			wantCalls: map[fakebroker.Op]int{}},
 		{name: "missing instance", op: admissionv1.Create, new: binding(""),
@@ -163,6 +199,13 @@ func TestBindingValidator(t *testing.T) {
 				require.True(t, ok)
 				assert.Equal(t, held.Credentials["password"], string(s.Data["password"]))
 				assert.Equal(t, "b-uid", s.Labels[credentials.LabelBindingUID])
+				for k, v := range tt.wantData {
+					if v == "" {
+						assert.NotContains(t, s.Data, k)
+						continue
+					}
+					assert.Equal(t, v, string(s.Data[k]), "entry %q", k)
+				}
 			} else if err == nil {
 				assert.Equal(t, foreign.Data, s.Data, "only the foreign Secret may exist, unchanged")
 			}

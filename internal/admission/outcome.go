@@ -12,6 +12,7 @@ import (
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/broker/osbclient"
 	"github.com/lockstep-dev/lockstep/internal/brokercall"
+	"github.com/lockstep-dev/lockstep/internal/credentials"
 )
 
 // wording is how the messages of one broker call name it: what (a verb
@@ -94,9 +95,15 @@ func (c wording) tell(verb v1alpha1.Verb, res brokercall.Result) (admission.Warn
 		return nil, c.unknown(res)
 	}
 	var status apierrors.APIStatus
+	var transform *credentials.TransformError
 	switch {
 	case res.Failed != nil:
 		return nil, c.failed(res.Failed)
+	case res.Undo != "" && errors.As(res.Err, &transform):
+		return nil, statusError(http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, "%s", c.then(fmt.Sprintf(
+			"broker %q carried out the request to %s, but %s; lockstep undoes it at the broker (orphan mitigation: its BrokerOperation shows the progress); %s: "+
+				"correct spec.secretTransforms for the keys the Secret holds, then create the binding again",
+			c.broker, c.what, undoReason(res), c.stays)))
 	case res.Undo != "":
 		return nil, unavailable("%s", c.then(fmt.Sprintf("broker %q carried out the request to %s, but %s; lockstep undoes it at the broker (orphan mitigation: its BrokerOperation shows the progress); %s: retry",
 			c.broker, c.what, undoReason(res), c.stays)))

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -82,7 +83,7 @@ func (c *parametersFrom[T]) mayRead(ctx context.Context, a *Attributes[T], from 
 			continue
 		}
 		asked[name] = true
-		ok, err := c.access.Allowed(ctx, a.User, authorizationv1.ResourceAttributes{Namespace: ns, Verb: "get", Resource: "secrets", Name: name})
+		ok, err := mayGetSecret(ctx, c.access, a.User, ns, name)
 		if err != nil {
 			return nil, unavailable("%v; nothing was changed and the broker was not called: retry", err)
 		}
@@ -93,6 +94,13 @@ func (c *parametersFrom[T]) mayRead(ctx context.Context, a *Attributes[T], from 
 		}
 	}
 	return errs, nil
+}
+
+// mayGetSecret asks whether user may get the Secret name in namespace ns:
+// lockstep reads Secrets with its own rights, and uses a Secret's values
+// for a request only when its requester may read them too.
+func mayGetSecret(ctx context.Context, access Authorizer, user authenticationv1.UserInfo, ns, name string) (bool, error) {
+	return access.Allowed(ctx, user, authorizationv1.ResourceAttributes{Namespace: ns, Verb: "get", Resource: "secrets", Name: name})
 }
 
 // mergedParams returns the parameters to validate and send: the resolved

@@ -10,6 +10,7 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/broker/osbapi"
 	"github.com/lockstep-dev/lockstep/internal/broker/osbclient"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
+	"github.com/lockstep-dev/lockstep/internal/credentials"
 	"github.com/lockstep-dev/lockstep/internal/journal"
 )
 
@@ -31,6 +32,9 @@ type Request struct {
 	// Broker is the ServiceBroker's name and Client talks to it.
 	Broker string
 	Client *osbclient.Client
+	// Offering is the broker and service, for the well-known entries of a
+	// binding's Secret.
+	Offering credentials.Offering
 	// InstanceID and BindingID are the OSB ids (BindingID empty for an
 	// instance); ServiceID and PlanID the service and plan the change
 	// leaves the object on.
@@ -96,6 +100,7 @@ func ForBinding(verb v1alpha1.Verb, b *v1alpha1.ServiceBinding, si *v1alpha1.Ser
 		Broker: entry.Broker, Client: entry.Client,
 		InstanceID: si.Spec.ExternalID, BindingID: b.Spec.ExternalID, ServiceID: plan.Service.ID, PlanID: plan.Plan.ID,
 		Retrievable: plan.Service.BindingsRetrievable, Who: who,
+		Offering: credentials.Offering{Provider: entry.Broker, Service: plan.Service.Name, Tags: plan.Service.Tags},
 	}
 }
 
@@ -108,13 +113,14 @@ func ForRecord(verb v1alpha1.Verb, op *v1alpha1.BrokerOperation, entry *catalog.
 		Verb: verb, Kind: t.Kind, Namespace: journal.TargetNamespace(op), Name: t.Name, InstanceName: t.Name,
 		Broker: entry.Broker, Client: entry.Client,
 		InstanceID: t.ExternalID, ServiceID: op.Spec.ServiceID, PlanID: op.Spec.PlanID, PreviousPlanID: op.Spec.PreviousPlanID,
-		Who: who,
+		Who: who, Offering: credentials.Offering{Provider: entry.Broker},
 	}
 	if t.Kind == v1alpha1.KindServiceBinding {
 		r.InstanceID, r.BindingID = t.InstanceID, t.ExternalID
 	}
 	if s, ok := entry.Catalog.FindServiceByID(op.Spec.ServiceID); ok {
 		r.Retrievable = s.InstancesRetrievable
+		r.Offering.Service, r.Offering.Tags = s.Name, s.Tags
 		if t.Kind == v1alpha1.KindServiceBinding {
 			r.Retrievable = s.BindingsRetrievable
 		}

@@ -70,8 +70,10 @@ func (e *TakenError) Error() string {
 		e.Name, e.Namespace)
 }
 
-// Data turns broker credentials into Secret data: strings as they are,
-// anything else as JSON.
+// Data turns broker credentials into Secret data, one key per top-level
+// credential: a string as it is (a "uri" stays as the broker sent it),
+// anything else (a number, a boolean, a nested object or an array) as its
+// JSON text.
 func Data(creds map[string]any) (map[string][]byte, error) {
 	data := make(map[string][]byte, len(creds))
 	for k, v := range creds {
@@ -99,11 +101,28 @@ func Keys(creds map[string]any) []string {
 	return keys
 }
 
-// Write creates or replaces the binding's Secret with the credentials. It
-// refuses a Secret lockstep does not own. The binding need not exist yet:
-// the Secret is marked with its UID and adopted later.
-func Write(ctx context.Context, c client.Client, b *v1alpha1.ServiceBinding, creds map[string]any) error {
+// Content is what the binding's Secret holds for the broker's
+// credentials: Data, the well-known entries the broker did not send, and
+// then the binding's secret transforms (reader reads the Secrets they
+// copy from). Its error names a field path and keys, never a value.
+func Content(ctx context.Context, reader client.Reader, b *v1alpha1.ServiceBinding, o Offering, creds map[string]any) (map[string][]byte, error) {
 	data, err := Data(creds)
+	if err != nil {
+		return nil, err
+	}
+	addWellKnown(data, b, o)
+	if err := transform(ctx, reader, b, creds, data); err != nil {
+		return nil, err
+	}
+	return data, nil
+}
+
+// Write creates or replaces the binding's Secret with the credentials, as
+// Content makes them. It refuses a Secret lockstep does not own. The
+// binding need not exist yet: the Secret is marked with its UID and
+// adopted later.
+func Write(ctx context.Context, c client.Client, b *v1alpha1.ServiceBinding, o Offering, creds map[string]any) error {
+	data, err := Content(ctx, c, b, o, creds)
 	if err != nil {
 		return err
 	}

@@ -61,7 +61,7 @@ func TestWrite(t *testing.T) {
 				objects = append(objects, tt.existing)
 			}
 			c := newClient(t, objects...)
-			err := Write(context.Background(), c, tt.binding, map[string]any{"password": "s3cret", "port": 5432})
+			err := Write(context.Background(), c, tt.binding, Offering{}, map[string]any{"password": "s3cret", "port": 5432})
 
 			var got corev1.Secret
 			require.NoError(t, c.Get(context.Background(), client.ObjectKey{Namespace: "team", Name: tt.binding.Spec.SecretName}, &got))
@@ -97,7 +97,7 @@ func TestBindingName(t *testing.T) {
 func TestAdoptGivesTheSecretItsController(t *testing.T) {
 	b := binding(strings.Repeat("b", 80), "1")
 	c := newClient(t)
-	require.NoError(t, Write(context.Background(), c, b, map[string]any{"k": "v"}))
+	require.NoError(t, Write(context.Background(), c, b, Offering{}, map[string]any{"k": "v"}))
 	require.NoError(t, Adopt(context.Background(), c, b))
 	var got corev1.Secret
 	require.NoError(t, c.Get(context.Background(), client.ObjectKey{Namespace: "team", Name: b.Spec.SecretName}, &got))

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/credentials"
 )
 
 // externalIDPattern is what lockstep accepts as an OSB instance_id or
@@ -42,6 +43,7 @@ func ServiceBindingSpec(spec *v1alpha1.ServiceBindingSpec, path *field.Path) fie
 		}
 	}
 	errs = append(errs, externalID(spec.ExternalID, path.Child("externalID"))...)
+	errs = append(errs, credentials.CheckTransforms(spec.SecretTransforms, path.Child("secretTransforms"))...)
 	return errs
 }
 

@@ -22,7 +22,8 @@ import (
 
 // TestBindingReadySaysWhatHappened: Ready tells a bind still running from
 // a finished one whose Secret was deleted since, also after a refused
-// unbind.
+// unbind; status.binding names the Secret only while it holds the
+// credentials.
 func TestBindingReadySaysWhatHappened(t *testing.T) {
 	bound := &v1alpha1.LastOperation{Verb: v1alpha1.VerbBind, State: v1alpha1.StateSucceeded}
 	tests := []struct {
@@ -33,8 +34,11 @@ func TestBindingReadySaysWhatHappened(t *testing.T) {
 		wantStatus metav1.ConditionStatus
 		wantReason string
 		wantMsg    string
+		// wantSecret is status.binding.name ("" for none).
+		wantSecret string
 	}{
-		{name: "credentials stored", last: bound, secret: true, wantStatus: metav1.ConditionTrue, wantReason: "CredentialsStored", wantMsg: `credentials are in Secret "creds"`},
+		{name: "credentials stored", last: bound, secret: true, wantStatus: metav1.ConditionTrue, wantReason: "CredentialsStored", wantMsg: `credentials are in Secret "creds"`,
+			wantSecret: "creds"},
 		{name: "bind still running", wantStatus: metav1.ConditionFalse, wantReason: "CredentialsPending", wantMsg: "waiting for the broker to finish the bind"},
 		{name: "bind finished, Secret deleted since", last: bound, wantStatus: metav1.ConditionFalse, wantReason: "CredentialsMissing",
 			wantMsg: `Secret "creds" with its credentials is gone (deleted?); the broker gives credentials only once: delete this binding and create it again`},
@@ -69,6 +73,12 @@ func TestBindingReadySaysWhatHappened(t *testing.T) {
 			assert.Equal(t, tt.wantStatus, ready.Status)
 			assert.Equal(t, tt.wantReason, ready.Reason)
 			assert.Contains(t, ready.Message, tt.wantMsg)
+			if tt.wantSecret == "" {
+				assert.Nil(t, b.Status.Binding, "status.binding is cleared while the Secret is missing")
+			} else {
+				require.NotNil(t, b.Status.Binding)
+				assert.Equal(t, tt.wantSecret, b.Status.Binding.Name)
+			}
 		})
 	}
 }

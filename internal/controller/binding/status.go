@@ -64,12 +64,26 @@ func (k Kind) Observe(ctx context.Context, b *v1alpha1.ServiceBinding, status *v
 	}
 	meta.SetStatusCondition(&status.Conditions, cond)
 	status.ObservedGeneration = b.Generation
+	status.Binding = provisioned(b, stored && bound(status) && !brokered.IsGone(status.Conditions))
 	return nil
 }
 
 // Confirmed reports whether the binding's bind (or adoption) finished at
 // the broker.
 func (Kind) Confirmed(status *v1alpha1.ServiceBindingStatus) bool { return bound(status) }
+
+// provisioned is status.binding, which makes the binding a Provisioned
+// Service of the Service Binding for Kubernetes specification: the name of
+// its Secret once the bind is committed and the Secret holds the
+// credentials, nil otherwise (while the bind runs, once the Secret is gone,
+// and while the broker no longer holds the binding), so that nothing
+// projects credentials that are not there or may no longer work.
+func provisioned(b *v1alpha1.ServiceBinding, ready bool) *v1alpha1.BindingSecretReference {
+	if !ready {
+		return nil
+	}
+	return &v1alpha1.BindingSecretReference{Name: b.Spec.SecretName}
+}
 
 // bound reports whether the binding's bind (or adoption) finished at the
 // broker. An unbind is only asked of a bound binding, and one that did not

@@ -291,7 +291,7 @@ func (r *Operations) follow(ctx context.Context, op *v1alpha1.BrokerOperation) (
 			if err != nil {
 				return ctrl.Result{}, fmt.Errorf("reading the credentials of binding %s/%s: %w", b.Namespace, b.Name, err)
 			}
-			if err := credentials.Write(ctx, r.Client, b, creds); err != nil {
+			if err := credentials.Write(ctx, r.Client, b, req.Offering, creds); err != nil {
 				return ctrl.Result{}, err
 			}
 		}
