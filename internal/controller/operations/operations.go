@@ -16,6 +16,7 @@ package operations
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"sort"
@@ -62,8 +63,9 @@ const persistRecheck = 100 * time.Millisecond
 //     the API server holds the change as recorded, it was allowed, so the
 //     broker carried it out: Succeeded (answers of allowed operations are
 //     written after the reply). Otherwise treated as orphaned where the
-//     OSB spec asks for orphan mitigation (provision, bind), failed with
-//     an unknown outcome otherwise.
+//     OSB spec asks for orphan mitigation (provision, bind, an update the
+//     API server did not persist); otherwise the outcome is unknown, and
+//     the operation is followed (InProgress) until the broker tells.
 //
 // After a restart every non-final operation is picked up again, because
 // the records are in the API server.
@@ -190,8 +192,14 @@ func (r *Operations) pending(ctx context.Context, op *v1alpha1.BrokerOperation) 
 		return ctrl.Result{}, r.Journal.SetPhase(ctx, op, nil, journal.Answer{Phase: v1alpha1.PhaseOrphaned,
 			Description: "lockstep stopped before the broker's answer was recorded and the object never persisted; undoing whatever the broker did"})
 	}
-	return ctrl.Result{}, r.Journal.SetPhase(ctx, op, target, journal.Answer{Phase: v1alpha1.PhaseFailed,
-		Description: "lockstep stopped before the broker's answer was recorded; the outcome is unknown"})
+	// The broker may or may not have carried it out, and the API server
+	// does not tell: the outcome is unknown, and followed like that of any
+	// request that got no answer (follow asks the broker until it knows,
+	// then finishes, fails or undoes it).
+	err = errors.New("lockstep stopped before the broker's answer was recorded")
+	return ctrl.Result{}, r.Journal.SetPhase(ctx, op, target, journal.Answer{Phase: v1alpha1.PhaseInProgress,
+		Description: "lockstep stopped before the broker's answer was recorded; the outcome is unknown: following the operation",
+		InSync:      brokercall.UnknownNote(op.Name, op.Spec.Verb, err)})
 }
 
 // stillAtWork asks the broker about a Pending record that holds the lock

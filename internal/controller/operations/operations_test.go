@@ -177,16 +177,16 @@ func TestOperationsPendingTooLongIsSettled(t *testing.T) {
 			"the object exists with the recorded uid: the broker carried it out"},
 		{"update persisted as recorded", v1alpha1.VerbUpdate, "", "op", instance(spec, 1, false), v1alpha1.PhaseSucceeded,
 			"the recorded spec at the recorded generation: allowed, so carried out"},
-		{"update not persisted", v1alpha1.VerbUpdate, "", "op", instance(other, 1, false), v1alpha1.PhaseFailed,
-			"another spec at the recorded generation: the outcome is unknown"},
+		{"update not persisted", v1alpha1.VerbUpdate, "", "op", instance(other, 1, false), v1alpha1.PhaseInProgress,
+			"another spec at the recorded generation: the outcome is unknown, and followed"},
 		{"update never persisted", v1alpha1.VerbUpdate, "", "op", instance(other, 0, false), v1alpha1.PhaseOrphaned,
 			"the object is still at the generation before the update: the persisted spec is applied again"},
-		{"same spec at a later generation", v1alpha1.VerbUpdate, "", "op", instance(spec, 3, false), v1alpha1.PhaseFailed,
-			"the spec came back by a later change: this one's outcome is unknown"},
+		{"same spec at a later generation", v1alpha1.VerbUpdate, "", "op", instance(spec, 3, false), v1alpha1.PhaseInProgress,
+			"the spec came back by a later change: this one's outcome is unknown, and followed"},
 		{"deprovision carried out", v1alpha1.VerbDeprovision, "", "op", instance(spec, 1, true), v1alpha1.PhaseSucceeded,
 			"the object is being deleted: the delete was allowed"},
-		{"deprovision not carried out", v1alpha1.VerbDeprovision, "", "op", instance(spec, 1, false), v1alpha1.PhaseFailed,
-			"the object is not being deleted: the outcome is unknown"},
+		{"deprovision not carried out", v1alpha1.VerbDeprovision, "", "op", instance(spec, 1, false), v1alpha1.PhaseInProgress,
+			"the object is not being deleted: the outcome is unknown, and followed until the broker tells"},
 		{"update still running at the broker", v1alpha1.VerbUpdate, "", "op", instance(other, 1, false), v1alpha1.PhaseInProgress,
 			"the broker says in progress: followed, not settled"},
 		{"deprovision the broker finished", v1alpha1.VerbDeprovision, "", "op", instance(spec, 1, false), v1alpha1.PhaseInProgress,
@@ -386,4 +386,53 @@ func TestOperationsOrphanMitigationBacksOff(t *testing.T) {
 	assert.Equal(t, v1alpha1.PhaseCompensated, h.phase(t, "op"))
 	_, held := h.broker.Binding("ext-1", "bind-1")
 	assert.False(t, held)
+}
+
+// TestOperationsCutShortIsFollowedToItsEnd: a deprovision whose replica
+// stopped before the broker's answer was recorded, with the object still
+// there and not being deleted, and a broker that does not answer the
+// first question about it: the outcome is unknown, so the operation is
+// followed (InProgress, InSync Unknown), never settled Failed; once the
+// broker tells, it ends the way the broker says.
+func TestOperationsCutShortIsFollowedToItsEnd(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		brokerHeld bool // the broker still holds the instance
+		want       v1alpha1.OperationPhase
+		wantGone   bool // the object is deleted
+	}{
+		{name: "the broker carried the deprovision out", want: v1alpha1.PhaseSucceeded, wantGone: true},
+		{name: "the broker never got it", brokerHeld: true, want: v1alpha1.PhaseFailed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := v1alpha1.ServiceInstanceSpec{BrokerName: "acme", ServiceName: "db", PlanName: "small", ExternalID: "ext-1"}
+			si := &v1alpha1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "team", UID: "uid-1", Generation: 1}, Spec: spec}
+			rec := opRecord("op", v1alpha1.VerbDeprovision, "", spec, time.Now().Add(-time.Minute))
+			rec.Status.CompletionTime = nil
+			h := newOpsHarness(t, si, rec)
+			if tc.brokerHeld {
+				h.broker.PutInstance(fakebroker.Instance{ID: "ext-1", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID})
+			}
+			h.broker.Script(fakebroker.OpInstanceLastOperation, fakebroker.Respond{Status: http.StatusServiceUnavailable, Description: "maintenance"})
+			key := journal.Key{Kind: "ServiceInstance", Namespace: "team", Name: "db", ExternalID: "ext-1"}
+			_, ok, err := h.r.Leases.Acquire(context.Background(), key, &journal.Operation{Record: "op", Started: h.clock.Now()})
+			require.NoError(t, err)
+			require.True(t, ok)
+
+			h.reconcile(t, "op")
+			var op v1alpha1.BrokerOperation
+			require.NoError(t, h.client.Get(context.Background(), client.ObjectKey{Namespace: "team", Name: "op"}, &op))
+			assert.Equal(t, v1alpha1.PhaseInProgress, op.Status.Phase, "an unknown outcome is followed, not failed")
+			require.NotNil(t, op.Status.TargetInSync)
+			assert.Equal(t, metav1.ConditionUnknown, op.Status.TargetInSync.Status)
+			held, err := h.r.Leases.HeldBy(context.Background(), key)
+			require.NoError(t, err)
+			assert.Equal(t, "op", held, "the operation keeps the object's lock")
+
+			h.reconcile(t, "op")
+			assert.Equal(t, tc.want, h.phase(t, "op"))
+			err = h.client.Get(context.Background(), client.ObjectKeyFromObject(si), &v1alpha1.ServiceInstance{})
+			assert.Equal(t, tc.wantGone, apierrors.IsNotFound(err), "the object goes only when the broker deprovisioned it")
+		})
+	}
 }
