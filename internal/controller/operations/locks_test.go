@@ -19,6 +19,23 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/journal"
 )
 
+// lockCutShort takes the lock of instance team/name for an operation of
+// verb by alice, as admission does before the broker call, and writes no
+// record, as when lockstep stops then; it returns the record the lock
+// carries.
+func (h *opsHarness) lockCutShort(t *testing.T, name string, verb v1alpha1.Verb) *v1alpha1.BrokerOperation {
+	t.Helper()
+	si := &v1alpha1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: name, UID: types.UID("uid-" + name), Generation: 1}}
+	in := journal.Intent{ID: "op-" + name, Target: si, Kind: v1alpha1.KindServiceInstance, ExternalID: "ext-" + name, Broker: "acme",
+		Verb: verb, User: authenticationv1.UserInfo{Username: "alice"}, SpecHash: journal.SpecHash(si.Spec)}
+	draft := h.r.Journal.Draft(in)
+	_, ok, err := h.r.Leases.Acquire(context.Background(), journal.KeyOf(v1alpha1.KindServiceInstance, si),
+		&journal.Operation{ID: in.ID, Verb: in.Verb, User: "alice", Started: h.clock.Now(), Record: draft.Name, Intent: draft})
+	require.NoError(t, err)
+	require.True(t, ok)
+	return draft
+}
+
 // Locks writes the record a lock carries once the lock is older than an
 // admission can last and nobody wrote the record; the operations
 // reconciler then settles it.
@@ -37,14 +54,7 @@ func TestLocksRestoreTheRecordsOfOperationsCutShort(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newOpsHarness(t)
 			ctx := context.Background()
-			si := &v1alpha1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "db", UID: "uid-1", Generation: 1}}
-			in := journal.Intent{ID: "0123456789", Target: si, Kind: v1alpha1.KindServiceInstance, ExternalID: "ext-1", Broker: "acme",
-				Verb: v1alpha1.VerbProvision, User: authenticationv1.UserInfo{Username: "alice"}, SpecHash: journal.SpecHash(si.Spec)}
-			draft := h.r.Journal.Draft(in)
-			_, ok, err := h.r.Leases.Acquire(ctx, journal.KeyOf(v1alpha1.KindServiceInstance, si),
-				&journal.Operation{ID: in.ID, Verb: in.Verb, User: "alice", Started: h.clock.Now(), Record: draft.Name, Intent: draft})
-			require.NoError(t, err)
-			require.True(t, ok)
+			draft := h.lockCutShort(t, "db", v1alpha1.VerbProvision)
 			if tt.written {
 				require.NoError(t, h.r.Journal.Write(ctx, draft.DeepCopy()))
 			}
@@ -76,15 +86,7 @@ func TestLocksScanGoesOnPastALockItCannotRestore(t *testing.T) {
 	ctx := context.Background()
 	var drafts []*v1alpha1.BrokerOperation
 	for _, name := range []string{"db", "cache", "queue"} {
-		si := &v1alpha1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: name, UID: types.UID("uid-" + name), Generation: 1}}
-		in := journal.Intent{ID: "op-" + name, Target: si, Kind: v1alpha1.KindServiceInstance, ExternalID: "ext-" + name, Broker: "acme",
-			Verb: v1alpha1.VerbDeprovision, User: authenticationv1.UserInfo{Username: "alice"}, SpecHash: journal.SpecHash(si.Spec)}
-		draft := h.r.Journal.Draft(in)
-		_, ok, err := h.r.Leases.Acquire(ctx, journal.KeyOf(v1alpha1.KindServiceInstance, si),
-			&journal.Operation{ID: in.ID, Verb: in.Verb, User: "alice", Started: h.clock.Now(), Record: draft.Name, Intent: draft})
-		require.NoError(t, err)
-		require.True(t, ok)
-		drafts = append(drafts, draft)
+		drafts = append(drafts, h.lockCutShort(t, name, v1alpha1.VerbDeprovision))
 	}
 	// The first record the scan writes, whichever lock it comes from,
 	// is refused by the API server.
