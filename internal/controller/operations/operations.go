@@ -168,7 +168,7 @@ func (r *Operations) pending(ctx context.Context, op *v1alpha1.BrokerOperation) 
 		// The broker's answer was never recorded, and the broker is still
 		// working on it (or finished a delete the API server does not show
 		// yet): follow it like any operation in progress.
-		return ctrl.Result{}, r.Journal.SetPhase(ctx, op, target, journal.Answer{Phase: v1alpha1.PhaseInProgress,
+		return ctrl.Result{}, r.takeUp(ctx, op, target, journal.Answer{Phase: v1alpha1.PhaseInProgress,
 			Description: "lockstep stopped before recording the broker's answer; the broker is still at work on it: following the operation"})
 	}
 	if persistedAsRecorded(op, target) {
@@ -197,9 +197,20 @@ func (r *Operations) pending(ctx context.Context, op *v1alpha1.BrokerOperation) 
 	// request that got no answer (follow asks the broker until it knows,
 	// then finishes, fails or undoes it).
 	err = errors.New("lockstep stopped before the broker's answer was recorded")
-	return ctrl.Result{}, r.Journal.SetPhase(ctx, op, target, journal.Answer{Phase: v1alpha1.PhaseInProgress,
+	return ctrl.Result{}, r.takeUp(ctx, op, target, journal.Answer{Phase: v1alpha1.PhaseInProgress,
 		Description: "lockstep stopped before the broker's answer was recorded; the outcome is unknown: following the operation",
 		InSync:      brokercall.UnknownNote(op.Name, op.Spec.Verb, err)})
+}
+
+// takeUp moves a record cut short to InProgress, to be followed. The
+// object's lock was not renewed since lockstep stopped, and a Pending
+// record is all that kept it: it is renewed first, so that it stays with
+// the operation while it is followed.
+func (r *Operations) takeUp(ctx context.Context, op *v1alpha1.BrokerOperation, target client.Object, a journal.Answer) error {
+	if err := r.Leases.Renew(ctx, r.key(op), op.Name); err != nil {
+		return err
+	}
+	return r.Journal.SetPhase(ctx, op, target, a)
 }
 
 // stillAtWork asks the broker about a Pending record that holds the lock
