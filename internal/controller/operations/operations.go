@@ -7,7 +7,8 @@ package operations
 // unbind the broker confirmed after admission answered (delete). It lists
 // lockstep's locks (Leases, read directly, never cached) to find the
 // operations cut short before their record was written, and writes the
-// record from the lock.
+// record from the lock; a record whose namespace is gone is moved to
+// lockstep's namespace (create, delete).
 //
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=list
 // +kubebuilder:rbac:groups=lockstep.dev,resources=brokeroperations,verbs=list;watch;delete
@@ -121,21 +122,54 @@ func (r *Operations) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.Timeout)
 	defer cancel()
+	if r.moved(ctx, &op) {
+		return ctrl.Result{}, r.Journal.Rehome(ctx, &op)
+	}
+	recorded := op.DeepCopy()
+	res, err := r.settle(ctx, &op)
+	if journal.NamespaceGone(err) {
+		// The record's namespace is gone and nothing can be written
+		// there: it is moved, as it is recorded, to lockstep's namespace
+		// and followed there, where the step that failed is taken again.
+		log.FromContext(ctx).Info("the namespace of an operation record is gone; moving the record to lockstep's namespace",
+			"operation", op.Name, "namespace", op.Namespace)
+		return ctrl.Result{}, r.Journal.Rehome(ctx, recorded)
+	}
+	return res, err
+}
+
+// settle takes op one step towards a final phase.
+func (r *Operations) settle(ctx context.Context, op *v1alpha1.BrokerOperation) (ctrl.Result, error) {
 	switch op.Status.Phase {
 	case "", v1alpha1.PhasePending:
-		return r.pending(ctx, &op)
+		return r.pending(ctx, op)
 	case v1alpha1.PhaseInProgress:
-		return r.follow(ctx, &op)
+		return r.follow(ctx, op)
 	case v1alpha1.PhaseSucceeded:
-		return r.commit(ctx, &op)
+		return r.commit(ctx, op)
 	case v1alpha1.PhaseOrphaned:
-		return r.compensate(ctx, &op)
+		return r.compensate(ctx, op)
 	default: // Failed, Committed, Compensated
-		if err := r.finish(ctx, &op); err != nil {
+		if err := r.finish(ctx, op); err != nil {
 			return ctrl.Result{}, err
 		}
-		return r.expire(ctx, &op)
+		return r.expire(ctx, op)
 	}
+}
+
+// moved reports whether op was moved to lockstep's namespace already (see
+// journal.Rehome) and is left where it was only because it could not be
+// deleted there: the copy is the one followed.
+func (r *Operations) moved(ctx context.Context, op *v1alpha1.BrokerOperation) bool {
+	home := r.Journal.Namespace
+	if home == "" || op.Namespace == home {
+		return false
+	}
+	var copied v1alpha1.BrokerOperation
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: home, Name: op.Name}, &copied); err != nil {
+		return false
+	}
+	return journal.TargetNamespace(&copied) == op.Namespace && copied.Spec.Target.UID == op.Spec.Target.UID
 }
 
 func (r *Operations) pending(ctx context.Context, op *v1alpha1.BrokerOperation) (ctrl.Result, error) {

@@ -14,11 +14,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/broker/fakebroker"
@@ -437,4 +439,64 @@ func TestOperationsCutShortIsFollowedToItsEnd(t *testing.T) {
 			assert.Equal(t, tc.wantGone, apierrors.IsNotFound(err), "the object goes only when the broker deprovisioned it")
 		})
 	}
+}
+
+// TestOperationsRecordOfANamespaceGoneIsMovedAndFollowed: the namespace
+// controller may remove a namespace and leave the records in it (after a
+// kube-apiserver restart, before lockstep's kinds are served again); the
+// API server then refuses every write of them. Such a record is moved to
+// lockstep's namespace with its status, and followed there to its end:
+// here a provision whose object never persisted, undone at the broker.
+func TestOperationsRecordOfANamespaceGoneIsMovedAndFollowed(t *testing.T) {
+	spec := v1alpha1.ServiceInstanceSpec{ServiceName: "db", PlanName: "small", ExternalID: "ext-1"}
+	rec := opRecord("op", v1alpha1.VerbProvision, v1alpha1.PhaseSucceeded, spec, time.Now().Add(-time.Minute))
+	rec.Spec.Target.Namespace = ""
+	h := newOpsHarness(t, rec)
+	h.broker.PutInstance(fakebroker.Instance{ID: "ext-1", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID})
+	gone := func(obj client.Object) error {
+		if _, ok := obj.(*v1alpha1.BrokerOperation); ok && obj.GetNamespace() == "team" {
+			return apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, "team")
+		}
+		return nil
+	}
+	c := interceptor.NewClient(h.client.(client.WithWatch), interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if err := gone(obj); err != nil {
+				return err
+			}
+			return c.Create(ctx, obj, opts...)
+		},
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			if err := gone(obj); err != nil {
+				return err
+			}
+			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+		},
+	})
+	h.r.Client = c
+	h.r.Journal = &journal.Journal{Client: c, Namespace: "lockstep-system", Clock: h.clock}
+	key := journal.Key{Kind: "ServiceInstance", Namespace: "team", Name: "db", ExternalID: "ext-1"}
+	_, ok, err := h.r.Leases.Acquire(context.Background(), key, &journal.Operation{Record: "op", Started: h.clock.Now()})
+	require.NoError(t, err)
+	require.True(t, ok)
+	h.clock.Step(time.Minute) // past the grace: the object never persisted
+
+	h.reconcile(t, "op")
+	err = h.client.Get(context.Background(), client.ObjectKey{Namespace: "team", Name: "op"}, &v1alpha1.BrokerOperation{})
+	assert.True(t, apierrors.IsNotFound(err), "the record is gone from the namespace that is gone")
+	moved := func() *v1alpha1.BrokerOperation {
+		var op v1alpha1.BrokerOperation
+		require.NoError(t, h.client.Get(context.Background(), client.ObjectKey{Namespace: "lockstep-system", Name: "op"}, &op), "moved to lockstep's namespace")
+		return &op
+	}
+	assert.Equal(t, v1alpha1.PhaseSucceeded, moved().Status.Phase, "with its status")
+	assert.Equal(t, "team", moved().Spec.Target.Namespace, "still about its object's namespace")
+
+	for range 3 {
+		_, err := h.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "lockstep-system", Name: "op"}})
+		require.NoError(t, err)
+	}
+	assert.Equal(t, v1alpha1.PhaseCompensated, moved().Status.Phase)
+	_, held := h.broker.Instance("ext-1")
+	assert.False(t, held, "what the provision left at the broker is undone")
 }
