@@ -23,6 +23,7 @@ import (
 	"sort"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
@@ -468,6 +469,14 @@ func (r *Operations) compensate(ctx context.Context, op *v1alpha1.BrokerOperatio
 	case v1alpha1.VerbUpdate:
 		what = "re-applied the persisted spec at the broker"
 		err = r.reapply(ctx, op, target)
+		if err != nil && target != nil && r.namespaceGone(ctx, target.GetNamespace()) {
+			// The instance is left in a namespace that no longer exists
+			// (removed while lockstep's kinds were not served): nobody
+			// can see or change it, and what its spec refers to (its
+			// Secrets) went with the namespace, so it can never be
+			// re-applied.
+			what, err = "nothing re-applied: the instance's namespace no longer exists, so nobody can see or change it", nil
+		}
 	case v1alpha1.VerbDeprovision, v1alpha1.VerbUnbind:
 		what = "finished the delete the broker had already carried out"
 		if target != nil && target.GetDeletionTimestamp() == nil {
@@ -524,6 +533,13 @@ func (r *Operations) reapply(ctx context.Context, op *v1alpha1.BrokerOperation, 
 		return err
 	}
 	return compensated(r.Protocol.Send(ctx, req, string(op.UID)), "apply the persisted spec again")
+}
+
+// namespaceGone reports whether the namespace name no longer exists; any
+// doubt is false.
+func (r *Operations) namespaceGone(ctx context.Context, name string) bool {
+	err := r.Client.Get(ctx, client.ObjectKey{Name: name}, &corev1.Namespace{})
+	return apierrors.IsNotFound(err)
 }
 
 // compensated is what a compensation's broker call to do what came to:

@@ -500,3 +500,38 @@ func TestOperationsRecordOfANamespaceGoneIsMovedAndFollowed(t *testing.T) {
 	_, held := h.broker.Instance("ext-1")
 	assert.False(t, held, "what the provision left at the broker is undone")
 }
+
+// TestOperationsOrphanedUpdateInANamespaceGone: an orphaned update is
+// compensated by applying the persisted spec again; when that fails and
+// the instance's namespace no longer exists (the namespace controller
+// removed it while lockstep's kinds were not served), nobody can see or
+// change the instance and what its spec refers to went with the
+// namespace: there is nothing to re-apply, and the operation ends. While
+// the namespace exists, the compensation is tried again.
+func TestOperationsOrphanedUpdateInANamespaceGone(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		namespace bool // the instance's namespace exists
+		want      v1alpha1.OperationPhase
+	}{
+		{name: "namespace gone", want: v1alpha1.PhaseCompensated},
+		{name: "namespace still there", namespace: true, want: v1alpha1.PhaseOrphaned},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := v1alpha1.ServiceInstanceSpec{BrokerName: "acme", ServiceName: "db", PlanName: "small", ExternalID: "ext-1",
+				ParametersFrom: []v1alpha1.ParametersFromSource{{SecretKeyRef: v1alpha1.SecretKeyReference{Name: "db-params", Key: "params"}}}}
+			si := &v1alpha1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "team", UID: "uid-1", Generation: 1}, Spec: spec}
+			objects := []client.Object{si, opRecord("op", v1alpha1.VerbUpdate, v1alpha1.PhaseOrphaned, spec, time.Now())}
+			if tc.namespace {
+				objects = append(objects, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"}})
+			}
+			h := newOpsHarness(t, objects...)
+			h.r.Secrets = h.client // the Secret went with the namespace
+			h.broker.PutInstance(fakebroker.Instance{ID: "ext-1", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID})
+
+			h.reconcile(t, "op")
+			assert.Equal(t, tc.want, h.phase(t, "op"))
+			assert.Zero(t, h.broker.Count(fakebroker.OpUpdate), "nothing is sent without the Secret's parameters")
+		})
+	}
+}
