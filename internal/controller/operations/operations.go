@@ -536,9 +536,12 @@ func (r *Operations) reapply(ctx context.Context, op *v1alpha1.BrokerOperation, 
 }
 
 // namespaceGone reports whether the namespace name no longer exists; any
-// doubt is false.
+// doubt is false. It reads the namespace's metadata only, as admission
+// does, from the same cache.
 func (r *Operations) namespaceGone(ctx context.Context, name string) bool {
-	err := r.Client.Get(ctx, client.ObjectKey{Name: name}, &corev1.Namespace{})
+	ns := &metav1.PartialObjectMetadata{}
+	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+	err := r.Client.Get(ctx, client.ObjectKey{Name: name}, ns)
 	return apierrors.IsNotFound(err)
 }
 
