@@ -67,6 +67,20 @@ func (c *carrier) carryOut(ctx context.Context, req brokercall.Request, ch wordi
 		c.log.Info("identical change already carried out at the broker; allowed without a broker call",
 			"object", client.ObjectKeyFromObject(target).String(), "operation", res.Holder.Record)
 		return nil, nil
+	case res.Repeat:
+		// The API server's retry of a request whose webhook call was cut
+		// short finds the lock held by its own first try, whose broker
+		// call may have gone out: neither allowed nor refused, as for any
+		// request that got no answer.
+		c.log.Info("the same change by the same user holds the lock; its outcome is not known yet",
+			"object", client.ObjectKeyFromObject(target).String(), "operation", res.Holder.Record)
+		msg := fmt.Sprintf("%s %s %q: this very change, asked by %q, is in flight at the broker already (%s) and its answer is not known here: "+
+			"the outcome is unknown; nothing more was sent to the broker, and lockstep follows that operation to its end (the object's InSync condition and its BrokerOperation show the progress)",
+			req.Verb, kindWord(req.Kind), target.GetName(), req.Who.User.Username, res.Holder)
+		if req.Verb == v1alpha1.VerbDeprovision || req.Verb == v1alpha1.VerbUnbind {
+			msg += "; should the broker not carry it out, " + wayOut(req.Kind, target.GetNamespace(), target.GetName())
+		}
+		return nil, unavailable("%s", msg)
 	case res.LockErr != nil:
 		return nil, unavailable("could not take the lock of %s %q: %v; nothing was changed: retry", req.Kind, target.GetName(), res.LockErr)
 	case res.Holder != nil || !res.Called():

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admission/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -268,4 +269,42 @@ func TestCarrierCrashPointsAreClosed(t *testing.T) {
 			}
 		})
 	}
+}
+
+// When the replica serving a webhook call stops after the broker call, the
+// API server asks the webhooks again for the same request. The retry finds
+// the lock held by its own first try, whose outcome nobody knows yet: it
+// is told that the outcome is unknown (never that another change is in
+// flight, which claims the broker holds what it held), the broker is not
+// asked again, and the operations reconciler follows the first try to
+// its end.
+func TestCarrierRetryOfARequestCutShortIsAnsweredUnknown(t *testing.T) {
+	persisted := instance("small", "", func(si *v1alpha1.ServiceInstance) { si.Generation = 1 })
+	h := newHarness(t, persisted.DeepCopy())
+	h.broker.PutInstance(fakebroker.Instance{ID: "ext-1", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID})
+	c := h.validator.Steps[0].(*instanceBroker).carry
+	c.protocol.Carrier.Crash = func(p journal.Point) bool { return p == journal.BeforeReply }
+	_, err := h.admit(admissionv1.Delete, persisted, nil, false)
+	require.Error(t, err, "the replica stopped after the broker call, before it replied")
+	require.Equal(t, 1, h.broker.Count(fakebroker.OpDeprovision))
+	c.protocol.Carrier.Crash = nil
+
+	_, err = h.admit(admissionv1.Delete, persisted, nil, false)
+	require.Error(t, err)
+	var status apierrors.APIStatus
+	require.ErrorAs(t, err, &status)
+	msg := status.Status().Message
+	assert.Contains(t, msg, "the outcome is unknown")
+	assert.Contains(t, msg, "this very change")
+	assert.NotContains(t, msg, "another change")
+	assert.Equal(t, 1, h.broker.Count(fakebroker.OpDeprovision), "the broker is not asked again")
+
+	h.settle(t)
+	records := h.records(t)
+	require.Len(t, records, 1, "one operation, written from the lock")
+	assert.Equal(t, v1alpha1.PhaseCommitted, records[0].Status.Phase)
+	current := &v1alpha1.ServiceInstance{}
+	err = h.client.Get(context.Background(), client.ObjectKeyFromObject(persisted), current)
+	assert.True(t, apierrors.IsNotFound(err) || current.DeletionTimestamp != nil, "the delete the broker carried out is finished")
+	assert.Empty(t, h.lockHeldBy(t), "the lock is released")
 }

@@ -37,7 +37,7 @@ type Protocol struct {
 // has the record written with it (after the caller's reply when the
 // Carrier has an After). A live holder of the lock, or a lock that cannot
 // be taken, returns at once without a broker call (Result.Holder,
-// Result.Identical, Result.LockErr).
+// Result.Identical, Result.Repeat, Result.LockErr).
 func (p *Protocol) Carry(ctx context.Context, req Request) Result {
 	in := p.intent(req)
 	record := journal.OperationName(req.Object.GetName(), req.Verb, in.ID)
@@ -55,7 +55,7 @@ func (p *Protocol) Carry(ctx context.Context, req Request) Result {
 		}
 		return p.answer(req, record, res)
 	})
-	res.Holder, res.Identical, res.LockErr = out.Holder, out.Identical, out.LockErr
+	res.Holder, res.Identical, res.Repeat, res.LockErr = out.Holder, out.Identical, out.Repeat, out.LockErr
 	res.Record, res.Stopped, res.Writes = out.Record, out.Stopped, out.Writes
 	return res
 }

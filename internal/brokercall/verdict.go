@@ -73,6 +73,10 @@ type Result struct {
 	// Identical says that the holder already carried out this very
 	// change: allowed without a broker call.
 	Identical bool
+	// Repeat says that the holder is this very change by the same user,
+	// its outcome not known yet (see journal.Outcome.Repeat): the broker
+	// was not called again.
+	Repeat bool
 	// LockErr is why the lock could not be taken: the broker was not
 	// called.
 	LockErr error

@@ -337,6 +337,7 @@ func holderOf(lease *coordinationv1.Lease) *Operation {
 	if lease.Spec.AcquireTime != nil {
 		op.Started = lease.Spec.AcquireTime.Time
 	}
+	op.Intent, _ = IntentOf(lease) // a lock whose intent cannot be read carries none
 	return op
 }
 

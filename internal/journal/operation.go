@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
@@ -27,8 +28,21 @@ type Operation struct {
 	Namespace, Name string
 	// Intent is the operation's record as it is to be written, carried
 	// by the lock until the record itself is (see Carrier.Run); nil for
-	// a holder read back from a lock.
+	// a holder read back from a lock that carries none.
 	Intent *v1alpha1.BrokerOperation
+}
+
+// Repeats reports whether the operation is change asked for by user: the
+// same verb of the same spec of the same object, by the same user. The
+// API server asks the webhooks again for a request whose webhook call was
+// cut short (the replica serving it stopped), and the retry then finds
+// the lock held by its own first try.
+func (o *Operation) Repeats(change Change, user authenticationv1.UserInfo) bool {
+	if o == nil || o.Intent == nil {
+		return false
+	}
+	who := o.Intent.Spec.Requester
+	return ChangeOf(o.Intent) == change && who.Username == user.Username && who.UID == user.UID
 }
 
 // About reports whether the operation changes obj (a holder read back

@@ -72,6 +72,12 @@ type Outcome struct {
 	// Identical says the holder already carried out this very change: the
 	// request is allowed without a broker call.
 	Identical bool
+	// Repeat says the holder is this very change, asked by the same user,
+	// and not known to be carried out: typically the API server's retry
+	// of a request whose webhook call was cut short. The broker was not
+	// called again; the holder's outcome is this request's, and it is not
+	// known yet.
+	Repeat bool
 	// LockErr is why the lock could not be written: the broker was not
 	// called.
 	LockErr error
@@ -113,6 +119,7 @@ func (c *Carrier) Run(ctx context.Context, in Intent, call Call) Outcome {
 		return out
 	case !ok:
 		out.Holder, out.Identical = holder, identical
+		out.Repeat = !identical && holder.Repeats(change, in.User)
 		return out
 	}
 	out.Record = draft.Name

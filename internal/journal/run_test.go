@@ -202,3 +202,42 @@ func TestRunAllowsTheRetryOfAChangeCarriedOut(t *testing.T) {
 	})
 	assert.True(t, out.Identical)
 }
+
+// The API server asks the webhooks again for a request whose webhook call
+// was cut short: the retry finds the lock held by its own first try, whose
+// outcome nobody knows yet. Run says so (Repeat) without calling the
+// broker again; the same change by someone else, or another change, is
+// just another operation in flight.
+func TestRunTellsTheRetryOfAChangeCutShort(t *testing.T) {
+	c, _ := newCarrier(t)
+	si := dbInstance()
+	c.Crash = func(p Point) bool { return p == BeforeReply }
+	first := c.Run(context.Background(), intentFor(si, v1alpha1.VerbDeprovision), func() Answer { return Answer{Phase: v1alpha1.PhaseSucceeded} })
+	require.True(t, first.Stopped, "the replica stopped after the broker call")
+	c.Crash = nil
+
+	for _, tt := range []struct {
+		name       string
+		change     func(in *Intent)
+		wantRepeat bool
+	}{
+		{"the same request again", func(*Intent) {}, true},
+		{"the same change by another user", func(in *Intent) { in.User.Username = "bob" }, false},
+		{"another spec by the same user", func(in *Intent) { in.SpecHash = "other" }, false},
+		{"another verb by the same user", func(in *Intent) { in.Verb = v1alpha1.VerbUpdate }, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			retry := intentFor(si, v1alpha1.VerbDeprovision)
+			retry.ID = "fedcba987654"
+			tt.change(&retry)
+			out := c.Run(context.Background(), retry, func() Answer {
+				t.Error("the broker is not called while the first try holds the lock")
+				return Answer{}
+			})
+			require.NotNil(t, out.Holder)
+			assert.Equal(t, first.Record, out.Holder.Record)
+			assert.False(t, out.Identical, "nobody knows that the first try was carried out")
+			assert.Equal(t, tt.wantRepeat, out.Repeat)
+		})
+	}
+}

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
@@ -126,4 +127,49 @@ func namespaces(home, namespace string) []string {
 		return []string{namespace}
 	}
 	return []string{namespace, home}
+}
+
+// NamespaceGone reports whether err is the API server's refusal to write
+// in a namespace that does not exist (see Rehome).
+func NamespaceGone(err error) bool {
+	return namespaceGone(err)
+}
+
+// Rehome moves the record op, whose namespace is gone, to lockstep's
+// namespace with its status, and deletes it where it was. The namespace
+// controller may remove a namespace without the records in it (after a
+// kube-apiserver restart, before lockstep's kinds are served again); the
+// API server then refuses every write of them, and the operation could
+// never be settled, nor what it left at a broker undone. The copy is
+// followed from lockstep's namespace (Spec.Target.Namespace names the
+// object's); a record moved before is not written again, unless its copy
+// never got the status.
+func (j *Journal) Rehome(ctx context.Context, op *v1alpha1.BrokerOperation) error {
+	if j.Namespace == "" || op.Namespace == j.Namespace {
+		return fmt.Errorf("the namespace of the operation record %s/%s is gone, and lockstep has no namespace of its own to move it to", op.Namespace, op.Name)
+	}
+	moved := &v1alpha1.BrokerOperation{
+		ObjectMeta: metav1.ObjectMeta{Namespace: j.Namespace, Name: op.Name, Labels: op.Labels, Annotations: op.Annotations},
+		Spec:       op.Spec,
+	}
+	if moved.Spec.Target.Namespace == "" {
+		moved.Spec.Target.Namespace = op.Namespace
+	}
+	err := j.Client.Create(ctx, moved)
+	if apierrors.IsAlreadyExists(err) {
+		err = j.Client.Get(ctx, client.ObjectKeyFromObject(moved), moved)
+	}
+	if err != nil {
+		return fmt.Errorf("moving the operation record %s/%s to %s, its namespace being gone: %w", op.Namespace, op.Name, j.Namespace, err)
+	}
+	if IsPending(moved) && !IsPending(op) {
+		moved.Status = op.Status
+		if err := j.Client.Status().Update(ctx, moved); err != nil {
+			return fmt.Errorf("moving the status of the operation record %s/%s to %s, its namespace being gone: %w", op.Namespace, op.Name, j.Namespace, err)
+		}
+	}
+	if err := j.Client.Delete(ctx, op, client.Preconditions{UID: &op.UID}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting the operation record %s/%s, moved to %s: %w", op.Namespace, op.Name, j.Namespace, err)
+	}
+	return nil
 }

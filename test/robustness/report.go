@@ -119,14 +119,20 @@ func results(res *Result) string {
 		w("| %s | %d | %s | %s |\n", row.name, len(row.d), percentile(row.d, 50), percentile(row.d, 99))
 	}
 
-	w("\n## Known findings\n\nDefects the suite found that are not fixed yet; the faults that show them are held back in the short run of `make test` (see the table of faults).\n\n")
-	for _, f := range knownFindings {
-		w("- **%s** (%s; found with seed %d): %s\n", f.Title, f.Invariant, f.Seed, f.Detail)
+	w("\n## Findings\n\nDefects the suite found, each with the seed that found it. A fixed one names the tests that fail without its fix; " +
+		"the short run of `make test` holds back the faults that show one not fixed yet (see the table of faults).\n\n")
+	for _, f := range findings {
+		state := "**not fixed yet**"
+		if f.Fixed != "" {
+			state = "fixed: " + f.Fixed
+		}
+		w("- **%s** (%s; seed %d): %s %s\n", f.Title, f.Invariant, f.Seed, f.Detail, state)
 	}
-	if len(knownFindings) == 0 {
-		w("None.\n")
+	if known := len(knownFindings()); known > 0 {
+		w("\n%d of %d not fixed yet.\n", known, len(findings))
+	} else {
+		w("\nAll %d fixed.\n", len(findings))
 	}
-
 	w("\n## Violations\n\n")
 	if len(res.Violations) == 0 {
 		w("None.\n")

@@ -2,6 +2,8 @@ package operations
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -50,41 +52,54 @@ func (l *Locks) Start(ctx context.Context) error {
 func (l *Locks) NeedLeaderElection() bool { return true }
 
 // Scan writes the records of the locks that are due and have none; it
-// returns how many it wrote.
+// returns how many it wrote. A lock whose record cannot be read or
+// written is logged and left for the next scan, and the scan goes on with
+// the others, so that one such lock never keeps the operations behind the
+// others from being settled; the error then names every lock it left.
 func (l *Locks) Scan(ctx context.Context) (int, error) {
 	leases, err := l.Leases.Locks(ctx)
 	if err != nil {
 		return 0, err
 	}
 	restored := 0
+	var errs []error
 	for i := range leases {
-		lease := &leases[i]
-		if l.clock().Now().Sub(journal.Acquired(lease)) < l.After {
-			continue
-		}
-		// Only from the lock as it is now: a lock released and taken
-		// again since the list carries another operation.
-		var current coordinationv1.Lease
-		if err := l.Leases.Client.Get(ctx, client.ObjectKeyFromObject(lease), &current); err != nil {
-			if client.IgnoreNotFound(err) != nil {
-				return restored, err
-			}
-			continue
-		}
-		if current.ResourceVersion != lease.ResourceVersion {
-			continue
-		}
-		wrote, err := l.Journal.Restore(ctx, &current)
+		wrote, err := l.restore(ctx, &leases[i])
 		if err != nil {
-			return restored, err
+			log.FromContext(ctx).Info("could not write the record of an operation cut short from its lock; looking at the other locks, and at this one again at the next scan",
+				"lock", leases[i].Name, "error", err.Error())
+			errs = append(errs, fmt.Errorf("lock %s: %w", leases[i].Name, err))
+			continue
 		}
 		if wrote {
 			restored++
-			log.FromContext(ctx).Info("wrote the record of an operation cut short from its lock; settling it from what the API server holds",
-				"lock", current.Name, "operation", ptr.Deref(current.Spec.HolderIdentity, ""))
 		}
 	}
-	return restored, nil
+	return restored, errors.Join(errs...)
+}
+
+// restore writes the record of lease when it is due and has none; it
+// reports whether it wrote one.
+func (l *Locks) restore(ctx context.Context, lease *coordinationv1.Lease) (bool, error) {
+	if l.clock().Now().Sub(journal.Acquired(lease)) < l.After {
+		return false, nil
+	}
+	// Only from the lock as it is now: a lock released and taken again
+	// since the list carries another operation.
+	var current coordinationv1.Lease
+	if err := l.Leases.Client.Get(ctx, client.ObjectKeyFromObject(lease), &current); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	if current.ResourceVersion != lease.ResourceVersion {
+		return false, nil
+	}
+	wrote, err := l.Journal.Restore(ctx, &current)
+	if err != nil || !wrote {
+		return false, err
+	}
+	log.FromContext(ctx).Info("wrote the record of an operation cut short from its lock; settling it from what the API server holds",
+		"lock", current.Name, "operation", ptr.Deref(current.Spec.HolderIdentity, ""))
+	return true, nil
 }
 
 func (l *Locks) clock() clock.PassiveClock {

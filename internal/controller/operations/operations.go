@@ -7,7 +7,8 @@ package operations
 // unbind the broker confirmed after admission answered (delete). It lists
 // lockstep's locks (Leases, read directly, never cached) to find the
 // operations cut short before their record was written, and writes the
-// record from the lock.
+// record from the lock; a record whose namespace is gone is moved to
+// lockstep's namespace (create, delete).
 //
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=list
 // +kubebuilder:rbac:groups=lockstep.dev,resources=brokeroperations,verbs=list;watch;delete
@@ -16,11 +17,13 @@ package operations
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"sort"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
@@ -62,8 +65,9 @@ const persistRecheck = 100 * time.Millisecond
 //     the API server holds the change as recorded, it was allowed, so the
 //     broker carried it out: Succeeded (answers of allowed operations are
 //     written after the reply). Otherwise treated as orphaned where the
-//     OSB spec asks for orphan mitigation (provision, bind), failed with
-//     an unknown outcome otherwise.
+//     OSB spec asks for orphan mitigation (provision, bind, an update the
+//     API server did not persist); otherwise the outcome is unknown, and
+//     the operation is followed (InProgress) until the broker tells.
 //
 // After a restart every non-final operation is picked up again, because
 // the records are in the API server.
@@ -119,21 +123,54 @@ func (r *Operations) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.Timeout)
 	defer cancel()
+	if r.moved(ctx, &op) {
+		return ctrl.Result{}, r.Journal.Rehome(ctx, &op)
+	}
+	recorded := op.DeepCopy()
+	res, err := r.settle(ctx, &op)
+	if journal.NamespaceGone(err) {
+		// The record's namespace is gone and nothing can be written
+		// there: it is moved, as it is recorded, to lockstep's namespace
+		// and followed there, where the step that failed is taken again.
+		log.FromContext(ctx).Info("the namespace of an operation record is gone; moving the record to lockstep's namespace",
+			"operation", op.Name, "namespace", op.Namespace)
+		return ctrl.Result{}, r.Journal.Rehome(ctx, recorded)
+	}
+	return res, err
+}
+
+// settle takes op one step towards a final phase.
+func (r *Operations) settle(ctx context.Context, op *v1alpha1.BrokerOperation) (ctrl.Result, error) {
 	switch op.Status.Phase {
 	case "", v1alpha1.PhasePending:
-		return r.pending(ctx, &op)
+		return r.pending(ctx, op)
 	case v1alpha1.PhaseInProgress:
-		return r.follow(ctx, &op)
+		return r.follow(ctx, op)
 	case v1alpha1.PhaseSucceeded:
-		return r.commit(ctx, &op)
+		return r.commit(ctx, op)
 	case v1alpha1.PhaseOrphaned:
-		return r.compensate(ctx, &op)
+		return r.compensate(ctx, op)
 	default: // Failed, Committed, Compensated
-		if err := r.finish(ctx, &op); err != nil {
+		if err := r.finish(ctx, op); err != nil {
 			return ctrl.Result{}, err
 		}
-		return r.expire(ctx, &op)
+		return r.expire(ctx, op)
 	}
+}
+
+// moved reports whether op was moved to lockstep's namespace already (see
+// journal.Rehome) and is left where it was only because it could not be
+// deleted there: the copy is the one followed.
+func (r *Operations) moved(ctx context.Context, op *v1alpha1.BrokerOperation) bool {
+	home := r.Journal.Namespace
+	if home == "" || op.Namespace == home {
+		return false
+	}
+	var copied v1alpha1.BrokerOperation
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: home, Name: op.Name}, &copied); err != nil {
+		return false
+	}
+	return journal.TargetNamespace(&copied) == op.Namespace && copied.Spec.Target.UID == op.Spec.Target.UID
 }
 
 func (r *Operations) pending(ctx context.Context, op *v1alpha1.BrokerOperation) (ctrl.Result, error) {
@@ -166,7 +203,7 @@ func (r *Operations) pending(ctx context.Context, op *v1alpha1.BrokerOperation) 
 		// The broker's answer was never recorded, and the broker is still
 		// working on it (or finished a delete the API server does not show
 		// yet): follow it like any operation in progress.
-		return ctrl.Result{}, r.Journal.SetPhase(ctx, op, target, journal.Answer{Phase: v1alpha1.PhaseInProgress,
+		return ctrl.Result{}, r.takeUp(ctx, op, target, journal.Answer{Phase: v1alpha1.PhaseInProgress,
 			Description: "lockstep stopped before recording the broker's answer; the broker is still at work on it: following the operation"})
 	}
 	if persistedAsRecorded(op, target) {
@@ -190,8 +227,25 @@ func (r *Operations) pending(ctx context.Context, op *v1alpha1.BrokerOperation) 
 		return ctrl.Result{}, r.Journal.SetPhase(ctx, op, nil, journal.Answer{Phase: v1alpha1.PhaseOrphaned,
 			Description: "lockstep stopped before the broker's answer was recorded and the object never persisted; undoing whatever the broker did"})
 	}
-	return ctrl.Result{}, r.Journal.SetPhase(ctx, op, target, journal.Answer{Phase: v1alpha1.PhaseFailed,
-		Description: "lockstep stopped before the broker's answer was recorded; the outcome is unknown"})
+	// The broker may or may not have carried it out, and the API server
+	// does not tell: the outcome is unknown, and followed like that of any
+	// request that got no answer (follow asks the broker until it knows,
+	// then finishes, fails or undoes it).
+	err = errors.New("lockstep stopped before the broker's answer was recorded")
+	return ctrl.Result{}, r.takeUp(ctx, op, target, journal.Answer{Phase: v1alpha1.PhaseInProgress,
+		Description: "lockstep stopped before the broker's answer was recorded; the outcome is unknown: following the operation",
+		InSync:      brokercall.UnknownNote(op.Name, op.Spec.Verb, err)})
+}
+
+// takeUp moves a record cut short to InProgress, to be followed. The
+// object's lock was not renewed since lockstep stopped, and a Pending
+// record is all that kept it: it is renewed first, so that it stays with
+// the operation while it is followed.
+func (r *Operations) takeUp(ctx context.Context, op *v1alpha1.BrokerOperation, target client.Object, a journal.Answer) error {
+	if err := r.Leases.Renew(ctx, r.key(op), op.Name); err != nil {
+		return err
+	}
+	return r.Journal.SetPhase(ctx, op, target, a)
 }
 
 // stillAtWork asks the broker about a Pending record that holds the lock
@@ -415,6 +469,14 @@ func (r *Operations) compensate(ctx context.Context, op *v1alpha1.BrokerOperatio
 	case v1alpha1.VerbUpdate:
 		what = "re-applied the persisted spec at the broker"
 		err = r.reapply(ctx, op, target)
+		if err != nil && target != nil && r.namespaceGone(ctx, target.GetNamespace()) {
+			// The instance is left in a namespace that no longer exists
+			// (removed while lockstep's kinds were not served): nobody
+			// can see or change it, and what its spec refers to (its
+			// Secrets) went with the namespace, so it can never be
+			// re-applied.
+			what, err = "nothing re-applied: the instance's namespace no longer exists, so nobody can see or change it", nil
+		}
 	case v1alpha1.VerbDeprovision, v1alpha1.VerbUnbind:
 		what = "finished the delete the broker had already carried out"
 		if target != nil && target.GetDeletionTimestamp() == nil {
@@ -471,6 +533,16 @@ func (r *Operations) reapply(ctx context.Context, op *v1alpha1.BrokerOperation, 
 		return err
 	}
 	return compensated(r.Protocol.Send(ctx, req, string(op.UID)), "apply the persisted spec again")
+}
+
+// namespaceGone reports whether the namespace name no longer exists; any
+// doubt is false. It reads the namespace's metadata only, as admission
+// does, from the same cache.
+func (r *Operations) namespaceGone(ctx context.Context, name string) bool {
+	ns := &metav1.PartialObjectMetadata{}
+	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+	err := r.Client.Get(ctx, client.ObjectKey{Name: name}, ns)
+	return apierrors.IsNotFound(err)
 }
 
 // compensated is what a compensation's broker call to do what came to:

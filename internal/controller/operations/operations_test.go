@@ -14,11 +14,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/broker/fakebroker"
@@ -177,16 +179,16 @@ func TestOperationsPendingTooLongIsSettled(t *testing.T) {
 			"the object exists with the recorded uid: the broker carried it out"},
 		{"update persisted as recorded", v1alpha1.VerbUpdate, "", "op", instance(spec, 1, false), v1alpha1.PhaseSucceeded,
 			"the recorded spec at the recorded generation: allowed, so carried out"},
-		{"update not persisted", v1alpha1.VerbUpdate, "", "op", instance(other, 1, false), v1alpha1.PhaseFailed,
-			"another spec at the recorded generation: the outcome is unknown"},
+		{"update not persisted", v1alpha1.VerbUpdate, "", "op", instance(other, 1, false), v1alpha1.PhaseInProgress,
+			"another spec at the recorded generation: the outcome is unknown, and followed"},
 		{"update never persisted", v1alpha1.VerbUpdate, "", "op", instance(other, 0, false), v1alpha1.PhaseOrphaned,
 			"the object is still at the generation before the update: the persisted spec is applied again"},
-		{"same spec at a later generation", v1alpha1.VerbUpdate, "", "op", instance(spec, 3, false), v1alpha1.PhaseFailed,
-			"the spec came back by a later change: this one's outcome is unknown"},
+		{"same spec at a later generation", v1alpha1.VerbUpdate, "", "op", instance(spec, 3, false), v1alpha1.PhaseInProgress,
+			"the spec came back by a later change: this one's outcome is unknown, and followed"},
 		{"deprovision carried out", v1alpha1.VerbDeprovision, "", "op", instance(spec, 1, true), v1alpha1.PhaseSucceeded,
 			"the object is being deleted: the delete was allowed"},
-		{"deprovision not carried out", v1alpha1.VerbDeprovision, "", "op", instance(spec, 1, false), v1alpha1.PhaseFailed,
-			"the object is not being deleted: the outcome is unknown"},
+		{"deprovision not carried out", v1alpha1.VerbDeprovision, "", "op", instance(spec, 1, false), v1alpha1.PhaseInProgress,
+			"the object is not being deleted: the outcome is unknown, and followed until the broker tells"},
 		{"update still running at the broker", v1alpha1.VerbUpdate, "", "op", instance(other, 1, false), v1alpha1.PhaseInProgress,
 			"the broker says in progress: followed, not settled"},
 		{"deprovision the broker finished", v1alpha1.VerbDeprovision, "", "op", instance(spec, 1, false), v1alpha1.PhaseInProgress,
@@ -386,4 +388,150 @@ func TestOperationsOrphanMitigationBacksOff(t *testing.T) {
 	assert.Equal(t, v1alpha1.PhaseCompensated, h.phase(t, "op"))
 	_, held := h.broker.Binding("ext-1", "bind-1")
 	assert.False(t, held)
+}
+
+// TestOperationsCutShortIsFollowedToItsEnd: a deprovision whose replica
+// stopped before the broker's answer was recorded, with the object still
+// there and not being deleted, and a broker that does not answer the
+// first question about it: the outcome is unknown, so the operation is
+// followed (InProgress, InSync Unknown), never settled Failed; once the
+// broker tells, it ends the way the broker says.
+func TestOperationsCutShortIsFollowedToItsEnd(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		brokerHeld bool // the broker still holds the instance
+		want       v1alpha1.OperationPhase
+		wantGone   bool // the object is deleted
+	}{
+		{name: "the broker carried the deprovision out", want: v1alpha1.PhaseSucceeded, wantGone: true},
+		{name: "the broker never got it", brokerHeld: true, want: v1alpha1.PhaseFailed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := v1alpha1.ServiceInstanceSpec{BrokerName: "acme", ServiceName: "db", PlanName: "small", ExternalID: "ext-1"}
+			si := &v1alpha1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "team", UID: "uid-1", Generation: 1}, Spec: spec}
+			rec := opRecord("op", v1alpha1.VerbDeprovision, "", spec, time.Now().Add(-time.Minute))
+			rec.Status.CompletionTime = nil
+			h := newOpsHarness(t, si, rec)
+			if tc.brokerHeld {
+				h.broker.PutInstance(fakebroker.Instance{ID: "ext-1", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID})
+			}
+			h.broker.Script(fakebroker.OpInstanceLastOperation, fakebroker.Respond{Status: http.StatusServiceUnavailable, Description: "maintenance"})
+			key := journal.Key{Kind: "ServiceInstance", Namespace: "team", Name: "db", ExternalID: "ext-1"}
+			_, ok, err := h.r.Leases.Acquire(context.Background(), key, &journal.Operation{Record: "op", Started: h.clock.Now()})
+			require.NoError(t, err)
+			require.True(t, ok)
+			h.clock.Step(2 * time.Minute) // the lock was not renewed since lockstep stopped
+
+			h.reconcile(t, "op")
+			var op v1alpha1.BrokerOperation
+			require.NoError(t, h.client.Get(context.Background(), client.ObjectKey{Namespace: "team", Name: "op"}, &op))
+			assert.Equal(t, v1alpha1.PhaseInProgress, op.Status.Phase, "an unknown outcome is followed, not failed")
+			require.NotNil(t, op.Status.TargetInSync)
+			assert.Equal(t, metav1.ConditionUnknown, op.Status.TargetInSync.Status)
+			holder, err := h.r.Leases.Holder(context.Background(), key)
+			require.NoError(t, err)
+			require.NotNil(t, holder, "the operation keeps the object's lock while it is followed")
+			assert.Equal(t, "op", holder.Record)
+
+			h.reconcile(t, "op")
+			assert.Equal(t, tc.want, h.phase(t, "op"))
+			err = h.client.Get(context.Background(), client.ObjectKeyFromObject(si), &v1alpha1.ServiceInstance{})
+			assert.Equal(t, tc.wantGone, apierrors.IsNotFound(err), "the object goes only when the broker deprovisioned it")
+		})
+	}
+}
+
+// TestOperationsRecordOfANamespaceGoneIsMovedAndFollowed: the namespace
+// controller may remove a namespace and leave the records in it (after a
+// kube-apiserver restart, before lockstep's kinds are served again); the
+// API server then refuses every write of them. Such a record is moved to
+// lockstep's namespace with its status, and followed there to its end:
+// here a provision whose object never persisted, undone at the broker.
+func TestOperationsRecordOfANamespaceGoneIsMovedAndFollowed(t *testing.T) {
+	spec := v1alpha1.ServiceInstanceSpec{ServiceName: "db", PlanName: "small", ExternalID: "ext-1"}
+	rec := opRecord("op", v1alpha1.VerbProvision, v1alpha1.PhaseSucceeded, spec, time.Now().Add(-time.Minute))
+	rec.Spec.Target.Namespace = ""
+	h := newOpsHarness(t, rec)
+	h.broker.PutInstance(fakebroker.Instance{ID: "ext-1", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID})
+	gone := func(obj client.Object) error {
+		if _, ok := obj.(*v1alpha1.BrokerOperation); ok && obj.GetNamespace() == "team" {
+			return apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, "team")
+		}
+		return nil
+	}
+	c := interceptor.NewClient(h.client.(client.WithWatch), interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if err := gone(obj); err != nil {
+				return err
+			}
+			return c.Create(ctx, obj, opts...)
+		},
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			if err := gone(obj); err != nil {
+				return err
+			}
+			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+		},
+	})
+	h.r.Client = c
+	h.r.Journal = &journal.Journal{Client: c, Namespace: "lockstep-system", Clock: h.clock}
+	key := journal.Key{Kind: "ServiceInstance", Namespace: "team", Name: "db", ExternalID: "ext-1"}
+	_, ok, err := h.r.Leases.Acquire(context.Background(), key, &journal.Operation{Record: "op", Started: h.clock.Now()})
+	require.NoError(t, err)
+	require.True(t, ok)
+	h.clock.Step(time.Minute) // past the grace: the object never persisted
+
+	h.reconcile(t, "op")
+	err = h.client.Get(context.Background(), client.ObjectKey{Namespace: "team", Name: "op"}, &v1alpha1.BrokerOperation{})
+	assert.True(t, apierrors.IsNotFound(err), "the record is gone from the namespace that is gone")
+	moved := func() *v1alpha1.BrokerOperation {
+		var op v1alpha1.BrokerOperation
+		require.NoError(t, h.client.Get(context.Background(), client.ObjectKey{Namespace: "lockstep-system", Name: "op"}, &op), "moved to lockstep's namespace")
+		return &op
+	}
+	assert.Equal(t, v1alpha1.PhaseSucceeded, moved().Status.Phase, "with its status")
+	assert.Equal(t, "team", moved().Spec.Target.Namespace, "still about its object's namespace")
+
+	for range 3 {
+		_, err := h.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "lockstep-system", Name: "op"}})
+		require.NoError(t, err)
+	}
+	assert.Equal(t, v1alpha1.PhaseCompensated, moved().Status.Phase)
+	_, held := h.broker.Instance("ext-1")
+	assert.False(t, held, "what the provision left at the broker is undone")
+}
+
+// TestOperationsOrphanedUpdateInANamespaceGone: an orphaned update is
+// compensated by applying the persisted spec again; when that fails and
+// the instance's namespace no longer exists (the namespace controller
+// removed it while lockstep's kinds were not served), nobody can see or
+// change the instance and what its spec refers to went with the
+// namespace: there is nothing to re-apply, and the operation ends. While
+// the namespace exists, the compensation is tried again.
+func TestOperationsOrphanedUpdateInANamespaceGone(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		namespace bool // the instance's namespace exists
+		want      v1alpha1.OperationPhase
+	}{
+		{name: "namespace gone", want: v1alpha1.PhaseCompensated},
+		{name: "namespace still there", namespace: true, want: v1alpha1.PhaseOrphaned},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := v1alpha1.ServiceInstanceSpec{BrokerName: "acme", ServiceName: "db", PlanName: "small", ExternalID: "ext-1",
+				ParametersFrom: []v1alpha1.ParametersFromSource{{SecretKeyRef: v1alpha1.SecretKeyReference{Name: "db-params", Key: "params"}}}}
+			si := &v1alpha1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "team", UID: "uid-1", Generation: 1}, Spec: spec}
+			objects := []client.Object{si, opRecord("op", v1alpha1.VerbUpdate, v1alpha1.PhaseOrphaned, spec, time.Now())}
+			if tc.namespace {
+				objects = append(objects, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"}})
+			}
+			h := newOpsHarness(t, objects...)
+			h.r.Secrets = h.client // the Secret went with the namespace
+			h.broker.PutInstance(fakebroker.Instance{ID: "ext-1", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID})
+
+			h.reconcile(t, "op")
+			assert.Equal(t, tc.want, h.phase(t, "op"))
+			assert.Zero(t, h.broker.Count(fakebroker.OpUpdate), "nothing is sent without the Secret's parameters")
+		})
+	}
 }
