@@ -49,7 +49,7 @@ func results(res *Result) string {
 	w("- the credential check read %d events, %d metrics scrapes, every log, record and status\n", res.Events, res.Scrapes)
 	if len(res.Stranded) > 0 {
 		w("- %d object(s) were left in namespaces that no longer exist (kube-controller-manager finalized them without seeing lockstep's objects, which kube-apiserver serves again a moment after a restart); nobody can change them, so the checks of what lockstep must finish leave them out: %s\n",
-			len(res.Stranded), strings.Join(res.Stranded, ", "))
+			len(res.Stranded), firstOf(res.Stranded, 10))
 	}
 	w("- replay: `make robustness SEED=%d DURATION=%s`\n\n", o.Seed, o.Duration)
 
@@ -176,4 +176,12 @@ func percentile(d []time.Duration, p int) string {
 	slices.Sort(s)
 	i := (p*len(s) + 99) / 100
 	return s[max(i-1, 0)].Round(time.Millisecond).String()
+}
+
+// firstOf joins the first n names, and says how many more there are.
+func firstOf(names []string, n int) string {
+	if len(names) <= n {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:n], ", "), len(names)-n)
 }
