@@ -346,6 +346,16 @@ func (r *Operations) follow(ctx context.Context, op *v1alpha1.BrokerOperation) (
 				return ctrl.Result{}, fmt.Errorf("reading the credentials of binding %s/%s: %w", b.Namespace, b.Name, err)
 			}
 			if err := credentials.Write(ctx, r.Client, b, req.Offering, creds); err != nil {
+				var cannot *credentials.TransformError
+				if errors.As(err, &cannot) {
+					// Trying again cannot help: the broker's credentials
+					// do not fit the binding's transforms. The binding is
+					// undone at the broker (orphan mitigation), as a
+					// synchronous bind's would be.
+					return ctrl.Result{}, r.Journal.SetPhase(ctx, op, nil, journal.Answer{Phase: v1alpha1.PhaseOrphaned,
+						Description: fmt.Sprintf("the credentials cannot be stored in Secret %q: %v; orphan mitigation: lockstep removes what the broker created; "+
+							"delete the binding and create it again with transforms that fit the broker's credentials", b.Spec.SecretName, cannot)})
+				}
 				return ctrl.Result{}, err
 			}
 		}

@@ -535,3 +535,38 @@ func TestOperationsOrphanedUpdateInANamespaceGone(t *testing.T) {
 		})
 	}
 }
+
+// TestOperationsAsyncBindWhoseCredentialsDoNotFitIsUndone: an asynchronous
+// bind that the broker finished, whose credentials the binding's secret
+// transforms cannot apply to, is not retried for ever: the bind is undone
+// at the broker (orphan mitigation) and the record says why, naming the
+// transform and never a value.
+func TestOperationsAsyncBindWhoseCredentialsDoNotFitIsUndone(t *testing.T) {
+	b := &v1alpha1.ServiceBinding{ObjectMeta: metav1.ObjectMeta{Name: "creds", Namespace: "team", UID: "uid-b", Generation: 1},
+		Spec: v1alpha1.ServiceBindingSpec{InstanceName: "db", SecretName: "creds", ExternalID: "bind-1",
+			SecretTransforms: []v1alpha1.SecretTransform{{RenameKey: &v1alpha1.RenameKeyTransform{From: "missing", To: "x"}}}}}
+	rec := opRecord("op", v1alpha1.VerbBind, v1alpha1.PhaseInProgress, v1alpha1.ServiceInstanceSpec{}, time.Now())
+	rec.Spec.Target = v1alpha1.OperationTarget{Kind: v1alpha1.KindServiceBinding, Name: "creds", UID: "uid-b", ExternalID: "bind-1", InstanceID: "ext-1"}
+	rec.Labels[journal.LabelTargetUID] = "uid-b"
+	rec.Status.CompletionTime = nil
+	rec.Status.HTTPStatus = http.StatusAccepted
+	h := newOpsHarness(t, b, rec)
+	h.broker.PutInstance(fakebroker.Instance{ID: "ext-1", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID})
+	h.broker.PutBinding(fakebroker.Binding{InstanceID: "ext-1", ID: "bind-1", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID,
+		Credentials: map[string]any{"password": "s3cret-value"}})
+
+	h.reconcile(t, "op")
+	require.Equal(t, v1alpha1.PhaseOrphaned, h.phase(t, "op"), "the bind is undone, not retried")
+	var op v1alpha1.BrokerOperation
+	require.NoError(t, h.client.Get(context.Background(), client.ObjectKey{Namespace: "team", Name: "op"}, &op))
+	assert.Contains(t, op.Status.Description, "spec.secretTransforms[0].renameKey.from")
+	assert.Contains(t, op.Status.Description, "delete the binding and create it again")
+	assert.NotContains(t, op.Status.Description, "s3cret-value")
+	var secret corev1.Secret
+	assert.True(t, apierrors.IsNotFound(h.client.Get(context.Background(), client.ObjectKey{Namespace: "team", Name: "creds"}, &secret)), "no Secret is written")
+
+	h.reconcile(t, "op")
+	assert.Equal(t, v1alpha1.PhaseCompensated, h.phase(t, "op"))
+	_, held := h.broker.Binding("ext-1", "bind-1")
+	assert.False(t, held, "the broker's binding is unbound")
+}
