@@ -370,7 +370,7 @@ func (f *writeAhead) arm(call func(ctx context.Context, i int) error) loadgen.Ar
 			key := journal.Key{Kind: in.Kind, Namespace: f.namespace, Name: target.Name, ExternalID: in.ExternalID}
 			draft := j.Draft(in)
 			op := &journal.Operation{ID: in.ID, Verb: in.Verb, User: requester.Username, Started: time.Now(),
-				Record: draft.Name, Intent: draft}
+				Record: draft.Name, Carried: draft}
 			_, ok, err := leases.TryAcquire(ctx, key, op)
 			if err == nil && !ok {
 				err = fmt.Errorf("floor: lock of %s held", key)

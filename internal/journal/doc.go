@@ -8,7 +8,7 @@
 //     with the broker's answer, is written after the reply (After); crash
 //     points for tests. The call itself, and what its answer means, are
 //     internal/brokercall's;
-//   - intent.go: the record a lock carries, and Restore, which writes it
+//   - carried.go: the record a lock carries, and Restore, which writes it
 //     when lockstep stopped before it did;
 //   - journal.go: the BrokerOperation records and their answers; Change and
 //     Applies, the one definition of "the same change" and "the same spec"

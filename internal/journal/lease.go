@@ -30,10 +30,11 @@ const (
 	// (locks all live in lockstep's namespace).
 	AnnotationNamespace = "lockstep.dev/namespace"
 	annotationName      = "lockstep.dev/name"
-	// annotationIntent holds the operation's record as it is to be
+	// annotationCarried holds the operation's record as it is to be
 	// written (JSON): the lock is the write-ahead record until the record
-	// itself is written.
-	annotationIntent = "lockstep.dev/intent"
+	// itself is written. Every release reads it under this key, so that
+	// a lock taken by a replica of another release is read too.
+	annotationCarried = "lockstep.dev/intent"
 	// LabelLock marks lockstep's per-object locks among the Leases of its
 	// namespace, so that the operations reconciler lists only those.
 	LabelLock = "lockstep.dev/lock"
@@ -245,7 +246,7 @@ func (l *Leases) HeldBy(ctx context.Context, key Key) (string, error) {
 // live reports whether a lock still holds: it was renewed within its
 // duration, or its holder's record is not written yet or still Pending.
 //
-// The lock carries the operation's intent and is written before the
+// The lock carries the operation's record and is written before the
 // broker call; the record is written after the reply (see Carrier.Run).
 // Until the record has an answer, the lock is the only trace that the
 // broker may have acted, so nobody takes it over: the operations
@@ -268,7 +269,7 @@ func (l *Leases) live(ctx context.Context, lease *coordinationv1.Lease) (bool, e
 		return false, err
 	}
 	if op == nil {
-		_, carries := lease.Annotations[annotationIntent]
+		_, carries := lease.Annotations[annotationCarried]
 		return carries, nil
 	}
 	return IsPending(op), nil
@@ -296,9 +297,9 @@ func (l *Leases) fill(lease *coordinationv1.Lease, key Key, op *Operation) {
 		lease.Labels = map[string]string{}
 	}
 	lease.Labels[LabelLock] = "true"
-	delete(lease.Annotations, annotationIntent)
-	if op.Intent != nil {
-		lease.Annotations[annotationIntent] = encodeIntent(op.Intent)
+	delete(lease.Annotations, annotationCarried)
+	if op.Carried != nil {
+		lease.Annotations[annotationCarried] = encodeCarried(op.Carried)
 	}
 	lease.Annotations[annotationVerb] = string(op.Verb)
 	lease.Annotations[annotationUser] = op.User
@@ -337,7 +338,7 @@ func holderOf(lease *coordinationv1.Lease) *Operation {
 	if lease.Spec.AcquireTime != nil {
 		op.Started = lease.Spec.AcquireTime.Time
 	}
-	op.Intent, _ = IntentOf(lease) // a lock whose intent cannot be read carries none
+	op.Carried, _ = CarriedRecord(lease) // a lock whose record cannot be read carries none
 	return op
 }
 
@@ -360,4 +361,25 @@ func (l *Leases) AwaitFree(ctx context.Context, key Key) (*Operation, error) {
 		return err != nil || holder == nil, nil
 	})
 	return holder, err
+}
+
+// Locks lists lockstep's per-object locks.
+func (l *Leases) Locks(ctx context.Context) ([]coordinationv1.Lease, error) {
+	var leases coordinationv1.LeaseList
+	opts := []client.ListOption{client.MatchingLabels{LabelLock: "true"}}
+	if l.Namespace != "" {
+		opts = append(opts, client.InNamespace(l.Namespace))
+	}
+	if err := l.Client.List(ctx, &leases, opts...); err != nil {
+		return nil, fmt.Errorf("listing the locks: %w", err)
+	}
+	return leases.Items, nil
+}
+
+// Acquired is when the holder of a lock took it.
+func Acquired(lease *coordinationv1.Lease) time.Time {
+	if lease.Spec.AcquireTime != nil {
+		return lease.Spec.AcquireTime.Time
+	}
+	return lease.CreationTimestamp.Time
 }

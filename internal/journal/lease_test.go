@@ -152,7 +152,7 @@ func TestLeaseOfAPendingRecordDoesNotExpire(t *testing.T) {
 			}
 			first := &Operation{Record: "first", Started: clk.Now()}
 			if tt.intent {
-				first.Intent = record("")
+				first.Carried = record("")
 			}
 			_, ok, err := l.Acquire(ctx, key, first)
 			require.NoError(t, err)

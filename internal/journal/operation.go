@@ -26,10 +26,10 @@ type Operation struct {
 	// holder read back from a lock: a lock keyed by an external id may be
 	// held for another object than the one asking for it.
 	Namespace, Name string
-	// Intent is the operation's record as it is to be written, carried
+	// Carried is the operation's record as it is to be written, carried
 	// by the lock until the record itself is (see Carrier.Run); nil for
 	// a holder read back from a lock that carries none.
-	Intent *v1alpha1.BrokerOperation
+	Carried *v1alpha1.BrokerOperation
 }
 
 // Repeats reports whether the operation is change asked for by user: the
@@ -38,11 +38,11 @@ type Operation struct {
 // cut short (the replica serving it stopped), and the retry then finds
 // the lock held by its own first try.
 func (o *Operation) Repeats(change Change, user authenticationv1.UserInfo) bool {
-	if o == nil || o.Intent == nil {
+	if o == nil || o.Carried == nil {
 		return false
 	}
-	who := o.Intent.Spec.Requester
-	return ChangeOf(o.Intent) == change && who.Username == user.Username && who.UID == user.UID
+	who := o.Carried.Spec.Requester
+	return ChangeOf(o.Carried) == change && who.Username == user.Username && who.UID == user.UID
 }
 
 // About reports whether the operation changes obj (a holder read back

@@ -102,7 +102,7 @@ func (c *Carrier) Run(ctx context.Context, in Intent, call Call) Outcome {
 		return Outcome{LockErr: ErrStopped}
 	}
 	draft := c.Journal.Draft(in)
-	op := &Operation{ID: in.ID, Verb: in.Verb, User: in.User.Username, Started: Started(draft), Record: draft.Name, Intent: draft}
+	op := &Operation{ID: in.ID, Verb: in.Verb, User: in.User.Username, Started: Started(draft), Record: draft.Name, Carried: draft}
 	counted := &counting{Client: c.Leases.Client}
 	leases := *c.Leases
 	leases.Client = counted

@@ -71,7 +71,7 @@ func TestRunWritesTheLockOnlyBeforeTheCall(t *testing.T) {
 				assert.Empty(t, records(t, api), "no record before the call")
 				var lease coordinationv1.Lease
 				require.NoError(t, api.Get(context.Background(), client.ObjectKey{Namespace: "lockstep-system", Name: key.LeaseName()}, &lease))
-				intent, err := IntentOf(&lease)
+				intent, err := CarriedRecord(&lease)
 				require.NoError(t, err)
 				require.NotNil(t, intent, "the lock carries the record")
 				assert.Equal(t, "alice", intent.Spec.Requester.Username)

@@ -30,7 +30,7 @@ func (h *opsHarness) lockCutShort(t *testing.T, name string, verb v1alpha1.Verb)
 		Verb: verb, User: authenticationv1.UserInfo{Username: "alice"}, SpecHash: journal.SpecHash(si.Spec)}
 	draft := h.r.Journal.Draft(in)
 	_, ok, err := h.r.Leases.Acquire(context.Background(), journal.KeyOf(v1alpha1.KindServiceInstance, si),
-		&journal.Operation{ID: in.ID, Verb: in.Verb, User: "alice", Started: h.clock.Now(), Record: draft.Name, Intent: draft})
+		&journal.Operation{ID: in.ID, Verb: in.Verb, User: "alice", Started: h.clock.Now(), Record: draft.Name, Carried: draft})
 	require.NoError(t, err)
 	require.True(t, ok)
 	return draft

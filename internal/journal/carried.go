@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,8 +19,8 @@ import (
 // that, the operations reconciler writes it from the lock (Restore) and
 // settles it from what the API server holds.
 
-// intent is what a lock carries of its operation's record.
-type intent struct {
+// carried is what a lock carries of its operation's record.
+type carried struct {
 	Namespace   string                       `json:"namespace"`
 	Name        string                       `json:"name"`
 	Labels      map[string]string            `json:"labels,omitempty"`
@@ -29,22 +28,22 @@ type intent struct {
 	Spec        v1alpha1.BrokerOperationSpec `json:"spec"`
 }
 
-func encodeIntent(op *v1alpha1.BrokerOperation) string {
-	raw, err := json.Marshal(intent{Namespace: op.Namespace, Name: op.Name, Labels: op.Labels, Annotations: op.Annotations, Spec: op.Spec})
+func encodeCarried(op *v1alpha1.BrokerOperation) string {
+	raw, err := json.Marshal(carried{Namespace: op.Namespace, Name: op.Name, Labels: op.Labels, Annotations: op.Annotations, Spec: op.Spec})
 	if err != nil {
 		return "" // a spec of strings and numbers always encodes
 	}
 	return string(raw)
 }
 
-// IntentOf is the record a lock carries, as it is to be written; nil when
+// CarriedRecord is the record a lock carries, as it is to be written; nil when
 // the lock carries none.
-func IntentOf(lease *coordinationv1.Lease) (*v1alpha1.BrokerOperation, error) {
-	raw, ok := lease.Annotations[annotationIntent]
+func CarriedRecord(lease *coordinationv1.Lease) (*v1alpha1.BrokerOperation, error) {
+	raw, ok := lease.Annotations[annotationCarried]
 	if !ok || raw == "" {
 		return nil, nil
 	}
-	var in intent
+	var in carried
 	if err := json.Unmarshal([]byte(raw), &in); err != nil {
 		return nil, fmt.Errorf("reading the operation carried by lock %s/%s: %w", lease.Namespace, lease.Name, err)
 	}
@@ -54,34 +53,13 @@ func IntentOf(lease *coordinationv1.Lease) (*v1alpha1.BrokerOperation, error) {
 	}, nil
 }
 
-// Locks lists lockstep's per-object locks.
-func (l *Leases) Locks(ctx context.Context) ([]coordinationv1.Lease, error) {
-	var leases coordinationv1.LeaseList
-	opts := []client.ListOption{client.MatchingLabels{LabelLock: "true"}}
-	if l.Namespace != "" {
-		opts = append(opts, client.InNamespace(l.Namespace))
-	}
-	if err := l.Client.List(ctx, &leases, opts...); err != nil {
-		return nil, fmt.Errorf("listing the locks: %w", err)
-	}
-	return leases.Items, nil
-}
-
-// Acquired is when the holder of a lock took it.
-func Acquired(lease *coordinationv1.Lease) time.Time {
-	if lease.Spec.AcquireTime != nil {
-		return lease.Spec.AcquireTime.Time
-	}
-	return lease.CreationTimestamp.Time
-}
-
 // Restore writes the record a lock carries when nobody wrote it: lockstep
 // stopped between the lock and the record (before the broker call, during
 // it, or after the reply). The record is written without an answer, as
 // Pending; the operations reconciler settles it from what the API server
 // holds. It reports whether it wrote the record.
 func (j *Journal) Restore(ctx context.Context, lease *coordinationv1.Lease) (bool, error) {
-	op, err := IntentOf(lease)
+	op, err := CarriedRecord(lease)
 	if err != nil || op == nil {
 		return false, err
 	}
@@ -102,7 +80,7 @@ func (l *Leases) Carries(ctx context.Context, key Key, change Change) (bool, err
 	if err := l.Client.Get(ctx, l.objectKey(key), &lease); err != nil {
 		return false, client.IgnoreNotFound(err)
 	}
-	op, err := IntentOf(&lease)
+	op, err := CarriedRecord(&lease)
 	if err != nil || op == nil {
 		return false, err
 	}
