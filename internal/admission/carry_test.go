@@ -83,7 +83,7 @@ func (h *harness) lockHeldBy(t *testing.T) string {
 
 // operations is the operations reconciler over the harness's API server and
 // broker, with a clock far enough ahead that every Pending record is due.
-func (h *harness) operations(t *testing.T) *operations.Operations {
+func (h *harness) operations(t *testing.T) *operations.Reconciler {
 	t.Helper()
 	c, err := osbclient.New(h.broker.Config())
 	require.NoError(t, err)
@@ -91,7 +91,7 @@ func (h *harness) operations(t *testing.T) *operations.Operations {
 	cache := catalog.NewCache(time.Hour)
 	cache.Store(catalog.NewEntry("acme", c, &cat, nil, time.Now()))
 	later := clocktesting.NewFakePassiveClock(time.Now().Add(time.Hour))
-	return &operations.Operations{
+	return &operations.Reconciler{
 		Client: h.client, Catalogs: cache, Journal: &journal.Journal{Client: h.client},
 		Leases:   &journal.Leases{Client: h.client, Duration: time.Minute, Clock: later},
 		Protocol: controllertest.Protocol(h.client, ""),

@@ -183,7 +183,7 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 		Carrier:  &journal.Carrier{Leases: &noWait, Journal: records, Log: ctrl.Log.WithName("broker")},
 		Catalogs: catalogs, ClusterID: clusterID, Self: self, Poll: poll, Log: ctrl.Log.WithName("broker"),
 	}
-	if err := (&operations.Operations{
+	if err := (&operations.Reconciler{
 		Client: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Catalogs: catalogs, Leases: leases, Journal: records, Protocol: own,
 		Poll: c.PollInterval, Grace: c.CommitGrace, PendingTimeout: c.AdmissionBudget + c.CommitGrace,
 		Keep: c.KeepOperations, Retention: c.OperationRetention, Timeout: c.AdmissionBudget,

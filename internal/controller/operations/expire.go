@@ -19,7 +19,7 @@ import (
 // Keep). It runs for each final record; the record of the delete, the
 // object's newest, looks after its older siblings too, and asks to be
 // reconciled again when the next one is due.
-func (r *Operations) expire(ctx context.Context, op *v1alpha1.BrokerOperation) (ctrl.Result, error) {
+func (r *Reconciler) expire(ctx context.Context, op *v1alpha1.BrokerOperation) (ctrl.Result, error) {
 	if r.Retention <= 0 || op.Spec.Target.UID == "" {
 		return ctrl.Result{}, nil
 	}

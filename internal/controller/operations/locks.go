@@ -22,7 +22,7 @@ import (
 // stop in between, the lock is all that is left of an operation the broker
 // may have carried out. Locks lists the locks now and then, and writes the
 // record of every lock older than an admission can last whose record does
-// not exist; Operations then settles it from what the API server holds,
+// not exist; the Reconciler then settles it from what the API server holds,
 // and releases the lock.
 type Locks struct {
 	Leases  *journal.Leases

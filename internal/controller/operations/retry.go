@@ -43,7 +43,7 @@ func (r *retries) forget(uid types.UID) {
 
 // retryAfter is the wait before the broker is asked again about op: Poll,
 // doubled for every try in a row before, at most maxRetryWait.
-func (r *Operations) retryAfter(op *v1alpha1.BrokerOperation) time.Duration {
+func (r *Reconciler) retryAfter(op *v1alpha1.BrokerOperation) time.Duration {
 	wait := max(r.Poll, time.Millisecond)
 	for range r.retries.next(op.UID) {
 		if wait >= maxRetryWait {

@@ -31,7 +31,7 @@ import (
 )
 
 type opsHarness struct {
-	r      *Operations
+	r      *Reconciler
 	client client.Client
 	broker *fakebroker.Broker
 	clock  *clocktesting.FakeClock
@@ -53,7 +53,7 @@ func newOpsHarness(t *testing.T, objects ...client.Object) *opsHarness {
 	cache := catalog.NewCache(time.Hour)
 	cache.Store(catalog.NewEntry("acme", bc, &cat, nil, time.Now()))
 	h := &opsHarness{client: c, broker: b, clock: clocktesting.NewFakeClock(time.Now())}
-	h.r = &Operations{
+	h.r = &Reconciler{
 		Client: c, Catalogs: cache, Journal: &journal.Journal{Client: c, Clock: h.clock},
 		Leases:   &journal.Leases{Client: c, Duration: time.Minute, Clock: h.clock},
 		Protocol: controllertest.Protocol(c, ""),

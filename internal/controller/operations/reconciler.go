@@ -46,7 +46,7 @@ import (
 // record itself.
 const persistRecheck = 100 * time.Millisecond
 
-// Operations takes every BrokerOperation to a final phase. The webhook
+// Reconciler takes every BrokerOperation to a final phase. The webhook
 // cannot know whether the API server persisted what it allowed; this
 // reconciler closes that gap:
 //   - InProgress: polled to the end (a bind's credentials then go into its
@@ -76,7 +76,7 @@ const persistRecheck = 100 * time.Millisecond
 // controller is the only writer of its objects' status, and reads the
 // outcome from the record (its phase, and TargetInSync where the phase
 // alone does not tell).
-type Operations struct {
+type Reconciler struct {
 	Client client.Client
 	// Secrets reads the Secrets of spec.parametersFrom, uncached, when a
 	// persisted spec is applied again.
@@ -111,12 +111,12 @@ type Operations struct {
 }
 
 // SetupWithManager registers the reconciler.
-func (r *Operations) SetupWithManager(mgr ctrl.Manager) error {
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).For(&v1alpha1.BrokerOperation{}).Named("brokeroperation").Complete(r)
 }
 
 // Reconcile implements reconcile.Reconciler.
-func (r *Operations) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var op v1alpha1.BrokerOperation
 	if err := r.Client.Get(ctx, req.NamespacedName, &op); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -140,7 +140,7 @@ func (r *Operations) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 // settle takes op one step towards a final phase.
-func (r *Operations) settle(ctx context.Context, op *v1alpha1.BrokerOperation) (ctrl.Result, error) {
+func (r *Reconciler) settle(ctx context.Context, op *v1alpha1.BrokerOperation) (ctrl.Result, error) {
 	switch op.Status.Phase {
 	case "", v1alpha1.PhasePending:
 		return r.pending(ctx, op)
@@ -161,7 +161,7 @@ func (r *Operations) settle(ctx context.Context, op *v1alpha1.BrokerOperation) (
 // moved reports whether op was moved to lockstep's namespace already (see
 // journal.Rehome) and is left where it was only because it could not be
 // deleted there: the copy is the one followed.
-func (r *Operations) moved(ctx context.Context, op *v1alpha1.BrokerOperation) bool {
+func (r *Reconciler) moved(ctx context.Context, op *v1alpha1.BrokerOperation) bool {
 	home := r.Journal.Namespace
 	if home == "" || op.Namespace == home {
 		return false
@@ -173,7 +173,7 @@ func (r *Operations) moved(ctx context.Context, op *v1alpha1.BrokerOperation) bo
 	return journal.TargetNamespace(&copied) == op.Namespace && copied.Spec.Target.UID == op.Spec.Target.UID
 }
 
-func (r *Operations) pending(ctx context.Context, op *v1alpha1.BrokerOperation) (ctrl.Result, error) {
+func (r *Reconciler) pending(ctx context.Context, op *v1alpha1.BrokerOperation) (ctrl.Result, error) {
 	age := r.clock().Now().Sub(journal.Started(op))
 	if age < r.PendingTimeout {
 		return ctrl.Result{RequeueAfter: r.PendingTimeout - age}, nil
@@ -241,7 +241,7 @@ func (r *Operations) pending(ctx context.Context, op *v1alpha1.BrokerOperation) 
 // object's lock was not renewed since lockstep stopped, and a Pending
 // record is all that kept it: it is renewed first, so that it stays with
 // the operation while it is followed.
-func (r *Operations) takeUp(ctx context.Context, op *v1alpha1.BrokerOperation, target client.Object, a journal.Answer) error {
+func (r *Reconciler) takeUp(ctx context.Context, op *v1alpha1.BrokerOperation, target client.Object, a journal.Answer) error {
 	if err := r.Leases.Renew(ctx, r.key(op), op.Name); err != nil {
 		return err
 	}
@@ -254,7 +254,7 @@ func (r *Operations) takeUp(ctx context.Context, op *v1alpha1.BrokerOperation, t
 // broker finished while the object is still there. Any doubt (no answer,
 // no client) is false: the record is then settled from what the API
 // server holds.
-func (r *Operations) stillAtWork(ctx context.Context, op *v1alpha1.BrokerOperation, target client.Object) bool {
+func (r *Reconciler) stillAtWork(ctx context.Context, op *v1alpha1.BrokerOperation, target client.Object) bool {
 	switch op.Spec.Verb {
 	case v1alpha1.VerbProvision, v1alpha1.VerbUpdate, v1alpha1.VerbDeprovision, v1alpha1.VerbBind, v1alpha1.VerbUnbind:
 	default:
@@ -290,7 +290,7 @@ func persistedAsRecorded(op *v1alpha1.BrokerOperation, target client.Object) boo
 // brokercall.Learn), until it knows: then it records the end, or, when
 // the broker cannot tell, settles it the way that leaves both sides equal
 // either way.
-func (r *Operations) follow(ctx context.Context, op *v1alpha1.BrokerOperation) (ctrl.Result, error) {
+func (r *Reconciler) follow(ctx context.Context, op *v1alpha1.BrokerOperation) (ctrl.Result, error) {
 	req, err := r.request(ctx, op, op.Spec.Verb, brokercall.ReasonFollow)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -378,7 +378,7 @@ func (r *Operations) follow(ctx context.Context, op *v1alpha1.BrokerOperation) (
 // API server holds whether or not it carried the update out; a provision
 // or bind is undone (orphan mitigation); of a delete nothing can be
 // undone or finished, and the object's InSync says so.
-func (r *Operations) cannotTell(ctx context.Context, op *v1alpha1.BrokerOperation, err error) error {
+func (r *Reconciler) cannotTell(ctx context.Context, op *v1alpha1.BrokerOperation, err error) error {
 	why := "its last_operation does not tell"
 	if err != nil {
 		why = fmt.Sprintf("its last_operation does not tell (%v)", err)
@@ -404,7 +404,7 @@ func (r *Operations) cannotTell(ctx context.Context, op *v1alpha1.BrokerOperatio
 // unknown, not failed. The operation keeps its lock and stays InProgress,
 // the object's InSync condition says so, and the broker is asked again,
 // waiting twice as long each time (retryAfter).
-func (r *Operations) unknown(ctx context.Context, op *v1alpha1.BrokerOperation, err error) (ctrl.Result, error) {
+func (r *Reconciler) unknown(ctx context.Context, op *v1alpha1.BrokerOperation, err error) (ctrl.Result, error) {
 	log.FromContext(ctx).Info("could not learn how a broker operation ended; asking again later", "operation", op.Name, "error", err.Error())
 	if err := r.Leases.Renew(ctx, r.key(op), op.Name); err != nil {
 		return ctrl.Result{}, err
@@ -416,7 +416,7 @@ func (r *Operations) unknown(ctx context.Context, op *v1alpha1.BrokerOperation, 
 }
 
 // commit checks that the API server holds what the broker confirmed.
-func (r *Operations) commit(ctx context.Context, op *v1alpha1.BrokerOperation) (ctrl.Result, error) {
+func (r *Reconciler) commit(ctx context.Context, op *v1alpha1.BrokerOperation) (ctrl.Result, error) {
 	target, err := r.target(ctx, op)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -454,7 +454,7 @@ func (r *Operations) commit(ctx context.Context, op *v1alpha1.BrokerOperation) (
 // refuses or does not answer is tried again, waiting twice as long each
 // time (a broker busy with the binding's bind answers 422
 // ConcurrencyError until it is done).
-func (r *Operations) compensate(ctx context.Context, op *v1alpha1.BrokerOperation) (ctrl.Result, error) {
+func (r *Reconciler) compensate(ctx context.Context, op *v1alpha1.BrokerOperation) (ctrl.Result, error) {
 	target, err := r.target(ctx, op)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -512,7 +512,7 @@ func (r *Operations) compensate(ctx context.Context, op *v1alpha1.BrokerOperatio
 
 // remove deprovisions or unbinds what an orphaned operation left at the
 // broker (orphan mitigation), on behalf of the operation's requester.
-func (r *Operations) remove(ctx context.Context, op *v1alpha1.BrokerOperation, verb v1alpha1.Verb) error {
+func (r *Reconciler) remove(ctx context.Context, op *v1alpha1.BrokerOperation, verb v1alpha1.Verb) error {
 	req, err := r.request(ctx, op, verb, brokercall.ReasonOrphanMitigation)
 	if err != nil {
 		return err
@@ -525,7 +525,7 @@ func (r *Operations) remove(ctx context.Context, op *v1alpha1.BrokerOperation, v
 // of the operation's requester (brokercall.Reapply), with the instance's
 // context. The orphaned update may have left the broker on its plan: that
 // one is sent as the previous plan.
-func (r *Operations) reapply(ctx context.Context, op *v1alpha1.BrokerOperation, target client.Object) error {
+func (r *Reconciler) reapply(ctx context.Context, op *v1alpha1.BrokerOperation, target client.Object) error {
 	si, ok := target.(*v1alpha1.ServiceInstance)
 	if !ok || si.DeletionTimestamp != nil {
 		return nil // gone or going: nothing to re-apply
@@ -548,7 +548,7 @@ func (r *Operations) reapply(ctx context.Context, op *v1alpha1.BrokerOperation, 
 // namespaceGone reports whether the namespace name no longer exists; any
 // doubt is false. It reads the namespace's metadata only, as admission
 // does, from the same cache.
-func (r *Operations) namespaceGone(ctx context.Context, name string) bool {
+func (r *Reconciler) namespaceGone(ctx context.Context, name string) bool {
 	ns := &metav1.PartialObjectMetadata{}
 	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
 	err := r.Client.Get(ctx, client.ObjectKey{Name: name}, ns)
@@ -569,7 +569,7 @@ func compensated(res brokercall.Result, what string) error {
 }
 
 // finish releases the object's lock and prunes old records.
-func (r *Operations) finish(ctx context.Context, op *v1alpha1.BrokerOperation) error {
+func (r *Reconciler) finish(ctx context.Context, op *v1alpha1.BrokerOperation) error {
 	r.retries.forget(op.UID)
 	if err := r.Leases.Release(ctx, r.key(op), op.Name); err != nil {
 		return err
@@ -578,7 +578,7 @@ func (r *Operations) finish(ctx context.Context, op *v1alpha1.BrokerOperation) e
 }
 
 // prune deletes the oldest final records of the object beyond Keep.
-func (r *Operations) prune(ctx context.Context, op *v1alpha1.BrokerOperation) error {
+func (r *Reconciler) prune(ctx context.Context, op *v1alpha1.BrokerOperation) error {
 	if r.Keep <= 0 || op.Spec.Target.UID == "" {
 		return nil
 	}
@@ -610,7 +610,7 @@ func (r *Operations) prune(ctx context.Context, op *v1alpha1.BrokerOperation) er
 
 // target returns the operation's object when the API server holds it with
 // the operation's uid; nil when it does not.
-func (r *Operations) target(ctx context.Context, op *v1alpha1.BrokerOperation) (client.Object, error) {
+func (r *Reconciler) target(ctx context.Context, op *v1alpha1.BrokerOperation) (client.Object, error) {
 	var obj client.Object = &v1alpha1.ServiceInstance{}
 	if op.Spec.Target.Kind == v1alpha1.KindServiceBinding {
 		obj = &v1alpha1.ServiceBinding{}
@@ -633,7 +633,7 @@ func (r *Operations) target(ctx context.Context, op *v1alpha1.BrokerOperation) (
 // finds the object's lock held by this operation, recorded as carried out
 // (or orphaned after a delete the broker carried out), and allows it
 // without a second call to the broker.
-func (r *Operations) deleteTarget(ctx context.Context, op *v1alpha1.BrokerOperation, target client.Object) error {
+func (r *Reconciler) deleteTarget(ctx context.Context, op *v1alpha1.BrokerOperation, target client.Object) error {
 	uid := target.GetUID()
 	err := r.Client.Delete(ctx, target, &client.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 	if err != nil && !apierrors.IsNotFound(err) {
@@ -644,7 +644,7 @@ func (r *Operations) deleteTarget(ctx context.Context, op *v1alpha1.BrokerOperat
 
 // request is the broker call verb about the operation op's object, made
 // by lockstep on behalf of op's requester, for reason.
-func (r *Operations) request(ctx context.Context, op *v1alpha1.BrokerOperation, verb v1alpha1.Verb, reason string) (brokercall.Request, error) {
+func (r *Reconciler) request(ctx context.Context, op *v1alpha1.BrokerOperation, verb v1alpha1.Verb, reason string) (brokercall.Request, error) {
 	entry, err := r.Catalogs.Wait(ctx, op.Spec.BrokerName)
 	if err != nil {
 		return brokercall.Request{}, fmt.Errorf("operation %s/%s: %w", op.Namespace, op.Name, err)
@@ -652,18 +652,18 @@ func (r *Operations) request(ctx context.Context, op *v1alpha1.BrokerOperation, 
 	return brokercall.ForRecord(verb, op, entry, r.Protocol.Lockstep(op.Spec.Requester.Username, reason)), nil
 }
 
-func (r *Operations) pollAfter(last *osbclient.LastOperation) time.Duration {
+func (r *Reconciler) pollAfter(last *osbclient.LastOperation) time.Duration {
 	if last.RetryAfter > r.Poll {
 		return last.RetryAfter
 	}
 	return r.Poll
 }
 
-func (r *Operations) key(op *v1alpha1.BrokerOperation) journal.Key {
+func (r *Reconciler) key(op *v1alpha1.BrokerOperation) journal.Key {
 	return journal.KeyOfRecord(op)
 }
 
-func (r *Operations) clock() clock.PassiveClock {
+func (r *Reconciler) clock() clock.PassiveClock {
 	if r.Clock != nil {
 		return r.Clock
 	}
