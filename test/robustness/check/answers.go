@@ -80,11 +80,13 @@ func (x exchange) String() string {
 //     since and its record says so (Compensated).
 func Answers(s Snapshot) []Violation {
 	byUser := map[string][]exchange{}
+	var all []exchange
 	for _, name := range sortedKeys(s.Brokers) {
 		b := s.Brokers[name]
 		for _, x := range b.Exchanges {
 			if x.User != "" && changes(x.Op) {
 				byUser[x.User] = append(byUser[x.User], exchange{x, b})
+				all = append(all, exchange{x, b})
 			}
 		}
 	}
@@ -117,7 +119,7 @@ func Answers(s Snapshot) []Violation {
 		}
 		switch r.Answer {
 		case history.Allowed:
-			if len(carried) == 0 && !r.Unsure {
+			if len(carried) == 0 && !r.Unsure && !deletedBefore(all, r) {
 				v.Message = fmt.Sprintf("allowed, but the broker never carried out the %s: %s", r.Verb, list(matching))
 				out = append(out, v)
 			}
@@ -158,6 +160,29 @@ func undoneLater(x exchange) bool {
 		undo := exchange{y, x.broker}
 		if y.Op == inverse && y.InstanceID == x.InstanceID && y.BindingID == x.BindingID && !y.Start.Before(x.Start) &&
 			(undo.carriedOut() || (y.Forwarded && y.BrokerStatus == http.StatusGone)) {
+			return true
+		}
+	}
+	return false
+}
+
+// deletedBefore reports whether r is a delete whose object the broker had
+// already deleted, at the request of anyone, before r was answered: lockstep
+// then allows it without asking the broker again (the change is already
+// carried out), which is a true answer.
+func deletedBefore(all []exchange, r history.Request) bool {
+	if !deletes(r.Verb) || r.ExternalID == "" {
+		return false
+	}
+	for _, x := range all {
+		if x.Op != verbOps[r.Verb] || x.Start.After(r.End) {
+			continue
+		}
+		same := x.InstanceID == r.ExternalID && x.BindingID == ""
+		if r.Verb == v1alpha1.VerbUnbind {
+			same = x.BindingID == r.ExternalID
+		}
+		if same && (x.carriedOut() || (x.Forwarded && x.BrokerStatus == http.StatusGone)) {
 			return true
 		}
 	}

@@ -87,6 +87,20 @@ func TestAnswers(t *testing.T) {
 			exchanges: []faultproxy.Exchange{x(osbclient.OpGetInstance, faultproxy.Pass, 200, "")}},
 		{name: "a delete of what the broker never held",
 			request: history.Request{User: "u1", Kind: history.DeleteInstance, Verb: v1alpha1.VerbDeprovision, Unsure: true, Answer: history.Allowed}},
+		// Another user's delete whose answer was lost, which lockstep
+		// learned the broker carried out: this delete is allowed without a
+		// second broker call, and the broker holds nothing, as it says.
+		{name: "allowed delete, carried out before by another user's request",
+			request: history.Request{User: "u1", Kind: history.DeleteInstance, Verb: v1alpha1.VerbDeprovision, ExternalID: "id-1",
+				Start: time.Unix(3, 0), End: time.Unix(3, 1e8), Answer: history.Allowed},
+			exchanges: []faultproxy.Exchange{{Request: faultproxy.Request{Op: osbclient.OpDeprovision, User: "u0", InstanceID: "id-1"},
+				Start: time.Unix(1, 0), End: time.Unix(1, 5e8), Fault: faultproxy.Fault{Kind: faultproxy.DropAfter202}, Forwarded: true, BrokerStatus: 200}}},
+		{name: "allowed delete, another instance deleted before",
+			request: history.Request{User: "u1", Kind: history.DeleteInstance, Verb: v1alpha1.VerbDeprovision, ExternalID: "id-1",
+				Start: time.Unix(3, 0), End: time.Unix(3, 1e8), Answer: history.Allowed},
+			exchanges: []faultproxy.Exchange{{Request: faultproxy.Request{Op: osbclient.OpDeprovision, User: "u0", InstanceID: "id-2"},
+				Start: time.Unix(1, 0), End: time.Unix(1, 5e8), Forwarded: true, BrokerStatus: 200}},
+			want: "allowed, but the broker never carried out the deprovision: no such request reached it"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
