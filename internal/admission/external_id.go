@@ -158,23 +158,22 @@ func (e *externalIDs) holder(ctx context.Context, kind v1alpha1.TargetKind, obj 
 // requester who may get it; nil when the holder is about the intent's
 // object itself.
 func (e *externalIDs) inFlight(ctx context.Context, req brokercall.Request, holder *journal.Operation) error {
-	in := journal.Intent{Target: req.Object, Kind: req.Kind, Verb: req.Verb, User: req.Who.User, ExternalID: v1alpha1.ExternalIDOf(req.Object)}
-	if holder == nil || holder.About(in.Target) {
+	if holder == nil || holder.About(req.Object) {
 		return nil
 	}
-	named, err := e.mayGet(ctx, in.User, in.Kind, holder.Namespace, holder.Name)
+	named, err := e.mayGet(ctx, req.Who.User, req.Kind, holder.Namespace, holder.Name)
 	if err != nil {
 		return err
 	}
-	what := "a change of another " + kindWord(in.Kind) + " that names it"
+	what := "a change of another " + kindWord(req.Kind) + " that names it"
 	if named {
-		what = fmt.Sprintf("a change of %s %q in namespace %q that names it (%s)", kindWord(in.Kind), holder.Name, holder.Namespace, holder)
+		what = fmt.Sprintf("a change of %s %q in namespace %q that names it (%s)", kindWord(req.Kind), holder.Name, holder.Namespace, holder)
 	}
 	next := "retry when it has finished"
-	if in.Creates() {
-		next += fmt.Sprintf(" (if the other %s keeps the id, name another one)", kindWord(in.Kind))
+	if req.ClaimsID() {
+		next += fmt.Sprintf(" (if the other %s keeps the id, name another one)", kindWord(req.Kind))
 	}
-	return conflict("external id %q is in use: %s is in flight at the broker; nothing was changed: %s", in.ExternalID, what, next)
+	return conflict("external id %q is in use: %s is in flight at the broker; nothing was changed: %s", v1alpha1.ExternalIDOf(req.Object), what, next)
 }
 
 // mayGet reports whether user may get the object of kind
