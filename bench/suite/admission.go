@@ -236,17 +236,16 @@ func admissionScenarios(ns string, sz Sizes, b *fakebroker.Broker) ([]admissionS
 		return nil, err
 	}
 
-	// Spec updates: one object per request (and per level), all backed by
-	// one broker instance.
-	updateID := old.Spec.ExternalID
-	b.PutInstance(fakebroker.Instance{ID: updateID, ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID,
-		Parameters: map[string]any{"storageGB": 10}})
+	// Spec updates: one object per request (and per level), each backed
+	// by a broker instance of its own, as one broker id is held by one
+	// object (their locks are keyed on it).
 	perLevel := sz.Warmup + sz.AdmissionBrokerRequests
 	updates := map[int][][]byte{}
 	for _, level := range sz.Concurrency {
 		bodies, err := reviews(perLevel, func(i int) ([]byte, error) {
 			from := instance(ns, fmt.Sprintf("upd-c%d-%d", level, i), acme, fakebroker.ServiceDB, fakebroker.PlanSmall, `{"storageGB":10}`)
-			from.Spec.ExternalID = updateID
+			b.PutInstance(fakebroker.Instance{ID: from.Spec.ExternalID, ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID,
+				Parameters: map[string]any{"storageGB": 10}})
 			to := from.DeepCopy()
 			to.Spec.Parameters.Raw = []byte(fmt.Sprintf(`{"storageGB":%d}`, 20+i%100))
 			to.Generation = 2
