@@ -60,11 +60,11 @@ func (d Drop) String() string { return d.Where + ": " + d.Keyword + ": " + d.Why
 
 // projector projects one compiled schema into a node.
 type projector struct {
-	where   string // "plan small, create schema"
-	visits  int
-	onPath  map[*jsonschema.Schema]bool
-	refs    int // "$ref" followed on the current path
-	dropped func(Drop)
+	where      string // "plan small, create schema"
+	visits     int
+	onPath     map[*jsonschema.Schema]bool
+	refs       int // "$ref" followed on the current path
+	dropped    func(Drop)
 	translated func(Drop)
 	// exhausted is set when the schema is beyond maxVisits.
 	exhausted bool
