@@ -38,16 +38,31 @@ func emit(n *node, at []string, report conflict) apiextensionsv1.JSONSchemaProps
 			out.Enum = append(out.Enum, apiextensionsv1.JSON{Raw: raw})
 		}
 	}
-	if n.min != nil {
-		if f, ok := bound(n.min, -1); ok {
-			out.Minimum, out.ExclusiveMinimum = &f, n.exclMin
+	min, exclMin, max, exclMax := n.min, n.exclMin, n.max, n.exclMax
+	if n.typ == "integer" {
+		// The API server wants whole bounds on integers: the integers
+		// above 0.5 are those from 1 on.
+		min, exclMin = wholeBound(min, exclMin, -1)
+		max, exclMax = wholeBound(max, exclMax, 1)
+		// and bounds within int64, which is what it reads integers as:
+		// a bound beyond bounds nothing it stores.
+		if min != nil && !min.Num().IsInt64() {
+			min = nil
+		}
+		if max != nil && !max.Num().IsInt64() {
+			max = nil
+		}
+	}
+	if min != nil {
+		if f, ok := bound(min, -1); ok {
+			out.Minimum, out.ExclusiveMinimum = &f, exclMin
 		} else {
 			report(at, "minimum", "out of the range of a CRD schema's numbers")
 		}
 	}
-	if n.max != nil {
-		if f, ok := bound(n.max, 1); ok {
-			out.Maximum, out.ExclusiveMaximum = &f, n.exclMax
+	if max != nil {
+		if f, ok := bound(max, 1); ok {
+			out.Maximum, out.ExclusiveMaximum = &f, exclMax
 		} else {
 			report(at, "maximum", "out of the range of a CRD schema's numbers")
 		}
@@ -128,6 +143,22 @@ func bound(r *big.Rat, sign int) (float64, bool) {
 		}
 	}
 	return f, !math.IsInf(f, 0)
+}
+
+// wholeBound turns a bound on integers into a whole one with the same
+// meaning: a minimum (sign -1) rounds up, a maximum (sign 1) down.
+func wholeBound(r *big.Rat, excl bool, sign int) (*big.Rat, bool) {
+	if r == nil || r.IsInt() {
+		return r, excl
+	}
+	q := new(big.Int).Quo(r.Num(), r.Denom()) // towards zero
+	if sign < 0 && r.Sign() > 0 {
+		q.Add(q, big.NewInt(1))
+	}
+	if sign > 0 && r.Sign() < 0 {
+		q.Sub(q, big.NewInt(1))
+	}
+	return new(big.Rat).SetInt(q), false
 }
 
 // ratOf reads a JSON number exactly, refusing numbers too long or with an

@@ -3,6 +3,7 @@ package render
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -319,6 +320,9 @@ func (p *projector) enum(s *jsonschema.Schema, n *node) {
 		case t == "":
 			p.drop(s, keyword, "it holds objects or arrays, which the API server compares by type as well as value; lockstep's webhook checks it")
 			return
+		case !finite(v):
+			p.drop(s, keyword, "it holds a number beyond the range of the API server's numbers")
+			return
 		case t == n.typ || (n.typ == "number" && t == "integer"):
 			kept = append(kept, v)
 		}
@@ -479,6 +483,21 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// finite reports whether a value is not a number, or a number that a
+// float64 holds (perhaps rounded).
+func finite(v any) bool {
+	n, ok := v.(json.Number)
+	if !ok {
+		return true
+	}
+	r, ok := ratOf(n)
+	if !ok {
+		return false
+	}
+	f, _ := r.Float64()
+	return !math.IsInf(f, 0)
 }
 
 // isWhole reports whether a JSON number has no fractional part.

@@ -101,6 +101,7 @@ func (r *Report) project(svc *osbapi.Service) (*apiextensionsv1.JSONSchemaProps,
 	createOnly := map[string][][]string{}
 	updateable := map[string]bool{}
 	var union *node
+	var unschematized []string
 	usable := 0
 	for i := range svc.Plans {
 		sp := osbapi.ServicePlan{Service: svc, Plan: &svc.Plans[i]}
@@ -116,6 +117,7 @@ func (r *Report) project(svc *osbapi.Service) (*apiextensionsv1.JSONSchemaProps,
 		r.Sensitive = append(r.Sensitive, Sensitive(ps)...)
 		create, update := ps.Compiled()
 		if create == nil && update == nil {
+			unschematized = append(unschematized, plan)
 			r.Notes = append(r.Notes, fmt.Sprintf("plan %s has no parameter schemas: it takes any parameters", plan))
 			union = join(union, freeNode(), nil, r.conflict)
 			continue
@@ -150,12 +152,11 @@ func (r *Report) project(svc *osbapi.Service) (*apiextensionsv1.JSONSchemaProps,
 	case usable == 0 && len(svc.Plans) > 0:
 		r.Fallback = "no plan has a schema lockstep can use"
 		return nil, createOnly, updateable
+	case len(unschematized) > 0:
+		r.Fallback = fmt.Sprintf("plan %s has no parameter schemas and takes any parameters", strings.Join(unschematized, ", "))
+		return nil, createOnly, updateable
 	case union == nil || union.free || union.typ != "object":
-		if union != nil && union.free && len(svc.Plans) > 0 {
-			r.Fallback = "a plan takes any parameters"
-		} else if union == nil || union.typ != "object" {
-			r.Fallback = "the plans' schemas allow no parameters object"
-		}
+		r.Fallback = "the plans' schemas do not describe the parameters as an object the kind can type (see the dropped keywords)"
 		return nil, createOnly, updateable
 	}
 	if count := countProperties(union); count > maxProperties {
