@@ -144,6 +144,9 @@ func (r *Report) project(svc *osbapi.Service) (*apiextensionsv1.JSONSchemaProps,
 				r.Fallback = "a plan's schema is too large"
 				return nil, createOnly, updateable
 			}
+			if c.which == "update" {
+				n = withoutCreateOnly(n, createOnly[plan])
+			}
 			planNode = join(planNode, n, nil, r.conflict)
 		}
 		union = join(union, planNode, nil, r.conflict)
@@ -188,6 +191,40 @@ func freeParameters() apiextensionsv1.JSONSchemaProps {
 // conflict records what the union of the plans could not keep.
 func (r *Report) conflict(at []string, keyword, why string) {
 	r.Dropped = append(r.Dropped, Drop{Where: parameterPath(at), Keyword: keyword, Why: why})
+}
+
+// withoutCreateOnly returns the update schema's node n without the plan's
+// create-only members: lockstep's webhook removes them from the
+// parameters before it applies the update schema (they are compared with
+// their old values instead), so only the create schema says what they may
+// hold. n is not changed.
+func withoutCreateOnly(n *node, paths [][]string) *node {
+	for _, p := range paths {
+		n = without(n, p)
+	}
+	return n
+}
+
+// without returns n with the member at path marked as allowing nothing.
+func without(n *node, path []string) *node {
+	if n == nil || n.free || n.typ != "object" || len(path) == 0 {
+		return n
+	}
+	c := *n
+	c.props = make(map[string]*node, len(n.props)+1)
+	for k, v := range n.props {
+		c.props[k] = v
+	}
+	if len(path) == 1 {
+		c.props[path[0]] = nil
+		return &c
+	}
+	child, ok := n.props[path[0]]
+	if !ok {
+		return n
+	}
+	c.props[path[0]] = without(child, path[1:])
+	return &c
 }
 
 func countProperties(n *node) int {
