@@ -143,7 +143,7 @@ func TestCreateAgreesWithTheBroker(t *testing.T) {
 		{name: "azure basic", kind: "azure-postgresql", plan: "basic", params: map[string]any{
 			"location": "westeurope", "resourceGroup": "rg", "cores": 2, "sslEnforcement": "",
 			"firewallRules": []any{map[string]any{"name": "office", "startIPAddress": "10.0.0.1", "endIPAddress": "10.0.0.9"}},
-			"tags": map[string]any{"team": "a"}}},
+			"tags":          map[string]any{"team": "a"}}},
 		{name: "azure general purpose, many cores", kind: "azure-postgresql", plan: "general-purpose", params: map[string]any{
 			"location": "westeurope", "resourceGroup": "rg", "cores": 32, "backupRedundancy": "geo"}},
 		{name: "azure, storage beyond every plan", kind: "azure-postgresql", plan: "basic", params: map[string]any{
@@ -160,7 +160,7 @@ func TestCreateAgreesWithTheBroker(t *testing.T) {
 			"max_connections": 10}, apiRefuses: "spec.parameters.max_connections"},
 		{name: "config store, recursion and nullable", kind: "refs-and-recursion", plan: "standard", params: map[string]any{
 			"size": 4, "owner": nil, "port": "http", "mode": "strict", "ratio": 0.5,
-			"tree": map[string]any{"value": "a", "children": []any{map[string]any{"value": "b", "children": []any{map[string]any{"value": "c", "depth": 3}}}}},
+			"tree":     map[string]any{"value": "a", "children": []any{map[string]any{"value": "b", "children": []any{map[string]any{"value": "c", "depth": 3}}}}},
 			"replicas": []any{map[string]any{"zone": "a", "size": 2}}}},
 		{name: "config store, const", kind: "refs-and-recursion", plan: "standard", params: map[string]any{"mode": "lax"}, apiRefuses: "spec.parameters.mode"},
 		{name: "buckets, anyOf of two types", kind: "conditionals", plan: "regional", params: map[string]any{
@@ -209,22 +209,22 @@ func TestTransitionRules(t *testing.T) {
 		apiRefuses       string
 	}{
 		{name: "create-only changed", kind: "azure-postgresql", plan: "basic",
-			params: map[string]any{"location": "westeurope", "resourceGroup": "rg"},
-			change: func(spec map[string]any) { spec["parameters"].(map[string]any)["location"] = "northeurope" },
+			params:     map[string]any{"location": "westeurope", "resourceGroup": "rg"},
+			change:     func(spec map[string]any) { spec["parameters"].(map[string]any)["location"] = "northeurope" },
 			apiRefuses: "create-only parameter spec.parameters.location"},
 		{name: "create-only set", kind: "azure-postgresql", plan: "basic",
-			params: map[string]any{"location": "westeurope", "resourceGroup": "rg"},
-			change: func(spec map[string]any) { spec["parameters"].(map[string]any)["sslEnforcement"] = "enabled" },
+			params:     map[string]any{"location": "westeurope", "resourceGroup": "rg"},
+			change:     func(spec map[string]any) { spec["parameters"].(map[string]any)["sslEnforcement"] = "enabled" },
 			apiRefuses: "it cannot be set after the AzurePostgresql96 is created"},
 		{name: "create-only removed", kind: "azure-postgresql", plan: "basic",
-			params: map[string]any{"location": "westeurope", "resourceGroup": "rg", "sslEnforcement": "enabled"},
-			change: func(spec map[string]any) { delete(spec["parameters"].(map[string]any), "sslEnforcement") },
+			params:     map[string]any{"location": "westeurope", "resourceGroup": "rg", "sslEnforcement": "enabled"},
+			change:     func(spec map[string]any) { delete(spec["parameters"].(map[string]any), "sslEnforcement") },
 			apiRefuses: "it cannot be removed after the AzurePostgresql96 is created"},
 		{name: "updateable parameter changed", kind: "azure-postgresql", plan: "basic",
 			params: map[string]any{"location": "westeurope", "resourceGroup": "rg", "storage": 10},
 			change: func(spec map[string]any) { spec["parameters"].(map[string]any)["storage"] = 20 }},
 		{name: "create-only in this plan", kind: "plans-disagree", plan: "small",
-			params: map[string]any{"shards": 1, "maxmemory-policy": "noeviction", "persistence": true},
+			params:     map[string]any{"shards": 1, "maxmemory-policy": "noeviction", "persistence": true},
 			change:     func(spec map[string]any) { spec["parameters"].(map[string]any)["persistence"] = false },
 			apiRefuses: "create-only parameter spec.parameters.persistence"},
 		{name: "create-only in another plan only", kind: "plans-disagree", plan: "large",
