@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strconv"
@@ -36,7 +37,7 @@ type createOnlyRule struct {
 func createOnlyRules(kind string, createOnly map[string][][]string, params *apiextensionsv1.JSONSchemaProps) (rules []createOnlyRule, left []string) {
 	byPath := map[string]*createOnlyRule{}
 	var keys []string
-	for _, plan := range sortedKeys(createOnly) {
+	for _, plan := range slices.Sorted(maps.Keys(createOnly)) {
 		for _, p := range createOnly[plan] {
 			key := strings.Join(p, "\x00")
 			r, ok := byPath[key]
@@ -129,7 +130,7 @@ func fieldPath(path []string) string {
 // the caller does not name follow the service.
 func planRule(kind string, serviceUpdateable bool, updateable map[string]bool) *apiextensionsv1.ValidationRule {
 	var listed []string
-	for _, plan := range sortedKeys(updateable) {
+	for _, plan := range slices.Sorted(maps.Keys(updateable)) {
 		if updateable[plan] != serviceUpdateable {
 			listed = append(listed, strconv.Quote(plan))
 		}

@@ -2,6 +2,7 @@ package render
 
 import (
 	"encoding/json"
+	"maps"
 	"math"
 	"math/big"
 	"slices"
@@ -85,7 +86,7 @@ func emit(n *node, at []string, report conflict) apiextensionsv1.JSONSchemaProps
 		out.MinItems, out.MaxItems = int64p(n.minItems), int64p(n.maxItems)
 	case "object":
 		out.MinProperties, out.MaxProperties = int64p(n.minProps), int64p(n.maxProps)
-		for _, name := range sortedKeys(n.props) {
+		for _, name := range slices.Sorted(maps.Keys(n.props)) {
 			if out.Properties == nil {
 				out.Properties = map[string]apiextensionsv1.JSONSchemaProps{}
 			}

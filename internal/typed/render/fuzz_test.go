@@ -3,6 +3,8 @@ package render
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -32,7 +34,7 @@ import (
 
 var renderTarget = fuzzrun.Target{
 	Name:   "FuzzRender",
-	Inputs: 250,
+	Inputs: 150,
 	Seeds: [][][]byte{
 		{[]byte("seed")},
 		{[]byte("\x00\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f")},
@@ -331,7 +333,7 @@ func (g *gen) updateOf(create map[string]any) map[string]any {
 	}
 	props, _ := create["properties"].(map[string]any)
 	kept := map[string]any{}
-	for _, name := range sortedKeys(props) {
+	for _, name := range slices.Sorted(maps.Keys(props)) {
 		if g.pick(2) == 0 {
 			kept[name] = props[name]
 		}
@@ -369,7 +371,7 @@ func (g *gen) value(s any, depth int) any {
 	case "object":
 		out := map[string]any{}
 		props, _ := m["properties"].(map[string]any)
-		for _, name := range sortedKeys(props) {
+		for _, name := range slices.Sorted(maps.Keys(props)) {
 			if g.pick(3) != 0 {
 				out[name] = g.value(props[name], depth+1)
 			}

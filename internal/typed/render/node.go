@@ -110,15 +110,7 @@ func join(a, b *node, at []string, report conflict) *node {
 	}
 	n.minItems, n.maxItems = looserInt(a.minItems, b.minItems, -1), looserInt(a.maxItems, b.maxItems, 1)
 	if typ == "object" {
-		for _, name := range memberNames(a, b) {
-			if n.props == nil {
-				n.props = map[string]*node{}
-			}
-			if m := join(a.member(name), b.member(name), append(at, name), report); m != nil {
-				n.props[name] = m
-			}
-		}
-		n.rest = join(a.rest, b.rest, append(at, "*"), report)
+		n.props, n.rest = members(a, b, at, report, join)
 		for _, r := range a.required {
 			if slices.Contains(b.required, r) {
 				n.required = append(n.required, r)
@@ -190,16 +182,7 @@ func meet(a, b *node, at []string, report conflict) *node {
 	}
 	n.minItems, n.maxItems = tighterInt(a.minItems, b.minItems, 1), tighterInt(a.maxItems, b.maxItems, -1)
 	if n.typ == "object" {
-		n.props = nil
-		for _, name := range memberNames(a, b) {
-			if n.props == nil {
-				n.props = map[string]*node{}
-			}
-			if m := meet(a.member(name), b.member(name), append(at, name), report); m != nil {
-				n.props[name] = m
-			}
-		}
-		n.rest = meet(a.rest, b.rest, append(at, "*"), report)
+		n.props, n.rest = members(a, b, at, report, meet)
 		n.required = nil
 		for _, r := range append(slices.Clone(a.required), b.required...) {
 			if !slices.Contains(n.required, r) {
@@ -209,6 +192,21 @@ func meet(a, b *node, at []string, report conflict) *node {
 	}
 	n.minProps, n.maxProps = tighterInt(a.minProps, b.minProps, 1), tighterInt(a.maxProps, b.maxProps, -1)
 	return &n
+}
+
+// members combines the members of objects a and b with combine (join or
+// meet): each property, and what they say of other members.
+func members(a, b *node, at []string, report conflict, combine func(a, b *node, at []string, report conflict) *node) (map[string]*node, *node) {
+	var props map[string]*node
+	for _, name := range memberNames(a, b) {
+		if props == nil {
+			props = map[string]*node{}
+		}
+		if m := combine(a.member(name), b.member(name), append(at, name), report); m != nil {
+			props[name] = m
+		}
+	}
+	return props, combine(a.rest, b.rest, append(at, "*"), report)
 }
 
 func numeric(typ string) bool { return typ == "number" || typ == "integer" }

@@ -3,6 +3,7 @@ package render
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -432,7 +433,7 @@ func (p *projector) object(s *jsonschema.Schema, n *node, depth int) {
 	n.minProps, n.maxProps = s.MinProperties, s.MaxProperties
 	if len(s.Properties) > 0 {
 		n.props = make(map[string]*node, len(s.Properties))
-		for _, name := range sortedKeys(s.Properties) {
+		for _, name := range slices.Sorted(maps.Keys(s.Properties)) {
 			if m := p.project(s.Properties[name], depth+1, false); m != nil {
 				n.props[name] = m
 			}
@@ -460,9 +461,8 @@ func (p *projector) object(s *jsonschema.Schema, n *node, depth int) {
 	if s.PropertyNames != nil {
 		p.drop(s, "propertyNames", "a CRD schema cannot check member names")
 	}
-	for _, dep := range sortedKeys(s.Dependencies) {
-		p.drop(s, "dependencies", "member %q brings requirements a CRD schema cannot say", dep)
-		break
+	if len(s.Dependencies) > 0 {
+		p.drop(s, "dependencies", "a CRD schema cannot make members or schemas depend on a member")
 	}
 	if len(s.DependentRequired) > 0 {
 		p.drop(s, "dependentRequired", "a CRD schema cannot make a member required by another")
@@ -474,15 +474,6 @@ func (p *projector) object(s *jsonschema.Schema, n *node, depth int) {
 		p.drop(s, "unevaluatedProperties", "not kept: the kind keeps other members as free JSON")
 		n.rest = freeNode()
 	}
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // finite reports whether a value is not a number, or a number that a

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"maps"
 	"slices"
 	"strings"
 
@@ -53,7 +54,7 @@ func (w *sensitiveWalker) walk(s *jsonschema.Schema, at []string) {
 	for _, sub := range sameValue(s) {
 		w.walk(sub, at)
 	}
-	for _, name := range sortedKeys(s.Properties) {
+	for _, name := range slices.Sorted(maps.Keys(s.Properties)) {
 		w.walk(s.Properties[name], append(slices.Clip(at), name))
 	}
 	if ap, ok := s.AdditionalProperties.(*jsonschema.Schema); ok {
