@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiservercel "k8s.io/apiserver/pkg/cel"
 
 	"github.com/lockstep-dev/lockstep/internal/validate"
 )
@@ -71,15 +72,6 @@ func For(t reflect.Type, kind string, schema *apiextensionsv1.JSONSchemaProps) (
 
 // identifier matches the field names a rule can use, escaped where needed.
 var identifier = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
-
-// reserved are the words CEL does not accept as field names: a rule names
-// such a field __word__, as the API server's escaping says.
-var reserved = map[string]bool{
-	"true": true, "false": true, "null": true, "in": true, "as": true, "break": true,
-	"const": true, "continue": true, "else": true, "for": true, "function": true,
-	"if": true, "import": true, "let": true, "loop": true, "package": true,
-	"namespace": true, "return": true, "var": true, "void": true, "while": true,
-}
 
 // createOnly builds the rules of the create-only field at path, or says
 // why it gets none.
@@ -276,12 +268,14 @@ func (f field) size(x string) string {
 // at is the field below x.
 func (f field) at(x string) string { return x + "." + f.join(len(f.segs)) }
 
-// join names the first n steps of the way, escaped for CEL.
+// join names the first n steps of the way, escaped for CEL as the API
+// server escapes property names; a name it cannot escape is written as it
+// is (callers check the names first).
 func (f field) join(n int) string {
 	names := make([]string, n)
 	for i, name := range f.segs[:n] {
-		if reserved[name] {
-			name = "__" + name + "__"
+		if escaped, ok := apiservercel.Escape(name); ok {
+			name = escaped
 		}
 		names[i] = name
 	}
@@ -317,9 +311,17 @@ func scalar(typ string) string {
 // building a message from values of unbounded size costs more than the
 // API server's budget allows.
 func messages(kind, wasUnset, isUnset string) string {
-	set := fmt.Sprintf("'create-only field: it cannot be set after the %s is created (it was not set then); delete and recreate the %s to set it'", kind, kind)
-	removed := fmt.Sprintf("'create-only field: it cannot be removed after the %s is created; put the old value back, or delete and recreate the %s'", kind, kind)
-	changed := fmt.Sprintf("'create-only field: it cannot be changed after the %s is created; delete and recreate the %s to change it'", kind, kind)
+	return Messages("create-only field", kind, wasUnset, isUnset)
+}
+
+// Messages builds the message expression of a create-only rule on a
+// "what" (such as "create-only field") of a kind: set (when wasUnset
+// holds), removed (when isUnset holds) or changed, and what to do. what
+// and kind must not hold a quote.
+func Messages(what, kind, wasUnset, isUnset string) string {
+	set := fmt.Sprintf("'%s: it cannot be set after the %s is created (it was not set then); delete and recreate the %s to set it'", what, kind, kind)
+	removed := fmt.Sprintf("'%s: it cannot be removed after the %s is created; put the old value back, or delete and recreate the %s'", what, kind, kind)
+	changed := fmt.Sprintf("'%s: it cannot be changed after the %s is created; delete and recreate the %s to change it'", what, kind, kind)
 	return fmt.Sprintf("%s ? %s : %s ? %s : %s", wasUnset, set, isUnset, removed, changed)
 }
 
@@ -353,3 +355,8 @@ func requiredIn(s *apiextensionsv1.JSONSchemaProps, name string) bool {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// Opaque reports whether CEL cannot see all of a value of schema s: raw
+// JSON (no type, or unknown fields kept) or int-or-string anywhere in it.
+// A rule that compares such a value is not generated.
+func Opaque(s *apiextensionsv1.JSONSchemaProps) bool { return opaque(s) }

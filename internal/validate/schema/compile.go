@@ -149,12 +149,18 @@ func compileDoc(w which, doc any, draft *jsonschema.Draft) (*jsonschema.Schema, 
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(draft)
 	c.UseLoader(noRemoteLoader{})
+	c.RegisterFormat(passwordFormat)
 	loc := "lockstep:///" + w.catalogField() + ".json"
 	if err := c.AddResource(loc, doc); err != nil {
 		return nil, err
 	}
 	return c.Compile(loc)
 }
+
+// passwordFormat is "format": "password", which OpenAPI defines and JSON
+// Schema does not: it constrains nothing, but the compiled schema keeps it,
+// so that readers can tell the parameters that hold secrets.
+var passwordFormat = &jsonschema.Format{Name: "password", Validate: func(any) error { return nil }}
 
 // ErrRemoteRef is why noRemoteLoader loads nothing; a compile error of a
 // schema with a remote or file "$ref" wraps it.
