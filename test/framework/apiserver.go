@@ -35,6 +35,9 @@ type apiServer struct {
 func (cp *ControlPlane) KillAPIServer() error {
 	cp.apiMu.Lock()
 	defer cp.apiMu.Unlock()
+	if cp.cmFront != nil {
+		cp.cmFront.Remove(cp.apiAddr())
+	}
 	if cp.api.restarted != nil {
 		cp.api.restarted.Kill()
 		cp.api.restarted = nil
@@ -78,6 +81,9 @@ func (cp *ControlPlane) RestartAPIServer(ctx context.Context, timeout time.Durat
 	cp.api.restarted = p
 	if err := cp.waitAPIServer(ctx, p, timeout); err != nil {
 		return fmt.Errorf("%w; its last output:\n%s", err, p.LogTail(20))
+	}
+	if cp.cmFront != nil {
+		cp.cmFront.Add(cp.apiAddr())
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -74,7 +75,15 @@ type ControlPlane struct {
 	// after the run.
 	ControllerManagerLog string
 
-	cm        *controllermanager.ControllerManager
+	cm *controllermanager.ControllerManager
+	// cmFront is kube-controller-manager's way to kube-apiserver: as a
+	// cluster's load balancer, it sends connections only to a
+	// kube-apiserver that is ready (KillAPIServer takes it out,
+	// RestartAPIServer puts it back once /readyz answers). One that
+	// serves before it is ready lists no custom resources yet, and the
+	// namespace controller would finalize a namespace whose custom
+	// resources it did not see.
+	cmFront *Front
 	removeDir bool
 	apiMu     sync.Mutex
 	api       apiServer
@@ -133,8 +142,13 @@ func Start(o Options) (_ *ControlPlane, err error) {
 	}
 	if o.ControllerManager {
 		cp.ControllerManagerLog = filepath.Join(os.TempDir(), "lockstep-"+o.Name+"-kube-controller-manager.log")
+		if cp.cmFront, err = NewFront("127.0.0.1:0"); err != nil {
+			return nil, err
+		}
+		cp.cmFront.Add(cp.apiAddr())
 		cp.cm, err = controllermanager.Start(cp.Env, controllermanager.Options{
 			Assets: o.Assets, Dir: filepath.Join(cp.Dir, "kcm"), LogFile: cp.ControllerManagerLog,
+			Server: "https://" + cp.cmFront.Addr(),
 		})
 		if err != nil {
 			return nil, fmt.Errorf("%w (its log: %s)", err, cp.ControllerManagerLog)
@@ -152,6 +166,10 @@ func (cp *ControlPlane) Stop() error {
 			errs = append(errs, err)
 		}
 		cp.cm = nil
+	}
+	if cp.cmFront != nil {
+		cp.cmFront.Close()
+		cp.cmFront = nil
 	}
 	if err := cp.stopAPIServer(); err != nil {
 		errs = append(errs, fmt.Errorf("stopping the restarted kube-apiserver: %w", err))
@@ -174,6 +192,14 @@ func (cp *ControlPlane) Client() (client.Client, error) {
 		return nil, fmt.Errorf("creating a client: %w", err)
 	}
 	return c, nil
+}
+
+// apiAddr is kube-apiserver's host and port.
+func (cp *ControlPlane) apiAddr() string {
+	if u, err := url.Parse(cp.Config.Host); err == nil && u.Host != "" {
+		return u.Host
+	}
+	return cp.Config.Host
 }
 
 // WebhookAddr is the address the API server calls the webhooks at.
