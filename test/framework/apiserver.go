@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -17,37 +18,112 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// apiServer is what KillAPIServer learned of the running kube-apiserver,
-// so that RestartAPIServer can start it again exactly so.
+// apiServer is one kube-apiserver of the control plane: envtest's, or
+// one this package started (a second one, or a restart).
 type apiServer struct {
+	// addr is the host and port it serves at.
+	addr string
 	// args is its command line, the program first.
 	args []string
-	// restarted is the process RestartAPIServer started; nil while the
-	// one envtest started runs, or none runs.
-	restarted *Process
-	restarts  int
+	// pid is envtest's process while it runs; 0 once it was killed.
+	pid int
+	// process is the process this package started; nil while envtest's
+	// runs, or none runs.
+	process *Process
 }
 
-// KillAPIServer ends kube-apiserver at once (SIGKILL), as a crash would;
-// etcd keeps what it holds, and kube-controller-manager and every client
-// keep trying to reach it. RestartAPIServer starts it again. Linux only
-// (it finds envtest's process in /proc).
-func (cp *ControlPlane) KillAPIServer() error {
-	cp.apiMu.Lock()
-	defer cp.apiMu.Unlock()
-	if cp.cmFront != nil {
-		cp.cmFront.Remove(cp.apiAddr())
-	}
-	if cp.api.restarted != nil {
-		cp.api.restarted.Kill()
-		cp.api.restarted = nil
-		return nil
-	}
+// apiServers are the control plane's kube-apiservers and the front that
+// sends connections to those that are ready.
+type apiServers struct {
+	all []*apiServer
+	// front, when set, is how clients reach them, as a cluster's load
+	// balancer: it sends connections only to a kube-apiserver that is
+	// ready (KillAPIServer takes one out, RestartAPIServer puts it back
+	// once /readyz answers 200). One that serves before it is ready lists
+	// no custom resources yet: kube-controller-manager's namespace
+	// controller would finalize a namespace whose custom resources it did
+	// not see.
+	front *Front
+	// killed is the one KillAPIServer killed and RestartAPIServer starts
+	// again; next is the one KillAPIServer kills next.
+	killed   *apiServer
+	next     int
+	restarts int
+}
+
+// startAPIServers finds envtest's kube-apiserver and starts n-1 more on
+// the same etcd, flags and certificates, each on a port of its own, and
+// puts a front before them when there are several or when a
+// kube-controller-manager will run.
+func (cp *ControlPlane) startAPIServers(n int, front bool) error {
 	pid, args, err := childProcess("kube-apiserver")
 	if err != nil {
 		return err
 	}
-	cp.api.args = args
+	cp.api.all = []*apiServer{{addr: cp.apiAddr(), args: args, pid: pid}}
+	for i := 1; i < n; i++ {
+		port, err := FreePort()
+		if err != nil {
+			return err
+		}
+		a := &apiServer{addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), args: withFlag(args, "--secure-port", strconv.Itoa(port))}
+		if err := cp.startAPIServer(context.Background(), a, fmt.Sprintf("kube-apiserver-%d.log", i+1), 2*time.Minute); err != nil {
+			return err
+		}
+		cp.api.all = append(cp.api.all, a)
+	}
+	if n < 2 && !front {
+		return nil
+	}
+	if cp.api.front, err = NewFront("127.0.0.1:0"); err != nil {
+		return err
+	}
+	for _, a := range cp.api.all {
+		cp.api.front.Add(a.addr)
+	}
+	return nil
+}
+
+// withFlag returns args with flag set to value.
+func withFlag(args []string, flag, value string) []string {
+	out := make([]string, 0, len(args)+1)
+	for _, a := range args {
+		if !strings.HasPrefix(a, flag+"=") {
+			out = append(out, a)
+		}
+	}
+	return append(out, flag+"="+value)
+}
+
+// KillAPIServer ends a kube-apiserver at once (SIGKILL), as a crash would
+// (with several, each in turn); etcd keeps what it holds, and
+// kube-controller-manager and every client keep trying to reach it, or
+// reach another one. RestartAPIServer starts it again. Linux only (it
+// finds envtest's process in /proc).
+func (cp *ControlPlane) KillAPIServer() error {
+	cp.apiMu.Lock()
+	defer cp.apiMu.Unlock()
+	if cp.api.killed != nil {
+		return errors.New("a kube-apiserver is down already: restart it first")
+	}
+	if len(cp.api.all) == 0 {
+		if err := cp.startAPIServers(1, false); err != nil {
+			return err
+		}
+	}
+	a := cp.api.all[cp.api.next%len(cp.api.all)]
+	cp.api.next++
+	if cp.api.front != nil {
+		cp.api.front.Remove(a.addr)
+	}
+	cp.api.killed = a
+	if a.process != nil {
+		a.process.Kill()
+		a.process = nil
+		return nil
+	}
+	pid := a.pid
+	a.pid = 0
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		return fmt.Errorf("killing kube-apiserver (pid %d): %w", pid, err)
 	}
@@ -59,37 +135,44 @@ func (cp *ControlPlane) KillAPIServer() error {
 	})
 }
 
-// RestartAPIServer starts kube-apiserver again after KillAPIServer, with
-// the same flags, certificates, port and etcd, and waits until it is
+// RestartAPIServer starts the kube-apiserver KillAPIServer killed again,
+// with the same flags, certificates, port and etcd, and waits until it is
 // ready (timeout bounds the wait). Users and service-account tokens made
 // before stay valid.
 func (cp *ControlPlane) RestartAPIServer(ctx context.Context, timeout time.Duration) error {
 	cp.apiMu.Lock()
 	defer cp.apiMu.Unlock()
-	if len(cp.api.args) == 0 {
-		return errors.New("kube-apiserver was not killed: nothing to restart")
-	}
-	if cp.api.restarted != nil {
-		return errors.New("kube-apiserver runs already")
+	a := cp.api.killed
+	if a == nil {
+		return errors.New("no kube-apiserver was killed: nothing to restart")
 	}
 	cp.api.restarts++
-	log := filepath.Join(cp.Dir, "kube-apiserver-"+strconv.Itoa(cp.api.restarts)+".log")
-	p, err := StartProcess("kube-apiserver", cp.api.args[0], cp.api.args[1:], os.Environ(), log)
-	if err != nil {
+	if err := cp.startAPIServer(ctx, a, "kube-apiserver-restart-"+strconv.Itoa(cp.api.restarts)+".log", timeout); err != nil {
 		return err
 	}
-	cp.api.restarted = p
-	if err := cp.waitAPIServer(ctx, p, timeout); err != nil {
-		return fmt.Errorf("%w; its last output:\n%s", err, p.LogTail(20))
-	}
-	if cp.cmFront != nil {
-		cp.cmFront.Add(cp.apiAddr())
+	cp.api.killed = nil
+	if cp.api.front != nil {
+		cp.api.front.Add(a.addr)
 	}
 	return nil
 }
 
-// waitAPIServer waits until kube-apiserver answers /readyz with 200.
-func (cp *ControlPlane) waitAPIServer(ctx context.Context, p *Process, timeout time.Duration) error {
+// startAPIServer runs a's command line and waits until it is ready.
+func (cp *ControlPlane) startAPIServer(ctx context.Context, a *apiServer, logName string, timeout time.Duration) error {
+	p, err := StartProcess("kube-apiserver", a.args[0], a.args[1:], os.Environ(), filepath.Join(cp.Dir, logName))
+	if err != nil {
+		return err
+	}
+	a.process = p
+	if err := cp.waitAPIServer(ctx, p, a.addr, timeout); err != nil {
+		return fmt.Errorf("%w; its last output:\n%s", err, p.LogTail(20))
+	}
+	return nil
+}
+
+// waitAPIServer waits until the kube-apiserver at addr answers /readyz
+// with 200.
+func (cp *ControlPlane) waitAPIServer(ctx context.Context, p *Process, addr string, timeout time.Duration) error {
 	hc, err := rest.HTTPClientFor(cp.Config)
 	if err != nil {
 		return fmt.Errorf("a client for kube-apiserver: %w", err)
@@ -99,7 +182,7 @@ func (cp *ControlPlane) waitAPIServer(ctx context.Context, p *Process, timeout t
 		if done, err := p.Exited(); done {
 			return false, fmt.Errorf("kube-apiserver ended: %v", err)
 		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(cp.Config.Host, "/")+"/readyz", nil)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+addr+"/readyz", nil)
 		if err != nil {
 			return false, err
 		}
@@ -118,16 +201,22 @@ func (cp *ControlPlane) waitAPIServer(ctx context.Context, p *Process, timeout t
 	return err
 }
 
-// stopAPIServer stops a kube-apiserver that RestartAPIServer started.
-func (cp *ControlPlane) stopAPIServer() error {
+// stopAPIServers stops the kube-apiservers this package started and the
+// front.
+func (cp *ControlPlane) stopAPIServers() error {
 	cp.apiMu.Lock()
 	defer cp.apiMu.Unlock()
-	if cp.api.restarted == nil {
-		return nil
+	if cp.api.front != nil {
+		cp.api.front.Close()
 	}
-	err := cp.api.restarted.Stop(30 * time.Second)
-	cp.api.restarted = nil
-	return err
+	var errs []error
+	for _, a := range cp.api.all {
+		if a.process != nil {
+			errs = append(errs, a.process.Stop(30*time.Second))
+			a.process = nil
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // childProcess finds the child of this process named name and returns its

@@ -62,3 +62,29 @@ func TestAPIServerKilledAndRestarted(t *testing.T) {
 		assert.NoError(t, user.Get(ctx, client.ObjectKeyFromObject(ns), &corev1.Namespace{}), "round %d: the namespace is still there, and carol still gets in", round)
 	}
 }
+
+// TestTwoAPIServersBehindAFront: with two kube-apiservers on one etcd,
+// clients reach them through a front; while one is killed, the other
+// answers, and each is killed in turn.
+func TestTwoAPIServersBehindAFront(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a control plane")
+	}
+	cp, err := Start(Options{Name: "framework-apiservers", NoWebhooks: true, APIServers: 2})
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, cp.Stop()) })
+	admin, err := cp.Client()
+	require.NoError(t, err)
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kept"}}
+	require.NoError(t, admin.Create(ctx, ns))
+
+	for round := range 3 {
+		require.NoError(t, cp.KillAPIServer(), "round %d", round)
+		require.Eventually(t, func() bool {
+			return admin.Get(ctx, client.ObjectKeyFromObject(ns), &corev1.Namespace{}) == nil
+		}, time.Minute, 100*time.Millisecond, "round %d: the other kube-apiserver answers", round)
+		require.NoError(t, cp.RestartAPIServer(ctx, 2*time.Minute), "round %d", round)
+	}
+	assert.Equal(t, 3, cp.api.next, "each killed in turn")
+}

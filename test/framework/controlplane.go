@@ -55,6 +55,11 @@ type Options struct {
 	// and garbage-collector controllers, as in a cluster: deleted
 	// namespaces go, owned objects are collected.
 	ControllerManager bool
+	// APIServers is how many kube-apiservers serve on one etcd, as in a
+	// highly available cluster; with more than one, Config reaches them
+	// through a front that, as a load balancer, sends connections only to
+	// those that are ready. 0 or 1: envtest's one.
+	APIServers int
 }
 
 // ControlPlane is a running etcd and kube-apiserver (and
@@ -76,17 +81,9 @@ type ControlPlane struct {
 	ControllerManagerLog string
 
 	cm *controllermanager.ControllerManager
-	// cmFront is kube-controller-manager's way to kube-apiserver: as a
-	// cluster's load balancer, it sends connections only to a
-	// kube-apiserver that is ready (KillAPIServer takes it out,
-	// RestartAPIServer puts it back once /readyz answers). One that
-	// serves before it is ready lists no custom resources yet, and the
-	// namespace controller would finalize a namespace whose custom
-	// resources it did not see.
-	cmFront *Front
 	removeDir bool
 	apiMu     sync.Mutex
-	api       apiServer
+	api       apiServers
 }
 
 // Start starts the control plane and installs lockstep's CRDs and webhook
@@ -140,15 +137,19 @@ func Start(o Options) (_ *ControlPlane, err error) {
 	if cp.Config, err = cp.Env.Start(); err != nil {
 		return nil, fmt.Errorf("starting kube-apiserver and etcd from %s: %w", o.Assets, err)
 	}
-	if o.ControllerManager {
-		cp.ControllerManagerLog = filepath.Join(os.TempDir(), "lockstep-"+o.Name+"-kube-controller-manager.log")
-		if cp.cmFront, err = NewFront("127.0.0.1:0"); err != nil {
+	if o.APIServers > 1 || o.ControllerManager {
+		if err := cp.startAPIServers(o.APIServers, o.ControllerManager); err != nil {
 			return nil, err
 		}
-		cp.cmFront.Add(cp.apiAddr())
+	}
+	if o.APIServers > 1 {
+		cp.Config.Host = "https://" + cp.api.front.Addr()
+	}
+	if o.ControllerManager {
+		cp.ControllerManagerLog = filepath.Join(os.TempDir(), "lockstep-"+o.Name+"-kube-controller-manager.log")
 		cp.cm, err = controllermanager.Start(cp.Env, controllermanager.Options{
 			Assets: o.Assets, Dir: filepath.Join(cp.Dir, "kcm"), LogFile: cp.ControllerManagerLog,
-			Server: "https://" + cp.cmFront.Addr(),
+			Server: "https://" + cp.api.front.Addr(),
 		})
 		if err != nil {
 			return nil, fmt.Errorf("%w (its log: %s)", err, cp.ControllerManagerLog)
@@ -167,12 +168,8 @@ func (cp *ControlPlane) Stop() error {
 		}
 		cp.cm = nil
 	}
-	if cp.cmFront != nil {
-		cp.cmFront.Close()
-		cp.cmFront = nil
-	}
-	if err := cp.stopAPIServer(); err != nil {
-		errs = append(errs, fmt.Errorf("stopping the restarted kube-apiserver: %w", err))
+	if err := cp.stopAPIServers(); err != nil {
+		errs = append(errs, fmt.Errorf("stopping the kube-apiservers started after envtest's: %w", err))
 	}
 	if cp.Env != nil {
 		if err := cp.Env.Stop(); err != nil {
