@@ -159,6 +159,9 @@ func (cp *ControlPlane) RestartAPIServer(ctx context.Context, timeout time.Durat
 
 // startAPIServer runs a's command line and waits until it is ready.
 func (cp *ControlPlane) startAPIServer(ctx context.Context, a *apiServer, logName string, timeout time.Duration) error {
+	if err := os.MkdirAll(cp.Dir, 0o755); err != nil {
+		return fmt.Errorf("creating the working directory: %w", err)
+	}
 	p, err := StartProcess("kube-apiserver", a.args[0], a.args[1:], os.Environ(), filepath.Join(cp.Dir, logName))
 	if err != nil {
 		return err
