@@ -30,6 +30,8 @@ type apiServer struct {
 	// process is the process this package started; nil while envtest's
 	// runs, or none runs.
 	process *Process
+	// down: killed, and not ready again yet.
+	down bool
 }
 
 // apiServers are the control plane's kube-apiservers and the front that
@@ -44,9 +46,7 @@ type apiServers struct {
 	// controller would finalize a namespace whose custom resources it did
 	// not see.
 	front *Front
-	// killed is the one KillAPIServer killed and RestartAPIServer starts
-	// again; next is the one KillAPIServer kills next.
-	killed   *apiServer
+	// next is the one KillAPIServer kills next.
 	next     int
 	restarts int
 }
@@ -95,62 +95,85 @@ func withFlag(args []string, flag, value string) []string {
 	return append(out, flag+"="+value)
 }
 
-// KillAPIServer ends a kube-apiserver at once (SIGKILL), as a crash would
-// (with several, each in turn); etcd keeps what it holds, and
+// ErrNoAPIServerToKill: every other kube-apiserver is down; KillAPIServer
+// kills none, so that one stays ready.
+var ErrNoAPIServerToKill = errors.New("no kube-apiserver can be killed now: it is the only one ready")
+
+// KillAPIServer ends a kube-apiserver at once (SIGKILL), as a crash would,
+// and returns which (with several, each in turn, never the last one
+// ready: ErrNoAPIServerToKill); etcd keeps what it holds, and
 // kube-controller-manager and every client keep trying to reach it, or
 // reach another one. RestartAPIServer starts it again. Linux only (it
 // finds envtest's process in /proc).
-func (cp *ControlPlane) KillAPIServer() error {
+func (cp *ControlPlane) KillAPIServer() (int, error) {
 	cp.apiMu.Lock()
 	defer cp.apiMu.Unlock()
-	if cp.api.killed != nil {
-		return errors.New("a kube-apiserver is down already: restart it first")
-	}
 	if len(cp.api.all) == 0 {
 		if err := cp.startAPIServers(1, false); err != nil {
-			return err
+			return 0, err
 		}
 	}
-	a := cp.api.all[cp.api.next%len(cp.api.all)]
-	cp.api.next++
+	ready := 0
+	for _, a := range cp.api.all {
+		if !a.down {
+			ready++
+		}
+	}
+	if ready == 0 || (len(cp.api.all) > 1 && ready < 2) {
+		return 0, ErrNoAPIServerToKill
+	}
+	i := cp.api.next % len(cp.api.all)
+	for cp.api.all[i].down {
+		i = (i + 1) % len(cp.api.all)
+	}
+	cp.api.next = i + 1
+	a := cp.api.all[i]
 	if cp.api.front != nil {
 		cp.api.front.Remove(a.addr)
 	}
-	cp.api.killed = a
+	a.down = true
 	if a.process != nil {
 		a.process.Kill()
 		a.process = nil
-		return nil
+		return i, nil
 	}
 	pid := a.pid
 	a.pid = 0
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		return fmt.Errorf("killing kube-apiserver (pid %d): %w", pid, err)
+		return i, fmt.Errorf("killing kube-apiserver (pid %d): %w", pid, err)
 	}
 	// envtest waits for its process and so reaps it; the port is free once
 	// it is gone.
-	return wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+	return i, wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		_, err := os.Stat(fmt.Sprintf("/proc/%d", pid))
 		return errors.Is(err, os.ErrNotExist), nil
 	})
 }
 
-// RestartAPIServer starts the kube-apiserver KillAPIServer killed again,
-// with the same flags, certificates, port and etcd, and waits until it is
-// ready (timeout bounds the wait). Users and service-account tokens made
-// before stay valid.
-func (cp *ControlPlane) RestartAPIServer(ctx context.Context, timeout time.Duration) error {
+// RestartAPIServer starts kube-apiserver i, which KillAPIServer killed,
+// again with the same flags, certificates, port and etcd, and waits until
+// it is ready (timeout bounds the wait); meanwhile another may be killed
+// or restarted. Users and service-account tokens made before stay valid.
+func (cp *ControlPlane) RestartAPIServer(ctx context.Context, i int, timeout time.Duration) error {
 	cp.apiMu.Lock()
-	defer cp.apiMu.Unlock()
-	a := cp.api.killed
-	if a == nil {
-		return errors.New("no kube-apiserver was killed: nothing to restart")
+	if i < 0 || i >= len(cp.api.all) || !cp.api.all[i].down || cp.api.all[i].process != nil {
+		cp.apiMu.Unlock()
+		return fmt.Errorf("kube-apiserver %d was not killed: nothing to restart", i)
 	}
+	a := cp.api.all[i]
 	cp.api.restarts++
-	if err := cp.startAPIServer(ctx, a, "kube-apiserver-restart-"+strconv.Itoa(cp.api.restarts)+".log", timeout); err != nil {
+	log := "kube-apiserver-restart-" + strconv.Itoa(cp.api.restarts) + ".log"
+	p, err := cp.startProcess(a, log)
+	cp.apiMu.Unlock()
+	if err != nil {
 		return err
 	}
-	cp.api.killed = nil
+	if err := cp.waitAPIServer(ctx, p, a.addr, timeout); err != nil {
+		return fmt.Errorf("%w; its last output:\n%s", err, p.LogTail(20))
+	}
+	cp.apiMu.Lock()
+	defer cp.apiMu.Unlock()
+	a.down = false
 	if cp.api.front != nil {
 		cp.api.front.Add(a.addr)
 	}
@@ -159,18 +182,27 @@ func (cp *ControlPlane) RestartAPIServer(ctx context.Context, timeout time.Durat
 
 // startAPIServer runs a's command line and waits until it is ready.
 func (cp *ControlPlane) startAPIServer(ctx context.Context, a *apiServer, logName string, timeout time.Duration) error {
-	if err := os.MkdirAll(cp.Dir, 0o755); err != nil {
-		return fmt.Errorf("creating the working directory: %w", err)
-	}
-	p, err := StartProcess("kube-apiserver", a.args[0], a.args[1:], os.Environ(), filepath.Join(cp.Dir, logName))
+	p, err := cp.startProcess(a, logName)
 	if err != nil {
 		return err
 	}
-	a.process = p
 	if err := cp.waitAPIServer(ctx, p, a.addr, timeout); err != nil {
 		return fmt.Errorf("%w; its last output:\n%s", err, p.LogTail(20))
 	}
 	return nil
+}
+
+// startProcess runs a's command line, its log in the working directory.
+func (cp *ControlPlane) startProcess(a *apiServer, logName string) (*Process, error) {
+	if err := os.MkdirAll(cp.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating the working directory: %w", err)
+	}
+	p, err := StartProcess("kube-apiserver", a.args[0], a.args[1:], os.Environ(), filepath.Join(cp.Dir, logName))
+	if err != nil {
+		return nil, err
+	}
+	a.process = p
+	return p, nil
 }
 
 // waitAPIServer waits until the kube-apiserver at addr answers /readyz

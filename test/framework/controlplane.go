@@ -80,7 +80,7 @@ type ControlPlane struct {
 	// after the run.
 	ControllerManagerLog string
 
-	cm *controllermanager.ControllerManager
+	cm        *controllermanager.ControllerManager
 	removeDir bool
 	apiMu     sync.Mutex
 	api       apiServers

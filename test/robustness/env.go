@@ -85,7 +85,7 @@ func start(ctx context.Context, opts Options, binary string) (_ *env, err error)
 			e.stop()
 		}
 	}()
-	if e.cp, err = framework.Start(framework.Options{Name: "robustness", ControllerManager: true, APIServers: 2, Dir: filepath.Join(e.dir, "cluster")}); err != nil {
+	if e.cp, err = framework.Start(framework.Options{Name: "robustness", ControllerManager: true, APIServers: 3, Dir: filepath.Join(e.dir, "cluster")}); err != nil {
 		return nil, err
 	}
 	if e.admin, err = e.cp.Client(); err != nil {

@@ -2,6 +2,7 @@ package robustness
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/broker/osbclient"
+	"github.com/lockstep-dev/lockstep/test/framework"
 	"github.com/lockstep-dev/lockstep/test/robustness/faultproxy"
 	"github.com/lockstep-dev/lockstep/test/robustness/history"
 )
@@ -161,25 +163,36 @@ func (in *injector) replicaTarget(kind history.FaultKind, kinds []history.FaultK
 	return nil, kind
 }
 
-// apiServer kills kube-apiserver every APIServerEvery or so, counted from
-// one kill to the next, and starts it again at once on the same etcd; a
-// kill waits until the restart before it is ready.
+// apiServer kills a kube-apiserver every APIServerEvery or so, counted
+// from one kill to the next, each in turn, and starts it again at once on
+// the same etcd; the next kill does not wait for that restart, only for
+// another kube-apiserver to stay ready.
 func (in *injector) apiServer(ctx context.Context, r *rand.Rand) {
+	var restarts sync.WaitGroup
+	defer restarts.Wait()
 	last := time.Now()
 	for sleep(ctx, max(around(r, in.p.APIServerEvery)-time.Since(last), 0)) {
-		last = time.Now()
 		down := between(r, 0, 300*time.Millisecond)
-		f := in.hist.Inject(&history.Fault{Kind: KillAPIServer, Target: "kube-apiserver", Detail: fmt.Sprintf("SIGKILL, restarted after %s", down.Round(time.Millisecond))})
-		if err := in.env.cp.KillAPIServer(); err != nil {
-			in.env.logf("killing kube-apiserver: %v", err)
+		i, err := in.env.cp.KillAPIServer()
+		for errors.Is(err, framework.ErrNoAPIServerToKill) && sleep(ctx, 100*time.Millisecond) {
+			i, err = in.env.cp.KillAPIServer()
+		}
+		if errors.Is(err, framework.ErrNoAPIServerToKill) {
+			return
+		}
+		last = time.Now()
+		f := in.hist.Inject(&history.Fault{Kind: KillAPIServer, Target: fmt.Sprintf("kube-apiserver %d", i+1),
+			Detail: fmt.Sprintf("SIGKILL, restarted after %s", down.Round(time.Millisecond))})
+		if err != nil {
+			in.env.logf("killing kube-apiserver %d: %v", i+1, err)
+		}
+		restarts.Go(func() {
+			time.Sleep(down) // restarted even when ctx ended
+			if err := in.env.cp.RestartAPIServer(context.WithoutCancel(ctx), i, 5*time.Minute); err != nil {
+				in.env.logf("restarting kube-apiserver %d: %v", i+1, err)
+			}
 			in.hist.Heal(f)
-			continue
-		}
-		time.Sleep(down) // restarted below even when ctx ended
-		if err := in.env.cp.RestartAPIServer(context.WithoutCancel(ctx), 5*time.Minute); err != nil {
-			in.env.logf("restarting kube-apiserver: %v", err)
-		}
-		in.hist.Heal(f)
+		})
 	}
 }
 

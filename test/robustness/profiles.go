@@ -7,15 +7,15 @@ import (
 )
 
 // FullProfile injects every kind of fault at every request it can hit:
-// a replica killed every two seconds on average, the leader and the
-// follower in turn; kube-apiserver killed and started again every four
-// (or as soon as it is ready again, when its restart takes longer); a
-// broker stopped every four seconds; a window of request faults at each
-// broker a quarter of a second after the last.
+// a replica killed every one and a half seconds on average, the leader
+// and the follower in turn; one of the three kube-apiservers killed and
+// started again every four (never the last one ready); a broker stopped
+// every four seconds; a window of request faults at each broker a quarter
+// of a second after the last.
 func FullProfile() Profile {
 	return Profile{
 		Name: "full", Faults: AllFaults,
-		ReplicaEvery: 2 * time.Second, APIServerEvery: 4 * time.Second,
+		ReplicaEvery: 1500 * time.Millisecond, APIServerEvery: 4 * time.Second,
 		BrokerStopEvery: 4 * time.Second, BrokerFaultEvery: 250 * time.Millisecond,
 	}
 }
