@@ -49,7 +49,7 @@ func results(res *Result) string {
 	w("- targets of a 10-minute run: %s\n", targetsLine(res))
 	w("- the credential check read %d events, %d metrics scrapes, every log, record and status\n", res.Events, res.Scrapes)
 	if len(res.Stranded) > 0 {
-		w("- %d object(s) were left in namespaces that no longer exist (kube-controller-manager finalized them without seeing lockstep's objects, which kube-apiserver serves again a moment after a restart); nobody can change them, so the checks of what lockstep must finish leave them out: %s\n",
+		w("- %d object(s) were left in namespaces that no longer exist (kube-controller-manager finalized their namespaces without deleting them); nobody can change them, so the checks of what lockstep must finish leave them out: %s\n",
 			len(res.Stranded), firstOf(res.Stranded, 10))
 	}
 	w("- replay: `make robustness SEED=%d DURATION=%s`\n\n", o.Seed, o.Duration)
