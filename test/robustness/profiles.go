@@ -8,7 +8,7 @@ import (
 
 // FullProfile injects every kind of fault at every request it can hit:
 // a replica killed every one and a half seconds on average, the leader
-// and the follower in turn; one of the three kube-apiservers killed and
+// and a follower in turn; one of the four kube-apiservers killed and
 // started again every four (never the last one ready); a broker stopped
 // every four seconds; a window of request faults at each broker a quarter
 // of a second after the last.
