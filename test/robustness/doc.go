@@ -3,7 +3,7 @@
 // clients while faults are injected, then a check of the whole history
 // and of what is left against the promises (package check).
 //
-// A run (Run) starts on loopback: etcd, four kube-apiservers behind a
+// A run (Run) starts on loopback: etcd, five kube-apiservers behind a
 // front that admits only the ready ones, and kube-controller-manager
 // (test/framework), three lockstep replicas as separate processes with
 // leader election behind a round-robin front, the

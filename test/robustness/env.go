@@ -62,9 +62,9 @@ func (e *env) lockstepEnv() []string {
 		"LOCKSTEP_RESYNC_INTERVAL=5s",
 		"LOCKSTEP_RESYNC_BROKER_QPS=50",
 		"LOCKSTEP_CATALOG_REFRESH_INTERVAL=2s",
-		"LOCKSTEP_LEADER_ELECTION_LEASE_DURATION=3s",
-		"LOCKSTEP_LEADER_ELECTION_RENEW_DEADLINE=2s",
-		"LOCKSTEP_LEADER_ELECTION_RETRY_PERIOD=500ms",
+		"LOCKSTEP_LEADER_ELECTION_LEASE_DURATION=2s",
+		"LOCKSTEP_LEADER_ELECTION_RENEW_DEADLINE=1500ms",
+		"LOCKSTEP_LEADER_ELECTION_RETRY_PERIOD=250ms",
 		"LOCKSTEP_LOG_FORMAT=json",
 		"LOCKSTEP_LOG_LEVEL=debug",
 	}
@@ -85,7 +85,7 @@ func start(ctx context.Context, opts Options, binary string) (_ *env, err error)
 			e.stop()
 		}
 	}()
-	if e.cp, err = framework.Start(framework.Options{Name: "robustness", ControllerManager: true, APIServers: 4, Dir: filepath.Join(e.dir, "cluster")}); err != nil {
+	if e.cp, err = framework.Start(framework.Options{Name: "robustness", ControllerManager: true, APIServers: 5, Dir: filepath.Join(e.dir, "cluster")}); err != nil {
 		return nil, err
 	}
 	if e.admin, err = e.cp.Client(); err != nil {
