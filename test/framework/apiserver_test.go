@@ -56,9 +56,46 @@ func TestAPIServerKilledAndRestarted(t *testing.T) {
 	require.NoError(t, user.Create(ctx, ns))
 
 	for round := range 2 {
-		require.NoError(t, cp.KillAPIServer(), "round %d", round)
+		i, err := cp.KillAPIServer()
+		require.NoError(t, err, "round %d", round)
 		assert.Error(t, user.Get(ctx, client.ObjectKeyFromObject(ns), &corev1.Namespace{}), "nothing answers while it is down")
-		require.NoError(t, cp.RestartAPIServer(ctx, 2*time.Minute), "round %d", round)
+		_, err = cp.KillAPIServer()
+		assert.ErrorIs(t, err, ErrNoAPIServerToKill, "round %d: none is left to kill", round)
+		require.NoError(t, cp.RestartAPIServer(ctx, i, 2*time.Minute), "round %d", round)
 		assert.NoError(t, user.Get(ctx, client.ObjectKeyFromObject(ns), &corev1.Namespace{}), "round %d: the namespace is still there, and carol still gets in", round)
 	}
+}
+
+// TestThreeAPIServersBehindAFront: with three kube-apiservers on one
+// etcd, clients reach them through a front; while two are killed, the
+// third answers, and it is never killed; each is killed in turn.
+func TestThreeAPIServersBehindAFront(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a control plane")
+	}
+	cp, err := Start(Options{Name: "framework-apiservers", NoWebhooks: true, APIServers: 3})
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, cp.Stop()) })
+	admin, err := cp.Client()
+	require.NoError(t, err)
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kept"}}
+	require.NoError(t, admin.Create(ctx, ns))
+
+	var killed []int
+	for round := range 2 {
+		first, err := cp.KillAPIServer()
+		require.NoError(t, err, "round %d", round)
+		second, err := cp.KillAPIServer()
+		require.NoError(t, err, "round %d", round)
+		_, err = cp.KillAPIServer()
+		require.ErrorIs(t, err, ErrNoAPIServerToKill, "round %d: the last one ready is not killed", round)
+		require.Eventually(t, func() bool {
+			return admin.Get(ctx, client.ObjectKeyFromObject(ns), &corev1.Namespace{}) == nil
+		}, time.Minute, 100*time.Millisecond, "round %d: the third kube-apiserver answers", round)
+		require.NoError(t, cp.RestartAPIServer(ctx, first, 2*time.Minute), "round %d", round)
+		require.NoError(t, cp.RestartAPIServer(ctx, second, 2*time.Minute), "round %d", round)
+		killed = append(killed, first, second)
+	}
+	assert.Equal(t, []int{0, 1, 2, 0}, killed, "each in turn")
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -54,6 +55,11 @@ type Options struct {
 	// and garbage-collector controllers, as in a cluster: deleted
 	// namespaces go, owned objects are collected.
 	ControllerManager bool
+	// APIServers is how many kube-apiservers serve on one etcd, as in a
+	// highly available cluster; with more than one, Config reaches them
+	// through a front that, as a load balancer, sends connections only to
+	// those that are ready. 0 or 1: envtest's one.
+	APIServers int
 }
 
 // ControlPlane is a running etcd and kube-apiserver (and
@@ -77,7 +83,7 @@ type ControlPlane struct {
 	cm        *controllermanager.ControllerManager
 	removeDir bool
 	apiMu     sync.Mutex
-	api       apiServer
+	api       apiServers
 }
 
 // Start starts the control plane and installs lockstep's CRDs and webhook
@@ -131,10 +137,19 @@ func Start(o Options) (_ *ControlPlane, err error) {
 	if cp.Config, err = cp.Env.Start(); err != nil {
 		return nil, fmt.Errorf("starting kube-apiserver and etcd from %s: %w", o.Assets, err)
 	}
+	if o.APIServers > 1 || o.ControllerManager {
+		if err := cp.startAPIServers(o.APIServers, o.ControllerManager); err != nil {
+			return nil, err
+		}
+	}
+	if o.APIServers > 1 {
+		cp.Config.Host = "https://" + cp.api.front.Addr()
+	}
 	if o.ControllerManager {
 		cp.ControllerManagerLog = filepath.Join(os.TempDir(), "lockstep-"+o.Name+"-kube-controller-manager.log")
 		cp.cm, err = controllermanager.Start(cp.Env, controllermanager.Options{
 			Assets: o.Assets, Dir: filepath.Join(cp.Dir, "kcm"), LogFile: cp.ControllerManagerLog,
+			Server: "https://" + cp.api.front.Addr(),
 		})
 		if err != nil {
 			return nil, fmt.Errorf("%w (its log: %s)", err, cp.ControllerManagerLog)
@@ -153,8 +168,8 @@ func (cp *ControlPlane) Stop() error {
 		}
 		cp.cm = nil
 	}
-	if err := cp.stopAPIServer(); err != nil {
-		errs = append(errs, fmt.Errorf("stopping the restarted kube-apiserver: %w", err))
+	if err := cp.stopAPIServers(); err != nil {
+		errs = append(errs, fmt.Errorf("stopping the kube-apiservers started after envtest's: %w", err))
 	}
 	if cp.Env != nil {
 		if err := cp.Env.Stop(); err != nil {
@@ -174,6 +189,14 @@ func (cp *ControlPlane) Client() (client.Client, error) {
 		return nil, fmt.Errorf("creating a client: %w", err)
 	}
 	return c, nil
+}
+
+// apiAddr is kube-apiserver's host and port.
+func (cp *ControlPlane) apiAddr() string {
+	if u, err := url.Parse(cp.Config.Host); err == nil && u.Host != "" {
+		return u.Host
+	}
+	return cp.Config.Host
 }
 
 // WebhookAddr is the address the API server calls the webhooks at.

@@ -88,6 +88,9 @@ func (f *Front) serve() {
 	}
 }
 
+// Addr is the address it listens at.
+func (f *Front) Addr() string { return f.ln.Addr().String() }
+
 // Close stops listening.
 func (f *Front) Close() {
 	_ = f.ln.Close()

@@ -3,15 +3,16 @@
 // clients while faults are injected, then a check of the whole history
 // and of what is left against the promises (package check).
 //
-// A run (Run) starts on loopback: etcd, kube-apiserver and
-// kube-controller-manager (test/framework), two lockstep replicas as
-// separate processes with leader election behind a round-robin front, the
+// A run (Run) starts on loopback: etcd, five kube-apiservers behind a
+// front that admits only the ready ones, and kube-controller-manager
+// (test/framework), three lockstep replicas as separate processes with
+// leader election behind a round-robin front, the
 // test broker (internal/broker/fakebroker) and the embedded broker
 // (internal/broker/embedded), each behind a fault proxy (faultproxy). Clients
 // (traffic.go) create, update, re-plan, bind, unbind, delete, adopt,
 // detach, dry-run and edit in conflict, over several namespaces, each
 // request as a user of its own; the fault schedule (faults.go) kills the
-// leader or the follower (SIGKILL), kills kube-apiserver, stops, hangs,
+// leader or a follower (SIGKILL), kills a kube-apiserver, stops, hangs,
 // slows, breaks and spoils the brokers, and makes asynchronous operations
 // fail. When the faults stop, lockstep is given time to converge; then
 // the checks run, and the figures go to a results file (report.go).

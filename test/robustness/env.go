@@ -62,9 +62,9 @@ func (e *env) lockstepEnv() []string {
 		"LOCKSTEP_RESYNC_INTERVAL=5s",
 		"LOCKSTEP_RESYNC_BROKER_QPS=50",
 		"LOCKSTEP_CATALOG_REFRESH_INTERVAL=2s",
-		"LOCKSTEP_LEADER_ELECTION_LEASE_DURATION=3s",
-		"LOCKSTEP_LEADER_ELECTION_RENEW_DEADLINE=2s",
-		"LOCKSTEP_LEADER_ELECTION_RETRY_PERIOD=500ms",
+		"LOCKSTEP_LEADER_ELECTION_LEASE_DURATION=2s",
+		"LOCKSTEP_LEADER_ELECTION_RENEW_DEADLINE=1500ms",
+		"LOCKSTEP_LEADER_ELECTION_RETRY_PERIOD=250ms",
 		"LOCKSTEP_LOG_FORMAT=json",
 		"LOCKSTEP_LOG_LEVEL=debug",
 	}
@@ -75,7 +75,7 @@ func (e *env) lockstepEnv() []string {
 }
 
 // start brings everything up: the control plane, lockstep's RBAC and
-// identity, the brokers behind their proxies, two replicas, and the
+// identity, the brokers behind their proxies, three replicas, and the
 // ServiceBrokers, Ready.
 func start(ctx context.Context, opts Options, binary string) (_ *env, err error) {
 	e := &env{opts: opts, dir: opts.Dir, binary: binary, draws: newDraws(opts.Seed), done: make(chan struct{})}
@@ -85,7 +85,7 @@ func start(ctx context.Context, opts Options, binary string) (_ *env, err error)
 			e.stop()
 		}
 	}()
-	if e.cp, err = framework.Start(framework.Options{Name: "robustness", ControllerManager: true, Dir: filepath.Join(e.dir, "cluster")}); err != nil {
+	if e.cp, err = framework.Start(framework.Options{Name: "robustness", ControllerManager: true, APIServers: 5, Dir: filepath.Join(e.dir, "cluster")}); err != nil {
 		return nil, err
 	}
 	if e.admin, err = e.cp.Client(); err != nil {
@@ -125,7 +125,7 @@ func start(ctx context.Context, opts Options, binary string) (_ *env, err error)
 	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	e.cancel = cancel
-	for _, name := range []string{"a", "b"} {
+	for _, name := range []string{"a", "b", "c"} {
 		port, err := framework.FreePort()
 		if err != nil {
 			return nil, err

@@ -2,6 +2,7 @@ package robustness
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/broker/osbclient"
+	"github.com/lockstep-dev/lockstep/test/framework"
 	"github.com/lockstep-dev/lockstep/test/robustness/faultproxy"
 	"github.com/lockstep-dev/lockstep/test/robustness/history"
 )
@@ -102,6 +104,9 @@ func between(r *rand.Rand, lo, hi time.Duration) time.Duration {
 	return lo + time.Duration(r.Int64N(int64(hi-lo)+1))
 }
 
+// replicas kills a replica every ReplicaEvery or so, the leader and the
+// follower in turn; the killed one restarts after its pause while the
+// next kill is already on its way (faults overlap).
 func (in *injector) replicas(ctx context.Context, r *rand.Rand) {
 	var kinds []history.FaultKind
 	for _, k := range []history.FaultKind{KillLeader, KillFollower} {
@@ -109,13 +114,15 @@ func (in *injector) replicas(ctx context.Context, r *rand.Rand) {
 			kinds = append(kinds, k)
 		}
 	}
-	for sleep(ctx, around(r, in.p.ReplicaEvery)) {
-		kind := kinds[r.IntN(len(kinds))]
-		pause := between(r, 500*time.Millisecond, 3*time.Second)
+	var healed sync.WaitGroup
+	defer healed.Wait()
+	for turn := 0; sleep(ctx, around(r, in.p.ReplicaEvery)); turn++ {
+		kind := kinds[turn%len(kinds)]
+		pause := between(r, 200*time.Millisecond, 1500*time.Millisecond)
 		var target *replica
-		for range 50 { // a lead given up or lost takes a moment to be taken again
+		for range 100 { // a lead given up or lost takes a moment to be taken again
 			target, kind = in.replicaTarget(kind, kinds)
-			if target != nil || !sleep(ctx, 200*time.Millisecond) {
+			if target != nil || !sleep(ctx, 100*time.Millisecond) {
 				break
 			}
 		}
@@ -134,8 +141,10 @@ func (in *injector) replicas(ctx context.Context, r *rand.Rand) {
 		f := in.hist.Inject(&history.Fault{Kind: kind, Target: "replica " + target.name, Detail: fmt.Sprintf("SIGKILL, down for %s", pause.Round(time.Millisecond))})
 		target.kill(pause)
 		release()
-		sleep(ctx, pause)
-		in.hist.Heal(f)
+		healed.Go(func() {
+			time.Sleep(pause)
+			in.hist.Heal(f)
+		})
 	}
 }
 
@@ -154,20 +163,36 @@ func (in *injector) replicaTarget(kind history.FaultKind, kinds []history.FaultK
 	return nil, kind
 }
 
+// apiServer kills a kube-apiserver every APIServerEvery or so, counted
+// from one kill to the next, each in turn, and starts it again at once on
+// the same etcd; the next kill does not wait for that restart, only for
+// another kube-apiserver to stay ready.
 func (in *injector) apiServer(ctx context.Context, r *rand.Rand) {
-	for sleep(ctx, around(r, in.p.APIServerEvery)) {
-		down := between(r, 500*time.Millisecond, 2*time.Second)
-		f := in.hist.Inject(&history.Fault{Kind: KillAPIServer, Target: "kube-apiserver", Detail: fmt.Sprintf("SIGKILL, restarted after %s", down.Round(time.Millisecond))})
-		if err := in.env.cp.KillAPIServer(); err != nil {
-			in.env.logf("killing kube-apiserver: %v", err)
+	var restarts sync.WaitGroup
+	defer restarts.Wait()
+	last := time.Now()
+	for sleep(ctx, max(around(r, in.p.APIServerEvery)-time.Since(last), 0)) {
+		down := between(r, 0, 300*time.Millisecond)
+		i, err := in.env.cp.KillAPIServer()
+		for errors.Is(err, framework.ErrNoAPIServerToKill) && sleep(ctx, 100*time.Millisecond) {
+			i, err = in.env.cp.KillAPIServer()
+		}
+		if errors.Is(err, framework.ErrNoAPIServerToKill) {
+			return
+		}
+		last = time.Now()
+		f := in.hist.Inject(&history.Fault{Kind: KillAPIServer, Target: fmt.Sprintf("kube-apiserver %d", i+1),
+			Detail: fmt.Sprintf("SIGKILL, restarted after %s", down.Round(time.Millisecond))})
+		if err != nil {
+			in.env.logf("killing kube-apiserver %d: %v", i+1, err)
+		}
+		restarts.Go(func() {
+			time.Sleep(down) // restarted even when ctx ended
+			if err := in.env.cp.RestartAPIServer(context.WithoutCancel(ctx), i, 5*time.Minute); err != nil {
+				in.env.logf("restarting kube-apiserver %d: %v", i+1, err)
+			}
 			in.hist.Heal(f)
-			continue
-		}
-		time.Sleep(down) // restarted below even when ctx ended
-		if err := in.env.cp.RestartAPIServer(context.WithoutCancel(ctx), 5*time.Minute); err != nil {
-			in.env.logf("restarting kube-apiserver: %v", err)
-		}
-		in.hist.Heal(f)
+		})
 	}
 }
 
@@ -189,12 +214,18 @@ func (in *injector) brokerStops(ctx context.Context, b *brokerUnderTest, r *rand
 	}
 }
 
-// brokerFaults runs windows of request faults at a broker.
+// brokerFaults runs windows of request faults at a broker. A window of
+// drop-after-202 comes twice as often as one of another kind, and at the
+// test broker makes every change asynchronous: only a 202 is dropped, and
+// most changes are answered at once otherwise.
 func (in *injector) brokerFaults(ctx context.Context, b *brokerUnderTest, r *rand.Rand) {
 	var kinds []history.FaultKind
 	for _, k := range AllFaults {
 		if _, ok := proxyFaults[k]; (ok || (k == AsyncFails && b.fake != nil)) && in.p.injects(k) {
 			kinds = append(kinds, k)
+			if k == DropAfter202 {
+				kinds = append(kinds, k)
+			}
 		}
 	}
 	if len(kinds) == 0 {
@@ -213,13 +244,17 @@ func (in *injector) brokerFaults(ctx context.Context, b *brokerUnderTest, r *ran
 		if len(ops) == 0 {
 			continue
 		}
-		p := 0.3 + 0.7*r.Float64()
+		p := 0.5 + 0.5*r.Float64()
 		length := between(r, 1500*time.Millisecond, 3500*time.Millisecond)
 		f := in.hist.Inject(&history.Fault{Kind: kind, Target: "broker " + b.name,
 			Detail: fmt.Sprintf("on %.0f%% of %s", 100*p, strings.Join(opNames(ops), ", "))})
-		if kind == AsyncFails {
+		switch kind {
+		case AsyncFails:
 			b.setAsync(in.env.opts.Async, p)
-		} else {
+		case DropAfter202:
+			b.setAsync(1, 0)
+			b.proxy.SetFaults(in.faults(b, window, proxyFaults[kind], ops, p))
+		default:
 			b.proxy.SetFaults(in.faults(b, window, proxyFaults[kind], ops, p))
 		}
 		sleep(ctx, length)

@@ -142,10 +142,25 @@ func (c *actor) update(ctx context.Context, kind history.Kind, change func(si *v
 		return false
 	}
 	policy, _ := v1alpha1.PolicyOf(si)
-	c.request(ctx, &history.Request{Kind: kind, Object: objectName(si), Namespace: si.Namespace, Broker: b.name, ExternalID: si.Spec.ExternalID,
-		Verb: v1alpha1.VerbUpdate, Policy: policy, Detail: detail},
-		func(ctx context.Context) error { return c.t.env.users.Update(ctx, si) })
+	r := &history.Request{Kind: kind, Object: objectName(si), Namespace: si.Namespace, Broker: b.name, ExternalID: si.Spec.ExternalID,
+		Verb: v1alpha1.VerbUpdate, Policy: policy, Detail: detail}
+	c.request(ctx, r, func(ctx context.Context) error {
+		err := c.t.env.users.Update(ctx, si)
+		admittedUnchanged(r, si, err)
+		return err
+	})
 	return true
+}
+
+// admittedUnchanged notes that an update of an object being deleted asks
+// nothing of the broker: lockstep admits it unchanged, and must not call
+// the broker. The object the API server answers with tells: it carries
+// the deletion timestamp of the object it updated.
+func admittedUnchanged(r *history.Request, obj client.Object, err error) {
+	if err == nil && obj.GetDeletionTimestamp() != nil {
+		r.Verb = ""
+		r.Detail += "; the object was being deleted: nothing to change at the broker"
+	}
 }
 
 func (c *actor) updateParameters(ctx context.Context) bool {
@@ -408,6 +423,7 @@ func (c *actor) conflictingEdit(ctx context.Context) bool {
 			rctx, cancel := context.WithTimeout(as(ctx, user, w), time.Minute)
 			defer cancel()
 			err := c.t.env.users.Patch(rctx, edit, patch)
+			admittedUnchanged(r, edit, err)
 			c.t.hist.End(r, err, w.all())
 		})
 	}

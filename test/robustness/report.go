@@ -44,11 +44,12 @@ func results(res *Result) string {
 	if res.Converged >= 0 {
 		w("- time from the last fault to convergence: %s (bound %s)\n", res.Converged.Round(100*time.Millisecond), o.Converge)
 	} else {
-		w("- lockstep did **not converge** within %s of the last fault\n", o.Converge)
+		w("- lockstep did **not converge** within %s of the last fault; at the last check, %s\n", o.Converge, unconverged(res.Open))
 	}
+	w("- targets of a 10-minute run: %s\n", targetsLine(res))
 	w("- the credential check read %d events, %d metrics scrapes, every log, record and status\n", res.Events, res.Scrapes)
 	if len(res.Stranded) > 0 {
-		w("- %d object(s) were left in namespaces that no longer exist (kube-controller-manager finalized them without seeing lockstep's objects, which kube-apiserver serves again a moment after a restart); nobody can change them, so the checks of what lockstep must finish leave them out: %s\n",
+		w("- %d object(s) were left in namespaces that no longer exist (kube-controller-manager finalized their namespaces without deleting them); nobody can change them, so the checks of what lockstep must finish leave them out: %s\n",
 			len(res.Stranded), firstOf(res.Stranded, 10))
 	}
 	w("- replay: `make robustness SEED=%d DURATION=%s`\n\n", o.Seed, o.Duration)
@@ -141,6 +142,61 @@ func results(res *Result) string {
 		w("```text\n%s```\n\n", v.String())
 	}
 	return b.String()
+}
+
+// The targets of a 10-minute run of the full profile.
+const (
+	targetOperations = 2000
+	targetInjected   = 100
+)
+
+// targetsLine says whether a run met the targets: no violation, lockstep
+// converged, at least targetOperations operations and targetInjected
+// faults injected of every kind.
+func targetsLine(res *Result) string {
+	var missed []string
+	if len(res.Violations) > 0 {
+		missed = append(missed, fmt.Sprintf("%d violations (target 0)", len(res.Violations)))
+	}
+	if res.Converged < 0 {
+		missed = append(missed, "did not converge")
+	}
+	if len(res.Requests) < targetOperations {
+		missed = append(missed, fmt.Sprintf("%d operations (target %d)", len(res.Requests), targetOperations))
+	}
+	var few []string
+	for _, k := range AllFaults {
+		if res.Injected[k] < targetInjected {
+			few = append(few, fmt.Sprintf("%s %d", k, res.Injected[k]))
+		}
+	}
+	if len(few) > 0 {
+		missed = append(missed, fmt.Sprintf("fewer than %d injected of %s", targetInjected, strings.Join(few, ", ")))
+	}
+	met := fmt.Sprintf("0 violations, converged, at least %d operations (%d), at least %d injected of every kind of fault", targetOperations, len(res.Requests), targetInjected)
+	if len(missed) == 0 {
+		return "**met**: " + met
+	}
+	return "**missed**: " + strings.Join(missed, "; ") + " (the targets: " + met + ")"
+}
+
+// unconverged says what kept lockstep from converging: by invariant, how
+// many objects and which.
+func unconverged(open []check.Violation) string {
+	if len(open) == 0 {
+		return "nothing was open (the checks could not read the cluster)"
+	}
+	objects := map[check.Invariant][]string{}
+	for _, v := range open {
+		objects[v.Invariant] = append(objects[v.Invariant], v.Object)
+	}
+	var parts []string
+	for _, inv := range check.Invariants {
+		if names := objects[inv]; len(names) > 0 {
+			parts = append(parts, fmt.Sprintf("%q did not hold for %d: %s", inv, len(names), firstOf(names, 5)))
+		}
+	}
+	return strings.Join(parts, "; ")
 }
 
 // latencies splits the requests' durations by whether a fault was on.

@@ -142,7 +142,7 @@ func TestRobustness(t *testing.T) {
 		}
 	}
 	o := options(t, seed, d, p)
-	o.Clients = 6
+	o.Clients = 12
 	o.Converge = max(5*time.Minute, d)
 	if c := os.Getenv("LOCKSTEP_ROBUSTNESS_CONVERGE"); c != "" {
 		o.Converge, err = time.ParseDuration(c)

@@ -31,6 +31,9 @@ type Result struct {
 	// within Options.Converge).
 	LastFault time.Time
 	Converged time.Duration
+	// Open are what kept lockstep from converging at the last check when
+	// it did not.
+	Open []check.Violation
 	// Events counts the events seen, Scrapes the metrics scrapes: the
 	// credential check read them.
 	Events, Scrapes int
@@ -139,7 +142,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		res.LastFault = time.Now()
 	}
 	e.logf("traffic and faults stopped after %d requests and %d faults; waiting for lockstep to converge (at most %s)", len(res.Requests), len(res.Faults), opts.Converge)
-	res.Converged = e.converge(ctx, t, res.LastFault)
+	res.Converged, res.Open = e.converge(ctx, t, res.LastFault)
 
 	snap, err := e.snapshot(ctx, t, true)
 	if err != nil {
@@ -181,21 +184,22 @@ func (e *env) heal() {
 // converge waits until the promises about the state hold (what the
 // brokers hold, leaks, everything final) and returns how long after the
 // last fault that was; negative when they did not hold within
-// opts.Converge.
-func (e *env) converge(ctx context.Context, t *traffic, lastFault time.Time) time.Duration {
+// opts.Converge, with what did not hold at the last check.
+func (e *env) converge(ctx context.Context, t *traffic, lastFault time.Time) (time.Duration, []check.Violation) {
 	deadline := time.Now().Add(e.opts.Converge)
+	var left []check.Violation
 	for time.Now().Before(deadline) {
 		if n := t.followWayOuts(ctx); n > 0 {
 			e.logf("followed %d way(s) out that Terminating namespaces name", n)
 		}
 		snap, err := e.snapshot(ctx, t, false)
 		if err == nil {
-			var left []check.Violation
+			left = nil
 			for _, c := range []func(check.Snapshot) []check.Violation{check.BrokerState, check.Leaks, check.Final} {
 				left = append(left, c(snap)...)
 			}
 			if len(left) == 0 {
-				return time.Since(lastFault)
+				return time.Since(lastFault), nil
 			}
 			e.logf("not converged yet: %d open, e.g. %s: %s", len(left), left[0].Object, left[0].Message)
 		}
@@ -203,7 +207,7 @@ func (e *env) converge(ctx context.Context, t *traffic, lastFault time.Time) tim
 			break
 		}
 	}
-	return -1
+	return -1, left
 }
 
 // explain adds to a violation the history around it and its object's

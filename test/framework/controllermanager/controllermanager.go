@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
@@ -52,6 +53,10 @@ type Options struct {
 	// StopTimeout is how long Stop waits after SIGTERM before SIGKILL;
 	// 10 seconds when zero.
 	StopTimeout time.Duration
+	// Server, when set, is the URL it reaches kube-apiserver at instead
+	// of env's (a front that, as a cluster's load balancer, sends it only
+	// to a kube-apiserver that is ready).
+	Server string
 }
 
 // ControllerManager is a running kube-controller-manager.
@@ -75,7 +80,28 @@ func Start(env *envtest.Environment, o Options) (*ControllerManager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encoding the kube-controller-manager kubeconfig: %w", err)
 	}
+	if o.Server != "" {
+		if kubeconfig, err = withServer(kubeconfig, o.Server); err != nil {
+			return nil, err
+		}
+	}
 	return start(o, kubeconfig)
+}
+
+// withServer points every cluster of a kubeconfig at server.
+func withServer(kubeconfig []byte, server string) ([]byte, error) {
+	cfg, err := clientcmd.Load(kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("reading the kube-controller-manager kubeconfig: %w", err)
+	}
+	for _, c := range cfg.Clusters {
+		c.Server = server
+	}
+	out, err := clientcmd.Write(*cfg)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the kube-controller-manager kubeconfig: %w", err)
+	}
+	return out, nil
 }
 
 // start writes the kubeconfig into o.Dir, runs the binary and waits until
