@@ -55,8 +55,8 @@ func TestBurst(t *testing.T) {
 			wantTotal: map[string]int{"refused": 3}, wantMost: map[string]int{"refused": 3},
 		},
 		{
-			name: "the time bound ends a burst that never finishes",
-			load: BurstLoad{Clients: 2, Items: 2, MaxAttempts: 1 << 20, MaxDuration: 200 * time.Millisecond, Backoff: quick},
+			name:     "the time bound ends a burst that never finishes",
+			load:     BurstLoad{Clients: 2, Items: 2, MaxAttempts: 1 << 20, MaxDuration: 200 * time.Millisecond, Backoff: quick},
 			refusals: func(i int) int { return map[bool]int{true: -1, false: 0}[i == 1] }, wantDone: 1, wantTimedOut: true,
 		},
 	}
