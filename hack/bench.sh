@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # bench.sh runs lockstep's benchmark suite and writes the results
 # to bench/RESULTS.md: admission overhead, end to end through
-# kube-apiserver, the broker path, the journal under churn, scale, the
-# embedded broker, and the Go micro-benchmarks. About half an hour on 2
+# kube-apiserver, the broker path, the journal under churn, a GitOps
+# burst, scale, the embedded broker, and the Go micro-benchmarks. About half an hour on 2
 # cores (with -before, the compared benchmarks run twice); not part of
 # `make test`.
 #

@@ -82,7 +82,7 @@ const burstManager = "bench-gitops"
 // namespace of them deleted at once.
 func (s *Suite) Burst(ctx context.Context) (report.Section, error) {
 	n, clients := s.Sizes.BurstInstances, s.Sizes.BurstClients
-	sec := report.Section{Title: "9. GitOps burst: instances and bindings applied and deleted at once", Text: []string{
+	sec := report.Section{Title: "8. GitOps burst: instances and bindings applied and deleted at once", Text: []string{
 		fmt.Sprintf("lockstep is restarted with its embedded broker (a fresh bbolt store, one no-op bundle: every action is `builtin:noop`), "+
 			"registered as ServiceBroker %q by the benchmark (lockstep's ClusterRole does not let it register the broker itself). Then %d ServiceInstances of it and a ServiceBinding of each (%d objects) are applied at once "+
 			"by %d clients with server-side apply (field manager %q, forced), as a GitOps tool restoring a cluster does: one queue, the "+
