@@ -88,7 +88,8 @@ func (s *Suite) Burst(ctx context.Context) (report.Section, error) {
 			"by %d clients with server-side apply (field manager %q, forced), as a GitOps tool restoring a cluster does: one queue, the "+
 			"instance of each application followed by its binding, each client taking the next object due. A refused apply is sent again "+
 			"after an exponential back-off (%s), as Argo CD's sync retry or a controller's requeue would, while the clients go on with the "+
-			"other objects; every try is counted by its answer. A binding sent before its instance exists is refused (422, no such instance), "+
+			"other objects (those not sent yet are due from the start, so a retry waits at least until the first pass has sent everything); "+
+			"every try is counted by its answer. A binding sent before its instance exists is refused (422, no such instance), "+
 			"and one sent while its instance's provision still holds the instance's lock waits for it up to lockstep's lock wait and is then "+
 			"refused with a conflict (409): both are sent again. Time runs from the first apply until every object is Ready (lockstep's "+
 			"Ready condition, listed every %s).", env.EmbeddedBrokerName, n, 2*n, clients, burstManager, burstBackoff, burstPoll),
@@ -124,6 +125,9 @@ func (s *Suite) Burst(ctx context.Context) (report.Section, error) {
 		return sec, err
 	}
 	defer s.cleanBurst()
+	v := &supervisor{s: s, settings: settings}
+	stopWatching := v.watch(ctx, burstPoll)
+	defer stopWatching()
 	if err := s.Env.BrokerReady(ctx, env.EmbeddedBrokerName, s.Sizes.StepTimeout); err != nil {
 		return sec, err
 	}
@@ -136,14 +140,14 @@ func (s *Suite) Burst(ctx context.Context) (report.Section, error) {
 	applied := make([]burstPhase, len(burstArms))
 	for k, a := range burstArms {
 		s.Logf("burst: applying %d objects, %s", 2*n, a.name)
-		if applied[k], err = s.burst(ctx, a, a.ns, burstObjects(a, a.ns, n), apply); err != nil {
+		if applied[k], err = s.burst(ctx, v, a, a.ns, burstObjects(a, a.ns, n), apply); err != nil {
 			return sec, fmt.Errorf("burst, applying, %s: %w", a.name, err)
 		}
 	}
 	deleted := make([]burstPhase, len(burstArms))
 	for k, a := range burstArms {
 		s.Logf("burst: deleting %d objects, %s", 2*n, a.name)
-		if deleted[k], err = s.burst(ctx, a, a.ns, objectsOf(a, a.ns, n), remove); err != nil {
+		if deleted[k], err = s.burst(ctx, v, a, a.ns, objectsOf(a, a.ns, n), remove); err != nil {
 			return sec, fmt.Errorf("burst, deleting, %s: %w", a.name, err)
 		}
 	}
@@ -160,7 +164,7 @@ func (s *Suite) Burst(ctx context.Context) (report.Section, error) {
 	for _, a := range burstArms[:burstFloor] {
 		ns := a.ns + "-ns"
 		s.Logf("burst: applying %d objects into namespace %s and deleting it, %s", 2*n, ns, a.name)
-		d, err := s.deleteNamespace(ctx, a, ns, n)
+		d, err := s.deleteNamespace(ctx, v, a, ns, n)
 		if err != nil {
 			return sec, fmt.Errorf("burst, namespace deletion, %s: %w", a.name, err)
 		}
@@ -260,9 +264,11 @@ type burstPhase struct {
 	// end.
 	unsettled int
 	// cpu is lockstep's CPU time over the burst, memory its memory at the
-	// end.
-	cpu    time.Duration
-	memory framework.Memory
+	// end; restarts counts the times it exited meanwhile and was started
+	// again.
+	cpu      time.Duration
+	memory   framework.Memory
+	restarts int
 	// requests are kube-apiserver's, by "VERB resource[/subresource]".
 	requests map[string]float64
 }
@@ -274,7 +280,7 @@ func (p burstPhase) failed() int { return len(p.sent.Items) - p.sent.Done() }
 
 // burst sends op for objs of arm a in ns from the clients at once, then
 // waits until every object is settled, within BurstTimeout.
-func (s *Suite) burst(ctx context.Context, a burstArm, ns string, objs []*unstructured.Unstructured, op burstOp) (burstPhase, error) {
+func (s *Suite) burst(ctx context.Context, v *supervisor, a burstArm, ns string, objs []*unstructured.Unstructured, op burstOp) (burstPhase, error) {
 	p := burstPhase{arm: a}
 	c := s.Env.Client
 	do := func(ctx context.Context, i int) error { return op.send(ctx, c, objs[i]) }
@@ -291,12 +297,10 @@ func (s *Suite) burst(ctx context.Context, a burstArm, ns string, objs []*unstru
 		release = append(release, floor.After)
 	}
 	before := s.scrape(ctx)
-	cpu0, err := s.Env.Lockstep.CPU()
-	if err != nil {
-		return p, err
-	}
+	cpu0, restarts := v.cpu(ctx), v.restarts()
 	start := time.Now()
 	deadline := start.Add(s.Sizes.BurstTimeout)
+	var err error
 	p.sent, err = loadgen.Burst(ctx, loadgen.BurstLoad{
 		Clients: s.Sizes.BurstClients, Items: len(objs), MaxAttempts: burstMaxAttempts, MaxDuration: s.Sizes.BurstTimeout,
 		Backoff: burstBackoff, Seed: 1,
@@ -332,12 +336,8 @@ func (s *Suite) burst(ctx context.Context, a burstArm, ns string, objs []*unstru
 			p.settled = p.sent.Last()
 		}
 	}
-	cpu1, err := s.Env.Lockstep.CPU()
-	if err != nil {
-		return p, err
-	}
-	p.cpu = cpu1 - cpu0
-	if p.memory, err = s.Env.Lockstep.Memory(); err != nil {
+	p.cpu, p.restarts = v.cpu(ctx)-cpu0, v.restarts()-restarts
+	if p.memory, err = v.memory(); err != nil {
 		return p, err
 	}
 	if after := s.scrape(ctx); before != nil && after != nil {
@@ -418,25 +418,23 @@ type namespaceDeletion struct {
 	// left counts the arm's objects still in it then.
 	left     int
 	cpu      time.Duration
+	restarts int
 	requests map[string]float64
 }
 
 // deleteNamespace applies the burst's objects into namespace ns, then
 // deletes the namespace and waits until it is gone.
-func (s *Suite) deleteNamespace(ctx context.Context, a burstArm, ns string, n int) (namespaceDeletion, error) {
+func (s *Suite) deleteNamespace(ctx context.Context, v *supervisor, a burstArm, ns string, n int) (namespaceDeletion, error) {
 	d := namespaceDeletion{arm: a}
 	if err := s.Env.Namespace(ctx, ns, false); err != nil {
 		return d, err
 	}
 	var err error
-	if d.applied, err = s.burst(ctx, a, ns, burstObjects(a, ns, n), apply); err != nil {
+	if d.applied, err = s.burst(ctx, v, a, ns, burstObjects(a, ns, n), apply); err != nil {
 		return d, err
 	}
 	before := s.scrape(ctx)
-	cpu0, err := s.Env.Lockstep.CPU()
-	if err != nil {
-		return d, err
-	}
+	cpu0, restarts := v.cpu(ctx), v.restarts()
 	start := time.Now()
 	if err := s.Env.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		return d, fmt.Errorf("deleting namespace %s: %w", ns, err)
@@ -453,11 +451,7 @@ func (s *Suite) deleteNamespace(ctx context.Context, a burstArm, ns string, n in
 	default:
 		d.left, _ = s.notGone(ctx, a, ns, n)
 	}
-	cpu1, err := s.Env.Lockstep.CPU()
-	if err != nil {
-		return d, err
-	}
-	d.cpu = cpu1 - cpu0
+	d.cpu, d.restarts = v.cpu(ctx)-cpu0, v.restarts()-restarts
 	if after := s.scrape(ctx); before != nil && after != nil {
 		d.requests = requestsBetween(before.apiserver, after.apiserver, func(string) bool { return true })
 	}
@@ -467,7 +461,7 @@ func (s *Suite) deleteNamespace(ctx context.Context, a burstArm, ns string, n in
 // burstTable sets the arms of one kind of burst side by side.
 func burstTable(caption string, phases []burstPhase) report.Table {
 	t := report.Table{Caption: caption, Header: []string{"arm", "all accepted", "all settled", "vs floor", "vs no webhooks",
-		"requests sent", "refusals by answer (most for one object)", "failed", "stuck", "lockstep CPU", "lockstep RSS (peak)"}}
+		"requests sent", "refusals by answer (most for one object)", "failed", "stuck", "lockstep CPU", "lockstep RSS (peak)", "lockstep restarts"}}
 	for _, p := range phases {
 		tries := 0
 		for _, o := range p.sent.Items {
@@ -479,7 +473,7 @@ func burstTable(caption string, phases []burstPhase) report.Table {
 		}
 		t.Rows = append(t.Rows, []string{p.arm.name, accepted, settledTime(p), burstRatio(p, phases[burstFloor]), burstRatio(p, phases[burstPlain]),
 			fmt.Sprintf("%d for %d objects", tries, len(p.sent.Items)), refusalCounts(p.sent), fmt.Sprint(p.failed()), fmt.Sprint(p.unsettled),
-			dur(p.cpu), fmt.Sprintf("%s (%s)", mib(p.memory.RSS), mib(p.memory.Peak))})
+			dur(p.cpu), fmt.Sprintf("%s (%s)", mib(p.memory.RSS), mib(p.memory.Peak)), fmt.Sprint(p.restarts)})
 	}
 	return t
 }
@@ -520,7 +514,7 @@ func refusalCounts(r loadgen.BurstResult) string {
 // namespaceTable sets the namespace deletions side by side.
 func namespaceTable(ds []namespaceDeletion) report.Table {
 	t := report.Table{Caption: "**One namespace deleted** (its objects applied as above first; time from the DELETE until the namespace is gone)",
-		Header: []string{"arm", "apply: all settled", "namespace gone", "vs no webhooks", "objects left", "lockstep CPU"}}
+		Header: []string{"arm", "apply: all settled", "namespace gone", "vs no webhooks", "objects left", "lockstep CPU", "lockstep restarts"}}
 	for _, d := range ds {
 		gone, vs := "did not finish", "-"
 		if d.gone > 0 {
@@ -529,7 +523,7 @@ func namespaceTable(ds []namespaceDeletion) report.Table {
 				vs = ratio(d.gone, b.gone)
 			}
 		}
-		t.Rows = append(t.Rows, []string{d.arm.name, settledTime(d.applied), gone, vs, fmt.Sprint(d.left), dur(d.cpu)})
+		t.Rows = append(t.Rows, []string{d.arm.name, settledTime(d.applied), gone, vs, fmt.Sprint(d.left), dur(d.cpu), fmt.Sprint(d.restarts)})
 	}
 	return t
 }
@@ -589,10 +583,18 @@ func burstTargets(what, settled string, phases []burstPhase) []report.Target {
 	return []report.Target{
 		timeTarget,
 		report.Check(fmt.Sprintf("burst %s: failed or stuck objects", what), "0",
-			fmt.Sprintf("%d failed, %d stuck of %d", l.failed(), l.unsettled, objects), l.failed() == 0 && l.unsettled == 0 && l.finished()),
+			fmt.Sprintf("%d failed, %d stuck of %d%s", l.failed(), l.unsettled, objects, exits(l.restarts)), l.failed() == 0 && l.unsettled == 0 && l.finished()),
 		report.Check(fmt.Sprintf("burst %s: 409s retried per object", what), fmt.Sprintf("<= %d", burstMaxRetries),
 			fmt.Sprintf("most %d (%d in all)", most["409"], total["409"]), most["409"] <= burstMaxRetries),
 	}
+}
+
+// exits says how often lockstep exited and was started again, when it did.
+func exits(restarts int) string {
+	if restarts == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; lockstep exited %d time(s) and was started again", restarts)
 }
 
 // namespaceTarget checks that lockstep's namespace went with everything in
