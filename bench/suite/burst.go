@@ -343,6 +343,8 @@ func (s *Suite) burst(ctx context.Context, v *supervisor, a burstArm, ns string,
 	if after := s.scrape(ctx); before != nil && after != nil {
 		p.requests = requestsBetween(before.apiserver, after.apiserver, func(string) bool { return true })
 	}
+	s.Logf("burst: %s, %s: %d of %d accepted, all %s; refusals %s; %d failed, %d stuck; lockstep CPU %s, %d restart(s)",
+		op.name, a.name, p.sent.Done(), len(objs), settledTime(p), refusalCounts(p.sent), p.failed(), p.unsettled, dur(p.cpu), p.restarts)
 	for _, r := range release {
 		if _, err := loadgen.Run(ctx, loadgen.Load{Concurrency: s.Sizes.BurstClients, Requests: len(objs), MaxDuration: s.Sizes.StepTimeout}, 0,
 			loadgen.Work{Do: r}); err != nil {
@@ -452,6 +454,7 @@ func (s *Suite) deleteNamespace(ctx context.Context, v *supervisor, a burstArm, 
 		d.left, _ = s.notGone(ctx, a, ns, n)
 	}
 	d.cpu, d.restarts = v.cpu(ctx)-cpu0, v.restarts()-restarts
+	s.Logf("burst: namespace %s, %s: gone after %s (0: not by the bound), %d objects left; lockstep CPU %s", ns, a.name, dur(d.gone), d.left, dur(d.cpu))
 	if after := s.scrape(ctx); before != nil && after != nil {
 		d.requests = requestsBetween(before.apiserver, after.apiserver, func(string) bool { return true })
 	}
