@@ -8,7 +8,6 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -38,14 +37,8 @@ func (e *Env) RegisterBroker(ctx context.Context, name, url string, timeout time
 	if err := e.Client.Create(ctx, sb); err != nil {
 		return 0, fmt.Errorf("creating ServiceBroker %q: %w", name, err)
 	}
-	err := Poll(ctx, timeout, 50*time.Millisecond, func(ctx context.Context) (bool, error) {
-		if err := e.Client.Get(ctx, client.ObjectKeyFromObject(sb), sb); err != nil {
-			return false, client.IgnoreNotFound(err)
-		}
-		return meta.IsStatusConditionTrue(sb.Status.Conditions, v1alpha1.ConditionReady), nil
-	})
-	if err != nil {
-		return 0, fmt.Errorf("ServiceBroker %q did not become Ready (conditions %+v): %w", name, sb.Status.Conditions, err)
+	if err := e.BrokerReady(ctx, name, timeout); err != nil {
+		return 0, err
 	}
 	return time.Since(start), nil
 }

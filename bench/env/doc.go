@@ -5,13 +5,17 @@
 //     with test/framework as every end-to-end suite does) with
 //     lockstep's CRDs and webhook configurations from deploy/, plus two
 //     copies of the ServiceInstance CRD for the end-to-end baselines: one
-//     without webhooks (group plain.bench.lockstep.dev) and one whose
-//     create-only fields are CEL transition rules, self == oldSelf (group
-//     cel.bench.lockstep.dev);
+//     without webhooks (group plain.bench.lockstep.dev, with a copy of the
+//     ServiceBinding CRD beside it) and one whose create-only fields are
+//     CEL transition rules, self == oldSelf (group
+//     cel.bench.lockstep.dev); and kube-controller-manager (its
+//     namespace and garbage-collector controllers) only while a benchmark
+//     that deletes a namespace runs;
 //   - lockstep itself, the real cmd/webhook binary built from the working
 //     tree and run as a separate process with LOCKSTEP_* settings, exactly
 //     as it is deployed (so that whatever internal/app wires, the journal
-//     and the lock included, is what is measured), as the service account
+//     and the lock included, is what is measured), with its embedded
+//     broker when a benchmark asks for it, as the service account
 //     of deploy/base with the RBAC of deploy/rbac, with its memory readable
 //     from /proc and its metrics scraped over HTTP;
 //   - the allow-all baseline webhook server (bench/cmd/allow-all), a
@@ -25,6 +29,6 @@
 // without a second trip through admission. The status guard applies
 // everywhere.
 //
-// It needs Linux (/proc) and the kube-apiserver, etcd and kubectl binaries
-// that hack/testbin.sh provides.
+// It needs Linux (/proc) and the kube-apiserver, etcd, kubectl and
+// kube-controller-manager binaries that hack/testbin.sh provides.
 package env

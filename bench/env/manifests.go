@@ -36,6 +36,11 @@ var (
 	CELInstance = schema.GroupVersionKind{Group: "cel.bench.lockstep.dev", Version: "v1alpha1", Kind: "ServiceInstance"}
 	// LockstepInstance is lockstep's own ServiceInstance.
 	LockstepInstance = v1alpha1.GroupVersion.WithKind("ServiceInstance")
+	// PlainBinding is the ServiceBinding CRD without any webhook, in
+	// PlainInstance's group.
+	PlainBinding = schema.GroupVersionKind{Group: PlainInstance.Group, Version: "v1alpha1", Kind: "ServiceBinding"}
+	// LockstepBinding is lockstep's own ServiceBinding.
+	LockstepBinding = v1alpha1.GroupVersion.WithKind("ServiceBinding")
 )
 
 // createOnlyFields are the spec fields api/v1alpha1 tags createonly.
@@ -45,27 +50,45 @@ var createOnlyFields = []string{"brokerName", "serviceName", "externalID"}
 // change.
 const CELMessage = "create-only field: it cannot be changed after creation"
 
-// baselineCRDs reads lockstep's ServiceInstance CRD from root/deploy/crds
-// and returns its plain and CEL copies.
+// baselineCRDs reads lockstep's ServiceInstance and ServiceBinding CRDs
+// from root/deploy/crds and returns the plain and CEL copies of the first
+// and the plain copy of the second.
 func baselineCRDs(root string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
-	path := filepath.Join(root, "deploy", "crds", "lockstep.dev_serviceinstances.yaml")
+	instances, err := readCRD(root, "lockstep.dev_serviceinstances.yaml")
+	if err != nil {
+		return nil, err
+	}
+	bindings, err := readCRD(root, "lockstep.dev_servicebindings.yaml")
+	if err != nil {
+		return nil, err
+	}
+	plain, err := copyCRD(instances, PlainInstance.Group, false)
+	if err != nil {
+		return nil, err
+	}
+	cel, err := copyCRD(instances, CELInstance.Group, true)
+	if err != nil {
+		return nil, err
+	}
+	plainBindings, err := copyCRD(bindings, PlainBinding.Group, false)
+	if err != nil {
+		return nil, err
+	}
+	return []*apiextensionsv1.CustomResourceDefinition{plain, cel, plainBindings}, nil
+}
+
+// readCRD decodes the CRD in root/deploy/crds/file.
+func readCRD(root, file string) (*apiextensionsv1.CustomResourceDefinition, error) {
+	path := filepath.Join(root, "deploy", "crds", file)
 	raw, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("reading the ServiceInstance CRD: %w", err)
+		return nil, fmt.Errorf("reading a CRD of deploy/crds: %w", err)
 	}
-	var orig apiextensionsv1.CustomResourceDefinition
-	if err := yaml.Unmarshal(raw, &orig); err != nil {
+	var crd apiextensionsv1.CustomResourceDefinition
+	if err := yaml.Unmarshal(raw, &crd); err != nil {
 		return nil, fmt.Errorf("decoding %s: %w", path, err)
 	}
-	plain, err := copyCRD(&orig, PlainInstance.Group, false)
-	if err != nil {
-		return nil, err
-	}
-	cel, err := copyCRD(&orig, CELInstance.Group, true)
-	if err != nil {
-		return nil, err
-	}
-	return []*apiextensionsv1.CustomResourceDefinition{plain, cel}, nil
+	return &crd, nil
 }
 
 // copyCRD moves a CRD to another group, without the CEL rules lockstep's

@@ -19,20 +19,21 @@ func repoRoot(t *testing.T) string {
 func TestBaselineCRDs(t *testing.T) {
 	crds, err := baselineCRDs(repoRoot(t))
 	require.NoError(t, err)
-	require.Len(t, crds, 2)
+	require.Len(t, crds, 3)
 	tests := []struct {
-		group   string
-		withCEL bool
+		group, kind, plural string
+		withCEL             bool
 	}{
-		{PlainInstance.Group, false},
-		{CELInstance.Group, true},
+		{PlainInstance.Group, "ServiceInstance", "serviceinstances", false},
+		{CELInstance.Group, "ServiceInstance", "serviceinstances", true},
+		{PlainBinding.Group, "ServiceBinding", "servicebindings", false},
 	}
 	for i, tt := range tests {
-		t.Run(tt.group, func(t *testing.T) {
+		t.Run(tt.group+"/"+tt.kind, func(t *testing.T) {
 			crd := crds[i]
-			assert.Equal(t, "serviceinstances."+tt.group, crd.Name)
+			assert.Equal(t, tt.plural+"."+tt.group, crd.Name)
 			assert.Equal(t, tt.group, crd.Spec.Group)
-			assert.Equal(t, "ServiceInstance", crd.Spec.Names.Kind)
+			assert.Equal(t, tt.kind, crd.Spec.Names.Kind)
 			assert.Empty(t, crd.Spec.Names.ShortNames, "short names stay lockstep's")
 			require.NotEmpty(t, crd.Spec.Versions)
 			spec := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]

@@ -16,6 +16,12 @@
 //   - Journal: many ServiceInstances created and deleted with a short
 //     operation retention, and how many BrokerOperations the cluster
 //     holds meanwhile and afterwards;
+//   - Burst: a GitOps-sized burst: many ServiceInstances of lockstep's
+//     embedded broker and a ServiceBinding of each applied at once by
+//     concurrent clients with server-side apply (refusals sent again after
+//     a back-off), until all are Ready, then deleted the same way and once
+//     as one namespace, against the same objects without webhooks and the
+//     write-ahead floor;
 //   - Scale: admission latency with a small and a large catalog, and
 //     with many instances lockstep's memory, its start-up reconcile time
 //     and what a resync pass costs (broker fetches per second against

@@ -20,10 +20,12 @@ import (
 
 // The no-op bundle: no actions, so every action is builtin:noop.
 const (
+	noopService   = "noop"
+	noopPlan      = "default"
 	noopServiceID = "svc-noop"
 	noopPlanID    = "plan-noop"
 	noopManifest  = `{"name":%q,"id":%q,"description":"does nothing","bindable":true,
-  "plans":[{"id":%q,"name":"default","description":"default"}]}`
+  "plans":[{"id":%q,"name":"` + noopPlan + `","description":"default"}]}`
 )
 
 // embeddedBroker is an embedded broker on its own bbolt file, served over
@@ -94,9 +96,9 @@ func (e *embeddedBroker) bind(ctx context.Context, instance, id string) error {
 // into dir.
 func writeBundles(dir string, n int) error {
 	for i := range n {
-		name, id := "noop", noopServiceID
+		name, id := noopService, noopServiceID
 		if i > 0 {
-			name, id = fmt.Sprintf("noop-%d", i), fmt.Sprintf("%s-%d", noopServiceID, i)
+			name, id = fmt.Sprintf("%s-%d", noopService, i), fmt.Sprintf("%s-%d", noopServiceID, i)
 		}
 		plan := noopPlanID
 		if i > 0 {

@@ -145,11 +145,20 @@ func (p resyncPass) statusWrites() float64 {
 // its metrics, of every resource and from every client, by "VERB
 // resource[/subresource]".
 func writesBetween(before, after env.Metrics) map[string]float64 {
+	return requestsBetween(before, after, func(verb string) bool {
+		return verb == "POST" || verb == "PUT" || verb == "PATCH" || verb == "DELETE" || verb == "APPLY"
+	})
+}
+
+// requestsBetween are kube-apiserver's requests of the verbs keep accepts
+// between two scrapes of its metrics, of every resource and from every
+// client, by "VERB resource[/subresource]".
+func requestsBetween(before, after env.Metrics, keep func(verb string) bool) map[string]float64 {
 	const requests = "apiserver_request_duration_seconds_count"
 	out := map[string]float64{}
 	for _, sample := range after {
 		verb := sample.Labels["verb"]
-		if sample.Name != requests || (verb != "POST" && verb != "PUT" && verb != "PATCH" && verb != "DELETE" && verb != "APPLY") {
+		if sample.Name != requests || !keep(verb) {
 			continue
 		}
 		key := verb + " " + sample.Labels["resource"]

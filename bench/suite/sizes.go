@@ -41,6 +41,12 @@ type Sizes struct {
 	// EmbeddedStored the instances stored first; EmbeddedSpecs the specs
 	// reconciled.
 	EmbeddedOps, EmbeddedStored, EmbeddedSpecs int
+	// BurstInstances are the ServiceInstances of the burst benchmark, each
+	// with a ServiceBinding, sent at once by BurstClients; BurstTimeout
+	// bounds each of its bursts, from the first request until every object
+	// is Ready (or gone).
+	BurstInstances, BurstClients int
+	BurstTimeout                 time.Duration
 	// Benchtime and BenchCount are go test's -benchtime and -count for the
 	// Go benchmarks.
 	Benchtime  string
@@ -66,6 +72,7 @@ func Full() Sizes {
 		CatalogPlans:    [2]int{10, 1000},
 		CatalogRequests: 3000,
 		EmbeddedOps:     2000, EmbeddedStored: 10000, EmbeddedSpecs: 10000,
+		BurstInstances: 2000, BurstClients: 16, BurstTimeout: 15 * time.Minute,
 		Benchtime: "1s", BenchCount: 3,
 		StepTimeout: 5 * time.Minute,
 	}
@@ -87,6 +94,7 @@ func Tiny() Sizes {
 		CatalogPlans:    [2]int{2, 20},
 		CatalogRequests: 20,
 		EmbeddedOps:     10, EmbeddedStored: 10, EmbeddedSpecs: 10,
+		BurstInstances: 3, BurstClients: 4, BurstTimeout: 2 * time.Minute,
 		Benchtime: "1x", BenchCount: 1,
 		StepTimeout: time.Minute,
 	}

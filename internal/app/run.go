@@ -103,6 +103,12 @@ func Logger(c Config) zap.Opts {
 	}
 }
 
+// operationWorkers is how many BrokerOperations the operations reconciler
+// settles at once: a burst of admissions (a cluster restored by GitOps)
+// leaves as many records to commit, each holding its object's lock until
+// then, and committing one is mostly API server round trips.
+const operationWorkers = 8
+
 // Run starts the manager with the webhook server and blocks until ctx ends.
 func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 	scheme := Scheme()
@@ -186,7 +192,7 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 	if err := (&operations.Reconciler{
 		Client: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Catalogs: catalogs, Leases: leases, Journal: records, Protocol: own,
 		Poll: c.PollInterval, Grace: c.CommitGrace, PendingTimeout: c.AdmissionBudget + c.CommitGrace,
-		Keep: c.KeepOperations, Retention: c.OperationRetention, Timeout: c.AdmissionBudget,
+		Keep: c.KeepOperations, Retention: c.OperationRetention, Timeout: c.AdmissionBudget, Workers: operationWorkers,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the operations reconciler: %w", err)
 	}

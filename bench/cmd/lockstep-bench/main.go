@@ -6,7 +6,7 @@
 //	lockstep-bench -only e2e,broker,journal -before v0.1.0   # side by side with an earlier commit
 //
 // The benchmarks that need a control plane (admission, e2e, broker,
-// scale) take kube-apiserver, etcd and kubectl from -assets, by default
+// journal, burst, scale) take kube-apiserver, etcd and kubectl from -assets, by default
 // $KUBEBUILDER_ASSETS (hack/testbin.sh prints the directory). `make bench`
 // runs it through hack/bench.sh.
 package main
@@ -47,12 +47,12 @@ func run(args []string) error {
 	flags := flag.NewFlagSet("lockstep-bench", flag.ContinueOnError)
 	out := flags.String("out", "", "write the results (markdown) to this file; empty: stdout")
 	sizes := flags.String("sizes", "full", "full (make bench) or tiny (a quick check that everything runs)")
-	only := flags.String("only", "", "comma-separated benchmarks to run (micro, admission, e2e, broker, journal, scale, embedded); empty: all")
+	only := flags.String("only", "", "comma-separated benchmarks to run (micro, admission, e2e, broker, journal, burst, scale, embedded); empty: all")
 	assets := flags.String("assets", os.Getenv("KUBEBUILDER_ASSETS"), "directory with kube-apiserver, etcd and kubectl")
 	root := flags.String("root", "", "repository root; empty: found from the working directory")
 	timeout := flags.Duration("timeout", 40*time.Minute, "stop everything after this long")
 	keep := flags.Bool("keep", false, "keep the working directory (binaries, lockstep's log) for inspection")
-	before := flags.String("before", "", "a commit to compare with: its lockstep runs the e2e, broker and journal benchmarks first, "+
+	before := flags.String("before", "", "a commit to compare with: its lockstep runs the e2e, broker, journal and burst benchmarks first, "+
 		"and the results end with their targets side by side")
 	if err := flags.Parse(args); err != nil {
 		return err
@@ -126,7 +126,7 @@ func run(args []string) error {
 	}
 	sections, errs := s.Run(ctx, benchmarks)
 	if *before != "" {
-		sections = append(sections, report.Compare(fmt.Sprintf("8. Before and after: %s and this tree", beforeName), beforeName, beforeSections, sections))
+		sections = append(sections, report.Compare(fmt.Sprintf("9. Before and after: %s and this tree", beforeName), beforeName, beforeSections, sections))
 	}
 	rep.Sections, rep.Finished = sections, time.Now()
 	if *out == "" {
@@ -144,7 +144,7 @@ func run(args []string) error {
 }
 
 // compared are the benchmarks -before runs against the earlier commit.
-var compared = []string{"e2e", "broker", "journal"}
+var compared = []string{"e2e", "broker", "journal", "burst"}
 
 // runBefore runs the compared benchmarks among those selected against
 // lockstep built from the commit ref, in a control plane of its own that

@@ -29,6 +29,7 @@ import (
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
@@ -106,13 +107,19 @@ type Reconciler struct {
 	Timeout time.Duration
 	// Clock tells the records' ages; nil means the real clock.
 	Clock clock.PassiveClock
+	// Workers is how many records are settled at once (at least 1). Each
+	// object's lock admits one operation in flight, so records settle
+	// independently of each other; settling one is mostly waiting for the
+	// API server, so several at once keep up with a burst of admissions.
+	Workers int
 
 	retries retries
 }
 
 // SetupWithManager registers the reconciler.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).For(&v1alpha1.BrokerOperation{}).Named("brokeroperation").Complete(r)
+	return ctrl.NewControllerManagedBy(mgr).For(&v1alpha1.BrokerOperation{}).Named("brokeroperation").
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).Complete(r)
 }
 
 // Reconcile implements reconcile.Reconciler.
