@@ -169,19 +169,6 @@ func (j *Journal) Write(ctx context.Context, op *v1alpha1.BrokerOperation) error
 	return nil
 }
 
-// Settle writes the record op (a Draft) with the broker's answer: the
-// record, then its status. When the record already has an answer (the
-// operations reconciler restored and settled it first), that one stands.
-func (j *Journal) Settle(ctx context.Context, op *v1alpha1.BrokerOperation, target client.Object, a Answer) error {
-	if err := j.Write(ctx, op); err != nil {
-		return err
-	}
-	if !IsPending(op) {
-		return nil
-	}
-	return j.SetPhase(ctx, op, target, a)
-}
-
 // Started is when the operation of a record began.
 func Started(op *v1alpha1.BrokerOperation) time.Time {
 	if t, err := time.Parse(time.RFC3339Nano, op.Annotations[annotationStarted]); err == nil {

@@ -128,8 +128,9 @@ type Leases struct {
 	// clock. Waiting (Wait) is on real time.
 	Clock clock.PassiveClock
 	// Released, when set, remembers the records whose locks this process
-	// saw released, so that releasing one of them again (the operations
-	// reconciler looks at every final record) costs no request.
+	// saw released, or is releasing, so that releasing one of them again
+	// (the operations reconciler looks at every final record) costs no
+	// request.
 	Released *Released
 }
 
@@ -254,6 +255,7 @@ func (l *Leases) ReleaseAt(ctx context.Context, key Key, record, version string)
 			return client.IgnoreNotFound(err)
 		}
 		if ptr.Deref(current.Spec.HolderIdentity, "") != record || current.ResourceVersion == version {
+			l.Released.remember(record)
 			return nil
 		}
 		return l.ReleaseAt(ctx, key, record, current.ResourceVersion)

@@ -7,8 +7,9 @@ import "sync"
 // again.
 const releasedMemory = 4096
 
-// Released remembers the records whose locks were released, the newest
-// releasedMemory of them. Forgetting one only costs a read of its lock.
+// Released remembers the records whose locks were released, or are being
+// released, the newest releasedMemory of them. Forgetting one only costs
+// a read of its lock.
 type Released struct {
 	mu    sync.Mutex
 	names map[string]struct{}
@@ -45,4 +46,14 @@ func (r *Released) has(record string) bool {
 	defer r.mu.Unlock()
 	_, ok := r.names[record]
 	return ok
+}
+
+// forget drops record: its release did not happen after all.
+func (r *Released) forget(record string) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.names, record) // its place in order goes with the oldest
 }
