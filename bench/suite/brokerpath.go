@@ -152,6 +152,9 @@ func (s *Suite) BrokerPath(ctx context.Context) (report.Section, error) {
 				evidence.add(c, cpu)
 				costs.Rows = append(costs.Rows, []string{latency.String(), v.name, dur(c.validate.mean()), dur(cpu), c.api.perOperation(ops),
 					c.writesPerOperation(ops), fmt.Sprintf("%.1f × %s (lockstep's handler: %s)", c.guardCalls.count/float64(ops), dur(c.guardCalls.mean()), dur(c.guard.mean()))})
+				if latency == 0 {
+					sec.Targets = append(sec.Targets, operationCostTargets(fmt.Sprintf("%s at 0s broker latency", v.name), c, cpu, ops)...)
+				}
 			}
 			l, d, f := loadgen.Summarize(res[0]), loadgen.Summarize(res[1]), loadgen.Summarize(res[2])
 			own := l.P50 - d.P50
@@ -406,4 +409,23 @@ func admissionWritesTarget(what string, before, after *scrapes) report.Target {
 	}
 	perOp := writes / ops
 	return report.Check(t.What, t.Want, fmt.Sprintf("%.2f (%.0f writes, %.0f operations)", perOp, writes, ops), perOp <= 1)
+}
+
+// The cost of one broker operation to the platform, at a broker that
+// answers at once: lockstep's requests to kube-apiserver (admission, the
+// record, the commit, the status, events, reads), and lockstep's CPU.
+const (
+	maxRequestsPerOperation = 5
+	maxCPUPerOperation      = 3 * time.Millisecond
+)
+
+// operationCostTargets checks what one operation cost, all of lockstep's
+// work for it counted (the admission and everything after it).
+func operationCostTargets(what string, c cost, cpu time.Duration, ops int) []report.Target {
+	requests := c.api.total() / float64(ops)
+	return []report.Target{
+		report.Check(what+": lockstep's requests to kube-apiserver, per operation", fmt.Sprintf("<= %d", maxRequestsPerOperation),
+			fmt.Sprintf("%.1f (%s)", requests, c.api.perOperation(ops)), requests <= maxRequestsPerOperation),
+		report.Check(what+": lockstep's CPU, per operation", "<= "+dur(maxCPUPerOperation), dur(cpu), cpu <= maxCPUPerOperation),
+	}
 }

@@ -155,19 +155,26 @@ func (c cost) writesPerOperation(ops int) string {
 	return fmt.Sprintf("%s per operation in all: ", dur(total/time.Duration(ops))) + strings.Join(parts, "; ")
 }
 
+// total is the number of requests, of every method.
+func (a apiRequests) total() float64 {
+	total := 0.0
+	for _, n := range a {
+		total += n
+	}
+	return total
+}
+
 // perOperation formats the requests per operation, by method.
 func (a apiRequests) perOperation(ops int) string {
 	if len(a) == 0 {
 		return "none"
 	}
 	var methods []string
-	total := 0.0
 	for m := range a {
 		methods = append(methods, m)
-		total += a[m]
 	}
 	sort.Strings(methods)
-	parts := []string{fmt.Sprintf("%.1f in all", total/float64(ops))}
+	parts := []string{fmt.Sprintf("%.1f in all", a.total()/float64(ops))}
 	for _, m := range methods {
 		parts = append(parts, fmt.Sprintf("%s %.1f", m, a[m]/float64(ops)))
 	}

@@ -29,7 +29,7 @@ type carrier struct {
 func newCarrier(d Deps) *carrier {
 	return &carrier{
 		protocol: &brokercall.Protocol{
-			Carrier:  &journal.Carrier{Leases: d.Leases, Journal: d.Journal, After: d.After, Log: d.Broker.Log},
+			Carrier:  &journal.Carrier{Leases: d.Leases, Journal: d.Journal, After: d.After, Objects: d.Reader, Replied: true, Log: d.Broker.Log},
 			Catalogs: d.Catalogs, ClusterID: d.Broker.ClusterID, Poll: d.Broker.Poll, Log: d.Broker.Log,
 		},
 		recent: newRefusals(d.RefusalMemory),

@@ -177,7 +177,7 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 		return err
 	}
 	poll := osbclient.PollOptions{MinInterval: c.PollInterval, MaxInterval: c.PollMaxInterval}
-	leases := &journal.Leases{Client: mgr.GetClient(), Namespace: c.Namespace, Duration: c.LockDuration, Wait: c.LockWait}
+	leases := &journal.Leases{Client: mgr.GetClient(), Namespace: c.Namespace, Duration: c.LockDuration, Wait: c.LockWait, Released: journal.NewReleased()}
 	records := &journal.Journal{Client: mgr.GetClient(), Namespace: c.Namespace, Recorder: mgr.GetEventRecorderFor("lockstep")}
 	limiter := &resync.Limiter{Concurrent: c.ResyncBrokerConcurrency, PerSecond: c.ResyncBrokerQPS}
 	// The broker calls lockstep makes on its own (corrections, finalizers,
@@ -186,7 +186,7 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 	noWait := *leases
 	noWait.Wait = 0
 	own := &brokercall.Protocol{
-		Carrier:  &journal.Carrier{Leases: &noWait, Journal: records, Log: ctrl.Log.WithName("broker")},
+		Carrier:  &journal.Carrier{Leases: &noWait, Journal: records, Objects: mgr.GetClient(), Log: ctrl.Log.WithName("broker")},
 		Catalogs: catalogs, ClusterID: clusterID, Self: self, Poll: poll, Log: ctrl.Log.WithName("broker"),
 	}
 	if err := (&operations.Reconciler{

@@ -169,19 +169,6 @@ func (j *Journal) Write(ctx context.Context, op *v1alpha1.BrokerOperation) error
 	return nil
 }
 
-// Settle writes the record op (a Draft) with the broker's answer: the
-// record, then its status. When the record already has an answer (the
-// operations reconciler restored and settled it first), that one stands.
-func (j *Journal) Settle(ctx context.Context, op *v1alpha1.BrokerOperation, target client.Object, a Answer) error {
-	if err := j.Write(ctx, op); err != nil {
-		return err
-	}
-	if !IsPending(op) {
-		return nil
-	}
-	return j.SetPhase(ctx, op, target, a)
-}
-
 // Started is when the operation of a record began.
 func Started(op *v1alpha1.BrokerOperation) time.Time {
 	if t, err := time.Parse(time.RFC3339Nano, op.Annotations[annotationStarted]); err == nil {
@@ -212,7 +199,6 @@ func (j *Journal) Discard(ctx context.Context, op *v1alpha1.BrokerOperation) err
 // the same record (a replica that lost the lead a moment ago, say) cannot
 // both move it; the second gets a conflict and reads it again.
 func (j *Journal) SetPhase(ctx context.Context, op *v1alpha1.BrokerOperation, target client.Object, a Answer) error {
-	patch := client.MergeFromWithOptions(op.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	from := op.Status.Phase
 	op.Status.Phase = a.Phase
 	if start := Started(op); op.Status.StartTime == nil && !start.IsZero() {
@@ -248,7 +234,7 @@ func (j *Journal) SetPhase(ctx context.Context, op *v1alpha1.BrokerOperation, ta
 		}
 		j.Recorder.Event(target, eventType, reason, msg)
 	}
-	if err := j.Client.Status().Patch(ctx, op, patch); err != nil {
+	if err := j.patchStatus(ctx, op); err != nil {
 		return fmt.Errorf("recording the broker's answer in %s/%s: %w", op.Namespace, op.Name, err)
 	}
 	if from != a.Phase {
@@ -264,12 +250,36 @@ func (j *Journal) NoteInSync(ctx context.Context, op *v1alpha1.BrokerOperation, 
 	if op.Status.TargetInSync != nil && *op.Status.TargetInSync == note {
 		return nil
 	}
-	patch := client.MergeFromWithOptions(op.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	op.Status.TargetInSync = &note
-	if err := j.Client.Status().Patch(ctx, op, patch); err != nil {
+	if err := j.patchStatus(ctx, op); err != nil {
 		return fmt.Errorf("noting the target's InSync in %s/%s: %w", op.Namespace, op.Name, err)
 	}
 	return nil
+}
+
+// statusPatch is a record's status as a JSON merge patch, on the record
+// as it was read (its resourceVersion).
+type statusPatch struct {
+	Metadata struct {
+		ResourceVersion string `json:"resourceVersion"`
+	} `json:"metadata"`
+	Status v1alpha1.BrokerOperationStatus `json:"status"`
+}
+
+// patchStatus writes op's status. SetPhase and NoteInSync only ever set
+// fields, never remove one, so the status itself is the merge patch: it
+// is encoded once, where a patch computed from the record before and
+// after encodes both and compares them. Two writers that read the same
+// record cannot both write it: the second gets a conflict.
+func (j *Journal) patchStatus(ctx context.Context, op *v1alpha1.BrokerOperation) error {
+	var p statusPatch
+	p.Metadata.ResourceVersion = op.ResourceVersion
+	p.Status = op.Status
+	raw, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	return j.Client.Status().Patch(ctx, op, client.RawPatch(types.MergePatchType, raw))
 }
 
 // OperationName is the record's name: the target's name, the verb and the

@@ -127,6 +127,11 @@ type Leases struct {
 	// Clock stamps the leases and judges their expiry; nil means the real
 	// clock. Waiting (Wait) is on real time.
 	Clock clock.PassiveClock
+	// Released, when set, remembers the records whose locks this process
+	// saw released, or is releasing, so that releasing one of them again
+	// (the operations reconciler looks at every final record) costs no
+	// request.
+	Released *Released
 }
 
 // Acquire takes the lock of key for op. When another live operation holds
@@ -160,6 +165,7 @@ func (l *Leases) TryAcquire(ctx context.Context, key Key, op *Operation) (*Opera
 	l.fill(lease, key, op)
 	err := l.Client.Create(ctx, lease)
 	if err == nil {
+		op.Version = lease.ResourceVersion
 		return nil, true, nil
 	}
 	if !apierrors.IsAlreadyExists(err) {
@@ -188,6 +194,7 @@ func (l *Leases) TryAcquire(ctx context.Context, key Key, op *Operation) (*Opera
 		}
 		return nil, false, fmt.Errorf("taking over the expired lock of %s: %w", key, err)
 	}
+	op.Version = current.ResourceVersion
 	return nil, true, nil
 }
 
@@ -205,19 +212,55 @@ func (l *Leases) Renew(ctx context.Context, key Key, record string) error {
 }
 
 // Release frees the lock of key if the operation named record holds it.
+// A lock this process saw released already is not read again: a lock that
+// no longer names a record never names it again (every operation names a
+// record of its own).
 func (l *Leases) Release(ctx context.Context, key Key, record string) error {
-	var lease coordinationv1.Lease
-	if err := l.Client.Get(ctx, l.objectKey(key), &lease); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	if ptr.Deref(lease.Spec.HolderIdentity, "") != record {
+	if l.Released.has(record) {
 		return nil
 	}
-	err := l.Client.Delete(ctx, &lease, &client.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &lease.ResourceVersion}})
-	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-		return fmt.Errorf("releasing the lock of %s: %w", key, err)
+	var lease coordinationv1.Lease
+	if err := l.Client.Get(ctx, l.objectKey(key), &lease); err != nil {
+		if apierrors.IsNotFound(err) {
+			l.Released.remember(record)
+			return nil
+		}
+		return err
 	}
-	return nil
+	if ptr.Deref(lease.Spec.HolderIdentity, "") != record {
+		l.Released.remember(record)
+		return nil
+	}
+	return l.ReleaseAt(ctx, key, record, lease.ResourceVersion)
+}
+
+// ReleaseAt frees the lock of key that the operation named record holds,
+// as it was at version (the resourceVersion its holder wrote, or read):
+// one delete on the condition that the lock did not change since, without
+// reading it first. A lock that did change (renewed meanwhile) is read and
+// released as Release does; an empty version is Release.
+func (l *Leases) ReleaseAt(ctx context.Context, key Key, record, version string) error {
+	if version == "" {
+		return l.Release(ctx, key, record)
+	}
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: l.namespace(key), Name: key.LeaseName()}}
+	err := l.Client.Delete(ctx, lease, &client.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &version}})
+	switch {
+	case err == nil || apierrors.IsNotFound(err):
+		l.Released.remember(record)
+		return nil
+	case apierrors.IsConflict(err):
+		var current coordinationv1.Lease
+		if err := l.Client.Get(ctx, l.objectKey(key), &current); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		if ptr.Deref(current.Spec.HolderIdentity, "") != record || current.ResourceVersion == version {
+			l.Released.remember(record)
+			return nil
+		}
+		return l.ReleaseAt(ctx, key, record, current.ResourceVersion)
+	}
+	return fmt.Errorf("releasing the lock of %s: %w", key, err)
 }
 
 // Holder returns the live operation holding the lock of key, or nil.

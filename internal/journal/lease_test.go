@@ -199,3 +199,53 @@ func TestLeaseAcquireUnlessStopsWaitingWhenTheHolderIsEnough(t *testing.T) {
 	assert.Equal(t, 3, asked, "asked on every look while waiting")
 	assert.Less(t, time.Since(start), 10*time.Second, "stopped long before the wait ended")
 }
+
+// A lock is released with one delete at the version its holder wrote; a
+// lock renewed since is read and released all the same; a lock this
+// process saw released is not read again.
+func TestLeaseReleaseAtTheVersionWritten(t *testing.T) {
+	tests := []struct {
+		name      string
+		renew     bool
+		wantReads int
+	}{
+		{"as written: no read", false, 0},
+		{"renewed since: read, then released", true, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+			l := newLeases(t, clk)
+			l.Released = NewReleased()
+			reads := 0
+			l.Client = interceptor.NewClient(l.Client.(client.WithWatch), interceptor.Funcs{
+				Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+					reads++
+					return c.Get(ctx, key, obj, opts...)
+				},
+			})
+			ctx := context.Background()
+			key := Key{Kind: "ServiceInstance", Namespace: "team", Name: "db"}
+			op := &Operation{Record: "db-update-a", Started: clk.Now()}
+			_, ok, err := l.Acquire(ctx, key, op)
+			require.NoError(t, err)
+			require.True(t, ok)
+			require.NotEmpty(t, op.Version, "the version the holder wrote")
+			if tt.renew {
+				require.NoError(t, l.Renew(ctx, key, op.Record))
+			}
+			reads = 0
+
+			require.NoError(t, l.ReleaseAt(ctx, key, op.Record, op.Version))
+			assert.Equal(t, tt.wantReads, reads)
+			reads = 0
+			held, err := l.HeldBy(ctx, key)
+			require.NoError(t, err)
+			assert.Empty(t, held, "released")
+
+			reads = 0
+			require.NoError(t, l.Release(ctx, key, op.Record))
+			assert.Zero(t, reads, "released already: not read again")
+		})
+	}
+}

@@ -30,6 +30,10 @@ type Operation struct {
 	// by the lock until the record itself is (see Carrier.Run); nil for
 	// a holder read back from a lock that carries none.
 	Carried *v1alpha1.BrokerOperation
+	// Version is the resourceVersion of the lock as the operation wrote
+	// it (set by TryAcquire), so that it can be released without reading
+	// it first (Leases.ReleaseAt).
+	Version string
 }
 
 // Repeats reports whether the operation is change asked for by user: the

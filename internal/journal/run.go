@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
@@ -22,8 +23,10 @@ import (
 //  2. the broker is called;
 //  3. Run returns, and the caller replies;
 //  4. the record is written with the broker's answer (After), and the lock
-//     is released when the broker refused; otherwise the operations
-//     reconciler commits or follows the record, then releases the lock.
+//     is released when the broker refused; a success that the API server
+//     already holds (Objects) is recorded committed, and its lock released,
+//     in the same steps; otherwise the operations reconciler commits or
+//     follows the record, then releases the lock.
 //
 // Should lockstep stop after 1, the operations reconciler writes the
 // record from the lock (Journal.Restore) and settles it from what the API
@@ -35,7 +38,18 @@ type Carrier struct {
 	// After writes the answers after the reply; nil writes them before
 	// Run returns.
 	After *After
-	Log   logr.Logger
+	// Objects reads the operations' objects (a cache): a success whose
+	// change the API server holds by the time its record is written is
+	// recorded Committed at once. Nil leaves every success to the
+	// operations reconciler's commit.
+	Objects client.Reader
+	// Replied says that the operations answer requests (admission), whose
+	// replies told the requester the broker's answer: a success is
+	// recorded without an event then, since the reply, the record and the
+	// object's status all say it. Refusals and outcomes still to come are
+	// events on the object for anyone who looks at it later.
+	Replied bool
+	Log     logr.Logger
 	// Crash, when set, is asked at every crash point; true stops Run
 	// there as if lockstep had stopped (nothing more is written).
 	Crash func(Point) bool
@@ -139,36 +153,86 @@ func (c *Carrier) Run(ctx context.Context, in Intent, call Call) Outcome {
 	if ans.Phase == v1alpha1.PhaseSucceeded {
 		done = &change
 	}
-	target := in.Target
+	target, version := in.Target, op.Version
 	c.After.run(draft.Name, done, func() {
 		if c.stop(BeforeAnswer) {
 			return
 		}
-		c.settle(ctx, draft, target, ans)
+		c.settle(ctx, draft, target, version, ans)
 	})
 	return out
 }
 
+// Committing the record of a success: how long settle waits for the API
+// server to hold the change, and how often it looks. The API server
+// persists an allowed change a moment after the reply.
+const (
+	commitWait = time.Second
+	commitPoll = 5 * time.Millisecond
+)
+
 // settle writes the record with the broker's answer, with a context of
-// its own (the request's ends with the reply), and releases the lock of a
-// refusal once its record says so. An orphan, a success and an operation
-// in progress keep the lock for the operations reconciler. Should a write
+// its own (the request's ends with the reply): the record, then its
+// status, once. A success that the API server holds by then is recorded
+// Committed, and its lock released, like a refusal's; an orphan, an
+// operation in progress and a success not persisted yet keep the lock for
+// the operations reconciler. The lock is released without reading it
+// first: it is as the operation wrote it, unless renewed. Should a write
 // fail, the lock stays, and the reconciler restores and settles the
 // record.
-func (c *Carrier) settle(ctx context.Context, draft *v1alpha1.BrokerOperation, target client.Object, ans Answer) {
+func (c *Carrier) settle(ctx context.Context, draft *v1alpha1.BrokerOperation, target client.Object, version string, ans Answer) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if err := c.Journal.Settle(ctx, draft, target, ans); err != nil {
+	if err := c.Journal.Write(ctx, draft); err != nil {
 		c.Log.Info("could not record a broker answer; the operations reconciler settles it", "operation", draft.Name, "error", err.Error())
 		return
 	}
-	if draft.Status.Phase != v1alpha1.PhaseFailed {
+	if !IsPending(draft) {
+		return // the operations reconciler restored and settled it first; that answer stands
+	}
+	if ans.Phase == v1alpha1.PhaseSucceeded && c.persisted(ctx, draft) {
+		ans.Phase = v1alpha1.PhaseCommitted
+	}
+	about := target
+	if c.Replied && (ans.Phase == v1alpha1.PhaseSucceeded || ans.Phase == v1alpha1.PhaseCommitted) {
+		about = nil
+	}
+	final := ans.Phase == v1alpha1.PhaseFailed || ans.Phase == v1alpha1.PhaseCommitted
+	if final {
+		// The operations reconciler sees the record final the moment it
+		// is written, and releases the lock of every final record: this
+		// release is announced first, so that it does not read the lock
+		// and release it a second time.
+		c.Leases.Released.remember(draft.Name)
+	}
+	if err := c.Journal.SetPhase(ctx, draft, about, ans); err != nil {
+		c.Leases.Released.forget(draft.Name)
+		c.Log.Info("could not record a broker answer; the operations reconciler settles it", "operation", draft.Name, "error", err.Error())
+		return
+	}
+	if !final {
 		return
 	}
 	key := KeyOfRecord(draft)
-	if err := c.Leases.Release(ctx, key, draft.Name); err != nil {
-		c.Log.Info("could not release a lock; it expires by itself", "lock", key.String(), "error", err.Error())
+	if err := c.Leases.ReleaseAt(ctx, key, draft.Name, version); err != nil {
+		c.Leases.Released.forget(draft.Name)
+		c.Log.Info("could not release a lock; it is released at the next look at its record, or expires by itself", "lock", key.String(), "error", err.Error())
 	}
+}
+
+// persisted waits up to commitWait for Objects to hold the change of the
+// successful operation op, and reports whether it does.
+func (c *Carrier) persisted(ctx context.Context, op *v1alpha1.BrokerOperation) bool {
+	if c.Objects == nil {
+		return false
+	}
+	held := false
+	_ = wait.PollUntilContextTimeout(ctx, commitPoll, commitWait, true, func(ctx context.Context) (bool, error) {
+		target, err := Target(ctx, c.Objects, op)
+		held = err == nil && Persisted(op, target)
+		return held, nil
+	})
+	return held
 }
 
 // identicalDone reports whether holder is an operation that the broker

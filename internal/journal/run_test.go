@@ -2,6 +2,7 @@ package journal
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -147,7 +149,7 @@ func TestRestoreWritesTheRecordALockCarries(t *testing.T) {
 	// The answer written late does not overwrite the settlement.
 	require.NoError(t, c.Journal.SetPhase(context.Background(), &ops[0], nil, Answer{Phase: v1alpha1.PhaseFailed}))
 	late := c.Journal.Draft(intentFor(si, v1alpha1.VerbProvision))
-	require.NoError(t, c.Journal.Settle(context.Background(), late, nil, Answer{Phase: v1alpha1.PhaseSucceeded}))
+	c.settle(context.Background(), late, nil, "", Answer{Phase: v1alpha1.PhaseSucceeded})
 	ops = records(t, api)
 	require.Len(t, ops, 1)
 	assert.Equal(t, v1alpha1.PhaseFailed, ops[0].Status.Phase)
@@ -238,6 +240,59 @@ func TestRunTellsTheRetryOfAChangeCutShort(t *testing.T) {
 			assert.Equal(t, first.Record, out.Holder.Record)
 			assert.False(t, out.Identical, "nobody knows that the first try was carried out")
 			assert.Equal(t, tt.wantRepeat, out.Repeat)
+		})
+	}
+}
+
+// An answer is recorded in one write after the record's create: a success
+// the API server already holds is Committed and its lock released at
+// once, without an event (the reply told the requester); a refusal is an
+// event on the object; a success not persisted yet is left, with its
+// lock, to the operations reconciler's commit.
+func TestRunCommitsASuccessTheAPIServerHolds(t *testing.T) {
+	tests := []struct {
+		name      string
+		answer    v1alpha1.OperationPhase
+		persisted bool
+		wantPhase v1alpha1.OperationPhase
+		wantLock  bool
+		wantEvent string
+	}{
+		{"success, persisted", v1alpha1.PhaseSucceeded, true, v1alpha1.PhaseCommitted, false, ""},
+		{"success, not persisted yet", v1alpha1.PhaseSucceeded, false, v1alpha1.PhaseSucceeded, true, ""},
+		{"refused", v1alpha1.PhaseFailed, false, v1alpha1.PhaseFailed, false, "Warning ProvisionFailed"},
+		{"outcome unknown", v1alpha1.PhaseInProgress, true, v1alpha1.PhaseInProgress, true, "Normal ProvisionInProgress"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, api := newCarrier(t)
+			events := record.NewFakeRecorder(10)
+			c.Journal.Recorder, c.Objects, c.Replied = events, api, true
+			si := dbInstance()
+			if tt.persisted {
+				require.NoError(t, api.Create(context.Background(), si.DeepCopy()))
+			}
+			out := c.Run(context.Background(), intentFor(si, v1alpha1.VerbProvision), func() Answer { return Answer{Phase: tt.answer, HTTPStatus: 201} })
+			require.True(t, out.Called())
+
+			ops := records(t, api)
+			require.Len(t, ops, 1)
+			assert.Equal(t, tt.wantPhase, ops[0].Status.Phase)
+			assert.EqualValues(t, 201, ops[0].Status.HTTPStatus, "the broker's answer in the same write")
+			held, err := c.Leases.HeldBy(context.Background(), KeyOf(v1alpha1.KindServiceInstance, si))
+			require.NoError(t, err)
+			assert.Equal(t, tt.wantLock, held != "")
+			close(events.Events)
+			var got []string
+			for e := range events.Events {
+				got = append(got, e)
+			}
+			if tt.wantEvent == "" {
+				assert.Empty(t, got)
+			} else {
+				require.Len(t, got, 1)
+				assert.True(t, strings.HasPrefix(got[0], tt.wantEvent), got[0])
+			}
 		})
 	}
 }

@@ -34,14 +34,20 @@ func TestBrokerOperationsShowWhoDidWhatWithWhatResult(t *testing.T) {
 	assert.Contains(t, r.Stdout, `refused to change plan of instance "db" from "small" to "large": "no capacity"`)
 }
 
+// A refusal is an event on the object, for whoever looks at it later; the
+// success kubectl was told about is in the record and the status only.
 func TestEventsOnTheTarget(t *testing.T) {
-	freshBroker(t)
+	b := freshBroker(t)
 	ns := namespace(t)
 	require.Equal(t, 0, kubectl(t, instanceWith(ns, "db", "small", ns+"-db", ""), "apply", "-f", "-").ExitCode)
+	b.ScriptInstance(fakebroker.OpUpdate, ns+"-db", fakebroker.Respond{Status: http.StatusUnprocessableEntity, Description: "no capacity"})
+	require.NotEqual(t, 0, kubectl(t, instanceWith(ns, "db", "large", ns+"-db", ""), "apply", "-f", "-").ExitCode)
+	var described string
 	require.Eventually(t, func() bool {
-		r := kubectl(t, "", "describe", "serviceinstance", "db", "-n", ns)
-		return strings.Contains(r.Stdout, "ProvisionSucceeded") && strings.Contains(r.Stdout, `provision at broker "acme" asked by "alice"`)
-	}, 10*time.Second, 200*time.Millisecond, "kubectl describe shows the operation's outcome")
+		described = kubectl(t, "", "describe", "serviceinstance", "db", "-n", ns).Stdout
+		return strings.Contains(described, "UpdateFailed") && strings.Contains(described, `update at broker "acme" asked by "alice"`)
+	}, 10*time.Second, 200*time.Millisecond, "kubectl describe shows the refusal")
+	assert.NotContains(t, described, "ProvisionSucceeded", "the provision kubectl was told about is no event")
 }
 
 func TestForgedStatusIsRejected(t *testing.T) {

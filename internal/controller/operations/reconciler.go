@@ -428,17 +428,7 @@ func (r *Reconciler) commit(ctx context.Context, op *v1alpha1.BrokerOperation) (
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	persisted := false
-	switch op.Spec.Verb {
-	case v1alpha1.VerbProvision, v1alpha1.VerbBind, v1alpha1.VerbAdopt:
-		persisted = target != nil
-	case v1alpha1.VerbUpdate:
-		persisted = target == nil || target.GetDeletionTimestamp() != nil ||
-			journal.Applies(op, target) || target.GetGeneration() > op.Spec.Generation
-	case v1alpha1.VerbDeprovision, v1alpha1.VerbUnbind:
-		persisted = target == nil || target.GetDeletionTimestamp() != nil
-	}
-	if !persisted {
+	if !journal.Persisted(op, target) {
 		log.FromContext(ctx).V(1).Info("operation not persisted yet", "operation", op.Name, "specHash", op.Spec.SpecHash,
 			"generation", op.Spec.Generation, "targetFound", target != nil)
 		// The API server persists an allowed change a moment after the
@@ -618,21 +608,7 @@ func (r *Reconciler) prune(ctx context.Context, op *v1alpha1.BrokerOperation) er
 // target returns the operation's object when the API server holds it with
 // the operation's uid; nil when it does not.
 func (r *Reconciler) target(ctx context.Context, op *v1alpha1.BrokerOperation) (client.Object, error) {
-	var obj client.Object = &v1alpha1.ServiceInstance{}
-	if op.Spec.Target.Kind == v1alpha1.KindServiceBinding {
-		obj = &v1alpha1.ServiceBinding{}
-	}
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: journal.TargetNamespace(op), Name: op.Spec.Target.Name}, obj)
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	if op.Spec.Target.UID != "" && obj.GetUID() != op.Spec.Target.UID {
-		return nil, nil
-	}
-	return obj, nil
+	return journal.Target(ctx, r.Client, op)
 }
 
 // deleteTarget deletes the operation's object once the broker confirmed its

@@ -1,0 +1,48 @@
+package journal
+
+import (
+	"context"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+)
+
+// Target reads the object an operation's record is about; nil when reader
+// does not hold it with the operation's uid.
+func Target(ctx context.Context, reader client.Reader, op *v1alpha1.BrokerOperation) (client.Object, error) {
+	var obj client.Object = &v1alpha1.ServiceInstance{}
+	if op.Spec.Target.Kind == v1alpha1.KindServiceBinding {
+		obj = &v1alpha1.ServiceBinding{}
+	}
+	err := reader.Get(ctx, client.ObjectKey{Namespace: TargetNamespace(op), Name: op.Spec.Target.Name}, obj)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if op.Spec.Target.UID != "" && obj.GetUID() != op.Spec.Target.UID {
+		return nil, nil
+	}
+	return obj, nil
+}
+
+// Persisted reports whether the API server holds what a successful
+// operation changed, target being the object as it holds it (nil: none
+// with the operation's uid): the object a create made; the spec an update
+// applied, or a later one, or the object being deleted or gone; the delete
+// a deprovision or unbind carried out. Such an operation is committed.
+func Persisted(op *v1alpha1.BrokerOperation, target client.Object) bool {
+	switch op.Spec.Verb {
+	case v1alpha1.VerbProvision, v1alpha1.VerbBind, v1alpha1.VerbAdopt:
+		return target != nil
+	case v1alpha1.VerbUpdate:
+		return target == nil || target.GetDeletionTimestamp() != nil ||
+			Applies(op, target) || target.GetGeneration() > op.Spec.Generation
+	case v1alpha1.VerbDeprovision, v1alpha1.VerbUnbind:
+		return target == nil || target.GetDeletionTimestamp() != nil
+	}
+	return false
+}
