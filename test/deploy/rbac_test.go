@@ -74,6 +74,12 @@ func TestLeastPrivilegeRBAC(t *testing.T) {
 		require.NoError(t, c.Update(ctx, si), "update to storageGB %d", size)
 		waitCommitted(ctx, t, si, v1alpha1.VerbUpdate)
 	}
+	// A change the broker refuses is an event (what kubectl was told of
+	// an allowed change is none).
+	env.broker.Script(fakebroker.OpUpdate, fakebroker.Respond{Status: 422, Description: "no capacity"})
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(si), si))
+	si.Spec.Parameters = params(t, map[string]any{"storageGB": 9, "region": "eu"})
+	require.Error(t, c.Update(ctx, si), "an update the broker refuses")
 	eventually(t, "old BrokerOperations of the instance are pruned to 2", func() bool {
 		return len(operationsOf(ctx, t, si)) == 2
 	})
@@ -107,7 +113,7 @@ func TestLeastPrivilegeRBAC(t *testing.T) {
 	for _, e := range events.Items {
 		reasons[e.Reason] = true
 	}
-	assert.NotEmpty(t, reasons, "lockstep reports broker outcomes as events")
+	assert.NotEmpty(t, reasons, "lockstep reports the broker's refusal as an event")
 	eventually(t, "every lock is released", func() bool {
 		var leases coordinationv1.LeaseList
 		if err := c.List(ctx, &leases, client.InNamespace("lockstep-system")); err != nil {

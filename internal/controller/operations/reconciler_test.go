@@ -327,12 +327,16 @@ func TestOperationsFollowAPlanChangeWithThePlanFromBefore(t *testing.T) {
 func TestOperationsExpireTheRecordsOfObjectsThatAreGone(t *testing.T) {
 	spec := v1alpha1.ServiceInstanceSpec{BrokerName: "acme", ServiceName: "db", PlanName: "small", ExternalID: "ext-1"}
 	for _, tc := range []struct {
-		name     string
-		exists   bool
-		wantLeft []string
+		name      string
+		exists    bool
+		deleting  bool
+		wantLeft  []string
+		wantAgain time.Duration // when the young one is looked at again
 	}{
-		{name: "object gone: the expired record goes, the young one waits", wantLeft: []string{"young"}},
+		{name: "object gone: the expired record goes, the young one waits", wantLeft: []string{"young"}, wantAgain: 23 * time.Hour},
 		{name: "object still there: nothing expires", exists: true, wantLeft: []string{"old", "young"}},
+		{name: "object being deleted: nothing expires yet, looked at again when the young one is due",
+			exists: true, deleting: true, wantLeft: []string{"old", "young"}, wantAgain: 23 * time.Hour},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			now := time.Now()
@@ -341,7 +345,12 @@ func TestOperationsExpireTheRecordsOfObjectsThatAreGone(t *testing.T) {
 				opRecord("young", v1alpha1.VerbDeprovision, v1alpha1.PhaseCommitted, spec, now.Add(-time.Hour)),
 			}
 			if tc.exists {
-				objects = append(objects, &v1alpha1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "team", UID: "uid-1"}, Spec: spec})
+				si := &v1alpha1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "team", UID: "uid-1"}, Spec: spec}
+				if tc.deleting {
+					si.Finalizers = []string{v1alpha1.Finalizer}
+					si.DeletionTimestamp = &metav1.Time{Time: now}
+				}
+				objects = append(objects, si)
 			}
 			h := newOpsHarness(t, objects...)
 			h.r.Retention = 24 * time.Hour
@@ -354,9 +363,7 @@ func TestOperationsExpireTheRecordsOfObjectsThatAreGone(t *testing.T) {
 				left = append(left, op.Name)
 			}
 			assert.ElementsMatch(t, tc.wantLeft, left)
-			if !tc.exists {
-				assert.InDelta(t, float64(23*time.Hour), float64(res.RequeueAfter), float64(time.Minute), "looked at again when the young one expires")
-			}
+			assert.InDelta(t, float64(tc.wantAgain), float64(res.RequeueAfter), float64(time.Minute), "looked at again when the young one expires")
 		})
 	}
 }
