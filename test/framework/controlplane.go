@@ -110,6 +110,13 @@ func Start(o Options) (_ *ControlPlane, err error) {
 		}
 		cp.removeDir = true
 	}
+	// kubectl keeps its discovery cache per address: another test
+	// package's kube-apiserver may have had this one before, with other
+	// resources, and kubectl would then say "the server doesn't have a
+	// resource type". Each control plane's kubectl has a cache of its own.
+	if err = os.Setenv("KUBECACHEDIR", filepath.Join(cp.Dir, "kubecache")); err != nil {
+		return nil, err
+	}
 	defer func() {
 		if err != nil {
 			_ = cp.Stop()
