@@ -106,7 +106,7 @@ func (r *Reconciler[T, S]) Reconcile(ctx context.Context, req reconcile.Request)
 	r.Kind.FromJournal(obj, status, records)
 	var res reconcile.Result
 	if r.ResyncInterval > 0 {
-		if res, err = r.resync(ctx, obj, status); err != nil {
+		if res, err = r.resync(ctx, obj, status, records); err != nil {
 			return reconcile.Result{}, err
 		}
 	}

@@ -3,6 +3,7 @@ package brokered
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,7 +23,7 @@ import (
 // InSync, and Ready=False while the broker no longer holds it. What is
 // done about drift is the kind's (an instance corrects it under the manage
 // policy, a binding reports it).
-func (r *Reconciler[T, S]) resync(ctx context.Context, obj T, status *S) (reconcile.Result, error) {
+func (r *Reconciler[T, S]) resync(ctx context.Context, obj T, status *S, records []v1alpha1.BrokerOperation) (reconcile.Result, error) {
 	if !r.Kind.Confirmed(status) {
 		return reconcile.Result{}, nil // nothing confirmed at the broker yet
 	}
@@ -31,7 +32,9 @@ func (r *Reconciler[T, S]) resync(ctx context.Context, obj T, status *S) (reconc
 	if wait := r.schedule.Due(key, now, r.ResyncInterval); wait > 0 {
 		return reconcile.Result{RequeueAfter: wait}, nil
 	}
-	next := reconcile.Result{RequeueAfter: r.schedule.Next(key, now, r.ResyncInterval)}
+	later := func() reconcile.Result {
+		return reconcile.Result{RequeueAfter: r.schedule.Next(key, now, r.ResyncInterval)}
+	}
 
 	holder, err := r.Leases.Holder(ctx, journal.KeyOf(r.Kind.Kind(), obj))
 	if err != nil {
@@ -39,21 +42,35 @@ func (r *Reconciler[T, S]) resync(ctx context.Context, obj T, status *S) (reconc
 	}
 	if holder != nil {
 		// A change is in flight; the operations reconciler follows it.
-		return next, nil
+		return later(), nil
 	}
 	t, ok, err := r.target(ctx, obj, false)
 	if err != nil || !ok {
 		// Its instance, ServiceBroker or plan is gone or not loaded:
 		// admission says so on the next change.
-		return next, client.IgnoreNotFound(err)
+		return later(), client.IgnoreNotFound(err)
 	}
-	r.compare(ctx, obj, status, t)
-	return next, nil
+	seen, err := r.compare(ctx, obj, status, t, records)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if seen == stale {
+		// The cache had not caught up with a change the broker made
+		// meanwhile: still due, compared again in a moment.
+		return reconcile.Result{RequeueAfter: recompare}, nil
+	}
+	return later(), nil
 }
 
+// recompare is how soon an object is compared again when the cache had
+// not caught up with its last change.
+const recompare = time.Second
+
 // compare fetches the object at t and writes into status how it compares
-// with what lockstep last applied.
-func (r *Reconciler[T, S]) compare(ctx context.Context, obj T, status *S, t Target) {
+// with what lockstep last applied. When the broker answered other than
+// lockstep last applied, it writes nothing unless that answer is judged
+// against what is current (see current), and says so.
+func (r *Reconciler[T, S]) compare(ctx context.Context, obj T, status *S, t Target, records []v1alpha1.BrokerOperation) (freshness, error) {
 	conds := r.Kind.Conditions(status)
 	w := word(r.Kind.Kind())
 	applied := r.Kind.Applied(obj, status, t)
@@ -66,21 +83,24 @@ func (r *Reconciler[T, S]) compare(ctx context.Context, obj T, status *S, t Targ
 		setInSync(conds, metav1.ConditionUnknown, resync.ReasonNotRetrievable, fmt.Sprintf(
 			"broker %q does not let lockstep read %ss of service %q (%ss_retrievable is false): drift cannot be detected",
 			t.Entry.Broker, w, t.Instance.Spec.ServiceName, w))
-		return
+		return fresh, nil
 	}
 
 	got, err := r.fetch(ctx, req)
 	switch {
 	case osbclient.IsNotFound(err) || osbclient.IsGone(err):
+		if seen, err := r.current(ctx, obj, records); seen != fresh || err != nil {
+			return seen, err
+		}
 		r.gone(obj, conds, req)
-		return
+		return fresh, nil
 	case osbclient.IsConcurrencyError(err):
-		return // the broker is in the middle of something: look next time
+		return fresh, nil // the broker is in the middle of something: look next time
 	case err != nil:
 		r.result(obj, resync.ReasonBrokerUnreachable, nil)
 		setInSync(conds, metav1.ConditionFalse, resync.ReasonBrokerUnreachable, fmt.Sprintf(
 			"lockstep could not read %s %q from broker %q to compare it: %v; it tries again in %s", w, obj.GetName(), t.Entry.Broker, err, r.ResyncInterval))
-		return
+		return fresh, nil
 	}
 
 	held := r.Kind.Held(status, got)
@@ -95,7 +115,12 @@ func (r *Reconciler[T, S]) compare(ctx context.Context, obj T, status *S, t Targ
 		r.result(obj, resync.ReasonBrokerUnreachable, nil)
 		setInSync(conds, metav1.ConditionFalse, resync.ReasonBrokerUnreachable, fmt.Sprintf(
 			"broker %q answered a fetch of %s %q that lockstep cannot compare: %v", t.Entry.Broker, w, obj.GetName(), err))
-		return
+		return fresh, nil
+	}
+	if !drift.None() {
+		if seen, err := r.current(ctx, obj, records); seen != fresh || err != nil {
+			return seen, err
+		}
 	}
 	drift, done := r.Kind.Drifted(ctx, obj, t, applied, held, drift)
 	if drift.None() {
@@ -108,11 +133,12 @@ func (r *Reconciler[T, S]) compare(ctx context.Context, obj T, status *S, t Targ
 			resync.SetCondition(conds, v1alpha1.ConditionReady, metav1.ConditionTrue, resync.ReasonInSync,
 				fmt.Sprintf("broker %q holds the %s as specified", t.Entry.Broker, w))
 		}
-		return
+		return fresh, nil
 	}
 	msg := drift.Message(t.Entry.Broker, t.Entry.PlanName, applied.PlanName) + done
 	r.result(obj, drift.Reason(), &msg)
 	setInSync(conds, metav1.ConditionFalse, drift.Reason(), msg)
+	return fresh, nil
 }
 
 // gone reports an object its broker no longer holds: not in sync, not
@@ -131,6 +157,71 @@ func (r *Reconciler[T, S]) gone(obj T, conds *[]metav1.Condition, req brokercall
 	r.result(obj, resync.ReasonGoneAtBroker, event)
 	resync.SetCondition(conds, v1alpha1.ConditionReady, metav1.ConditionFalse, resync.ReasonGoneAtBroker, msg)
 	setInSync(conds, metav1.ConditionFalse, resync.ReasonGoneAtBroker, msg)
+}
+
+// freshness is whether a broker's answer can be judged against what
+// this pass read of the object.
+type freshness int
+
+const (
+	// fresh: what the pass read is what the API server holds.
+	fresh freshness = iota
+	// busy: an operation took the object's lock meanwhile; the
+	// operations reconciler follows it, resync looks next interval.
+	busy
+	// stale: the cache had not caught up with the object or its records.
+	stale
+)
+
+// current reports whether what this pass compared the broker's answer
+// with still stands: no operation holds the object's lock, and the API
+// server holds the object and its records as the cache gave them to this
+// pass. A change that reached the broker after this pass read the cache
+// is no drift: the operation that made it holds the lock until its
+// record is written, so either the lock or the records show it. It is
+// asked only of an answer that differs from what lockstep last applied,
+// so a fetch that agrees costs no read past the cache.
+func (r *Reconciler[T, S]) current(ctx context.Context, obj T, records []v1alpha1.BrokerOperation) (freshness, error) {
+	holder, err := r.Leases.Holder(ctx, journal.KeyOf(r.Kind.Kind(), obj))
+	switch {
+	case err != nil:
+		return stale, err
+	case holder != nil:
+		return busy, nil
+	}
+	live := r.Kind.New()
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(obj), live); err != nil {
+		return stale, client.IgnoreNotFound(err)
+	}
+	if live.GetResourceVersion() != obj.GetResourceVersion() {
+		return stale, nil
+	}
+	now, err := journal.Records(ctx, r.APIReader, r.Namespace, obj.GetNamespace(), string(obj.GetUID()))
+	if err != nil {
+		return stale, fmt.Errorf("reading the operation records of %s: %w", r.named(obj), err)
+	}
+	if !sameVersions(records, now) {
+		return stale, nil
+	}
+	return fresh, nil
+}
+
+// sameVersions reports whether a and b are the same records at the same
+// versions.
+func sameVersions(a, b []v1alpha1.BrokerOperation) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	versions := make(map[string]string, len(a))
+	for _, op := range a {
+		versions[op.Namespace+"/"+op.Name] = op.ResourceVersion
+	}
+	for _, op := range b {
+		if v, ok := versions[op.Namespace+"/"+op.Name]; !ok || v != op.ResourceVersion {
+			return false
+		}
+	}
+	return true
 }
 
 // IsGone reports whether conds say that the broker no longer holds the

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/broker/fakebroker"
@@ -167,4 +171,102 @@ func TestResyncLeavesAnObjectWithAnOperationInFlight(t *testing.T) {
 			assert.True(t, meta.IsStatusConditionTrue(k.conditions(h.object(t)), v1alpha1.ConditionInSync))
 		})
 	}
+}
+
+// staleCache is a cache that has not caught up: it still gives snapshot
+// for the object key names, and lists no record named in hidden.
+type staleCache struct {
+	client.Client
+	key      types.NamespacedName
+	snapshot client.Object
+	hidden   map[string]bool
+}
+
+func (c *staleCache) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if key == c.key && c.snapshot != nil && reflect.TypeOf(obj) == reflect.TypeOf(c.snapshot) {
+		reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(c.snapshot.DeepCopyObject()).Elem())
+		return nil
+	}
+	return c.Client.Get(ctx, key, obj, opts...)
+}
+
+func (c *staleCache) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if err := c.Client.List(ctx, list, opts...); err != nil {
+		return err
+	}
+	if ops, ok := list.(*v1alpha1.BrokerOperationList); ok {
+		ops.Items = slices.DeleteFunc(ops.Items, func(op v1alpha1.BrokerOperation) bool { return c.hidden[op.Name] })
+	}
+	return nil
+}
+
+// TestResyncJudgesTheBrokerAgainstWhatIsCurrent: a change that reached
+// the broker after the cache was read (here: one the API server holds,
+// the cache not yet) is no drift: nothing is reported or corrected, and
+// the object is compared again in a moment; once the cache caught up,
+// the broker's answer is judged.
+func TestResyncJudgesTheBrokerAgainstWhatIsCurrent(t *testing.T) {
+	for _, k := range kinds {
+		t.Run(k.word, func(t *testing.T) {
+			h := newHarness(t, k, nil, k.object())
+			cache := &staleCache{Client: h.Client, key: k.key()}
+			h.Config.Client = cache
+			h.R = k.new(h.Config)
+			h.pass(t)
+			h.Clock.Step(interval)
+
+			cache.snapshot = h.object(t)
+			live := h.object(t)
+			live.SetAnnotations(map[string]string{"team": "payments"})
+			require.NoError(t, h.Client.Update(context.Background(), live))
+			before := h.object(t).GetResourceVersion()
+
+			res := h.pass(t)
+			assert.Equal(t, 1, h.Broker.Count(k.fetch))
+			assert.Equal(t, time.Second, res.RequeueAfter, "compared again in a moment")
+			assert.Equal(t, before, h.object(t).GetResourceVersion(), "nothing written")
+			assert.Empty(t, h.recorded(), "no event")
+
+			cache.snapshot = nil
+			h.pass(t)
+			assert.Equal(t, 2, h.Broker.Count(k.fetch))
+			controllertest.AssertCondition(t, k.conditions(h.object(t)), v1alpha1.ConditionInSync, metav1.ConditionFalse, resync.ReasonGoneAtBroker)
+		})
+	}
+}
+
+// TestResyncUndoesNoChangeTheCacheHasNotSeen: an update the broker
+// carried out, whose record the cache does not list yet, is not undone
+// as drift; once the cache lists it, the instance is in sync.
+func TestResyncUndoesNoChangeTheCacheHasNotSeen(t *testing.T) {
+	k := kinds[0]
+	obj := confirmedInstance()
+	obj.Spec.PlanName, obj.Generation = "large", 2
+	h := newHarness(t, k, nil, obj)
+	cache := &staleCache{Client: h.Client, hidden: map[string]bool{"db-update-1": true}}
+	h.Config.Client = cache
+	h.R = k.new(h.Config)
+	h.Broker.PutInstance(fakebroker.Instance{ID: "ext-1", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanLargeID, DashboardURL: dashboard})
+	h.pass(t)
+	h.Clock.Step(interval)
+	record := &v1alpha1.BrokerOperation{
+		ObjectMeta: metav1.ObjectMeta{Name: "db-update-1", Namespace: "team", Labels: map[string]string{journal.LabelTargetUID: string(k.uid)}},
+		Spec: v1alpha1.BrokerOperationSpec{Target: k.target(), Verb: v1alpha1.VerbUpdate, BrokerName: "acme", ServiceID: fakebroker.ServiceDBID,
+			PlanID: fakebroker.PlanLargeID, Requester: v1alpha1.Requester{Username: "alice"}, Generation: 2,
+			SpecHash: journal.SpecHash(journal.SpecOf(obj))},
+	}
+	require.NoError(t, h.Client.Create(context.Background(), record))
+	record.Status.Phase = v1alpha1.PhaseCommitted
+	require.NoError(t, h.Client.Status().Update(context.Background(), record))
+
+	res := h.pass(t)
+	assert.Equal(t, 1, h.Broker.Count(k.fetch))
+	assert.Zero(t, h.Broker.Count(fakebroker.OpUpdate), "the broker is not asked to undo the update")
+	assert.Equal(t, time.Second, res.RequeueAfter, "compared again in a moment")
+
+	cache.hidden = nil
+	h.pass(t)
+	assert.Equal(t, 2, h.Broker.Count(k.fetch))
+	assert.Zero(t, h.Broker.Count(fakebroker.OpUpdate))
+	assert.True(t, meta.IsStatusConditionTrue(k.conditions(h.object(t)), v1alpha1.ConditionInSync))
 }
