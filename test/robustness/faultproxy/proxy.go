@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -304,8 +305,16 @@ func reply(w http.ResponseWriter, status int, header http.Header, body []byte) i
 	if w.Header().Get("Content-Type") == "" {
 		w.Header().Set("Content-Type", "application/json")
 	}
+	// The whole answer is on the wire when the handler ends, so that
+	// StopAfter, which closes every connection once the requests it
+	// waits for have ended, never cuts an answer off: a known length
+	// (no chunked end still to write), flushed.
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
 	return status
 }
 
