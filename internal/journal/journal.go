@@ -219,7 +219,11 @@ func (j *Journal) SetPhase(ctx context.Context, op *v1alpha1.BrokerOperation, ta
 	if a.InSync != nil {
 		op.Status.TargetInSync = a.InSync
 	}
-	if a.Phase != v1alpha1.PhaseInProgress && a.Phase != v1alpha1.PhasePending && op.Status.CompletionTime == nil {
+	// An orphaned record is compensated (or found failed) later: it is
+	// complete then, so that what its compensation says of the object is
+	// newer than the notes it left while it was under way.
+	ends := from == v1alpha1.PhaseOrphaned && a.Phase != v1alpha1.PhaseOrphaned
+	if a.Phase != v1alpha1.PhaseInProgress && a.Phase != v1alpha1.PhasePending && (op.Status.CompletionTime == nil || ends) {
 		now := metav1.NewTime(j.clock().Now())
 		op.Status.CompletionTime = &now
 	}

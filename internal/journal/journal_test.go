@@ -93,3 +93,35 @@ func TestSpecHashFollowsParametersFrom(t *testing.T) {
 	assert.NotEqual(t, SpecHash(a), SpecHash(other))
 	assert.NotEqual(t, SpecHash(a), SpecHash(again))
 }
+
+// An orphaned record's completion is its compensation's, not the time it
+// was found orphaned: the object's InSync then says what the compensation
+// did, not what the record said while it was under way.
+func TestJournalCompensatedCompletesWhenCompensated(t *testing.T) {
+	scheme := runtime.NewScheme()
+	require.NoError(t, v1alpha1.AddToScheme(scheme))
+	c := fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&v1alpha1.BrokerOperation{}).Build()
+	orphaned := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	clk := clocktesting.NewFakePassiveClock(orphaned)
+	j := &Journal{Client: c, Clock: clk}
+	si := &v1alpha1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "team", UID: "uid-1", Generation: 2}}
+	op, err := j.Begin(context.Background(), Intent{ID: "0b6c5e2a-1111-2222-3333-444455556666", Target: si, Kind: "ServiceInstance",
+		ExternalID: "ext-1", Broker: "acme", Verb: v1alpha1.VerbUpdate, User: authenticationv1.UserInfo{Username: "alice"}})
+	require.NoError(t, err)
+	require.NoError(t, j.SetPhase(context.Background(), op, nil, Answer{Phase: v1alpha1.PhaseOrphaned}))
+	failedAgain := metav1.NewTime(orphaned.Add(30 * time.Second))
+	clk.SetTime(failedAgain.Time)
+	require.NoError(t, j.SetPhase(context.Background(), op, nil, Answer{Phase: v1alpha1.PhaseOrphaned,
+		InSync: &v1alpha1.InSyncNote{Status: metav1.ConditionFalse, Reason: "CompensationFailed"}}))
+	assert.Equal(t, orphaned, op.Status.CompletionTime.Time.UTC(), "still under way")
+
+	compensated := orphaned.Add(time.Minute)
+	clk.SetTime(compensated)
+	require.NoError(t, j.SetPhase(context.Background(), op, nil, Answer{Phase: v1alpha1.PhaseCompensated,
+		InSync: &v1alpha1.InSyncNote{Status: metav1.ConditionTrue, Reason: "Compensated"}}))
+	assert.Equal(t, compensated, op.Status.CompletionTime.Time.UTC())
+
+	conds := []metav1.Condition{{Type: v1alpha1.ConditionInSync, Status: metav1.ConditionFalse, Reason: "CompensationFailed", LastTransitionTime: failedAgain}}
+	ApplyNotes(&conds, nil, false, []v1alpha1.BrokerOperation{*op})
+	assert.Equal(t, "Compensated", conds[0].Reason, "the compensation's note replaces the failed attempt's")
+}

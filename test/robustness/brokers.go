@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -53,12 +54,16 @@ type brokerUnderTest struct {
 
 	fake *fakebroker.Broker
 	// async is the share of the fake broker's changes answered 202, and
-	// failAsync the share whose operation then fails (a fault).
+	// failAsync the share whose operation then fails (a fault): the most
+	// any open fault window asks for, and at least baseAsync.
 	mu        sync.Mutex
 	async     float64
 	failAsync float64
-	failed    int // asynchronous answers made to fail
-	draws     *draws
+	baseAsync float64
+	// windows are the fault windows open at the broker, by lane.
+	windows map[int]faultWindow
+	failed  int // asynchronous answers made to fail
+	draws   *draws
 
 	embedded *embedded.Broker
 	store    store.Store
@@ -73,7 +78,7 @@ func startFake(d *draws, async float64) (*brokerUnderTest, error) {
 		return nil, err
 	}
 	b := &brokerUnderTest{name: fakeBroker, fake: fb, service: fakebroker.ServiceDB,
-		plans: []string{fakebroker.PlanSmall, fakebroker.PlanLarge}, roleParameter: true, async: async, draws: d}
+		plans: []string{fakebroker.PlanSmall, fakebroker.PlanLarge}, roleParameter: true, async: async, baseAsync: async, draws: d}
 	fb.SetResponder(b.respond)
 	if err := b.front(fb.URL()); err != nil {
 		fb.Close()
@@ -110,11 +115,69 @@ func (b *brokerUnderTest) respond(r fakebroker.Request) (fakebroker.Respond, boo
 	}}, true
 }
 
-// setAsync changes the shares of asynchronous and failing operations.
-func (b *brokerUnderTest) setAsync(async, fail float64) {
+// setAsync sets the share of asynchronous changes outside fault windows,
+// and closes every window.
+func (b *brokerUnderTest) setAsync(async float64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.async, b.failAsync = async, fail
+	b.baseAsync, b.windows = async, nil
+	b.applyLocked()
+}
+
+// faultWindow is a window of faults open at a broker: the requests it breaks
+// (nil: none), and the shares of the test broker's changes it makes
+// asynchronous and failing.
+type faultWindow struct {
+	faults      func(faultproxy.Request) faultproxy.Fault
+	async, fail float64
+}
+
+// open opens w in lane (replacing the lane's window); shut closes it.
+// Windows of several lanes are open at once: a request gets the fault of
+// the first lane that breaks it.
+func (b *brokerUnderTest) open(lane int, w faultWindow) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.windows == nil {
+		b.windows = map[int]faultWindow{}
+	}
+	b.windows[lane] = w
+	b.applyLocked()
+}
+
+func (b *brokerUnderTest) shut(lane int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.windows, lane)
+	b.applyLocked()
+}
+
+func (b *brokerUnderTest) applyLocked() {
+	b.async, b.failAsync = b.baseAsync, 0
+	var lanes []int
+	for lane, w := range b.windows {
+		b.async, b.failAsync = max(b.async, w.async), max(b.failAsync, w.fail)
+		if w.faults != nil {
+			lanes = append(lanes, lane)
+		}
+	}
+	if len(lanes) == 0 {
+		b.proxy.SetFaults(nil)
+		return
+	}
+	slices.Sort(lanes)
+	picks := make([]func(faultproxy.Request) faultproxy.Fault, len(lanes))
+	for i, lane := range lanes {
+		picks[i] = b.windows[lane].faults
+	}
+	b.proxy.SetFaults(func(q faultproxy.Request) faultproxy.Fault {
+		for _, pick := range picks {
+			if f := pick(q); f.Kind != faultproxy.Pass {
+				return f
+			}
+		}
+		return faultproxy.Fault{}
+	})
 }
 
 // startEmbedded starts the embedded broker in this process, serving the

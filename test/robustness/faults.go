@@ -89,7 +89,13 @@ func (in *injector) run(ctx context.Context) {
 		if in.p.injects(BrokerStopped) {
 			wg.Go(func() { in.brokerStops(ctx, b, rng(seed, "stops of "+b.name)) })
 		}
-		wg.Go(func() { in.brokerFaults(ctx, b, rng(seed, "faults of "+b.name)) })
+		for lane := range max(in.p.BrokerFaultLanes, 1) {
+			name := "faults of " + b.name
+			if lane > 0 {
+				name = fmt.Sprintf("faults of %s, lane %d", b.name, lane+1)
+			}
+			wg.Go(func() { in.brokerFaults(ctx, b, lane, rng(seed, name)) })
+		}
 	}
 	wg.Wait()
 }
@@ -214,16 +220,21 @@ func (in *injector) brokerStops(ctx context.Context, b *brokerUnderTest, r *rand
 	}
 }
 
-// brokerFaults runs windows of request faults at a broker. A window of
-// drop-after-202 comes twice as often as one of another kind, and at the
-// test broker makes every change asynchronous: only a 202 is dropped, and
-// most changes are answered at once otherwise.
-func (in *injector) brokerFaults(ctx context.Context, b *brokerUnderTest, r *rand.Rand) {
+// brokerFaults runs windows of request faults at a broker, one after
+// the other in one lane (the lanes' windows overlap). Every kind gets its
+// turn in each round, in a seeded order; drop-after-202 twice, and at the
+// test broker async-fails twice too, as a window of either breaks fewer
+// requests than one of another kind. A drop-after-202 window makes every
+// change of the test broker asynchronous, so that only a 202 is dropped
+// while most changes are answered at once otherwise. A window hits the
+// broker's changes or all its requests three times as often as its polls
+// or reads alone, which are fewer.
+func (in *injector) brokerFaults(ctx context.Context, b *brokerUnderTest, lane int, r *rand.Rand) {
 	var kinds []history.FaultKind
 	for _, k := range AllFaults {
 		if _, ok := proxyFaults[k]; (ok || (k == AsyncFails && b.fake != nil)) && in.p.injects(k) {
 			kinds = append(kinds, k)
-			if k == DropAfter202 {
+			if k == DropAfter202 || k == AsyncFails {
 				kinds = append(kinds, k)
 			}
 		}
@@ -231,9 +242,15 @@ func (in *injector) brokerFaults(ctx context.Context, b *brokerUnderTest, r *ran
 	if len(kinds) == 0 {
 		return
 	}
-	groups := []string{"changes", "polls", "reads", "all"}
+	groups := []string{"changes", "changes", "changes", "all", "all", "all", "polls", "reads"}
+	var round []history.FaultKind
 	for window := 0; sleep(ctx, around(r, in.p.BrokerFaultEvery)); window++ {
-		kind := kinds[r.IntN(len(kinds))]
+		if len(round) == 0 {
+			round = slices.Clone(kinds)
+			r.Shuffle(len(round), func(i, j int) { round[i], round[j] = round[j], round[i] })
+		}
+		kind := round[0]
+		round = round[1:]
 		group := groups[r.IntN(len(groups))]
 		if kind == AsyncFails || kind == DropAfter202 {
 			group = "changes"
@@ -244,22 +261,23 @@ func (in *injector) brokerFaults(ctx context.Context, b *brokerUnderTest, r *ran
 		if len(ops) == 0 {
 			continue
 		}
-		p := 0.5 + 0.5*r.Float64()
+		p := 0.6 + 0.4*r.Float64()
 		length := between(r, 1500*time.Millisecond, 3500*time.Millisecond)
 		f := in.hist.Inject(&history.Fault{Kind: kind, Target: "broker " + b.name,
 			Detail: fmt.Sprintf("on %.0f%% of %s", 100*p, strings.Join(opNames(ops), ", "))})
+		// Each lane's windows have numbers of their own, so that two
+		// windows never draw the same requests.
+		id := window*max(in.p.BrokerFaultLanes, 1) + lane
 		switch kind {
 		case AsyncFails:
-			b.setAsync(in.env.opts.Async, p)
+			b.open(lane, faultWindow{fail: p})
 		case DropAfter202:
-			b.setAsync(1, 0)
-			b.proxy.SetFaults(in.faults(b, window, proxyFaults[kind], ops, p))
+			b.open(lane, faultWindow{async: 1, faults: in.faults(b, id, proxyFaults[kind], ops, p)})
 		default:
-			b.proxy.SetFaults(in.faults(b, window, proxyFaults[kind], ops, p))
+			b.open(lane, faultWindow{faults: in.faults(b, id, proxyFaults[kind], ops, p)})
 		}
 		sleep(ctx, length)
-		b.setAsync(in.env.opts.Async, 0)
-		b.proxy.SetFaults(nil)
+		b.shut(lane)
 		in.hist.Heal(f)
 	}
 }
@@ -271,14 +289,15 @@ func (in *injector) steady(ctx context.Context, b *brokerUnderTest, window int, 
 		ops = append(ops, osbclient.Op(op))
 	}
 	f := in.hist.Inject(&history.Fault{Kind: st.Kind, Target: "broker " + b.name, Detail: "for the whole run on " + strings.Join(st.Ops, ", ")})
+	// Steady faults have lanes of their own, after the windows'.
+	lane := max(in.p.BrokerFaultLanes, 1) + window
 	if st.Kind == AsyncFails {
-		b.setAsync(in.env.opts.Async, 1)
+		b.open(lane, faultWindow{fail: 1})
 	} else {
-		b.proxy.SetFaults(in.faults(b, -1-window, proxyFaults[st.Kind], ops, 1))
+		b.open(lane, faultWindow{faults: in.faults(b, -1-window, proxyFaults[st.Kind], ops, 1)})
 	}
 	<-ctx.Done()
-	b.setAsync(in.env.opts.Async, 0)
-	b.proxy.SetFaults(nil)
+	b.shut(lane)
 	in.hist.Heal(f)
 }
 

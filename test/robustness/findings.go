@@ -104,6 +104,14 @@ var findings = []finding{
 		Fixed: "when re-applying fails and the instance's namespace no longer exists, nothing is re-applied and the operation ends " +
 			"(TestOperationsOrphanedUpdateInANamespaceGone); seed 26 replayed since: not seen again, though with the front before kube-apiserver the replay no longer removes namespaces early; the test shows the fix",
 	},
+	{
+		Title:     "an instance whose orphaned update was compensated kept InSync=False from a failed attempt",
+		Invariant: check.BrokerEqualsCluster, Seed: 1,
+		Detail: "a first attempt to re-apply the persisted spec met the broker's ConcurrencyError, and the instance said so " +
+			"(CompensationFailed, \"lockstep tries again\"); the next attempt succeeded, but the record kept the time it was found orphaned " +
+			"as its completion, older than that note, so its \"Compensated\" never replaced it (short profile with two fault lanes).",
+		Fixed: "an orphaned record is complete when it is compensated or fails (TestJournalCompensatedCompletesWhenCompensated)",
+	},
 }
 
 // knownFindings are the findings not fixed yet.

@@ -50,6 +50,9 @@ type Profile struct {
 	// ReplicaEvery, APIServerEvery, BrokerStopEvery and BrokerFaultEvery
 	// are the mean time between two faults of each kind of target.
 	ReplicaEvery, APIServerEvery, BrokerStopEvery, BrokerFaultEvery time.Duration
+	// BrokerFaultLanes is how many windows of request faults are open at
+	// a broker at once (at least 1).
+	BrokerFaultLanes int
 	// Steady faults are on at every broker for the whole run.
 	Steady []Steady
 	// Async, when set, is the share of the test broker's changes answered

@@ -7,16 +7,17 @@ import (
 )
 
 // FullProfile injects every kind of fault at every request it can hit:
-// a replica killed every one and a half seconds on average, the leader
-// and a follower in turn; one of the five kube-apiservers killed and
-// started again every three and a half seconds (never the last one
-// ready); a broker stopped every four seconds; a window of request faults
-// at each broker a quarter of a second after the last.
+// a replica killed every 0.9 seconds on average, the leader and a
+// follower in turn; one of the five kube-apiservers killed and started
+// again every three and a half seconds (never the last one ready); a
+// broker stopped every four seconds; at each broker, two windows of
+// request faults open at once, each a quarter of a second after the
+// last of its lane.
 func FullProfile() Profile {
 	return Profile{
 		Name: "full", Faults: AllFaults,
-		ReplicaEvery: 1500 * time.Millisecond, APIServerEvery: 3500 * time.Millisecond,
-		BrokerStopEvery: 4 * time.Second, BrokerFaultEvery: 250 * time.Millisecond,
+		ReplicaEvery: 900 * time.Millisecond, APIServerEvery: 3500 * time.Millisecond,
+		BrokerStopEvery: 4 * time.Second, BrokerFaultEvery: 250 * time.Millisecond, BrokerFaultLanes: 2,
 	}
 }
 

@@ -168,11 +168,10 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 // replicas come back without a pause.
 func (e *env) heal() {
 	for _, b := range e.brokers {
-		b.proxy.SetFaults(nil)
+		b.setAsync(0)
 		if err := b.proxy.Resume(); err != nil {
 			e.logf("resuming broker %s: %v", b.name, err)
 		}
-		b.setAsync(0, 0)
 	}
 	for _, r := range e.replicas {
 		r.mu.Lock()
