@@ -52,7 +52,7 @@ func run(args []string) error {
 	root := flags.String("root", "", "repository root; empty: found from the working directory")
 	timeout := flags.Duration("timeout", 40*time.Minute, "stop everything after this long")
 	keep := flags.Bool("keep", false, "keep the working directory (binaries, lockstep's log) for inspection")
-	before := flags.String("before", "", "a commit to compare with: its lockstep runs the e2e, broker, journal and burst benchmarks first, "+
+	before := flags.String("before", "", "a commit to compare with: its lockstep runs the admission, e2e, broker, journal and burst benchmarks first, "+
 		"and the results end with their targets side by side")
 	if err := flags.Parse(args); err != nil {
 		return err
@@ -144,7 +144,7 @@ func run(args []string) error {
 }
 
 // compared are the benchmarks -before runs against the earlier commit.
-var compared = []string{"e2e", "broker", "journal", "burst"}
+var compared = []string{"admission", "e2e", "broker", "journal", "burst"}
 
 // runBefore runs the compared benchmarks among those selected against
 // lockstep built from the commit ref, in a control plane of its own that
