@@ -93,10 +93,12 @@ func runMain(m *testing.M) int {
 // lockstepConfig is lockstep's configuration here: the test configuration
 // with the embedded broker off (the deployment does not run it), at most
 // two BrokerOperations kept per object, so that pruning (a delete)
-// happens, and no refusal repeated without asking the broker.
+// happens, no refusal repeated without asking the broker, and a resync
+// every two seconds, so that drift is found while the test runs.
 func lockstepConfig() app.Config {
 	cfg := framework.Config()
 	cfg.CommitGrace = 2 * time.Second
+	cfg.ResyncInterval = 2 * time.Second
 	cfg.KeepOperations = 2
 	cfg.RefusalMemory = 0
 	return cfg

@@ -25,7 +25,7 @@ import (
 // through lockstep running as its service account with exactly the RBAC of
 // deploy/ (see TestMain): catalog sync, access rules (which select the
 // namespace by its labels, from lockstep's cache), provision, two updates (the second
-// prunes an old BrokerOperation), bind with credentials in an adopted
+// prunes an old BrokerOperation), drift corrected by resync, bind with credentials in an adopted
 // Secret, unbind, deprovision, events, locks. Any rule missing from the
 // ClusterRole stops one of these steps, or shows up as "forbidden" in
 // lockstep's log, and fails the test.
@@ -82,6 +82,20 @@ func TestLeastPrivilegeRBAC(t *testing.T) {
 	require.Error(t, c.Update(ctx, si), "an update the broker refuses")
 	eventually(t, "old BrokerOperations of the instance are pruned to 2", func() bool {
 		return len(operationsOf(ctx, t, si)) == 2
+	})
+
+	// Drift: the broker's instance is changed behind lockstep's back.
+	// Resync reads the instance past its cache before it reports drift,
+	// then re-applies the spec.
+	for _, held := range env.broker.Instances() {
+		held.Parameters["storageGB"] = 7
+		env.broker.PutInstance(held)
+	}
+	eventually(t, "resync re-applies the instance's spec at the broker", func() bool {
+		for _, held := range env.broker.Instances() {
+			return held.Parameters["storageGB"] == float64(3)
+		}
+		return false
 	})
 
 	sbd := &v1alpha1.ServiceBinding{

@@ -5,7 +5,7 @@
 // (patch: ownerReference), removes it after unbind (delete), and finds by
 // label the Secrets of a binding that never persisted (list).
 //
-// +kubebuilder:rbac:groups=lockstep.dev,resources=servicebindings,verbs=list;watch;patch
+// +kubebuilder:rbac:groups=lockstep.dev,resources=servicebindings,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=lockstep.dev,resources=servicebindings/status,verbs=patch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=list;watch;patch;delete
 package binding

@@ -1,7 +1,7 @@
 // The instance controller adds and removes the lockstep.dev/broker
 // finalizer (patch) and writes status from what the broker confirmed.
 //
-// +kubebuilder:rbac:groups=lockstep.dev,resources=serviceinstances,verbs=list;watch;patch
+// +kubebuilder:rbac:groups=lockstep.dev,resources=serviceinstances,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=lockstep.dev,resources=serviceinstances/status,verbs=patch
 package instance
 
