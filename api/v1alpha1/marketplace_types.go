@@ -341,7 +341,9 @@ func init() {
 
 // GetMarketplaceStatus is the offering's status, for code that writes
 // ServiceOfferings and ServicePlans alike.
-func (o *ServiceOffering) GetMarketplaceStatus() *MarketplaceStatus { return &o.Status.MarketplaceStatus }
+func (o *ServiceOffering) GetMarketplaceStatus() *MarketplaceStatus {
+	return &o.Status.MarketplaceStatus
+}
 
 // GetMarketplaceStatus is the plan's status, for code that writes
 // ServiceOfferings and ServicePlans alike.

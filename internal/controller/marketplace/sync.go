@@ -126,13 +126,7 @@ func (s *sync) syncPlans(ctx context.Context, want []v1alpha1.ServicePlan, inUse
 // writePlan makes the stored plan cur (nil: none yet) what d says.
 func (s *sync) writePlan(ctx context.Context, cur, d *v1alpha1.ServicePlan) error {
 	return writeEntry(ctx, s, "ServicePlan", cur, d, marketplace.PlanSpecChanged,
-		func(next, d *v1alpha1.ServicePlan) { next.Spec = d.Spec },
-		func(cur, d *v1alpha1.ServicePlan) (*v1alpha1.ServicePlan, bool) {
-			next := cur.DeepCopy()
-			status, changed := marketplace.StatusChanged(cur.Status, d.Status)
-			next.Status = status
-			return next, changed
-		})
+		func(next, d *v1alpha1.ServicePlan) { next.Spec = d.Spec }, withMarketplaceStatus)
 }
 
 // syncOfferings writes the broker's ServiceOfferings: one per service of
@@ -285,6 +279,15 @@ func writeEntry[T entry](ctx context.Context, s *sync, kind string, cur, d T, sp
 		return nil
 	}
 	return s.updateStatus(ctx, next, kind)
+}
+
+// withMarketplaceStatus returns cur with d's removed flag and conditions
+// (see marketplace.StatusChanged), and whether that differs from cur.
+func withMarketplaceStatus[T entry](cur, d T) (T, bool) {
+	status, changed := marketplace.StatusChanged(*cur.GetMarketplaceStatus(), *d.GetMarketplaceStatus())
+	next := cur.DeepCopyObject().(T)
+	*next.GetMarketplaceStatus() = status
+	return next, changed
 }
 
 // brokerLabel returns labels with the broker label set (or removed) as
