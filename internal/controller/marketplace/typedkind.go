@@ -196,11 +196,12 @@ func without(taken map[string]bool, keys []string) map[string]bool {
 	return out
 }
 
-// typedKinds decides the typed kind of each offering the sync writes
-// (want, by service id): the catalog's services (services, by id) that
-// the broker activates get a kind unless another activated service of
+// typedKinds decides the typed kind of each offering in want (the
+// broker's offerings as its catalog has them), by service id: a service
+// the broker activates gets a kind unless another activated service of
 // any broker has its name first (see before). stored are every broker's
-// ServiceOfferings.
+// ServiceOfferings as the API server holds them; the other brokers'
+// activated services are read from them.
 func (s *sync) typedKinds(ctx context.Context, want []v1alpha1.ServiceOffering, stored []v1alpha1.ServiceOffering) (map[string]typedKind, error) {
 	var brokers v1alpha1.ServiceBrokerList
 	if err := s.client.List(ctx, &brokers); err != nil {
