@@ -135,6 +135,73 @@ type MarketplaceStatus struct {
 	Conditions []metav1.Condition `json:"conditions,omitempty" lockstep:"readonly"`
 }
 
+// ConditionTypedKindReady is the condition type that says, on a
+// ServiceOffering whose broker activates typed kinds for its service,
+// whether the service's typed kind can be used, and if not, why.
+const ConditionTypedKindReady = "TypedKindReady"
+
+// ServiceOfferingStatus is the status of a ServiceOffering.
+type ServiceOfferingStatus struct {
+	MarketplaceStatus `json:",inline"`
+	// TypedKind is the service's typed kind, when its ServiceBroker
+	// activates one (spec.typedKinds) and it got one; the TypedKindReady
+	// condition says what became of it.
+	// +optional
+	TypedKind *TypedKindStatus `json:"typedKind,omitempty" lockstep:"readonly"`
+}
+
+// TypedKindStatus is a service's typed kind: its names, its
+// CustomResourceDefinition, and what of the plans' schemas the CRD could
+// not hold.
+type TypedKindStatus struct {
+	// Kind is the kind's name. It is kept while the service stays
+	// activated, even when the service is renamed at the broker; the
+	// ServiceBroker's spec.typedKinds may name another.
+	Kind string `json:"kind" lockstep:"readonly"`
+	// Plural is the kind's resource name (kubectl get PLURAL).
+	Plural string `json:"plural" lockstep:"readonly"`
+	// ShortNames of the kind, where they are not taken.
+	// +optional
+	ShortNames []string `json:"shortNames,omitempty" lockstep:"readonly"`
+	// APIVersion is the kind's group and version.
+	APIVersion string `json:"apiVersion" lockstep:"readonly"`
+	// CRDName is the name of the kind's CustomResourceDefinition.
+	CRDName string `json:"crdName" lockstep:"readonly"`
+	// Established is true when the API server serves the kind. lockstep
+	// does not apply the CRDs of typed kinds yet, so it is false.
+	Established bool `json:"established" lockstep:"readonly"`
+	// FreeParameters, when set, says why spec.parameters is free JSON, as
+	// on ServiceInstance, instead of typed from the plans' schemas.
+	// +optional
+	FreeParameters string `json:"freeParameters,omitempty" lockstep:"readonly"`
+	// Dropped are the schema keywords the CRD does not hold: there the
+	// API server accepts more than the schema, and lockstep's webhook
+	// checks the plan's full schema.
+	// +optional
+	Dropped []DroppedKeyword `json:"dropped,omitempty" lockstep:"readonly"`
+	// DroppedNotShown is how many more dropped keywords there are than
+	// Dropped lists.
+	// +optional
+	DroppedNotShown int32 `json:"droppedNotShown,omitempty" lockstep:"readonly"`
+	// RenderedFrom identifies what the kind was rendered from (a hash of
+	// the service as the catalog has it and of the kind's names): lockstep
+	// renders the kind again only when it changes.
+	RenderedFrom string `json:"renderedFrom" lockstep:"readonly"`
+}
+
+// DroppedKeyword is a JSON Schema keyword that a typed kind's CRD does not
+// hold.
+type DroppedKeyword struct {
+	// Path is the keyword's place: the plan, which of its schemas and the
+	// JSON pointer ("plan small, create schema, /properties/size"), or the
+	// parameter where the plans differ ("spec.parameters.size").
+	Path string `json:"path" lockstep:"readonly"`
+	// Keyword is the JSON Schema keyword ("patternProperties").
+	Keyword string `json:"keyword" lockstep:"readonly"`
+	// Why the CRD does not hold it, and what it does instead.
+	Why string `json:"why" lockstep:"readonly"`
+}
+
 // ServiceOffering is one service of a registered broker's catalog, written
 // by lockstep from the catalog; read-only for everybody else.
 //
@@ -147,14 +214,15 @@ type MarketplaceStatus struct {
 // +kubebuilder:printcolumn:name="Service",type=string,JSONPath=`.spec.name`
 // +kubebuilder:printcolumn:name="Bindable",type=boolean,JSONPath=`.spec.bindable`
 // +kubebuilder:printcolumn:name="Removed",type=boolean,JSONPath=`.status.removedFromCatalog`
+// +kubebuilder:printcolumn:name="Typed Kind",type=string,JSONPath=`.status.typedKind.kind`,priority=1
 // +kubebuilder:printcolumn:name="Description",type=string,JSONPath=`.spec.description`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ServiceOffering struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   ServiceOfferingSpec `json:"spec"`
-	Status MarketplaceStatus   `json:"status,omitempty"`
+	Spec   ServiceOfferingSpec   `json:"spec"`
+	Status ServiceOfferingStatus `json:"status,omitempty"`
 }
 
 // ServiceOfferingList is a list of ServiceOfferings.
@@ -273,7 +341,9 @@ func init() {
 
 // GetMarketplaceStatus is the offering's status, for code that writes
 // ServiceOfferings and ServicePlans alike.
-func (o *ServiceOffering) GetMarketplaceStatus() *MarketplaceStatus { return &o.Status }
+func (o *ServiceOffering) GetMarketplaceStatus() *MarketplaceStatus {
+	return &o.Status.MarketplaceStatus
+}
 
 // GetMarketplaceStatus is the plan's status, for code that writes
 // ServiceOfferings and ServicePlans alike.

@@ -60,6 +60,40 @@ type ServiceBrokerSpec struct {
 	// +kubebuilder:validation:MaxItems=64
 	// +optional
 	Access []AccessRule `json:"access,omitempty"`
+	// TypedKinds says which services of the broker get a typed kind: a
+	// kind of their own in the group services.lockstep.dev, whose
+	// spec.parameters is typed from the plans' schemas. Without entries no
+	// service gets one. A service's ServiceOffering shows its kind in
+	// status.typedKind and the TypedKindReady condition.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	// +optional
+	TypedKinds []TypedKindActivation `json:"typedKinds,omitempty"`
+}
+
+// TypedKindActivation gives the services it selects a typed kind each.
+// A service that several entries select takes the kind of the first entry
+// that names it with a kind, or else the kind made from its name.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.kind) || (size(self.services) == 1 && !self.services[0].contains('*'))",message="kind names the typed kind of one service: give it with exactly one service name, without *"
+type TypedKindActivation struct {
+	// Services are the names of the services that get a typed kind, as
+	// patterns in which * stands for any run of characters ("*": every
+	// service), as in access rules.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=255
+	Services []string `json:"services"`
+	// Kind is the kind's name, instead of the one made from the service
+	// name ("postgresql-db" makes PostgresqlDb): for two services of the
+	// same name at two brokers. CamelCase ASCII letters and digits,
+	// starting with a capital letter. Only with one service name without
+	// *.
+	// +kubebuilder:validation:Pattern=`^[A-Z][A-Za-z0-9]*$`
+	// +kubebuilder:validation:MaxLength=59
+	// +optional
+	Kind string `json:"kind,omitempty"`
 }
 
 // AccessRule opens services and plans of a broker to the namespaces it

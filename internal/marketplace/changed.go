@@ -52,6 +52,20 @@ func StatusChanged(stored, desired v1alpha1.MarketplaceStatus) (v1alpha1.Marketp
 	return next, !equality.Semantic.DeepEqual(next, stored)
 }
 
+// OfferingStatusChanged returns the offering status to write: stored's,
+// with desired's removed flag, conditions and typed kind set on it (the
+// TypedKindReady condition goes when desired has none); and whether it
+// differs from stored's.
+func OfferingStatusChanged(stored, desired v1alpha1.ServiceOfferingStatus) (v1alpha1.ServiceOfferingStatus, bool) {
+	next := *stored.DeepCopy()
+	next.MarketplaceStatus, _ = StatusChanged(stored.MarketplaceStatus, desired.MarketplaceStatus)
+	if meta.FindStatusCondition(desired.Conditions, v1alpha1.ConditionTypedKindReady) == nil {
+		meta.RemoveStatusCondition(&next.Conditions, v1alpha1.ConditionTypedKindReady)
+	}
+	next.TypedKind = desired.TypedKind.DeepCopy()
+	return next, !equality.Semantic.DeepEqual(next, stored)
+}
+
 // metaChanged reports whether the broker label or the owner differ.
 func metaChanged(stored, desired *metav1.ObjectMeta) bool {
 	return stored.Labels[v1alpha1.LabelBroker] != desired.Labels[v1alpha1.LabelBroker] ||

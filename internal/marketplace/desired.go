@@ -64,7 +64,7 @@ func Offering(sb *v1alpha1.ServiceBroker, s *osbapi.Service, removed bool) v1alp
 			InstancesRetrievable: s.InstancesRetrievable, BindingsRetrievable: s.BindingsRetrievable,
 			Tags: s.Tags, Metadata: rawJSON(s.Metadata),
 		},
-		Status: v1alpha1.MarketplaceStatus{RemovedFromCatalog: removed},
+		Status: v1alpha1.ServiceOfferingStatus{MarketplaceStatus: v1alpha1.MarketplaceStatus{RemovedFromCatalog: removed}},
 	}
 }
 

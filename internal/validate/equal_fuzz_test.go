@@ -253,19 +253,31 @@ func valueAt(v reflect.Value, path string) reflect.Value {
 			}
 			v = v.Elem()
 		}
-		found := false
-		for i := range v.NumField() {
-			tag, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("json"), ",")
-			if tag == name {
-				v, found = v.Field(i), true
-				break
-			}
-		}
+		field, found := fieldNamed(v, name)
 		if !found {
 			panic(fmt.Sprintf("no field %q in %s", name, v.Type()))
 		}
+		v = field
 	}
 	return v
+}
+
+// fieldNamed is the field of struct v with JSON name name, looking into
+// the structs whose fields are promoted (inline).
+func fieldNamed(v reflect.Value, name string) (reflect.Value, bool) {
+	for i := range v.NumField() {
+		sf := v.Type().Field(i)
+		if _, ok := promotes(sf); ok && v.Field(i).Kind() == reflect.Struct {
+			if f, found := fieldNamed(v.Field(i), name); found {
+				return f, true
+			}
+			continue
+		}
+		if tag, _, _ := strings.Cut(sf.Tag.Get("json"), ","); tag == name {
+			return v.Field(i), true
+		}
+	}
+	return reflect.Value{}, false
 }
 
 var apiPackage = reflect.TypeFor[v1alpha1.ServiceInstance]().PkgPath()

@@ -222,3 +222,48 @@ func TestGuideMarketplace(t *testing.T) {
 	require.NoError(t, err)
 	runSteps(t, steps, root, walkthroughKubeconfig(t, ns), ns, func(out string) string { return out })
 }
+
+// A ServiceBroker's spec.typedKinds activates typed kinds: the API server
+// refuses a kind given for a pattern, and each activated service's
+// offering shows its kind until it is deactivated.
+func TestMarketplaceShowsTypedKinds(t *testing.T) {
+	const name = "typed"
+	marketBroker(t, name)
+	eventuallyPlans(t, "spec.brokerName="+name, "typed.db.fixed\ntyped.db.large\ntyped.db.small\ntyped.queue.shared\ntyped.queue.standard")
+	patch := func(kinds string) result {
+		return kubectl(t, "", "patch", "servicebroker", name, "--type=merge", "-p", `{"spec":{"typedKinds":`+kinds+`}}`)
+	}
+	shown := func(offering string) string {
+		r := kubectl(t, "", "get", "serviceoffering", offering, "-o",
+			`jsonpath={.status.typedKind.kind}/{.status.conditions[?(@.type=="TypedKindReady")].reason}`)
+		require.Equal(t, 0, r.ExitCode, r.Output())
+		return r.Stdout
+	}
+	eventuallyShown := func(offering, want string) {
+		t.Helper()
+		var got string
+		_ = wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
+			got = shown(offering)
+			return got == want, nil
+		})
+		assert.Equal(t, want, got, "the typed kind of ServiceOffering %s", offering)
+	}
+
+	r := patch(`[{"services":["d*"],"kind":"Database"}]`)
+	assert.NotEqual(t, 0, r.ExitCode)
+	assert.Contains(t, r.Output(), "kind names the typed kind of one service: give it with exactly one service name, without *")
+
+	r = patch(`[{"services":["d*"]},{"services":["queue"],"kind":"TypedQueue"}]`)
+	require.Equal(t, 0, r.ExitCode, r.Output())
+	// Plan "fixed" of db and both plans of queue have no schemas.
+	eventuallyShown("typed.db", "Db/FreeParameters")
+	eventuallyShown("typed.queue", "TypedQueue/FreeParameters")
+	r = kubectl(t, "", "get", "serviceoffering", "typed.queue", "-o", `jsonpath={.status.typedKind.crdName} {.status.typedKind.established} {.status.conditions[?(@.type=="TypedKindReady")].message}`)
+	assert.Contains(t, r.Stdout, "typedqueues.services.lockstep.dev false ")
+	assert.Contains(t, r.Stdout, "it is not applied yet")
+
+	r = patch(`null`)
+	require.Equal(t, 0, r.ExitCode, r.Output())
+	eventuallyShown("typed.db", "/")
+	eventuallyShown("typed.queue", "/")
+}

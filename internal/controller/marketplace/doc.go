@@ -8,6 +8,15 @@
 // service and plan name) and deleted once none does; a service goes with its
 // last plan. Everything a ServiceBroker's catalog wrote is owned by it, so
 // the garbage collector deletes it with the broker.
+//
+// It also writes the typed kind of each service the broker's
+// spec.typedKinds activates (typedkind.go): the kind's names, its CRD as
+// internal/typed/render renders it and what that CRD cannot hold, in the
+// offering's status.typedKind and TypedKindReady condition. A kind name
+// two activated services of any brokers want goes to one of them, by an
+// order every broker's sync applies alike; the other says why it has
+// none. A kind is rendered again only when its service or its names
+// change. The CRD is not applied.
 package marketplace
 
 // The catalog sync (leader only) writes every broker's catalog as

@@ -37,8 +37,11 @@ type Reconciler struct {
 // SetupWithManager registers the controller. It needs the lead (the
 // default): one replica writes the marketplace. It runs for every change
 // of a ServiceBroker (the servicebroker controller writes its status after
-// every catalog load) and when a ServiceInstance goes or changes plan (a
-// removed plan may have lost its last instance).
+// every catalog load), when a ServiceInstance goes or changes plan (a
+// removed plan may have lost its last instance), and, for every other
+// broker that activates typed kinds, when a ServiceOffering's typed kind
+// changes or an offering with one goes (a name one of its services wants
+// may have been taken or freed).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).Named("marketplace").
 		For(&v1alpha1.ServiceBroker{}).
@@ -52,6 +55,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 					cur, curOK := e.ObjectNew.(*v1alpha1.ServiceInstance)
 					return !oldOK || !curOK || old.Spec.PlanName != cur.Spec.PlanName || old.Spec.ServiceName != cur.Spec.ServiceName
 				},
+			})).
+		Watches(&v1alpha1.ServiceOffering{}, handler.EnqueueRequestsFromMapFunc(r.otherTypedKindBrokers),
+			builder.WithPredicates(predicate.Funcs{
+				CreateFunc:  func(event.CreateEvent) bool { return false },
+				GenericFunc: func(event.GenericEvent) bool { return false },
+				DeleteFunc:  func(e event.DeleteEvent) bool { return typedKindShown(e.Object) != "" },
+				UpdateFunc:  func(e event.UpdateEvent) bool { return typedKindShown(e.ObjectOld) != typedKindShown(e.ObjectNew) },
 			})).
 		Complete(r)
 }
@@ -82,7 +92,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !ok {
 		return ctrl.Result{}, nil
 	}
-	s := &sync{client: r.Client, broker: &sb}
+	s := &sync{client: r.Client, broker: &sb, entry: entry}
 	err := s.run(ctx, marketplace.Desired(&sb, entry))
 	if errors.Is(err, errStale) {
 		return ctrl.Result{RequeueAfter: staleRetry}, nil

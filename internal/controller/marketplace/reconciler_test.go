@@ -67,14 +67,20 @@ func newHarness(t *testing.T, objs ...client.Object) *harness {
 	return h
 }
 
-// sync stores cat (with the removed plans in use) as the broker's catalog,
-// reconciles, and returns how many writes it made.
+// sync stores cat (with the removed plans in use) as the catalog of
+// broker acme, reconciles, and returns how many writes it made.
 func (h *harness) sync(cat osbapi.Catalog, removed ...osbapi.ServicePlan) int {
 	h.t.Helper()
+	return h.syncBroker("acme", cat, removed...)
+}
+
+// syncBroker is sync for the broker of that name.
+func (h *harness) syncBroker(broker string, cat osbapi.Catalog, removed ...osbapi.ServicePlan) int {
+	h.t.Helper()
 	require.NoError(h.t, cat.Validate())
-	h.catalogs.Store(catalog.NewEntry("acme", nil, &cat, removed, time.Now()))
+	h.catalogs.Store(catalog.NewEntry(broker, nil, &cat, removed, time.Now()))
 	before := h.writes
-	_, err := h.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKey{Name: "acme"}})
+	_, err := h.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKey{Name: broker}})
 	require.NoError(h.t, err)
 	return h.writes - before
 }

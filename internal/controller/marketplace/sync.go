@@ -6,10 +6,12 @@ import (
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/catalog"
 	"github.com/lockstep-dev/lockstep/internal/marketplace"
 	"github.com/lockstep-dev/lockstep/internal/metrics"
 )
@@ -20,6 +22,7 @@ import (
 type sync struct {
 	client client.Client
 	broker *v1alpha1.ServiceBroker
+	entry  *catalog.Entry // the broker's catalog
 	writes int
 }
 
@@ -123,16 +126,20 @@ func (s *sync) syncPlans(ctx context.Context, want []v1alpha1.ServicePlan, inUse
 // writePlan makes the stored plan cur (nil: none yet) what d says.
 func (s *sync) writePlan(ctx context.Context, cur, d *v1alpha1.ServicePlan) error {
 	return writeEntry(ctx, s, "ServicePlan", cur, d, marketplace.PlanSpecChanged,
-		func(next, d *v1alpha1.ServicePlan) { next.Spec = d.Spec })
+		func(next, d *v1alpha1.ServicePlan) { next.Spec = d.Spec }, withMarketplaceStatus)
 }
 
 // syncOfferings writes the broker's ServiceOfferings: one per service of
 // the catalog, and one marked removed per service that left it but keeps
-// a plan in use (keptServices, by id).
+// a plan in use (keptServices, by id); each with its typed kind.
 func (s *sync) syncOfferings(ctx context.Context, want []v1alpha1.ServiceOffering, keptServices map[string]bool) error {
 	var list v1alpha1.ServiceOfferingList
 	if err := s.client.List(ctx, &list); err != nil {
 		return fmt.Errorf("listing ServiceOfferings: %w", err)
+	}
+	kinds, err := s.typedKinds(ctx, want, list.Items)
+	if err != nil {
+		return err
 	}
 	stored := map[string]*v1alpha1.ServiceOffering{} // by service id
 	named := map[string]*v1alpha1.ServiceOffering{}  // by object name
@@ -160,6 +167,7 @@ func (s *sync) syncOfferings(ctx context.Context, want []v1alpha1.ServiceOfferin
 			}
 			continue
 		}
+		withTypedKind(d, kinds[d.Spec.ID])
 		if err := s.writeOffering(ctx, cur, d); err != nil {
 			return err
 		}
@@ -176,6 +184,9 @@ func (s *sync) syncOfferings(ctx context.Context, want []v1alpha1.ServiceOfferin
 		}
 		d := cur.DeepCopy()
 		d.Status.RemovedFromCatalog = true
+		if selected, _ := activatedKind(s.broker, cur.Spec.Name); !selected {
+			withTypedKind(d, typedKind{})
+		}
 		if err := s.writeOffering(ctx, cur, d); err != nil {
 			return err
 		}
@@ -206,7 +217,23 @@ func wantsID(want []v1alpha1.ServicePlan, id string) bool {
 // writeOffering makes the stored offering cur (nil: none yet) what d says.
 func (s *sync) writeOffering(ctx context.Context, cur, d *v1alpha1.ServiceOffering) error {
 	return writeEntry(ctx, s, "ServiceOffering", cur, d, marketplace.OfferingSpecChanged,
-		func(next, d *v1alpha1.ServiceOffering) { next.Spec = d.Spec })
+		func(next, d *v1alpha1.ServiceOffering) { next.Spec = d.Spec },
+		func(cur, d *v1alpha1.ServiceOffering) (*v1alpha1.ServiceOffering, bool) {
+			next := cur.DeepCopy()
+			status, changed := marketplace.OfferingStatusChanged(cur.Status, d.Status)
+			next.Status = status
+			return next, changed
+		})
+}
+
+// withTypedKind puts the typed kind k in the desired offering d's status:
+// its status and TypedKindReady condition, or neither.
+func withTypedKind(d *v1alpha1.ServiceOffering, k typedKind) {
+	d.Status.TypedKind = k.status
+	meta.RemoveStatusCondition(&d.Status.Conditions, v1alpha1.ConditionTypedKindReady)
+	if k.condition != nil {
+		d.Status.Conditions = append(d.Status.Conditions, *k.condition)
+	}
 }
 
 // entry is a ServiceOffering or a ServicePlan.
@@ -219,8 +246,9 @@ type entry interface {
 // writeEntry makes the stored entry cur (nil: none yet) what d says, with
 // as few writes as that takes: a delete and a create when the entry was
 // renamed at the broker, an update when its spec changed (setSpec copies
-// it), a status update when its status changed.
-func writeEntry[T entry](ctx context.Context, s *sync, kind string, cur, d T, specChanged func(cur, d T) bool, setSpec func(next, d T)) error {
+// it), a status update when its status changed (withStatus returns cur
+// with d's status, and whether that differs).
+func writeEntry[T entry](ctx context.Context, s *sync, kind string, cur, d T, specChanged func(cur, d T) bool, setSpec func(next, d T), withStatus func(cur, d T) (T, bool)) error {
 	var none T
 	if cur != none && cur.GetName() != d.GetName() { // renamed at the broker
 		if err := s.delete(ctx, cur, kind); err != nil {
@@ -246,13 +274,20 @@ func writeEntry[T entry](ctx context.Context, s *sync, kind string, cur, d T, sp
 		}
 		cur = next
 	}
-	status, changed := marketplace.StatusChanged(*cur.GetMarketplaceStatus(), *d.GetMarketplaceStatus())
+	next, changed := withStatus(cur, d)
 	if !changed {
 		return nil
 	}
+	return s.updateStatus(ctx, next, kind)
+}
+
+// withMarketplaceStatus returns cur with d's removed flag and conditions
+// (see marketplace.StatusChanged), and whether that differs from cur.
+func withMarketplaceStatus[T entry](cur, d T) (T, bool) {
+	status, changed := marketplace.StatusChanged(*cur.GetMarketplaceStatus(), *d.GetMarketplaceStatus())
 	next := cur.DeepCopyObject().(T)
 	*next.GetMarketplaceStatus() = status
-	return s.updateStatus(ctx, next, kind)
+	return next, changed
 }
 
 // brokerLabel returns labels with the broker label set (or removed) as

@@ -1,0 +1,382 @@
+package marketplace
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/access"
+	"github.com/lockstep-dev/lockstep/internal/broker/osbapi"
+	"github.com/lockstep-dev/lockstep/internal/catalog"
+	"github.com/lockstep-dev/lockstep/internal/typed/render"
+)
+
+// The typed kinds of a broker's services: which services its ServiceBroker
+// activates (spec.typedKinds), which kind each gets, and the status of
+// each kind on its ServiceOffering. A kind is rendered (internal/typed/render)
+// to show what its CRD would hold; the CRD is not applied.
+
+// Reasons of the TypedKindReady condition.
+const (
+	// ReasonRendered: the kind's CRD is rendered; it is not applied.
+	ReasonRendered = "Rendered"
+	// ReasonFreeParameters: the kind's CRD is rendered with spec.parameters
+	// as free JSON; it is not applied.
+	ReasonFreeParameters = "FreeParameters"
+	// ReasonNameClash: another activated service has the kind's name.
+	ReasonNameClash = "NameClash"
+	// ReasonKindNameInvalid: the service name makes no kind name, or the
+	// kind given is not one.
+	ReasonKindNameInvalid = "KindNameInvalid"
+	// ReasonRenderFailed: the kind's CRD could not be rendered.
+	ReasonRenderFailed = "RenderFailed"
+)
+
+// maxDroppedShown bounds the dropped keywords an offering's status lists;
+// the rest are counted.
+const maxDroppedShown = 100
+
+// typedKind is what the catalog sync writes about an offering's typed kind:
+// its status (nil: none) and its TypedKindReady condition (nil: the service
+// is not activated, and the condition goes).
+type typedKind struct {
+	status    *v1alpha1.TypedKindStatus
+	condition *metav1.Condition
+}
+
+// activatedKind reports whether broker sb activates a typed kind for
+// service, and the kind its spec.typedKinds gives it: the first entry that
+// selects the service with a kind, or else none (the kind is made from the
+// service name).
+func activatedKind(sb *v1alpha1.ServiceBroker, service string) (bool, string) {
+	selected := false
+	for _, a := range sb.Spec.TypedKinds {
+		if !slices.ContainsFunc(a.Services, func(p string) bool { return access.Match(p, service) }) {
+			continue
+		}
+		if a.Kind != "" {
+			return true, a.Kind
+		}
+		selected = true
+	}
+	return selected, ""
+}
+
+// claim is an activated service that wants a typed kind: of the broker
+// being synced (from its catalog) or of another broker (from its stored
+// ServiceOffering).
+type claim struct {
+	broker   *v1alpha1.ServiceBroker
+	offering string // the ServiceOffering's name
+	service  string // the service's name
+	id       string // the service's OSB id
+	// kind is the kind the claim asks for: the administrator's, else the
+	// one its offering's status shows (kept when the service is renamed),
+	// else none (made from the service name).
+	kind string
+	// holds is true when the offering's status already shows the kind.
+	holds bool
+
+	names  render.Names
+	err    error  // why the claim makes no kind name
+	winner *claim // the claim that has the kind this one wants
+	losers []*claim
+	// taken are the names of the other kinds, for Render.
+	taken map[string]bool
+}
+
+// newClaim is the claim of service (name, id) of broker sb, whose offering
+// (stored: nil when there is none yet) is named offering; nil when sb does
+// not activate the service.
+func newClaim(sb *v1alpha1.ServiceBroker, offering, service, id string, stored *v1alpha1.ServiceOffering) *claim {
+	selected, kind := activatedKind(sb, service)
+	if !selected {
+		return nil
+	}
+	c := &claim{broker: sb, offering: offering, service: service, id: id, kind: kind}
+	if stored != nil && stored.Status.TypedKind != nil {
+		if c.kind == "" {
+			c.kind = stored.Status.TypedKind.Kind
+		}
+		c.holds = stored.Status.TypedKind.Kind == c.kind
+	}
+	c.names, c.err = render.NamesFor(service, c.kind, nil)
+	return c
+}
+
+// clashRule says which of two services that want one kind gets it: the
+// order of before.
+const clashRule = "an offering that shows the kind already keeps it; otherwise the older ServiceBroker, then the ServiceBroker's name, then the service name"
+
+// before orders claims for a name: one whose offering already shows the
+// kind first, then the older broker (creation time, then name), then the
+// service name and id. The order depends on what the cluster holds only, so
+// every broker's sync decides a clash alike.
+func before(a, b *claim) int {
+	if a.holds != b.holds {
+		if a.holds {
+			return -1
+		}
+		return 1
+	}
+	if c := a.broker.CreationTimestamp.Compare(b.broker.CreationTimestamp.Time); c != 0 {
+		return c
+	}
+	return cmp.Or(strings.Compare(a.broker.Name, b.broker.Name), strings.Compare(a.service, b.service), strings.Compare(a.id, b.id))
+}
+
+// settleNames gives each claim, in order, its names unless an earlier
+// claim has its kind, plural or singular (compared in lower case); then
+// short names, to the claims that got names, where no other kind uses
+// them.
+func settleNames(claims []*claim) {
+	slices.SortStableFunc(claims, before)
+	owner := map[string]*claim{}
+	var winners []*claim
+	for _, c := range claims {
+		if c.err != nil {
+			continue
+		}
+		keys := resourceNames(c.names)
+		for _, k := range keys {
+			if w := owner[k]; w != nil {
+				c.winner = w
+				w.losers = append(w.losers, c)
+				break
+			}
+		}
+		if c.winner != nil {
+			continue
+		}
+		for _, k := range keys {
+			owner[k] = c
+		}
+		winners = append(winners, c)
+	}
+	taken := map[string]bool{}
+	for k := range owner {
+		taken[k] = true
+	}
+	for _, c := range winners {
+		c.taken = without(taken, resourceNames(c.names))
+		if names, err := render.NamesFor(c.service, c.names.Kind, c.taken); err == nil {
+			c.names = names
+		}
+		for _, s := range c.names.ShortNames {
+			taken[s] = true
+		}
+	}
+}
+
+// resourceNames are the names of a kind that no other kind may have.
+func resourceNames(n render.Names) []string {
+	return []string{strings.ToLower(n.Kind), n.Plural, n.Singular}
+}
+
+// without is taken without keys.
+func without(taken map[string]bool, keys []string) map[string]bool {
+	out := make(map[string]bool, len(taken))
+	for k := range taken {
+		if !slices.Contains(keys, k) {
+			out[k] = true
+		}
+	}
+	return out
+}
+
+// typedKinds decides the typed kind of each offering in want (the
+// broker's offerings as its catalog has them), by service id: a service
+// the broker activates gets a kind unless another activated service of
+// any broker has its name first (see before). stored are every broker's
+// ServiceOfferings as the API server holds them; the other brokers'
+// activated services are read from them.
+func (s *sync) typedKinds(ctx context.Context, want []v1alpha1.ServiceOffering, stored []v1alpha1.ServiceOffering) (map[string]typedKind, error) {
+	var brokers v1alpha1.ServiceBrokerList
+	if err := s.client.List(ctx, &brokers); err != nil {
+		return nil, fmt.Errorf("listing ServiceBrokers to find the typed kinds they activate: %w", err)
+	}
+	byName := map[string]*v1alpha1.ServiceBroker{s.broker.Name: s.broker}
+	for i := range brokers.Items {
+		if sb := &brokers.Items[i]; sb.Name != s.broker.Name && sb.DeletionTimestamp == nil && len(sb.Spec.TypedKinds) > 0 {
+			byName[sb.Name] = sb
+		}
+	}
+	ours := map[string]*v1alpha1.ServiceOffering{} // by service id
+	var claims []*claim
+	for i := range stored {
+		o := &stored[i]
+		if o.Spec.BrokerName == s.broker.Name {
+			ours[o.Spec.ID] = o
+			continue
+		}
+		if sb := byName[o.Spec.BrokerName]; sb != nil {
+			if c := newClaim(sb, o.Name, o.Spec.Name, o.Spec.ID, o); c != nil {
+				claims = append(claims, c)
+			}
+		}
+	}
+	mine := map[string]*claim{} // by service id
+	for i := range want {
+		d := &want[i]
+		if c := newClaim(s.broker, d.Name, d.Spec.Name, d.Spec.ID, ours[d.Spec.ID]); c != nil {
+			mine[d.Spec.ID] = c
+			claims = append(claims, c)
+		}
+	}
+	settleNames(claims)
+
+	services := servicesOf(s.entry)
+	out := make(map[string]typedKind, len(want))
+	for i := range want {
+		id := want[i].Spec.ID
+		c := mine[id]
+		if c == nil {
+			out[id] = typedKind{}
+			continue
+		}
+		var prev *v1alpha1.TypedKindStatus
+		if o := ours[id]; o != nil {
+			prev = o.Status.TypedKind
+		}
+		out[id] = c.decide(services[id], prev)
+	}
+	return out, nil
+}
+
+// servicesOf are the services of a catalog entry by id: the catalog's, and
+// those that left it with plans still in use.
+func servicesOf(e *catalog.Entry) map[string]*osbapi.Service {
+	out := map[string]*osbapi.Service{}
+	for _, sp := range e.Removed {
+		out[sp.Service.ID] = sp.Service
+	}
+	for i := range e.Catalog.Services {
+		out[e.Catalog.Services[i].ID] = &e.Catalog.Services[i]
+	}
+	return out
+}
+
+// decide is the typed kind of claim c of service svc: a name problem, a
+// clash, or the kind rendered (again only when the service or the names
+// changed since prev).
+func (c *claim) decide(svc *osbapi.Service, prev *v1alpha1.TypedKindStatus) typedKind {
+	switch {
+	case c.err != nil:
+		return notReady(ReasonKindNameInvalid, fmt.Sprintf("service %q gets no typed kind: %v (in ServiceBroker %q spec.typedKinds, kind)", c.service, c.err, c.broker.Name))
+	case c.winner != nil:
+		return notReady(ReasonNameClash, fmt.Sprintf("service %q gets no typed kind: kind %s (%s) is also wanted by service %q of ServiceBroker %q (ServiceOffering %s), which comes first (%s); give this service another kind in ServiceBroker %q spec.typedKinds (kind), or deactivate one of them",
+			c.service, c.names.Kind, c.names.Plural, c.winner.service, c.winner.broker.Name, c.winner.offering, clashRule, c.broker.Name))
+	case svc == nil:
+		return notReady(ReasonRenderFailed, fmt.Sprintf("service %q gets no typed kind: its broker's catalog no longer has it", c.service))
+	}
+	status := prev
+	hash := renderedFrom(svc, c.names)
+	if status == nil || status.RenderedFrom != hash {
+		var err error
+		if status, err = renderStatus(c.broker.Name, svc, c.names.Kind, c.taken, hash); err != nil {
+			return notReady(ReasonRenderFailed, fmt.Sprintf("service %q gets no typed kind: %v", c.service, err))
+		}
+	}
+	reason, msg := ReasonRendered, fmt.Sprintf("the CRD of kind %s (%s) is rendered", status.Kind, status.CRDName)
+	if status.FreeParameters != "" {
+		reason, msg = ReasonFreeParameters, fmt.Sprintf("%s with spec.parameters as free JSON: %s", msg, status.FreeParameters)
+	}
+	if n := len(status.Dropped) + int(status.DroppedNotShown); n > 0 {
+		msg += fmt.Sprintf("; %d schema keywords it does not hold are in status.typedKind.dropped (lockstep's webhook checks them)", n)
+	}
+	for _, l := range c.losers {
+		msg += fmt.Sprintf("; service %q of ServiceBroker %q (ServiceOffering %s) also wants the kind and gets none", l.service, l.broker.Name, l.offering)
+	}
+	msg += fmt.Sprintf("; it is not applied yet: lockstep does not apply the CRDs of typed kinds, so use ServiceInstances with spec.serviceName %s", c.service)
+	return typedKind{status: status, condition: &metav1.Condition{Type: v1alpha1.ConditionTypedKindReady, Status: metav1.ConditionFalse, Reason: reason, Message: msg}}
+}
+
+// notReady is a service that gets no typed kind, and why.
+func notReady(reason, msg string) typedKind {
+	return typedKind{condition: &metav1.Condition{Type: v1alpha1.ConditionTypedKindReady, Status: metav1.ConditionFalse, Reason: reason, Message: msg}}
+}
+
+// renderedFrom identifies what a kind is rendered from: the service as the
+// catalog has it, and the kind's names.
+func renderedFrom(svc *osbapi.Service, names render.Names) string {
+	h := sha256.New()
+	// Neither marshals with an error: they are plain data read from JSON.
+	_ = json.NewEncoder(h).Encode(svc)
+	_ = json.NewEncoder(h).Encode(names)
+	return hex.EncodeToString(h.Sum(nil))[:32]
+}
+
+// renderStatus renders kind, the typed kind of service svc of broker
+// brokerName, beside the names other kinds have (taken), and returns the
+// status that shows it.
+func renderStatus(brokerName string, svc *osbapi.Service, kind string, taken map[string]bool, hash string) (*v1alpha1.TypedKindStatus, error) {
+	_, report, err := render.Render(brokerName, svc, render.Options{Kind: kind, Taken: taken})
+	if err != nil {
+		return nil, err
+	}
+	st := &v1alpha1.TypedKindStatus{
+		Kind: report.Names.Kind, Plural: report.Names.Plural, ShortNames: report.Names.ShortNames,
+		APIVersion: render.Group + "/" + render.Version, CRDName: report.Names.CRDName(),
+		FreeParameters: report.Fallback, RenderedFrom: hash,
+	}
+	for i, d := range report.Dropped {
+		if i == maxDroppedShown {
+			st.DroppedNotShown = int32(len(report.Dropped) - maxDroppedShown)
+			break
+		}
+		st.Dropped = append(st.Dropped, v1alpha1.DroppedKeyword{Path: d.Where, Keyword: d.Keyword, Why: d.Why})
+	}
+	return st, nil
+}
+
+// typedKindShown is what an offering's status says of its typed kind, for
+// the watch that tells the other brokers: its kind and the reason of its
+// TypedKindReady condition; empty when it says nothing.
+func typedKindShown(obj client.Object) string {
+	o, ok := obj.(*v1alpha1.ServiceOffering)
+	if !ok {
+		return ""
+	}
+	c := meta.FindStatusCondition(o.Status.Conditions, v1alpha1.ConditionTypedKindReady)
+	if c == nil {
+		return ""
+	}
+	kind := ""
+	if o.Status.TypedKind != nil {
+		kind = o.Status.TypedKind.Kind
+	}
+	return kind + "/" + c.Reason
+}
+
+// otherTypedKindBrokers are the requests for the ServiceBrokers, other
+// than the offering's own, that activate typed kinds.
+func (r *Reconciler) otherTypedKindBrokers(ctx context.Context, obj client.Object) []reconcile.Request {
+	o, ok := obj.(*v1alpha1.ServiceOffering)
+	if !ok {
+		return nil
+	}
+	var brokers v1alpha1.ServiceBrokerList
+	if err := r.Client.List(ctx, &brokers); err != nil {
+		log.FromContext(ctx).Error(err, "listing ServiceBrokers to tell them of a typed kind; they learn of it at their next catalog load", "offering", o.Name)
+		return nil
+	}
+	var out []reconcile.Request
+	for _, sb := range brokers.Items {
+		if sb.Name != o.Spec.BrokerName && len(sb.Spec.TypedKinds) > 0 {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKey{Name: sb.Name}})
+		}
+	}
+	return out
+}
