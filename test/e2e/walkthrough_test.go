@@ -49,7 +49,7 @@ func runSteps(t *testing.T, steps []step, root, kubeconfig, ns string, rewrite f
 		got := run(s.command)
 		if readOnly(s.command) {
 			// What it reads may not be there yet: read again until it is.
-			_ = wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 15*time.Second, false, func(context.Context) (bool, error) {
+			_ = wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 30*time.Second, false, func(context.Context) (bool, error) {
 				if normalize(got, ns) == want {
 					return true, nil
 				}
