@@ -3,6 +3,7 @@ package loadgen
 import (
 	"container/heap"
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
@@ -173,6 +174,26 @@ func Burst(ctx context.Context, load BurstLoad, do Do, classify func(error) stri
 	for i := range load.Items {
 		queue.push(due{at: start, item: i})
 	}
+	// record counts one try of item that ended at at with err, and reports
+	// whether it was refused. A try the bound cut short (its error is the
+	// context's, once the bound has passed) is not the system's answer and
+	// is not counted; a refusal that came back is, even after the bound.
+	record := func(item int, err error, at time.Time) bool {
+		o := &res.Items[item]
+		switch {
+		case err == nil:
+			o.Done, o.At = true, at.Sub(start)
+			return false
+		case ctx.Err() != nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)):
+			return false
+		}
+		if o.Refusals == nil {
+			o.Refusals = map[string]int{}
+		}
+		o.Refusals[classify(err)]++
+		o.LastError = err
+		return true
+	}
 	inFlight := 0
 	for queue.Len() > 0 || inFlight > 0 {
 		var (
@@ -194,20 +215,10 @@ func Burst(ctx context.Context, load BurstLoad, do Do, classify func(error) stri
 			inFlight++
 		case t := <-results:
 			inFlight--
-			o := &res.Items[t.item]
-			if t.err == nil {
-				o.Done, o.At = true, t.at.Sub(start)
+			if !record(t.item, t.err, t.at) || ctx.Err() != nil {
 				continue
 			}
-			if ctx.Err() != nil {
-				continue // cut short by the bound: not the system's answer
-			}
-			if o.Refusals == nil {
-				o.Refusals = map[string]int{}
-			}
-			o.Refusals[classify(t.err)]++
-			o.LastError = t.err
-			if o.Tries() < load.MaxAttempts {
+			if o := &res.Items[t.item]; o.Tries() < load.MaxAttempts {
 				queue.push(due{at: t.at.Add(load.Backoff.Delay(o.Tries(), rnd)), item: t.item})
 			}
 		case <-timer:
@@ -215,15 +226,15 @@ func Burst(ctx context.Context, load BurstLoad, do Do, classify func(error) stri
 			cancel()
 			for ; inFlight > 0; inFlight-- {
 				t := <-results
-				if t.err == nil {
-					res.Items[t.item].Done, res.Items[t.item].At = true, t.at.Sub(start)
-				}
+				record(t.item, t.err, t.at)
 			}
 			*queue = nil
-			res.TimedOut = res.Done() < load.Items
 		}
 	}
 	close(work)
+	// The bound ended the burst, whether it was seen passing or only in
+	// the results that came back after it, which are not sent again.
+	res.TimedOut = ctx.Err() != nil && res.Done() < load.Items
 	res.Elapsed = time.Since(start)
 	if err := parent.Err(); err != nil {
 		return res, fmt.Errorf("burst stopped: %w", err)
