@@ -33,6 +33,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -62,9 +63,11 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/controller/operations"
 	"github.com/lockstep-dev/lockstep/internal/controller/resync"
 	"github.com/lockstep-dev/lockstep/internal/controller/servicebroker"
+	"github.com/lockstep-dev/lockstep/internal/controller/typedkinds"
 	"github.com/lockstep-dev/lockstep/internal/credentials"
 	"github.com/lockstep-dev/lockstep/internal/journal"
 	"github.com/lockstep-dev/lockstep/internal/metrics"
+	"github.com/lockstep-dev/lockstep/internal/typed/render"
 )
 
 // Scheme returns a scheme with the Kubernetes built-in kinds and lockstep's.
@@ -74,6 +77,9 @@ func Scheme() *runtime.Scheme {
 		panic(err) // static registration; cannot fail at run time
 	}
 	if err := v1alpha1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	if err := apiextensionsv1.AddToScheme(s); err != nil {
 		panic(err)
 	}
 	return s
@@ -86,6 +92,13 @@ func secretSelector() labels.Selector {
 		panic(err) // constant input
 	}
 	return labels.NewSelector().Add(*req)
+}
+
+// typedKindCRDs selects the CustomResourceDefinitions of typed kinds,
+// which lockstep renders: the cache holds those only, never every CRD of
+// the cluster (read another one past the cache).
+func typedKindCRDs() labels.Selector {
+	return labels.SelectorFromSet(labels.Set{render.LabelManagedBy: render.ManagedBy})
 }
 
 // Logger builds the structured logger the configuration asks for.
@@ -123,6 +136,7 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &coordinationv1.Lease{}}}},
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			&corev1.Secret{}: {Label: secretSelector()},
+			&apiextensionsv1.CustomResourceDefinition{}: {Label: typedKindCRDs()},
 		}},
 		LeaderElection:          c.LeaderElection,
 		LeaderElectionID:        "lockstep-reconcilers",
@@ -210,6 +224,11 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 	}
 	if err := binding.New(brokeredConfig).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the binding controller: %w", err)
+	}
+	// The typed kinds' objects are reconciled as instances, each kind from
+	// the moment its CRD is established until before it goes.
+	if err := mgr.Add(&typedkinds.Watcher{Config: brokeredConfig, Cache: mgr.GetCache()}); err != nil {
+		return fmt.Errorf("setting up the controllers of typed kinds: %w", err)
 	}
 
 	deps := admission.Deps{

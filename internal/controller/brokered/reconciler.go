@@ -68,14 +68,15 @@ type Reconciler[T client.Object, S any] struct {
 // BrokerOperations, and what the kind adds.
 func (r *Reconciler[T, S]) SetupWithManager(mgr ctrl.Manager) error {
 	b := ctrl.NewControllerManagedBy(mgr).For(r.Kind.New()).
-		Watches(&v1alpha1.BrokerOperation{}, handler.EnqueueRequestsFromMapFunc(r.targetOf))
+		Watches(&v1alpha1.BrokerOperation{}, handler.EnqueueRequestsFromMapFunc(r.TargetOf))
 	return r.Kind.Watch(b).
 		WithOptions(runtimecontroller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
 		Named(strings.ToLower(string(r.Kind.Kind()))).Complete(r)
 }
 
-// targetOf maps a BrokerOperation to its object.
-func (r *Reconciler[T, S]) targetOf(_ context.Context, o client.Object) []reconcile.Request {
+// TargetOf maps a BrokerOperation to its object, when the object is of
+// the Reconciler's kind.
+func (r *Reconciler[T, S]) TargetOf(_ context.Context, o client.Object) []reconcile.Request {
 	op, ok := o.(*v1alpha1.BrokerOperation)
 	if !ok || op.Spec.Target.Kind != r.Kind.Kind() {
 		return nil

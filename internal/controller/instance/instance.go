@@ -17,6 +17,7 @@ import (
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/brokercall"
 	"github.com/lockstep-dev/lockstep/internal/controller/brokered"
+	"github.com/lockstep-dev/lockstep/internal/typed/object"
 )
 
 // New returns the controller of ServiceInstances: the reconciler of
@@ -25,21 +26,49 @@ func New(c brokered.Config) *brokered.Reconciler[*v1alpha1.ServiceInstance, v1al
 	return &brokered.Reconciler[*v1alpha1.ServiceInstance, v1alpha1.ServiceInstanceStatus]{Config: c, Kind: Kind{Secrets: c.APIReader, Protocol: c.Protocol}}
 }
 
-// Kind is what is particular to ServiceInstances (see brokered.Kind).
+// NewTyped returns the controller of the objects of a typed kind: the
+// reconciler of broker-backed objects, of this Kind, over the model of
+// those objects (a ServiceInstance whose TypeMeta is the typed kind, see
+// internal/typed/object). c's Client and APIReader read and write them
+// as the model; internal/controller/typedkinds makes them.
+func NewTyped(c brokered.Config, typed object.Kind) *brokered.Reconciler[*v1alpha1.ServiceInstance, v1alpha1.ServiceInstanceStatus] {
+	return &brokered.Reconciler[*v1alpha1.ServiceInstance, v1alpha1.ServiceInstanceStatus]{Config: c,
+		Kind: Kind{Secrets: c.APIReader, Protocol: c.Protocol, Typed: &typed}}
+}
+
+// Kind is what is particular to ServiceInstances (see brokered.Kind), and
+// to the objects of a typed kind, which are instances too.
 type Kind struct {
 	// Secrets reads the Secrets of spec.parametersFrom again for a
 	// correction.
 	Secrets client.Reader
 	// Protocol carries out corrections.
 	Protocol *brokercall.Protocol
+	// Typed, when set, is the typed kind whose objects are reconciled,
+	// as the model; nil: ServiceInstances.
+	Typed *object.Kind
 }
 
 var _ brokered.Kind[*v1alpha1.ServiceInstance, v1alpha1.ServiceInstanceStatus] = Kind{}
 
-const kind = v1alpha1.KindServiceInstance
+// Kind is the kind the journal's records and the locks name:
+// ServiceInstance, or the typed kind.
+func (k Kind) Kind() v1alpha1.TargetKind {
+	if k.Typed != nil {
+		return v1alpha1.TargetKind(k.Typed.GVK.Kind)
+	}
+	return v1alpha1.KindServiceInstance
+}
 
-func (Kind) Kind() v1alpha1.TargetKind                 { return kind }
-func (Kind) New() *v1alpha1.ServiceInstance            { return &v1alpha1.ServiceInstance{} }
+// New is an empty instance; of a typed kind, its TypeMeta says which.
+func (k Kind) New() *v1alpha1.ServiceInstance {
+	si := &v1alpha1.ServiceInstance{}
+	if k.Typed != nil {
+		si.SetGroupVersionKind(k.Typed.GVK)
+	}
+	return si
+}
+
 func (Kind) Delete() v1alpha1.Verb                     { return v1alpha1.VerbDeprovision }
 func (Kind) Watch(b *builder.Builder) *builder.Builder { return b }
 
@@ -71,6 +100,10 @@ func (Kind) Request(verb v1alpha1.Verb, si *v1alpha1.ServiceInstance, t brokered
 	return brokercall.ForInstance(verb, si, t.Entry, t.Plan, who)
 }
 
-func (Kind) GoneAdvice(si *v1alpha1.ServiceInstance) string {
-	return fmt.Sprintf("kubectl delete serviceinstance %s -n %s lets go of this object", si.Name, si.Namespace)
+func (k Kind) GoneAdvice(si *v1alpha1.ServiceInstance) string {
+	resource := "serviceinstance"
+	if k.Typed != nil {
+		resource = k.Typed.Plural + "." + k.Typed.GVK.Group
+	}
+	return fmt.Sprintf("kubectl delete %s %s -n %s lets go of this object", resource, si.Name, si.Namespace)
 }

@@ -53,9 +53,9 @@ func (k Kind) Drifted(ctx context.Context, si *v1alpha1.ServiceInstance, t broke
 			"(to have them as this object says, delete the instance and create it again)"
 	}
 	if err := k.correct(ctx, si, t, held.PlanID); err != nil {
-		metrics.ResyncCorrection(string(kind), "refused")
+		metrics.ResyncCorrection(string(k.Kind()), "refused")
 		return d, fmt.Sprintf("; lockstep could not re-apply this object's spec: %v", err)
 	}
-	metrics.ResyncCorrection(string(kind), "started")
+	metrics.ResyncCorrection(string(k.Kind()), "started")
 	return d, "; lockstep re-applies this object's spec at the broker (kubectl get brokeroperations shows it)"
 }

@@ -1,0 +1,235 @@
+package typedkinds
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/controller/brokered"
+	"github.com/lockstep-dev/lockstep/internal/controller/instance"
+	"github.com/lockstep-dev/lockstep/internal/typed/object"
+	"github.com/lockstep-dev/lockstep/internal/typed/render"
+)
+
+// Watcher runs the instance reconciler of each typed kind while the
+// kind's CustomResourceDefinition is established, and stops it before the
+// CRD goes. It is a manager Runnable that needs leader election: like the
+// other reconcilers, the typed kinds' run in the elected replica only.
+type Watcher struct {
+	// Config is what each kind's reconciler is made with; its Client and
+	// APIReader are wrapped to read and write the kind's objects as the
+	// model.
+	Config brokered.Config
+	// Cache is the manager's cache: each kind's informer is started in
+	// it, and removed from it when the kind's reconciler stops.
+	Cache cache.Cache
+
+	mu      sync.Mutex
+	ctx     context.Context // the Watcher's, while it runs
+	running map[string]*run // by CRD name
+}
+
+// run is the reconciler of one typed kind, running.
+type run struct {
+	kind   object.Kind
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// terminatingRecheck is how often the CRD of a kind being deleted is
+// looked at again while objects of the kind are left.
+const terminatingRecheck = 2 * time.Second
+
+// Start watches lockstep's CRDs until ctx ends, then stops every kind's
+// reconciler.
+func (w *Watcher) Start(ctx context.Context) error {
+	w.mu.Lock()
+	w.ctx, w.running = ctx, map[string]*run{}
+	w.mu.Unlock()
+	defer w.stopAll()
+	c, err := controller.NewUnmanaged("typedkinds", controller.Options{Reconciler: w, SkipNameValidation: ptr.To(true)})
+	if err != nil {
+		return err
+	}
+	ours := predicate.NewTypedPredicateFuncs(func(crd *apiextensionsv1.CustomResourceDefinition) bool {
+		return crd.Labels[render.LabelManagedBy] == render.ManagedBy && crd.Spec.Group == render.Group
+	})
+	if err := c.Watch(source.Kind(w.Cache, &apiextensionsv1.CustomResourceDefinition{},
+		&handler.TypedEnqueueRequestForObject[*apiextensionsv1.CustomResourceDefinition]{}, ours)); err != nil {
+		return err
+	}
+	return c.Start(ctx)
+}
+
+// Reconcile starts the reconciler of the kind of CRD req names once it is
+// established, and stops it once the CRD is gone, no longer established,
+// or being deleted with no object of the kind left. While a CRD is being
+// deleted the API server deletes its objects first: the reconciler keeps
+// running until they are gone, so that lockstep's finalizer lets each go
+// (removing it at its broker first), and the CRD's deletion finishes.
+func (w *Watcher) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := w.Cache.Get(ctx, req.NamespacedName, crd); err != nil {
+		if apierrors.IsNotFound(err) {
+			w.stop(ctx, req.Name, "its CustomResourceDefinition is gone")
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, err
+	}
+	kind, ok := object.KindOf(crd)
+	switch {
+	case !ok:
+		w.stop(ctx, crd.Name, "its CustomResourceDefinition is not one lockstep rendered")
+	case crd.DeletionTimestamp != nil:
+		if established(crd) {
+			// A replica that takes the lead while a CRD is being deleted
+			// lets its objects go too.
+			if err := w.start(ctx, crd.Name, kind); err != nil {
+				return reconcile.Result{}, err
+			}
+		}
+		left, err := w.objectsLeft(ctx, crd.Name)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		if left {
+			return reconcile.Result{RequeueAfter: terminatingRecheck}, nil
+		}
+		w.stop(ctx, crd.Name, "its CustomResourceDefinition is being deleted and no object of the kind is left")
+	case !established(crd):
+		w.stop(ctx, crd.Name, "its CustomResourceDefinition is not established")
+	default:
+		return reconcile.Result{}, w.start(ctx, crd.Name, kind)
+	}
+	return reconcile.Result{}, nil
+}
+
+// established reports whether the API server serves crd's kind.
+func established(crd *apiextensionsv1.CustomResourceDefinition) bool {
+	for _, c := range crd.Status.Conditions {
+		if c.Type == apiextensionsv1.Established {
+			return c.Status == apiextensionsv1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// objectsLeft reports whether the cache of a running kind still holds
+// objects of it.
+func (w *Watcher) objectsLeft(ctx context.Context, crd string) (bool, error) {
+	w.mu.Lock()
+	r := w.running[crd]
+	w.mu.Unlock()
+	if r == nil {
+		return false, nil
+	}
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(r.kind.GVK.GroupVersion().WithKind(r.kind.GVK.Kind + "List"))
+	if err := w.Cache.List(ctx, list); err != nil {
+		return false, fmt.Errorf("listing the %s objects left: %w", r.kind.GVK.Kind, err)
+	}
+	return len(list.Items) > 0, nil
+}
+
+// start starts the reconciler of kind, unless it runs already; one of
+// another kind under the same CRD is stopped first.
+func (w *Watcher) start(ctx context.Context, crd string, kind object.Kind) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if r, ok := w.running[crd]; ok {
+		if r.kind == kind {
+			return nil
+		}
+		w.stopLocked(ctx, crd, "its CustomResourceDefinition now says another kind")
+	}
+	rctx, cancel := context.WithCancel(w.ctx)
+	r := &run{kind: kind, cancel: cancel, done: make(chan struct{})}
+	rec := New(w.Config, w.Cache, kind)
+	c, err := controller.NewUnmanaged(strings.ToLower(kind.GVK.Kind), controller.Options{
+		Reconciler: rec, MaxConcurrentReconciles: max(w.Config.Workers, 1), SkipNameValidation: ptr.To(true),
+	})
+	if err == nil {
+		err = c.Watch(watch(w.Cache, typedObject(kind), self))
+	}
+	if err == nil {
+		err = c.Watch(watch(w.Cache, &v1alpha1.BrokerOperation{}, rec.TargetOf))
+	}
+	if err != nil {
+		cancel()
+		return fmt.Errorf("starting the controller of %s: %w", kind.GVK.Kind, err)
+	}
+	go func() {
+		defer close(r.done)
+		if err := c.Start(rctx); err != nil {
+			log.FromContext(ctx).Error(err, "the controller of a typed kind stopped", "kind", kind.GVK.Kind)
+		}
+	}()
+	w.running[crd] = r
+	log.FromContext(ctx).Info("reconciling a typed kind", "kind", kind.GVK.Kind, "crd", crd)
+	return nil
+}
+
+// stop stops the reconciler of the kind of crd, if it runs, and removes
+// its informer from the cache.
+func (w *Watcher) stop(ctx context.Context, crd, why string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.stopLocked(ctx, crd, why)
+}
+
+func (w *Watcher) stopLocked(ctx context.Context, crd, why string) {
+	r, ok := w.running[crd]
+	if !ok {
+		return
+	}
+	r.cancel()
+	<-r.done
+	if err := w.Cache.RemoveInformer(ctx, typedObject(r.kind)); err != nil {
+		log.FromContext(ctx).Error(err, "removing the informer of a typed kind", "kind", r.kind.GVK.Kind)
+	}
+	delete(w.running, crd)
+	log.FromContext(ctx).Info("stopped reconciling a typed kind", "kind", r.kind.GVK.Kind, "crd", crd, "why", why)
+}
+
+// stopAll stops every kind's reconciler.
+func (w *Watcher) stopAll() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for crd := range w.running {
+		w.stopLocked(context.Background(), crd, "lockstep's reconcilers stop")
+	}
+}
+
+// Running are the kinds whose reconciler runs.
+func (w *Watcher) Running() []object.Kind {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var kinds []object.Kind
+	for _, r := range w.running {
+		kinds = append(kinds, r.kind)
+	}
+	return kinds
+}
+
+// typedObject is an empty object of kind, as the cache keys its informer.
+func typedObject(kind object.Kind) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(kind.GVK)
+	return u
+}
