@@ -7,16 +7,26 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/typed/object"
 )
 
 // Target reads the object an operation's record is about; nil when reader
-// does not hold it with the operation's uid.
+// does not hold it with the operation's uid. An object of a typed kind is
+// read as the model (internal/typed/object), as admission journaled it.
 func Target(ctx context.Context, reader client.Reader, op *v1alpha1.BrokerOperation) (client.Object, error) {
-	var obj client.Object = &v1alpha1.ServiceInstance{}
-	if op.Spec.Target.Kind == v1alpha1.KindServiceBinding {
+	key := client.ObjectKey{Namespace: TargetNamespace(op), Name: op.Spec.Target.Name}
+	var obj client.Object
+	var err error
+	switch {
+	case op.Spec.Target.APIGroup != "":
+		obj, err = object.Get(ctx, reader, string(op.Spec.Target.Kind), key)
+	case op.Spec.Target.Kind == v1alpha1.KindServiceBinding:
 		obj = &v1alpha1.ServiceBinding{}
+		err = reader.Get(ctx, key, obj)
+	default:
+		obj = &v1alpha1.ServiceInstance{}
+		err = reader.Get(ctx, key, obj)
 	}
-	err := reader.Get(ctx, client.ObjectKey{Namespace: TargetNamespace(op), Name: op.Spec.Target.Name}, obj)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}

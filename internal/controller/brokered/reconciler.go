@@ -75,10 +75,12 @@ func (r *Reconciler[T, S]) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 // TargetOf maps a BrokerOperation to its object, when the object is of
-// the Reconciler's kind.
+// the Reconciler's kind: its kind and group (a typed kind's objects are
+// read into objects whose TypeMeta names the group; lockstep.dev's are
+// named by an empty one).
 func (r *Reconciler[T, S]) TargetOf(_ context.Context, o client.Object) []reconcile.Request {
 	op, ok := o.(*v1alpha1.BrokerOperation)
-	if !ok || op.Spec.Target.Kind != r.Kind.Kind() {
+	if !ok || op.Spec.Target.Kind != r.Kind.Kind() || op.Spec.Target.APIGroup != r.Kind.New().GetObjectKind().GroupVersionKind().Group {
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: journal.TargetNamespace(op), Name: op.Spec.Target.Name}}}

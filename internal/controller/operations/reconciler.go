@@ -26,6 +26,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -618,6 +619,14 @@ func (r *Reconciler) target(ctx context.Context, op *v1alpha1.BrokerOperation) (
 // without a second call to the broker.
 func (r *Reconciler) deleteTarget(ctx context.Context, op *v1alpha1.BrokerOperation, target client.Object) error {
 	uid := target.GetUID()
+	if si, ok := target.(*v1alpha1.ServiceInstance); ok && v1alpha1.Typed(si) {
+		// The model of a typed object: the typed object is deleted.
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(si.GroupVersionKind())
+		u.SetNamespace(si.Namespace)
+		u.SetName(si.Name)
+		target = u
+	}
 	err := r.Client.Delete(ctx, target, &client.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting %s %s/%s after the broker confirmed the %s: %w", op.Spec.Target.Kind, journal.TargetNamespace(op), op.Spec.Target.Name, op.Spec.Verb, err)
