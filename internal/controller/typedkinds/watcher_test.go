@@ -119,10 +119,11 @@ func isEstablished(crd *apiextensionsv1.CustomResourceDefinition) bool {
 	return false
 }
 
-// provisioned creates an object of kind as admission would leave it
-// after the broker provisioned it: with lockstep's finalizer, its
-// provision's record committed, and the instance at the broker.
-func provisioned(t *testing.T, r *running, kind object.Kind, ns, name string) *unstructured.Unstructured {
+// provisioned creates an object of kind, with annotations (key, value,
+// ...), as admission would leave it after the broker provisioned it: with
+// lockstep's finalizer, its provision's record committed, and the
+// instance at the broker.
+func provisioned(t *testing.T, r *running, kind object.Kind, ns, name string, annotations ...string) *unstructured.Unstructured {
 	t.Helper()
 	ctx := context.Background()
 	u := &unstructured.Unstructured{}
@@ -130,6 +131,13 @@ func provisioned(t *testing.T, r *running, kind object.Kind, ns, name string) *u
 	u.SetNamespace(ns)
 	u.SetName(name)
 	u.SetFinalizers([]string{v1alpha1.Finalizer})
+	if len(annotations) > 0 {
+		a := map[string]string{}
+		for i := 0; i+1 < len(annotations); i += 2 {
+			a[annotations[i]] = annotations[i+1]
+		}
+		u.SetAnnotations(a)
+	}
 	externalID := ns + "-" + name
 	require.NoError(t, unstructured.SetNestedMap(u.Object, map[string]any{
 		"plan": fakebroker.PlanSmall, "brokerName": "acme", "externalID": externalID,
@@ -237,9 +245,10 @@ func TestATypedKindIsReconciledWhileItsCRDIsEstablished(t *testing.T) {
 	deleteKind(t, crd)
 }
 
-// Deleting a namespace with an object of a typed kind finishes: the
-// namespace controller deletes the object (past admission, in these
-// tests), lockstep's finalizer deprovisions it and lets it go.
+// Deleting a namespace with objects of a typed kind finishes: the
+// namespace controller deletes the objects (past admission, in these
+// tests), lockstep's finalizer deprovisions each and lets it go, but for
+// one whose reconcile policy is detach-on-delete, which the broker keeps.
 func TestANamespaceWithATypedObjectIsDeleted(t *testing.T) {
 	ctx := context.Background()
 	r := start(t)
@@ -248,13 +257,17 @@ func TestANamespaceWithATypedObjectIsDeleted(t *testing.T) {
 	require.Eventually(t, func() bool { return watching(r, kind) }, 30*time.Second, 50*time.Millisecond)
 	ns := namespace(t, "typed-namespace")
 	provisioned(t, r, kind, ns, "db")
+	provisioned(t, r, kind, ns, "kept", v1alpha1.AnnotationReconcilePolicy, string(v1alpha1.PolicyDetachOnDelete))
 	ready(t, kind, ns, "db")
+	ready(t, kind, ns, "kept")
 
 	require.NoError(t, env.client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
 	require.Eventually(t, func() bool {
 		return apierrors.IsNotFound(env.client.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{}))
 	}, 60*time.Second, 200*time.Millisecond, "the namespace is gone")
-	assert.Equal(t, 1, r.broker.Count(fakebroker.OpDeprovision), "the object is deprovisioned, once")
+	assert.Equal(t, 1, r.broker.Count(fakebroker.OpDeprovision), "the managed object is deprovisioned, once")
+	_, kept := r.broker.Instance(ns + "-kept")
+	assert.True(t, kept, "the broker keeps the detached object's instance")
 }
 
 // deleteKind deletes a kind's CRD and waits until it is gone.
