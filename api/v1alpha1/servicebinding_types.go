@@ -9,9 +9,17 @@ import (
 // updated, so every field is create-only: to change one, delete the binding
 // and create it again.
 type ServiceBindingSpec struct {
-	// InstanceName is the ServiceInstance, in the same namespace, to bind.
+	// InstanceName is the instance, in the same namespace, to bind: a
+	// ServiceInstance, or an object of the typed kind InstanceKind.
 	// +kubebuilder:validation:MinLength=1
 	InstanceName string `json:"instanceName" lockstep:"createonly"`
+	// InstanceKind is the kind of the instance to bind: empty for a
+	// ServiceInstance, else a typed kind of group services.lockstep.dev
+	// (kubectl api-resources --api-group services.lockstep.dev lists them).
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[A-Z][A-Za-z0-9]*$`
+	// +kubebuilder:validation:MaxLength=63
+	InstanceKind string `json:"instanceKind,omitempty" lockstep:"createonly"`
 	// Parameters are passed to the broker and validated against the plan's
 	// binding schema.
 	// +kubebuilder:pruning:PreserveUnknownFields
@@ -106,4 +114,26 @@ type ServiceBindingList struct {
 
 func init() {
 	SchemeBuilder.Register(&ServiceBinding{}, &ServiceBindingList{})
+}
+
+// Binds reports whether the binding spec s names instance si: its name,
+// and its kind (a ServiceInstance, or the model of a typed object, see
+// Typed).
+func (s *ServiceBindingSpec) Binds(si *ServiceInstance) bool {
+	if s.InstanceName != si.Name {
+		return false
+	}
+	if Typed(si) {
+		return s.InstanceKind == si.Kind
+	}
+	return s.InstanceKind == ""
+}
+
+// InstanceKindName is how messages name the kind of the instance s binds:
+// ServiceInstance, or its typed kind.
+func (s *ServiceBindingSpec) InstanceKindName() string {
+	if s.InstanceKind == "" {
+		return string(KindServiceInstance)
+	}
+	return s.InstanceKind
 }

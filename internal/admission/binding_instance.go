@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,6 +15,8 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/catalog"
 	"github.com/lockstep-dev/lockstep/internal/journal"
 	"github.com/lockstep-dev/lockstep/internal/metrics"
+	"github.com/lockstep-dev/lockstep/internal/typed/object"
+	"github.com/lockstep-dev/lockstep/internal/typed/render"
 )
 
 // bindingLookup finds what a binding names: its instance, in the
@@ -28,17 +31,24 @@ type bindingLookup struct {
 func (l *bindingLookup) find(ctx context.Context, a *Attributes[Binding]) (*Target, field.ErrorList, error) {
 	b := a.Object()
 	spec := field.NewPath("spec")
-	var si v1alpha1.ServiceInstance
-	if err := l.reader.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: b.Spec.InstanceName}, &si); err != nil {
+	kind := b.Spec.InstanceKindName()
+	si, err := object.Instance(ctx, l.reader, b.Spec.InstanceKind, client.ObjectKey{Namespace: b.Namespace, Name: b.Spec.InstanceName})
+	if err != nil {
 		if !apierrors.IsNotFound(err) {
-			return nil, nil, unavailable("could not read ServiceInstance %q: %v; nothing was changed: retry", b.Spec.InstanceName, err)
+			return nil, nil, unavailable("could not read %s %q: %v; nothing was changed: retry", kind, b.Spec.InstanceName, err)
 		}
 		if a.Operation == admissionv1.Delete {
 			return nil, nil, conflict("the instance %q of binding %q no longer exists, so lockstep cannot unbind at the broker; the binding stays as it was; %s",
 				b.Spec.InstanceName, b.Name, wayOut(v1alpha1.KindServiceBinding, b.Namespace, b.Name))
 		}
+		if b.Spec.InstanceKind != "" {
+			if _, served, kerr := object.KindNamed(ctx, l.reader, b.Spec.InstanceKind); kerr == nil && !served {
+				return &Target{}, field.ErrorList{field.Invalid(spec.Child("instanceKind"), b.Spec.InstanceKind, fmt.Sprintf(
+					"no typed kind of this name (kubectl api-resources --api-group %s lists them; leave instanceKind out to bind a ServiceInstance)", render.Group))}, nil
+			}
+		}
 		return &Target{}, field.ErrorList{field.Invalid(spec.Child("instanceName"), b.Spec.InstanceName,
-			fmt.Sprintf("no ServiceInstance of this name in namespace %q (kubectl get serviceinstances -n %s)", b.Namespace, b.Namespace))}, nil
+			fmt.Sprintf("no %s of this name in namespace %q (kubectl get %s -n %s)", kind, b.Namespace, strings.ToLower(kind), b.Namespace))}, nil
 	}
 	entry, errs, err := resolveBroker(ctx, l.reader, l.cache, si.Spec.BrokerName, spec.Child("brokerName"))
 	switch {
@@ -60,7 +70,7 @@ func (l *bindingLookup) find(ctx context.Context, a *Attributes[Binding]) (*Targ
 		}
 		return nil, nil, conflict("%s", msg)
 	}
-	return &Target{Entry: entry, Plan: plan, Instance: &si}, nil, nil
+	return &Target{Entry: entry, Plan: plan, Instance: si}, nil, nil
 }
 
 // bindingInstance checks that the instance bindingLookup found can take
@@ -81,12 +91,12 @@ func (c *bindingInstance) Check(ctx context.Context, a *Attributes[Binding], t *
 	if si.DeletionTimestamp != nil {
 		return nil, nil, conflict("instance %q is being deleted; it takes no new bindings", si.Name)
 	}
-	holder, err := c.leases.AwaitFree(ctx, journal.KeyOf(v1alpha1.KindServiceInstance, si))
+	holder, err := c.leases.AwaitFree(ctx, journal.KeyOf(v1alpha1.InstanceKind(si), si))
 	if err != nil {
 		return nil, nil, unavailable("could not read the lock of instance %q: %v; nothing was changed: retry", si.Name, err)
 	}
 	if holder != nil {
-		metrics.LockContention(string(v1alpha1.KindServiceInstance))
+		metrics.LockContention(string(v1alpha1.InstanceKind(si)))
 		if !holder.About(si) {
 			// A create elsewhere that names the instance's external id
 			// holds its lock for a moment, until it is refused.

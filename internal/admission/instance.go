@@ -164,7 +164,7 @@ func (c *liveBindings) Check(ctx context.Context, a *Attributes[Instance]) (fiel
 	}
 	var names []string
 	for _, b := range bindings.Items {
-		if b.Spec.InstanceName == si.Name && b.DeletionTimestamp == nil {
+		if b.Spec.Binds(si) && b.DeletionTimestamp == nil {
 			names = append(names, b.Name)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/journal"
+	"github.com/lockstep-dev/lockstep/internal/typed/object"
 )
 
 // Gate decides, before any check, whether the broker takes part in a
@@ -130,8 +131,10 @@ func (g *reconcilePolicy[T]) brokerOf(ctx context.Context, obj client.Object) st
 	case *v1alpha1.ServiceInstance:
 		return o.Spec.BrokerName
 	case *v1alpha1.ServiceBinding:
-		var si v1alpha1.ServiceInstance
-		if g.reader != nil && g.reader.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.Spec.InstanceName}, &si) == nil {
+		if g.reader == nil {
+			return ""
+		}
+		if si, err := object.Instance(ctx, g.reader, o.Spec.InstanceKind, client.ObjectKey{Namespace: o.Namespace, Name: o.Spec.InstanceName}); err == nil {
 			return si.Spec.BrokerName
 		}
 	}

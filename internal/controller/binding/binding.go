@@ -8,6 +8,7 @@
 // +kubebuilder:rbac:groups=lockstep.dev,resources=servicebindings,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=lockstep.dev,resources=servicebindings/status,verbs=patch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=list;watch;patch;delete
+// +kubebuilder:rbac:groups=services.lockstep.dev,resources=*,verbs=get
 package binding
 
 import (
@@ -26,6 +27,7 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/brokercall"
 	"github.com/lockstep-dev/lockstep/internal/controller/brokered"
 	"github.com/lockstep-dev/lockstep/internal/credentials"
+	"github.com/lockstep-dev/lockstep/internal/typed/object"
 )
 
 // New returns the controller of ServiceBindings: the reconciler of
@@ -71,13 +73,14 @@ func (k Kind) Release(ctx context.Context, b *v1alpha1.ServiceBinding) error {
 	return credentials.Delete(ctx, k.Client, b)
 }
 
-// Instance reads the binding's instance.
+// Instance reads the binding's instance: a ServiceInstance, or the model
+// of an object of a typed kind.
 func (k Kind) Instance(ctx context.Context, b *v1alpha1.ServiceBinding) (*v1alpha1.ServiceInstance, error) {
-	var si v1alpha1.ServiceInstance
-	if err := k.Client.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: b.Spec.InstanceName}, &si); err != nil {
+	si, err := object.Instance(ctx, k.Client, b.Spec.InstanceKind, client.ObjectKey{Namespace: b.Namespace, Name: b.Spec.InstanceName})
+	if err != nil {
 		return nil, fmt.Errorf("reading its instance: %w", err)
 	}
-	return &si, nil
+	return si, nil
 }
 
 func (Kind) Request(verb v1alpha1.Verb, b *v1alpha1.ServiceBinding, t brokered.Target, who brokercall.Who) brokercall.Request {

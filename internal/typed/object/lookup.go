@@ -50,3 +50,16 @@ func Get(ctx context.Context, reader client.Reader, kind string, key client.Obje
 	}
 	return ToInstance(u, k)
 }
+
+// Instance reads the instance key names: a ServiceInstance when kind is
+// empty, else an object of the typed kind named kind, as the model.
+func Instance(ctx context.Context, reader client.Reader, kind string, key client.ObjectKey) (*v1alpha1.ServiceInstance, error) {
+	if kind != "" {
+		return Get(ctx, reader, kind, key)
+	}
+	si := &v1alpha1.ServiceInstance{}
+	if err := reader.Get(ctx, key, si); err != nil {
+		return nil, err
+	}
+	return si, nil
+}
