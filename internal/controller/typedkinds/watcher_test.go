@@ -87,101 +87,23 @@ func namespace(t *testing.T, name string) string {
 	return name
 }
 
-// installKind renders the kind of the test broker's service "db" and
-// installs it; it returns the kind once its CRD is established.
-func installKind(t *testing.T, r *running) (object.Kind, *apiextensionsv1.CustomResourceDefinition) {
+// installKind installs the kind of the test broker's service "db" (see
+// controllertest.InstallTypedKind), with lockstep's namespace.
+func installKind(t *testing.T) (object.Kind, *apiextensionsv1.CustomResourceDefinition) {
 	t.Helper()
-	ctx := context.Background()
 	namespace(t, lockstepNamespace)
-	cat := fakebroker.DefaultCatalog()
-	crd, _, err := render.Render("acme", &cat.Services[0], render.Options{})
-	require.NoError(t, err)
-	require.NoError(t, env.client.Create(ctx, crd))
-	var kind object.Kind
-	require.Eventually(t, func() bool {
-		got := &apiextensionsv1.CustomResourceDefinition{}
-		if env.client.Get(ctx, client.ObjectKeyFromObject(crd), got) != nil {
-			return false
-		}
-		var ok bool
-		kind, ok = object.KindOf(got)
-		return ok && isEstablished(got)
-	}, 30*time.Second, 100*time.Millisecond, "the CRD is established")
-	return kind, crd
+	return controllertest.InstallTypedKind(t, env.client, "acme")
 }
 
-func isEstablished(crd *apiextensionsv1.CustomResourceDefinition) bool {
-	for _, c := range crd.Status.Conditions {
-		if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
-			return true
-		}
-	}
-	return false
-}
-
-// provisioned creates an object of kind, with annotations (key, value,
-// ...), as admission would leave it after the broker provisioned it: with
-// lockstep's finalizer, its provision's record committed, and the
-// instance at the broker.
-func provisioned(t *testing.T, r *running, kind object.Kind, ns, name string, annotations ...string) *unstructured.Unstructured {
+// provisioned is controllertest.ProvisionedTyped, at r's broker.
+func provisioned(t *testing.T, r *running, kind object.Kind, ns, name string, annotations map[string]string) {
 	t.Helper()
-	ctx := context.Background()
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(kind.GVK)
-	u.SetNamespace(ns)
-	u.SetName(name)
-	u.SetFinalizers([]string{v1alpha1.Finalizer})
-	if len(annotations) > 0 {
-		a := map[string]string{}
-		for i := 0; i+1 < len(annotations); i += 2 {
-			a[annotations[i]] = annotations[i+1]
-		}
-		u.SetAnnotations(a)
-	}
-	externalID := ns + "-" + name
-	require.NoError(t, unstructured.SetNestedMap(u.Object, map[string]any{
-		"plan": fakebroker.PlanSmall, "brokerName": "acme", "externalID": externalID,
-		"parameters": map[string]any{"storageGB": int64(10)},
-	}, "spec"))
-	require.NoError(t, env.client.Create(ctx, u))
-	si, err := object.ToInstance(u, kind)
-	require.NoError(t, err)
-
-	now := metav1.Now()
-	op := &v1alpha1.BrokerOperation{
-		ObjectMeta: metav1.ObjectMeta{Name: name + "-provision", Namespace: ns, Labels: map[string]string{journal.LabelTargetUID: string(u.GetUID())}},
-		Spec: v1alpha1.BrokerOperationSpec{
-			Target:     v1alpha1.OperationTarget{Kind: v1alpha1.TargetKind(kind.GVK.Kind), APIGroup: kind.GVK.Group, Name: name, UID: u.GetUID(), ExternalID: externalID},
-			BrokerName: "acme", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID, Verb: v1alpha1.VerbProvision,
-			Requester: v1alpha1.Requester{Username: "alice"}, SpecHash: journal.SpecHash(si.Spec), Generation: u.GetGeneration(),
-		},
-	}
-	require.NoError(t, env.client.Create(ctx, op))
-	op.Status = v1alpha1.BrokerOperationStatus{Phase: v1alpha1.PhaseCommitted, StartTime: &now, CompletionTime: &now, HTTPStatus: 201}
-	require.NoError(t, env.client.Status().Update(ctx, op))
-	r.broker.PutInstance(fakebroker.Instance{ID: externalID, ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID,
-		Parameters: map[string]any{"storageGB": 10}})
-	return u
+	controllertest.ProvisionedTyped(t, env.client, r.broker, kind, ns, name, annotations)
 }
 
-// ready waits until the object's status says Ready and InSync.
 func ready(t *testing.T, kind object.Kind, ns, name string) *v1alpha1.ServiceInstance {
 	t.Helper()
-	var si *v1alpha1.ServiceInstance
-	require.Eventually(t, func() bool {
-		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(kind.GVK)
-		if env.client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, u) != nil {
-			return false
-		}
-		var err error
-		if si, err = object.ToInstance(u, kind); err != nil {
-			return false
-		}
-		return meta.IsStatusConditionTrue(si.Status.Conditions, v1alpha1.ConditionReady) &&
-			meta.IsStatusConditionTrue(si.Status.Conditions, v1alpha1.ConditionInSync)
-	}, 30*time.Second, 100*time.Millisecond, "%s %s/%s is ready", kind.GVK.Kind, ns, name)
-	return si
+	return controllertest.ReadyTyped(t, env.client, kind, ns, name)
 }
 
 // informed reports whether the cache holds an informer of kind.
@@ -218,12 +140,12 @@ func watching(r *running, kind object.Kind) bool {
 func TestATypedKindIsReconciledWhileItsCRDIsEstablished(t *testing.T) {
 	ctx := context.Background()
 	r := start(t)
-	kind, crd := installKind(t, r)
+	kind, crd := installKind(t)
 	require.Eventually(t, func() bool { return watching(r, kind) }, 30*time.Second, 50*time.Millisecond, "the kind is reconciled once its CRD is established")
 	assert.True(t, informed(t, r, kind), "the kind's informer is in the cache")
 
 	ns := namespace(t, "typed-lifecycle")
-	provisioned(t, r, kind, ns, "db")
+	provisioned(t, r, kind, ns, "db", nil)
 	si := ready(t, kind, ns, "db")
 	assert.Equal(t, "Provisioned", meta.FindStatusCondition(si.Status.Conditions, v1alpha1.ConditionReady).Reason)
 	require.NotNil(t, si.Status.LastApplied, "what was applied is recorded, for resync")
@@ -238,9 +160,9 @@ func TestATypedKindIsReconciledWhileItsCRDIsEstablished(t *testing.T) {
 	require.Eventually(t, func() bool { return !watching(r, kind) }, 30*time.Second, 50*time.Millisecond, "the kind's controller stops")
 	assert.False(t, informed(t, r, kind), "no informer of the kind is left in the cache")
 
-	kind, _ = installKind(t, r)
+	kind, _ = installKind(t)
 	require.Eventually(t, func() bool { return watching(r, kind) }, 30*time.Second, 50*time.Millisecond, "installed again, the kind is reconciled again")
-	provisioned(t, r, kind, ns, "db-again")
+	provisioned(t, r, kind, ns, "db-again", nil)
 	ready(t, kind, ns, "db-again")
 	deleteKind(t, crd)
 }
@@ -252,12 +174,12 @@ func TestATypedKindIsReconciledWhileItsCRDIsEstablished(t *testing.T) {
 func TestANamespaceWithATypedObjectIsDeleted(t *testing.T) {
 	ctx := context.Background()
 	r := start(t)
-	kind, crd := installKind(t, r)
+	kind, crd := installKind(t)
 	defer deleteKind(t, crd)
 	require.Eventually(t, func() bool { return watching(r, kind) }, 30*time.Second, 50*time.Millisecond)
 	ns := namespace(t, "typed-namespace")
-	provisioned(t, r, kind, ns, "db")
-	provisioned(t, r, kind, ns, "kept", v1alpha1.AnnotationReconcilePolicy, string(v1alpha1.PolicyDetachOnDelete))
+	provisioned(t, r, kind, ns, "db", nil)
+	provisioned(t, r, kind, ns, "kept", map[string]string{v1alpha1.AnnotationReconcilePolicy: string(v1alpha1.PolicyDetachOnDelete)})
 	ready(t, kind, ns, "db")
 	ready(t, kind, ns, "kept")
 
@@ -270,12 +192,8 @@ func TestANamespaceWithATypedObjectIsDeleted(t *testing.T) {
 	assert.True(t, kept, "the broker keeps the detached object's instance")
 }
 
-// deleteKind deletes a kind's CRD and waits until it is gone.
+// deleteKind is controllertest.DeleteTypedKind.
 func deleteKind(t *testing.T, crd *apiextensionsv1.CustomResourceDefinition) {
 	t.Helper()
-	ctx := context.Background()
-	require.NoError(t, client.IgnoreNotFound(env.client.Delete(ctx, crd)))
-	require.Eventually(t, func() bool {
-		return apierrors.IsNotFound(env.client.Get(ctx, client.ObjectKeyFromObject(crd), &apiextensionsv1.CustomResourceDefinition{}))
-	}, 60*time.Second, 100*time.Millisecond, "the CRD is gone")
+	controllertest.DeleteTypedKind(t, env.client, crd)
 }
