@@ -2,8 +2,11 @@ package typedkinds
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -18,12 +21,19 @@ import (
 // requests of mapFn. Unlike a source.Kind, it removes its handler from
 // the informer when the controller stops, so that a stopped controller
 // leaves nothing on an informer other controllers share. Start returns
-// once the informer holds every object, or ctx ends.
+// once the informer holds every object, or ctx ends. The API server's
+// discovery may serve a kind a moment after its CRD is established: until
+// it does, the informer is asked for again.
 func watch(c cache.Cache, obj client.Object, mapFn handler.MapFunc) source.Source {
 	return source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
-		inf, err := c.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
+		var inf cache.Informer
+		var last error
+		err := wait.PollUntilContextCancel(ctx, informerRetry, true, func(ctx context.Context) (bool, error) {
+			inf, last = c.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
+			return last == nil, nil
+		})
 		if err != nil {
-			return fmt.Errorf("watching %T: %w", obj, err)
+			return fmt.Errorf("watching %T %s: %w", obj, obj.GetObjectKind().GroupVersionKind().Kind, errors.Join(err, last))
 		}
 		enqueue := func(o any) {
 			if gone, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
@@ -39,7 +49,7 @@ func watch(c cache.Cache, obj client.Object, mapFn handler.MapFunc) source.Sourc
 			AddFunc: enqueue, UpdateFunc: func(_, o any) { enqueue(o) }, DeleteFunc: enqueue,
 		})
 		if err != nil {
-			return fmt.Errorf("watching %T: %w", obj, err)
+			return fmt.Errorf("watching %T %s: %w", obj, obj.GetObjectKind().GroupVersionKind().Kind, err)
 		}
 		go func() {
 			<-ctx.Done()
@@ -49,6 +59,10 @@ func watch(c cache.Cache, obj client.Object, mapFn handler.MapFunc) source.Sourc
 		return nil
 	})
 }
+
+// informerRetry is how often an informer the cache could not start is
+// asked for again.
+const informerRetry = 500 * time.Millisecond
 
 // self maps an object to itself.
 func self(_ context.Context, o client.Object) []reconcile.Request {

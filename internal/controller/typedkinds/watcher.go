@@ -61,7 +61,8 @@ func (w *Watcher) Start(ctx context.Context) error {
 	w.ctx, w.running = ctx, map[string]*run{}
 	w.mu.Unlock()
 	defer w.stopAll()
-	c, err := controller.NewUnmanaged("typedkinds", controller.Options{Reconciler: w, SkipNameValidation: ptr.To(true)})
+	c, err := controller.NewUnmanaged("typedkinds", controller.Options{Reconciler: w, SkipNameValidation: ptr.To(true),
+		Logger: log.Log.WithName("typedkinds")})
 	if err != nil {
 		return err
 	}
@@ -161,6 +162,7 @@ func (w *Watcher) start(ctx context.Context, crd string, kind object.Kind) error
 	rec := New(w.Config, w.Cache, kind)
 	c, err := controller.NewUnmanaged(strings.ToLower(kind.GVK.Kind), controller.Options{
 		Reconciler: rec, MaxConcurrentReconciles: max(w.Config.Workers, 1), SkipNameValidation: ptr.To(true),
+		Logger: log.Log.WithName("typedkinds").WithValues("kind", kind.GVK.Kind),
 	})
 	if err == nil {
 		err = c.Watch(watch(w.Cache, typedObject(kind), self))
