@@ -152,10 +152,15 @@ func (w *Watcher) start(ctx context.Context, crd string, kind object.Kind) error
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if r, ok := w.running[crd]; ok {
-		if r.kind == kind {
-			return nil
+		select {
+		case <-r.done:
+			w.stopLocked(ctx, crd, "its controller stopped on its own; started again")
+		default:
+			if r.kind == kind {
+				return nil
+			}
+			w.stopLocked(ctx, crd, "its CustomResourceDefinition now says another kind")
 		}
-		w.stopLocked(ctx, crd, "its CustomResourceDefinition now says another kind")
 	}
 	rctx, cancel := context.WithCancel(w.ctx)
 	r := &run{kind: kind, cancel: cancel, done: make(chan struct{})}
