@@ -14,7 +14,10 @@
 //   - marketplace: the only writer of ServiceOfferings and ServicePlans,
 //     from the catalogs servicebroker loaded;
 //   - resync: what brokered needs to compare an object with
-//     what its broker holds (comparison, per-broker limits, schedule).
+//     what its broker holds (comparison, per-broker limits, schedule);
+//   - typedkinds: runs instance's reconciler on the objects of each typed
+//     kind while the kind's CRD is established, started and stopped at
+//     run time.
 //
 // All but servicebroker run in the elected replica only.
 package controller

@@ -20,6 +20,7 @@
 //     bypassed admission;
 //   - status.go: PatchStatus, the one way their status is written.
 //
-// The kinds are internal/controller/instance and .../binding. It runs in
-// the elected replica only.
+// The kinds are internal/controller/instance (ServiceInstances, and the
+// objects of typed kinds as their model, see .../typedkinds) and
+// .../binding. It runs in the elected replica only.
 package brokered

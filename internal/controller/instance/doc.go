@@ -1,7 +1,9 @@
 // Package instance is what is particular to ServiceInstances in the
 // reconciler of broker-backed objects (internal/controller/brokered):
 //
-//   - instance.go: the Kind, and New, the controller of ServiceInstances;
+//   - instance.go: the Kind, New, the controller of ServiceInstances, and
+//     NewTyped, the controller of the objects of a typed kind, read and
+//     written as the model (internal/typed/object);
 //   - status.go: what the journal says of the instance (its last answered
 //     operation, what the broker confirmed, an outcome not known yet);
 //   - resync.go: what resync compares (what lockstep last applied, the
