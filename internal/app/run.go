@@ -33,6 +33,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -65,6 +66,7 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/credentials"
 	"github.com/lockstep-dev/lockstep/internal/journal"
 	"github.com/lockstep-dev/lockstep/internal/metrics"
+	"github.com/lockstep-dev/lockstep/internal/typed/render"
 )
 
 // Scheme returns a scheme with the Kubernetes built-in kinds and lockstep's.
@@ -74,6 +76,9 @@ func Scheme() *runtime.Scheme {
 		panic(err) // static registration; cannot fail at run time
 	}
 	if err := v1alpha1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	if err := apiextensionsv1.AddToScheme(s); err != nil {
 		panic(err)
 	}
 	return s
@@ -121,8 +126,11 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 		// Leases (the per-object locks) are read directly too: no informer
 		// on every Lease of the cluster.
 		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &coordinationv1.Lease{}}}},
+		// Of the cluster's CRDs, only those of typed kinds, which
+		// lockstep renders and labels, are cached.
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			&corev1.Secret{}: {Label: secretSelector()},
+			&apiextensionsv1.CustomResourceDefinition{}: {Label: labels.SelectorFromSet(labels.Set{render.LabelManagedBy: render.ManagedBy})},
 		}},
 		LeaderElection:          c.LeaderElection,
 		LeaderElectionID:        "lockstep-reconcilers",
@@ -247,6 +255,7 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 		InstanceValidator: admission.NewInstanceValidator(deps, nil),
 		BindingDefaulter:  admission.NewBindingDefaulter(),
 		BindingValidator:  admission.NewBindingValidator(deps, nil),
+		TypedKinds:        &admission.TypedKinds{Reader: mgr.GetClient()},
 	})
 
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
