@@ -167,7 +167,9 @@ func TestTypedKindIsAdmittedAsServiceInstance(t *testing.T) {
 		{name: "create provisions", op: admissionv1.Create, new: instance("small", `{"region":"eu","storageGB":10}`), allowed: true},
 		{name: "dry-run create calls nobody", op: admissionv1.Create, new: instance("small", `{"region":"eu"}`), dryRun: true, allowed: true},
 		{name: "create refused by the broker", op: admissionv1.Create, new: instance("small", ""),
-			script:  func(b *fakebroker.Broker) { b.Script(fakebroker.OpProvision, fakebroker.Respond{Status: 400, Error: "BadRequest", Description: "no room"}) },
+			script: func(b *fakebroker.Broker) {
+				b.Script(fakebroker.OpProvision, fakebroker.Respond{Status: 400, Error: "BadRequest", Description: "no room"})
+			},
 			wantMsg: `"no room"`},
 		{name: "create on an unknown plan", op: admissionv1.Create, new: instance("huge", ""), wantMsg: `spec.planName: Invalid value: "huge"`},
 		{name: "parameters against the schema", op: admissionv1.Create, new: instance("small", `{"storageGB":0}`), wantMsg: "spec.parameters.storageGB"},
