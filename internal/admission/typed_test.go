@@ -15,6 +15,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -395,6 +396,37 @@ func TestTypedKindRefusesSensitiveParameters(t *testing.T) {
 				assert.Contains(t, resp.Result.Message, "spec.parametersFrom")
 				assert.NotContains(t, resp.Result.Message, "hunter2", "a refusal never shows the value")
 			}
+		})
+	}
+}
+
+// TestTypedKindAndServiceInstanceNeverShareAnExternalID: a create that
+// names the external id an object of the other kind (or of the same typed
+// kind) holds is refused, naming the holder.
+func TestTypedKindAndServiceInstanceNeverShareAnExternalID(t *testing.T) {
+	heldByTyped := &unstructured.Unstructured{}
+	require.NoError(t, heldByTyped.UnmarshalJSON(typedRaw(t, instance("small", "", func(si *v1alpha1.ServiceInstance) {
+		si.Name, si.Namespace, si.UID = "held", "other", "uid-held"
+	}))))
+	heldBySI := instance("small", "", func(si *v1alpha1.ServiceInstance) { si.Name, si.Namespace, si.UID = "held", "other", "uid-held" })
+	tests := []struct {
+		name    string
+		holder  runtime.Object
+		side    side
+		message string
+	}{
+		{name: "a ServiceInstance naming a typed object's id", holder: heldByTyped, side: sides[0], message: `held by Db "held" in namespace "other"`},
+		{name: "a typed object naming a ServiceInstance's id", holder: heldBySI, side: sides[1], message: `held by instance "held" in namespace "other"`},
+		{name: "a typed object naming another typed object's id", holder: heldByTyped, side: sides[1], message: `held by Db "held" in namespace "other"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, typedCRD(t), tt.holder)
+			resp := tt.side.validator(h).Handle(context.Background(), tt.side.request(t, admissionv1.Create, nil, instance("small", ""), false))
+			require.False(t, resp.Allowed)
+			assert.Equal(t, int32(http.StatusConflict), resp.Result.Code)
+			assert.Contains(t, resp.Result.Message, `external id "ext-1" is already `+tt.message)
+			assert.Empty(t, h.broker.Calls())
 		})
 	}
 }
