@@ -42,7 +42,7 @@ func (l *bindingLookup) find(ctx context.Context, a *Attributes[Binding]) (*Targ
 				b.Spec.InstanceName, b.Name, wayOut(v1alpha1.KindServiceBinding, b.Namespace, b.Name))
 		}
 		if b.Spec.InstanceKind != "" {
-			if _, served, kerr := object.KindNamed(ctx, l.reader, b.Spec.InstanceKind); kerr == nil && !served {
+			if _, served, kerr := object.KindNamed(ctx, l.reader, render.Group, b.Spec.InstanceKind); kerr == nil && !served {
 				return &Target{}, field.ErrorList{field.Invalid(spec.Child("instanceKind"), b.Spec.InstanceKind, fmt.Sprintf(
 					"no typed kind of this name (kubectl api-resources --api-group %s lists them; leave instanceKind out to bind a ServiceInstance)", render.Group))}, nil
 			}

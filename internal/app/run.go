@@ -94,13 +94,6 @@ func secretSelector() labels.Selector {
 	return labels.NewSelector().Add(*req)
 }
 
-// typedKindCRDs selects the CustomResourceDefinitions of typed kinds,
-// which lockstep renders: the cache holds those only, never every CRD of
-// the cluster (read another one past the cache).
-func typedKindCRDs() labels.Selector {
-	return labels.SelectorFromSet(labels.Set{render.LabelManagedBy: render.ManagedBy})
-}
-
 // Logger builds the structured logger the configuration asks for.
 func Logger(c Config) zap.Opts {
 	return func(o *zap.Options) {
@@ -134,9 +127,11 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 		// Leases (the per-object locks) are read directly too: no informer
 		// on every Lease of the cluster.
 		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &coordinationv1.Lease{}}}},
+		// Of the cluster's CRDs, only those of typed kinds, which
+		// lockstep renders and labels, are cached.
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			&corev1.Secret{}: {Label: secretSelector()},
-			&apiextensionsv1.CustomResourceDefinition{}: {Label: typedKindCRDs()},
+			&apiextensionsv1.CustomResourceDefinition{}: {Label: labels.SelectorFromSet(labels.Set{render.LabelManagedBy: render.ManagedBy})},
 		}},
 		LeaderElection:          c.LeaderElection,
 		LeaderElectionID:        "lockstep-reconcilers",
@@ -266,6 +261,7 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 		InstanceValidator: admission.NewInstanceValidator(deps, nil),
 		BindingDefaulter:  admission.NewBindingDefaulter(),
 		BindingValidator:  admission.NewBindingValidator(deps, nil),
+		TypedKinds:        &admission.TypedKinds{Reader: mgr.GetClient()},
 	})
 
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {

@@ -11,22 +11,19 @@ import (
 )
 
 // Target reads the object an operation's record is about; nil when reader
-// does not hold it with the operation's uid. An object of a typed kind is
-// read as the model (internal/typed/object), as admission journaled it.
+// does not hold it with the operation's uid. An object of a typed kind
+// (the record names its group) is returned as its model, a
+// *v1alpha1.ServiceInstance with the typed kind in its TypeMeta
+// (object.ToInstance), whose spec is the one its records hash.
 func Target(ctx context.Context, reader client.Reader, op *v1alpha1.BrokerOperation) (client.Object, error) {
-	key := client.ObjectKey{Namespace: TargetNamespace(op), Name: op.Spec.Target.Name}
-	var obj client.Object
-	var err error
-	switch {
-	case op.Spec.Target.APIGroup != "":
-		obj, err = object.Get(ctx, reader, string(op.Spec.Target.Kind), key)
-	case op.Spec.Target.Kind == v1alpha1.KindServiceBinding:
-		obj = &v1alpha1.ServiceBinding{}
-		err = reader.Get(ctx, key, obj)
-	default:
-		obj = &v1alpha1.ServiceInstance{}
-		err = reader.Get(ctx, key, obj)
+	if op.Spec.Target.APIGroup != "" {
+		return typedTarget(ctx, reader, op)
 	}
+	var obj client.Object = &v1alpha1.ServiceInstance{}
+	if op.Spec.Target.Kind == v1alpha1.KindServiceBinding {
+		obj = &v1alpha1.ServiceBinding{}
+	}
+	err := reader.Get(ctx, client.ObjectKey{Namespace: TargetNamespace(op), Name: op.Spec.Target.Name}, obj)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
@@ -55,4 +52,21 @@ func Persisted(op *v1alpha1.BrokerOperation, target client.Object) bool {
 		return target == nil || target.GetDeletionTimestamp() != nil
 	}
 	return false
+}
+
+// typedTarget reads the object of a typed kind a record is about, as
+// Target does.
+func typedTarget(ctx context.Context, reader client.Reader, op *v1alpha1.BrokerOperation) (client.Object, error) {
+	k, ok, err := object.KindNamed(ctx, reader, op.Spec.Target.APIGroup, string(op.Spec.Target.Kind))
+	if err != nil || !ok {
+		return nil, err
+	}
+	_, si, err := object.Read(ctx, reader, k, TargetNamespace(op), op.Spec.Target.Name)
+	if err != nil || si == nil {
+		return nil, err
+	}
+	if op.Spec.Target.UID != "" && si.UID != op.Spec.Target.UID {
+		return nil, nil
+	}
+	return si, nil
 }

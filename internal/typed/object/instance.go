@@ -168,4 +168,3 @@ func keys(a, b map[string]any) []string {
 	slices.Sort(out)
 	return slices.Compact(out)
 }
-
