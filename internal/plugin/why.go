@@ -12,10 +12,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/printers"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/typed/render"
 )
 
 func (s *session) whyCommand() *cobra.Command {
@@ -66,15 +69,28 @@ func (s *session) whyCommand() *cobra.Command {
 func brokerOf(ctx context.Context, c client.Client, b brokered) (string, *v1alpha1.ServiceBroker, error) {
 	name := b.broker
 	if sb, ok := b.obj.(*v1alpha1.ServiceBinding); ok {
-		var si v1alpha1.ServiceInstance
-		err := c.Get(ctx, client.ObjectKey{Namespace: sb.Namespace, Name: sb.Spec.InstanceName}, &si)
-		if apierrors.IsNotFound(err) {
+		// An instance of a typed kind is read as it is (reading its
+		// kind's CRD may need more than the user's permissions): its
+		// spec.brokerName is defaulted on create, as a ServiceInstance's.
+		var si client.Object = &v1alpha1.ServiceInstance{}
+		if sb.Spec.InstanceKind != "" {
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(schema.GroupVersionKind{Group: render.Group, Version: render.Version, Kind: sb.Spec.InstanceKind})
+			si = u
+		}
+		err := c.Get(ctx, client.ObjectKey{Namespace: sb.Namespace, Name: sb.Spec.InstanceName}, si)
+		if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
 			return "", nil, nil
 		}
 		if err != nil {
 			return "", nil, err
 		}
-		name = si.Spec.BrokerName
+		switch o := si.(type) {
+		case *v1alpha1.ServiceInstance:
+			name = o.Spec.BrokerName
+		case *unstructured.Unstructured:
+			name, _, _ = unstructured.NestedString(o.Object, "spec", "brokerName")
+		}
 	}
 	var broker v1alpha1.ServiceBroker
 	err := c.Get(ctx, client.ObjectKey{Name: name}, &broker)
