@@ -9,9 +9,11 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -96,21 +98,22 @@ func (w *Watcher) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 	case !ok:
 		w.stop(ctx, crd.Name, "its CustomResourceDefinition is not one lockstep rendered")
 	case crd.DeletionTimestamp != nil:
+		left, err := w.objectsLeft(ctx, kind)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		if !left {
+			w.stop(ctx, crd.Name, "its CustomResourceDefinition is being deleted and no object of the kind is left")
+			return reconcile.Result{}, nil
+		}
 		if established(crd) {
-			// A replica that takes the lead while a CRD is being deleted
-			// lets its objects go too.
+			// Also in a replica that takes the lead while a CRD is
+			// being deleted: its objects are let go.
 			if err := w.start(ctx, crd.Name, kind); err != nil {
 				return reconcile.Result{}, err
 			}
 		}
-		left, err := w.objectsLeft(ctx, crd.Name)
-		if err != nil {
-			return reconcile.Result{}, err
-		}
-		if left {
-			return reconcile.Result{RequeueAfter: terminatingRecheck}, nil
-		}
-		w.stop(ctx, crd.Name, "its CustomResourceDefinition is being deleted and no object of the kind is left")
+		return reconcile.Result{RequeueAfter: terminatingRecheck}, nil
 	case !established(crd):
 		w.stop(ctx, crd.Name, "its CustomResourceDefinition is not established")
 	default:
@@ -129,19 +132,17 @@ func established(crd *apiextensionsv1.CustomResourceDefinition) bool {
 	return false
 }
 
-// objectsLeft reports whether the cache of a running kind still holds
-// objects of it.
-func (w *Watcher) objectsLeft(ctx context.Context, crd string) (bool, error) {
-	w.mu.Lock()
-	r := w.running[crd]
-	w.mu.Unlock()
-	if r == nil {
-		return false, nil
-	}
+// objectsLeft reports whether the API server still holds objects of
+// kind; it asks past the cache, which holds them only while the kind's
+// reconciler runs.
+func (w *Watcher) objectsLeft(ctx context.Context, kind object.Kind) (bool, error) {
 	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(r.kind.GVK.GroupVersion().WithKind(r.kind.GVK.Kind + "List"))
-	if err := w.Cache.List(ctx, list); err != nil {
-		return false, fmt.Errorf("listing the %s objects left: %w", r.kind.GVK.Kind, err)
+	list.SetGroupVersionKind(kind.GVK.GroupVersion().WithKind(kind.GVK.Kind + "List"))
+	if err := w.Config.APIReader.List(ctx, list, client.Limit(1)); err != nil {
+		if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("listing the %s objects left: %w", kind.GVK.Kind, err)
 	}
 	return len(list.Items) > 0, nil
 }
