@@ -33,6 +33,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -65,6 +66,7 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/credentials"
 	"github.com/lockstep-dev/lockstep/internal/journal"
 	"github.com/lockstep-dev/lockstep/internal/metrics"
+	"github.com/lockstep-dev/lockstep/internal/typed/render"
 )
 
 // Scheme returns a scheme with the Kubernetes built-in kinds and lockstep's.
@@ -74,6 +76,9 @@ func Scheme() *runtime.Scheme {
 		panic(err) // static registration; cannot fail at run time
 	}
 	if err := v1alpha1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	if err := apiextensionsv1.AddToScheme(s); err != nil {
 		panic(err)
 	}
 	return s
@@ -121,8 +126,10 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 		// Leases (the per-object locks) are read directly too: no informer
 		// on every Lease of the cluster.
 		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &coordinationv1.Lease{}}}},
+		// Of the CRDs, only those of typed kinds, which lockstep applies.
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			&corev1.Secret{}: {Label: secretSelector()},
+			&apiextensionsv1.CustomResourceDefinition{}: {Label: labels.SelectorFromSet(labels.Set{render.LabelManagedBy: render.ManagedBy})},
 		}},
 		LeaderElection:          c.LeaderElection,
 		LeaderElectionID:        "lockstep-reconcilers",
@@ -165,7 +172,9 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the catalog reconciler: %w", err)
 	}
-	if err := (&marketplace.Reconciler{Client: mgr.GetClient(), Catalogs: catalogs}).SetupWithManager(mgr); err != nil {
+	if err := (&marketplace.Reconciler{
+		Client: mgr.GetClient(), Catalogs: catalogs, Objects: mgr.GetAPIReader(), AggregateRoles: c.TypedKindRoleAggregation,
+	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the marketplace controller: %w", err)
 	}
 	clusterID, err := clusterID(ctx, restConfig, c.ClusterID)
@@ -241,7 +250,7 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 	writers := statusWriters(self.Username, c.StatusWriters)
 	admission.Register(mgr.GetWebhookServer(), scheme, admission.Handlers{
 		StatusGuard:       &admission.StatusGuard{Writers: writers},
-		BrokerGuard:       &admission.BrokerGuard{Reader: mgr.GetClient()},
+		BrokerGuard:       &admission.BrokerGuard{Reader: mgr.GetClient(), Objects: mgr.GetAPIReader()},
 		MarketplaceGuard:  &admission.MarketplaceGuard{Writers: writers, Brokers: mgr.GetAPIReader()},
 		InstanceDefaulter: admission.NewInstanceDefaulter(mgr.GetClient()),
 		InstanceValidator: admission.NewInstanceValidator(deps, nil),

@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
@@ -35,6 +37,8 @@ type harness struct {
 func newHarness(t *testing.T, objs ...client.Object) *harness {
 	scheme := runtime.NewScheme()
 	require.NoError(t, v1alpha1.AddToScheme(scheme))
+	require.NoError(t, apiextensionsv1.AddToScheme(scheme))
+	require.NoError(t, rbacv1.AddToScheme(scheme))
 	h := &harness{t: t, catalogs: catalog.NewCache(time.Second)}
 	sb := &v1alpha1.ServiceBroker{ObjectMeta: metav1.ObjectMeta{Name: "acme", UID: "acme-uid"}}
 	count := func() { h.writes++ }
@@ -63,7 +67,7 @@ func newHarness(t *testing.T, objs ...client.Object) *harness {
 				return c.SubResource(sub).Update(ctx, obj, opts...)
 			},
 		}).Build()
-	h.r = &Reconciler{Client: h.client, Catalogs: h.catalogs}
+	h.r = &Reconciler{Client: h.client, Catalogs: h.catalogs, Objects: h.client, AggregateRoles: true}
 	return h
 }
 

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
@@ -21,9 +22,16 @@ import (
 // differences.
 type sync struct {
 	client client.Client
-	broker *v1alpha1.ServiceBroker
-	entry  *catalog.Entry // the broker's catalog
-	writes int
+	// objects reads the objects of typed kinds and CRDs past the cache.
+	objects client.Reader
+	// aggregate: the typed kinds' roles aggregate into the standard ones.
+	aggregate bool
+	broker    *v1alpha1.ServiceBroker
+	entry     *catalog.Entry // the broker's catalog
+	writes    int
+	// retry: something failed that a later pass may do; the offerings
+	// say what.
+	retry bool
 }
 
 // errStale says the cache was behind the API server (an object created or
@@ -160,14 +168,14 @@ func (s *sync) syncOfferings(ctx context.Context, want []v1alpha1.ServiceOfferin
 			wanted[prev.Spec.ID] = true
 		}
 		if d.Status.RemovedFromCatalog && !keptServices[d.Spec.ID] {
-			if cur != nil {
+			if cur != nil && !s.keepsKind(ctx, cur) {
 				if err := s.delete(ctx, cur, "ServiceOffering"); err != nil {
 					return err
 				}
 			}
 			continue
 		}
-		withTypedKind(d, kinds[d.Spec.ID])
+		withTypedKind(d, s.settleKind(ctx, cur, d.Spec.ID, kinds[d.Spec.ID]))
 		if err := s.writeOffering(ctx, cur, d); err != nil {
 			return err
 		}
@@ -177,21 +185,45 @@ func (s *sync) syncOfferings(ctx context.Context, want []v1alpha1.ServiceOfferin
 			continue
 		}
 		if !keptServices[id] {
-			if err := s.delete(ctx, cur, "ServiceOffering"); err != nil {
-				return err
+			if !s.keepsKind(ctx, cur) {
+				if err := s.delete(ctx, cur, "ServiceOffering"); err != nil {
+					return err
+				}
 			}
 			continue
 		}
 		d := cur.DeepCopy()
 		d.Status.RemovedFromCatalog = true
-		if selected, _ := activatedKind(s.broker, cur.Spec.Name); !selected {
-			withTypedKind(d, typedKind{})
+		if selected, _ := marketplace.ActivatedKind(s.broker, cur.Spec.Name); !selected {
+			withTypedKind(d, s.settleKind(ctx, cur, id, typedKind{}))
 		}
 		if err := s.writeOffering(ctx, cur, d); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// keepsKind retires the typed kind of offering cur, which leaves the
+// catalog, and reports whether objects of the kind keep it (and so the
+// offering, which shows it): then the offering is marked removed and says
+// so.
+func (s *sync) keepsKind(ctx context.Context, cur *v1alpha1.ServiceOffering) bool {
+	if cur.Status.TypedKind == nil {
+		return false
+	}
+	k, held := s.retire(ctx, cur.Spec.ID, cur.Status.TypedKind)
+	if !held {
+		return false
+	}
+	d := cur.DeepCopy()
+	d.Status.RemovedFromCatalog = true
+	withTypedKind(d, k)
+	if err := s.writeOffering(ctx, cur, d); err != nil {
+		log.FromContext(ctx).Error(err, "writing the status of an offering that left the catalog; lockstep tries again", "offering", cur.Name)
+		s.retry = true
+	}
+	return true
 }
 
 // offersID reports whether want has an offering of service id.
