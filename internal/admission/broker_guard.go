@@ -11,6 +11,7 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -33,8 +34,8 @@ type BrokerGuard struct {
 	// Reader reads instances, bindings and ServiceOfferings from the
 	// manager's cache.
 	Reader client.Reader
-	// Objects lists the objects of typed kinds, past the cache.
-	Objects client.Reader
+	// Objects lists the objects of typed kinds.
+	Objects dynamic.Interface
 }
 
 // maxNamed is how many objects a refusal names; it counts them all.

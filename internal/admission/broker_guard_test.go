@@ -10,16 +10,15 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admission/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/typed/inuse"
 )
 
 func TestBrokerGuard(t *testing.T) {
@@ -80,15 +79,15 @@ func TestBrokerGuard(t *testing.T) {
 // A change of spec.typedKinds, or the delete, that takes a typed kind away
 // while objects of it remain is refused, naming them.
 func TestBrokerGuardTypedKinds(t *testing.T) {
-	gvk := schema.GroupVersionKind{Group: "services.lockstep.dev", Version: "v1alpha1", Kind: "PostgresqlDb"}
-	mapper := meta.NewDefaultRESTMapper(nil)
-	mapper.Add(gvk, meta.RESTScopeNamespace)
-	object := func(ns, name string) client.Object {
-		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(gvk)
+	object := func(ns, name string) unstructured.Unstructured {
+		u := unstructured.Unstructured{}
 		u.SetNamespace(ns)
 		u.SetName(name)
 		return u
+	}
+	kinds := inuse.Static{
+		{Group: "services.lockstep.dev", Version: "v1alpha1", Resource: "postgresqldbs"}: {object("team", "b"), object("team", "a"), object("other", "c")},
+		{Group: "services.lockstep.dev", Version: "v1alpha1", Resource: "queues"}:        nil,
 	}
 	offering := func(service, kind string) client.Object {
 		o := &v1alpha1.ServiceOffering{ObjectMeta: metav1.ObjectMeta{Name: "acme." + service}}
@@ -104,8 +103,7 @@ func TestBrokerGuardTypedKinds(t *testing.T) {
 		return raw
 	}
 	all := v1alpha1.TypedKindActivation{Services: []string{"*"}}
-	objects := []client.Object{offering("postgresql-db", "PostgresqlDb"), offering("queue", "Queue"), offering("db", ""),
-		object("team", "b"), object("team", "a"), object("other", "c")}
+	objects := []client.Object{offering("postgresql-db", "PostgresqlDb"), offering("queue", "Queue"), offering("db", "")}
 	tests := []struct {
 		name    string
 		op      admissionv1.Operation
@@ -126,8 +124,8 @@ func TestBrokerGuardTypedKinds(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			scheme := runtime.NewScheme()
 			require.NoError(t, v1alpha1.AddToScheme(scheme))
-			c := fake.NewClientBuilder().WithScheme(scheme).WithRESTMapper(mapper).WithObjects(objects...).WithStatusSubresource(&v1alpha1.ServiceOffering{}).Build()
-			g := &BrokerGuard{Reader: c, Objects: c}
+			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objects...).WithStatusSubresource(&v1alpha1.ServiceOffering{}).Build()
+			g := &BrokerGuard{Reader: c, Objects: kinds}
 			resp := g.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
 				Operation: tt.op, Name: "acme", OldObject: runtime.RawExtension{Raw: tt.old}, Object: runtime.RawExtension{Raw: tt.new}}})
 			if tt.wantMsg == "" {

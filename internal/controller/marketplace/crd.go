@@ -83,7 +83,7 @@ func (s *sync) retire(ctx context.Context, id string, tk *v1alpha1.TypedKindStat
 	if live.Annotations[render.AnnotationOfferingID] != id {
 		return typedKind{}, false // another offering's: not this one's to delete
 	}
-	objs, err := inuse.Objects(ctx, s.objects, tk)
+	objs, err := inuse.Objects(ctx, s.kinds, tk)
 	if err != nil {
 		return s.failed(kept, err), true
 	}
@@ -117,7 +117,7 @@ func (s *sync) apply(ctx context.Context, id string, k typedKind) typedKind {
 		// Not one of lockstep's (the cache holds only those): a CRD of the
 		// name may still exist.
 		var other apiextensionsv1.CustomResourceDefinition
-		if err := s.objects.Get(ctx, client.ObjectKey{Name: tk.CRDName}, &other); err == nil {
+		if err := s.reader.Get(ctx, client.ObjectKey{Name: tk.CRDName}, &other); err == nil {
 			return withCondition(k, metav1.ConditionFalse, ReasonCRDTaken, fmt.Sprintf(
 				"CRD %s exists and lockstep did not create it: lockstep leaves it as it is, and the kind is not served; delete that CRD, or give the service another kind in ServiceBroker %q spec.typedKinds",
 				tk.CRDName, s.broker.Name))
@@ -216,20 +216,22 @@ func (s *sync) applyCRD(ctx context.Context, live *apiextensionsv1.CustomResourc
 // keepDeprecated adds to crd's spec.parameters each property (top level
 // only) that objects of the kind set and crd no longer has, as live had
 // it (any value, when live's parameters were free JSON), its description
-// starting with DeprecatedPrefix; the API server would otherwise prune it
-// from the objects. It returns their names, sorted.
+// starting with DeprecatedPrefix: where the new schema does not keep
+// unknown fields, the API server would otherwise prune it from the
+// objects, and where it does, kubectl explain still shows what the
+// objects hold. It returns their names, sorted.
 func (s *sync) keepDeprecated(ctx context.Context, live, crd *apiextensionsv1.CustomResourceDefinition, tk *v1alpha1.TypedKindStatus) ([]string, error) {
 	if live == nil {
 		return nil, nil
 	}
 	was, now := parametersOf(live), parametersOf(crd)
-	if was == nil || now == nil || preserves(now) {
+	if was == nil || now == nil {
 		return nil, nil
 	}
 	if !preserves(was) && !slices.ContainsFunc(keysOf(was.Properties), func(p string) bool { _, ok := now.Properties[p]; return !ok }) {
 		return nil, nil // nothing the objects could set is gone
 	}
-	objs, err := inuse.Objects(ctx, s.objects, tk)
+	objs, err := inuse.Objects(ctx, s.kinds, tk)
 	if err != nil {
 		return nil, err
 	}

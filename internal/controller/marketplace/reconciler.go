@@ -8,6 +8,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/dynamic"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -34,9 +35,10 @@ type Reconciler struct {
 	// Catalogs is the replica's catalog cache, filled by the servicebroker
 	// controller.
 	Catalogs *catalog.Cache
-	// Objects reads past the cache: the objects of typed kinds, and a CRD
-	// lockstep did not apply.
-	Objects client.Reader
+	// Reader reads past the cache: a CRD lockstep did not apply.
+	Reader client.Reader
+	// Kinds lists the objects of typed kinds.
+	Kinds dynamic.Interface
 	// AggregateRoles labels the typed kinds' ClusterRoles so that they
 	// aggregate into the standard edit, admin and view roles.
 	AggregateRoles bool
@@ -138,7 +140,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 func (r *Reconciler) newSync(sb *v1alpha1.ServiceBroker, entry *catalog.Entry) *sync {
-	return &sync{client: r.Client, objects: r.Objects, aggregate: r.AggregateRoles, broker: sb, entry: entry}
+	return &sync{client: r.Client, reader: r.Reader, kinds: r.Kinds, aggregate: r.AggregateRoles, broker: sb, entry: entry}
 }
 
 // retireAll retires the typed kinds of broker sb, which is gone or being

@@ -23,6 +23,7 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/broker/fakebroker"
 	"github.com/lockstep-dev/lockstep/internal/broker/osbapi"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
+	"github.com/lockstep-dev/lockstep/internal/typed/inuse"
 )
 
 // harness is the reconciler over a fake API server that counts writes.
@@ -32,6 +33,8 @@ type harness struct {
 	catalogs *catalog.Cache
 	r        *Reconciler
 	writes   int
+	// kinds are the objects of typed kinds, by resource.
+	kinds inuse.Static
 }
 
 func newHarness(t *testing.T, objs ...client.Object) *harness {
@@ -39,7 +42,7 @@ func newHarness(t *testing.T, objs ...client.Object) *harness {
 	require.NoError(t, v1alpha1.AddToScheme(scheme))
 	require.NoError(t, apiextensionsv1.AddToScheme(scheme))
 	require.NoError(t, rbacv1.AddToScheme(scheme))
-	h := &harness{t: t, catalogs: catalog.NewCache(time.Second)}
+	h := &harness{t: t, catalogs: catalog.NewCache(time.Second), kinds: inuse.Static{}}
 	sb := &v1alpha1.ServiceBroker{ObjectMeta: metav1.ObjectMeta{Name: "acme", UID: "acme-uid"}}
 	count := func() { h.writes++ }
 	h.client = fake.NewClientBuilder().WithScheme(scheme).
@@ -67,7 +70,7 @@ func newHarness(t *testing.T, objs ...client.Object) *harness {
 				return c.SubResource(sub).Update(ctx, obj, opts...)
 			},
 		}).Build()
-	h.r = &Reconciler{Client: h.client, Catalogs: h.catalogs, Objects: h.client, AggregateRoles: true}
+	h.r = &Reconciler{Client: h.client, Catalogs: h.catalogs, Reader: h.client, Kinds: h.kinds, AggregateRoles: true}
 	return h
 }
 

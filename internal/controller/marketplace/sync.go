@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -22,8 +23,9 @@ import (
 // differences.
 type sync struct {
 	client client.Client
-	// objects reads the objects of typed kinds and CRDs past the cache.
-	objects client.Reader
+	// reader reads past the cache; kinds lists the objects of typed kinds.
+	reader client.Reader
+	kinds  dynamic.Interface
 	// aggregate: the typed kinds' roles aggregate into the standard ones.
 	aggregate bool
 	broker    *v1alpha1.ServiceBroker

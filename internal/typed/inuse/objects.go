@@ -7,29 +7,27 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 )
 
-// GVK is the group, version and kind of the typed kind an offering's
-// status shows.
-func GVK(tk *v1alpha1.TypedKindStatus) schema.GroupVersionKind {
-	return schema.FromAPIVersionAndKind(tk.APIVersion, tk.Kind)
+// Resource is the resource of the typed kind an offering's status shows.
+func Resource(tk *v1alpha1.TypedKindStatus) schema.GroupVersionResource {
+	return schema.FromAPIVersionAndKind(tk.APIVersion, tk.Kind).GroupVersion().WithResource(tk.Plural)
 }
 
-// Objects lists the objects of the typed kind tk in every namespace. A
-// kind the API server does not serve (its CRD not applied yet, or gone)
-// has none.
-func Objects(ctx context.Context, r client.Reader, tk *v1alpha1.TypedKindStatus) ([]unstructured.Unstructured, error) {
-	list := &unstructured.UnstructuredList{}
-	gvk := GVK(tk)
-	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-	if err := r.List(ctx, list); err != nil {
-		if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
+// Objects lists the objects of the typed kind tk in every namespace, by
+// its resource (no REST mapping, which may lag behind a CRD just applied
+// and would then say the kind has no objects). A kind the API server does
+// not serve (its CRD not applied yet, or gone) has none.
+func Objects(ctx context.Context, c dynamic.Interface, tk *v1alpha1.TypedKindStatus) ([]unstructured.Unstructured, error) {
+	list, err := c.Resource(Resource(tk)).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		if apierrors.IsNotFound(err) {
 			return nil, nil
 		}
 		return nil, fmt.Errorf("listing the objects of typed kind %s: %w", tk.Kind, err)
