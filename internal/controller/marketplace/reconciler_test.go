@@ -35,6 +35,8 @@ type harness struct {
 	writes   int
 	// kinds are the objects of typed kinds, by resource.
 	kinds inuse.Static
+	// refuse, when set, is the API server's answer to a dry run.
+	refuse error
 }
 
 func newHarness(t *testing.T, objs ...client.Object) *harness {
@@ -47,7 +49,7 @@ func newHarness(t *testing.T, objs ...client.Object) *harness {
 	count := func() { h.writes++ }
 	h.client = fake.NewClientBuilder().WithScheme(scheme).
 		WithObjects(append(objs, sb)...).
-		WithStatusSubresource(&v1alpha1.ServiceOffering{}, &v1alpha1.ServicePlan{}, &v1alpha1.ServiceBroker{}).
+		WithStatusSubresource(&v1alpha1.ServiceOffering{}, &v1alpha1.ServicePlan{}, &v1alpha1.ServiceBroker{}, &apiextensionsv1.CustomResourceDefinition{}).
 		WithInterceptorFuncs(interceptor.Funcs{
 			Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 				count()
@@ -64,6 +66,14 @@ func newHarness(t *testing.T, objs ...client.Object) *harness {
 			Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
 				count()
 				return c.Delete(ctx, obj, opts...)
+			},
+			Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+				var o client.ApplyOptions
+				o.ApplyOptions(opts)
+				if len(o.DryRun) > 0 && h.refuse != nil {
+					return h.refuse
+				}
+				return c.Apply(ctx, obj, opts...)
 			},
 			SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
 				count()
