@@ -16,7 +16,16 @@
 // two activated services of any brokers want goes to one of them, by an
 // order every broker's sync applies alike; the other says why it has
 // none. A kind is rendered again only when its service or its names
-// change. The CRD is not applied.
+// change.
+//
+// The same pass applies each kind's CRD (crd.go: a server-side dry run,
+// then a server-side apply; a refused update keeps the CRD as it was)
+// with an edit and a view ClusterRole (roles.go), keeps a parameter a new
+// schema drops while objects of the kind set it, and retires a kind the
+// offering no longer has: its CRD and roles are deleted once no object of
+// it is left. The offering's TypedKindReady condition says which of these
+// it is at; CRDs lockstep applied are watched, so it follows the API
+// server establishing them.
 package marketplace
 
 // The catalog sync (leader only) writes every broker's catalog as
