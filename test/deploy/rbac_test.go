@@ -32,14 +32,8 @@ import (
 // ClusterRole stops one of these steps, or shows up as "forbidden" in
 // lockstep's log, and fails the test.
 func TestLeastPrivilegeRBAC(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
+	ctx := begin(t)
 	c := env.admin
-	defer func() {
-		if t.Failed() {
-			t.Logf("lockstep's log:\n%s", env.logs)
-		}
-	}()
 
 	sb := &v1alpha1.ServiceBroker{ObjectMeta: metav1.ObjectMeta{Name: "rbac"}, Spec: v1alpha1.ServiceBrokerSpec{URL: env.broker.URL(),
 		Access: []v1alpha1.AccessRule{{Name: "rbac-test", NamespaceSelector: metav1.LabelSelector{MatchLabels: map[string]string{"team": "rbac"}},
@@ -145,6 +139,19 @@ func TestLeastPrivilegeRBAC(t *testing.T) {
 	assert.NotContains(t, env.logs.String(), "forbidden", "lockstep was refused something by RBAC")
 }
 
+// begin is how each test of lockstep's RBAC begins: a context that ends
+// after 90 seconds, and lockstep's log printed if the test fails.
+func begin(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	t.Cleanup(cancel)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("lockstep's log:\n%s", env.logs)
+		}
+	})
+	return ctx
+}
+
 // params encodes instance or binding parameters.
 func params(t *testing.T, p map[string]any) *runtime.RawExtension {
 	t.Helper()
@@ -216,14 +223,8 @@ func eventuallyGone(ctx context.Context, t *testing.T, obj client.Object) {
 // (which takes holding what they grant), and both go again. Any rule
 // missing stops a step, or shows up as "forbidden" in lockstep's log.
 func TestLeastPrivilegeTypedKinds(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
+	ctx := begin(t)
 	c := env.admin
-	defer func() {
-		if t.Failed() {
-			t.Logf("lockstep's log:\n%s", env.logs)
-		}
-	}()
 	sb := &v1alpha1.ServiceBroker{ObjectMeta: metav1.ObjectMeta{Name: "rbac-typed"}, Spec: v1alpha1.ServiceBrokerSpec{URL: env.broker.URL(),
 		TypedKinds: []v1alpha1.TypedKindActivation{{Services: []string{fakebroker.ServiceDB}, Kind: "RbacDatabase"}}}}
 	require.NoError(t, c.Create(ctx, sb))
