@@ -333,6 +333,11 @@ func (s *sync) liveCRD(ctx context.Context, name string) (*apiextensionsv1.Custo
 	return &crd, nil
 }
 
+// kindOf is the typed kind of crd, as far as its CRD says.
+func kindOf(crd *apiextensionsv1.CustomResourceDefinition) *v1alpha1.TypedKindStatus {
+	return &v1alpha1.TypedKindStatus{Kind: crd.Spec.Names.Kind, Plural: crd.Spec.Names.Plural, APIVersion: render.Group + "/" + render.Version, CRDName: crd.Name}
+}
+
 // established reports whether the API server serves crd's kind.
 func established(crd *apiextensionsv1.CustomResourceDefinition) bool {
 	if crd == nil {

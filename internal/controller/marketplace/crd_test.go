@@ -210,3 +210,29 @@ func TestTypedKindHostileSchemas(t *testing.T) {
 		assert.True(t, strings.HasSuffix(r, " "), "not aggregated: %s", r)
 	}
 }
+
+// A plan that leaves the catalog stays, marked removed, while an object of
+// a typed kind names it, as for a ServiceInstance; then it goes, and with
+// its service the kind's CRD.
+func TestTypedKindObjectsKeepRemovedPlans(t *testing.T) {
+	h := newHarness(t)
+	h.activate("acme", activation("", "postgresql-db"))
+	h.sync(typedCatalog())
+	h.kinds[pgResource] = []unstructured.Unstructured{object("team", "db", nil)}
+
+	cut := typedCatalog()
+	cut.Services = cut.Services[:2]
+	full := typedCatalog()
+	removed := osbapi.ServicePlan{Service: &full.Services[2], Plan: &full.Services[2].Plans[0]}
+	h.sync(cut, removed)
+	assert.Contains(t, h.offerings(), "acme.postgresql-db (removed)")
+	assert.True(t, h.plans()["acme.postgresql-db.small"].Status.RemovedFromCatalog)
+	assert.Equal(t, []string{"postgresqldbs.services.lockstep.dev"}, h.crds())
+
+	h.kinds[pgResource] = nil
+	h.sync(cut, removed)
+	assert.NotContains(t, keys(h.plans()), "acme.postgresql-db.small")
+	assert.Equal(t, []string{"acme.db", "acme.queue"}, h.offerings())
+	assert.Empty(t, h.crds())
+	assert.Empty(t, h.roles())
+}

@@ -157,8 +157,7 @@ func (r *Reconciler) retireAll(ctx context.Context, sb *v1alpha1.ServiceBroker) 
 		if crd.Annotations[render.AnnotationBroker] != sb.Name {
 			continue
 		}
-		tk := &v1alpha1.TypedKindStatus{Kind: crd.Spec.Names.Kind, Plural: crd.Spec.Names.Plural, APIVersion: render.Group + "/" + render.Version, CRDName: crd.Name}
-		if k, held := s.retire(ctx, crd.Annotations[render.AnnotationOfferingID], tk); held {
+		if k, held := s.retire(ctx, crd.Annotations[render.AnnotationOfferingID], kindOf(crd)); held {
 			s.retry = true
 			log.FromContext(ctx).Info("the CRD of a typed kind of a ServiceBroker that is gone stays while objects of it remain", "crd", crd.Name, "why", k.condition.Message)
 		}

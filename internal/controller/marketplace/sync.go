@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -16,6 +18,8 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/catalog"
 	"github.com/lockstep-dev/lockstep/internal/marketplace"
 	"github.com/lockstep-dev/lockstep/internal/metrics"
+	"github.com/lockstep-dev/lockstep/internal/typed/inuse"
+	"github.com/lockstep-dev/lockstep/internal/typed/render"
 )
 
 // sync is one pass over one broker's marketplace: it compares what the API
@@ -68,7 +72,34 @@ func (s *sync) plansInUse(ctx context.Context) (map[planKey]bool, error) {
 			out[planKey{si.Spec.ServiceName, si.Spec.PlanName}] = true
 		}
 	}
-	return out, nil
+	return out, s.typedPlansInUse(ctx, out)
+}
+
+// typedPlansInUse adds to inUse the plans that objects of the broker's
+// typed kinds name (spec.plan), so that a plan leaving the catalog stays
+// while they do, as for ServiceInstances.
+func (s *sync) typedPlansInUse(ctx context.Context, inUse map[planKey]bool) error {
+	var crds apiextensionsv1.CustomResourceDefinitionList
+	if err := s.client.List(ctx, &crds, client.MatchingLabels{render.LabelManagedBy: render.ManagedBy}); err != nil {
+		return fmt.Errorf("listing the CRDs of typed kinds to find the plans in use: %w", err)
+	}
+	for i := range crds.Items {
+		crd := &crds.Items[i]
+		if crd.Annotations[render.AnnotationBroker] != s.broker.Name {
+			continue
+		}
+		objs, err := inuse.Objects(ctx, s.kinds, kindOf(crd))
+		if err != nil {
+			return err
+		}
+		service := crd.Annotations[render.AnnotationServiceName]
+		for _, o := range objs {
+			if plan, _, _ := unstructured.NestedString(o.Object, "spec", "plan"); plan != "" {
+				inUse[planKey{service, plan}] = true
+			}
+		}
+	}
+	return nil
 }
 
 // syncPlans writes the broker's ServicePlans, matched to catalog plans by
