@@ -5,8 +5,8 @@
 // the elected replica only (one writer), and writes an object only when it
 // differs from what the catalog says. A plan that leaves the catalog is
 // marked removedFromCatalog while a ServiceInstance or an object of a
-// typed kind uses it (by broker, service and plan name) and deleted once none does; a service goes with its
-// last plan. Everything a ServiceBroker's catalog wrote is owned by it, so
+// typed kind uses it (by broker, service and plan name) and deleted once
+// none does; a service goes with its last plan. Everything a ServiceBroker's catalog wrote is owned by it, so
 // the garbage collector deletes it with the broker.
 //
 // It also writes the typed kind of each service the broker's
