@@ -73,6 +73,9 @@ func (s *sync) settleKind(ctx context.Context, cur *v1alpha1.ServiceOffering, id
 func (s *sync) retire(ctx context.Context, id string, tk *v1alpha1.TypedKindStatus) (typedKind, bool) {
 	kept := tk.DeepCopy()
 	live, err := s.liveCRD(ctx, tk.CRDName)
+	if errors.Is(err, errNotOurs) {
+		return typedKind{}, false // not lockstep's to delete
+	}
 	if err != nil {
 		return s.failed(kept, err), true
 	}
@@ -110,20 +113,13 @@ func (s *sync) apply(ctx context.Context, id string, k typedKind) typedKind {
 	tk := k.status.DeepCopy()
 	k.status = tk
 	live, err := s.liveCRD(ctx, tk.CRDName)
+	if errors.Is(err, errNotOurs) {
+		return withCondition(k, metav1.ConditionFalse, ReasonCRDTaken, fmt.Sprintf(
+			"CRD %s exists and lockstep did not create it: lockstep leaves it as it is, and the kind is not served; delete that CRD, or give the service another kind in ServiceBroker %q spec.typedKinds",
+			tk.CRDName, s.broker.Name))
+	}
 	if err != nil {
 		return s.failed(tk, err)
-	}
-	if live == nil {
-		// Not one of lockstep's (the cache holds only those): a CRD of the
-		// name may still exist.
-		var other apiextensionsv1.CustomResourceDefinition
-		if err := s.reader.Get(ctx, client.ObjectKey{Name: tk.CRDName}, &other); err == nil {
-			return withCondition(k, metav1.ConditionFalse, ReasonCRDTaken, fmt.Sprintf(
-				"CRD %s exists and lockstep did not create it: lockstep leaves it as it is, and the kind is not served; delete that CRD, or give the service another kind in ServiceBroker %q spec.typedKinds",
-				tk.CRDName, s.broker.Name))
-		} else if !apierrors.IsNotFound(err) {
-			return s.failed(tk, fmt.Errorf("reading CRD %s: %w", tk.CRDName, err))
-		}
 	}
 	if live != nil && live.Annotations[render.AnnotationOfferingID] != id {
 		return withCondition(k, metav1.ConditionFalse, ReasonCRDTaken, fmt.Sprintf(
@@ -317,18 +313,28 @@ func refused(err error) bool {
 	return code >= 400 && code < 500 && code != 409 && code != 429 && code != 408
 }
 
-// liveCRD is the CRD of that name if it is one lockstep applied (from the
-// cache); nil when there is none.
+// errNotOurs says that a CRD of the name exists that lockstep did not
+// apply.
+var errNotOurs = errors.New("the CRD is not lockstep's")
+
+// liveCRD is the CRD of that name that lockstep applied; nil when there is
+// none, errNotOurs when there is one lockstep did not apply. It is read
+// from the cache, which holds only lockstep's CRDs, and else from the API
+// server (a CRD just applied may not be in the cache yet; another one
+// never is).
 func (s *sync) liveCRD(ctx context.Context, name string) (*apiextensionsv1.CustomResourceDefinition, error) {
 	var crd apiextensionsv1.CustomResourceDefinition
-	if err := s.client.Get(ctx, client.ObjectKey{Name: name}, &crd); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("reading CRD %s: %w", name, err)
+	err := s.client.Get(ctx, client.ObjectKey{Name: name}, &crd)
+	if apierrors.IsNotFound(err) {
+		err = s.reader.Get(ctx, client.ObjectKey{Name: name}, &crd)
 	}
-	if crd.Labels[render.LabelManagedBy] != render.ManagedBy {
+	switch {
+	case apierrors.IsNotFound(err):
 		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading CRD %s: %w", name, err)
+	case crd.Labels[render.LabelManagedBy] != render.ManagedBy:
+		return nil, errNotOurs
 	}
 	return &crd, nil
 }

@@ -236,3 +236,20 @@ func TestTypedKindObjectsKeepRemovedPlans(t *testing.T) {
 	assert.Empty(t, h.crds())
 	assert.Empty(t, h.roles())
 }
+
+// A CRD of the kind's name that lockstep did not apply is left alone.
+func TestTypedKindCRDTaken(t *testing.T) {
+	other := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "postgresqldbs.services.lockstep.dev", Labels: map[string]string{"owner": "someone"}}}
+	h := newHarness(t, other)
+	h.activate("acme", activation("", "postgresql-db"))
+	h.sync(typedCatalog())
+	o := h.offering("acme.postgresql-db")
+	assert.Equal(t, "False CRDTaken", ready(o))
+	assert.Contains(t, meta.FindStatusCondition(o.Status.Conditions, v1alpha1.ConditionTypedKindReady).Message, "lockstep did not create it")
+	assert.Equal(t, map[string]string{"owner": "someone"}, h.crd(other.Name).Labels, "untouched")
+	assert.Empty(t, h.roles())
+
+	h.activate("acme")
+	h.sync(typedCatalog())
+	assert.Equal(t, []string{other.Name}, h.crds(), "not deleted on deactivation either")
+}
