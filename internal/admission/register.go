@@ -14,9 +14,12 @@ package admission
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create;update
 //
 // The webhooks of typed kinds read each kind's CustomResourceDefinition
-// from the cache (TypedKinds).
+// from the cache (TypedKinds), and ask the API server which object of a
+// typed kind holds an external id (list); the journal reads the object of
+// a typed kind a record names (get).
 //
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch
+// +kubebuilder:rbac:groups=services.lockstep.dev,resources=*,verbs=get;list
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
