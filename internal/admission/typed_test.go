@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
@@ -190,6 +191,11 @@ func TestTypedKindIsAdmittedAsServiceInstance(t *testing.T) {
 			wantMsg: `the instance keeps plan "small"`},
 		{name: "label change calls nobody", op: admissionv1.Update, old: instance("small", ""),
 			new: instance("small", "", func(si *v1alpha1.ServiceInstance) { si.Labels = map[string]string{"a": "b"} }), allowed: true},
+		{name: "update of an object being deleted calls nobody", op: admissionv1.Update,
+			old: instance("small", "", func(si *v1alpha1.ServiceInstance) { si.DeletionTimestamp = &metav1.Time{Time: time.Now()} }),
+			new: instance("large", `{"storageGB":5000}`, func(si *v1alpha1.ServiceInstance) {
+				si.DeletionTimestamp, si.Finalizers = &metav1.Time{Time: time.Now()}, nil
+			}), allowed: true},
 		{name: "delete deprovisions", op: admissionv1.Delete, old: instance("small", ""), script: put, allowed: true},
 		{name: "delete refused by the broker", op: admissionv1.Delete, old: instance("small", ""),
 			script: func(b *fakebroker.Broker) {
@@ -429,4 +435,20 @@ func TestTypedKindAndServiceInstanceNeverShareAnExternalID(t *testing.T) {
 			assert.Empty(t, h.broker.Calls())
 		})
 	}
+}
+
+func TestTypedPaths(t *testing.T) {
+	errs := field.ErrorList{
+		field.Invalid(field.NewPath("spec", "planName"), "huge", "no such plan"),
+		field.Invalid(field.NewPath("spec", "serviceName"), "db", "no such service"),
+		field.Invalid(field.NewPath("spec", "parameters", "size"), 0, "too small"),
+	}
+	typed := instance("small", "", func(si *v1alpha1.ServiceInstance) {
+		si.TypeMeta = metav1.TypeMeta{APIVersion: "services.lockstep.dev/v1alpha1", Kind: "Db"}
+	})
+	got := typedPaths(typed, errs)
+	assert.Equal(t, []string{"spec.plan", "spec", "spec.parameters.size"}, []string{got[0].Field, got[1].Field, got[2].Field})
+	assert.Equal(t, `kind Db is service "db": no such service`, got[1].Detail)
+	assert.Equal(t, "spec.planName", errs[0].Field, "the errors themselves are left as they are")
+	assert.Equal(t, errs, typedPaths(instance("small", ""), errs), "a ServiceInstance's errors are its own")
 }
