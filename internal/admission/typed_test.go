@@ -147,6 +147,7 @@ type record struct {
 	Description                string
 	PlanID, PreviousPlanID     string
 	SpecHash, ExternalID, User string
+	Digest                     string
 }
 
 // TestTypedKindIsAdmittedAsServiceInstance runs one table on both sides:
@@ -163,6 +164,7 @@ func TestTypedKindIsAdmittedAsServiceInstance(t *testing.T) {
 		old, new Instance
 		dryRun   bool
 		script   func(b *fakebroker.Broker)
+		objects  []runtime.Object
 		allowed  bool
 		wantMsg  string // in a ServiceInstance's words
 	}{
@@ -191,6 +193,18 @@ func TestTypedKindIsAdmittedAsServiceInstance(t *testing.T) {
 			wantMsg: `the instance keeps plan "small"`},
 		{name: "label change calls nobody", op: admissionv1.Update, old: instance("small", ""),
 			new: instance("small", "", func(si *v1alpha1.ServiceInstance) { si.Labels = map[string]string{"a": "b"} }), allowed: true},
+		{name: "parameters from a Secret", op: admissionv1.Create, new: instance("small", `{"storageGB":10}`, from("db-admin/params")),
+			objects: []runtime.Object{paramsSecret("db-admin", map[string]string{"params": `{"region":"` + secretMark + `"}`})}, allowed: true},
+		{name: "parameters from a Secret that is not there", op: admissionv1.Create, new: instance("small", "", from("nope/params")),
+			wantMsg: `spec.parametersFrom[0].secretKeyRef.name: Invalid value: "nope"`},
+		{name: "adoption of what the broker holds", op: admissionv1.Create,
+			new: instance("small", "", func(si *v1alpha1.ServiceInstance) {
+				si.Annotations = map[string]string{v1alpha1.AnnotationAdopt: "true"}
+			}), script: put, allowed: true},
+		{name: "adoption of what the broker does not hold", op: admissionv1.Create,
+			new: instance("small", "", func(si *v1alpha1.ServiceInstance) {
+				si.Annotations = map[string]string{v1alpha1.AnnotationAdopt: "true"}
+			}), wantMsg: "ext-1"},
 		{name: "update of an object being deleted calls nobody", op: admissionv1.Update,
 			old: instance("small", "", func(si *v1alpha1.ServiceInstance) { si.DeletionTimestamp = &metav1.Time{Time: time.Now()} }),
 			new: instance("large", `{"storageGB":5000}`, func(si *v1alpha1.ServiceInstance) {
@@ -212,7 +226,7 @@ func TestTypedKindIsAdmittedAsServiceInstance(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			answers := make([]answer, len(sides))
 			for i, s := range sides {
-				h := newHarness(t, typedCRD(t))
+				h := newHarness(t, append([]runtime.Object{typedCRD(t)}, tt.objects...)...)
 				if tt.script != nil {
 					tt.script(h.broker)
 				}
@@ -235,7 +249,7 @@ func TestTypedKindIsAdmittedAsServiceInstance(t *testing.T) {
 				for _, op := range ops.Items {
 					a.Records = append(a.Records, record{
 						Verb: op.Spec.Verb, Phase: op.Status.Phase, HTTPStatus: op.Status.HTTPStatus, Description: s.normal(op.Status.Description),
-						PlanID: op.Spec.PlanID, PreviousPlanID: op.Spec.PreviousPlanID, SpecHash: op.Spec.SpecHash,
+						PlanID: op.Spec.PlanID, PreviousPlanID: op.Spec.PreviousPlanID, SpecHash: op.Spec.SpecHash, Digest: op.Spec.ParametersDigest,
 						ExternalID: op.Spec.Target.ExternalID, User: op.Spec.Requester.Username,
 					})
 					if s.kind.Kind == "Db" {
