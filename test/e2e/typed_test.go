@@ -278,7 +278,8 @@ func callsOf(b *fakebroker.Broker, id string) []fakebroker.Call {
 // TestTypedKindCreateOnlyChangeNeverReachesTheWebhook: the API server
 // itself refuses a change of a create-only parameter and a plan change the
 // catalog forbids on an object of a typed kind (the CRD's rules); lockstep's
-// webhooks are not called for them.
+// webhooks are not called for them. Its status is lockstep's only, as a
+// ServiceInstance's.
 func TestTypedKindCreateOnlyChangeNeverReachesTheWebhook(t *testing.T) {
 	freshBroker(t)
 	addKVService(t)
@@ -321,6 +322,10 @@ func TestTypedKindCreateOnlyChangeNeverReachesTheWebhook(t *testing.T) {
 		v, _, _ := unstructured.NestedString(u.Object, fields...)
 		return v
 	}
+	r := kubectl(t, "", "patch", "kvs.services.lockstep.dev", "kv1", "-n", ns, "--subresource=status", "--type=merge",
+		"-p", `{"status":{"dashboardURL":"https://evil.example"}}`)
+	assert.NotEqual(t, 0, r.ExitCode)
+	assert.Contains(t, r.Output(), `the status of Kv "kv1" is written by lockstep only`, "the status guard covers typed kinds")
 	assert.Equal(t, "eu", read("kv1", "spec", "parameters", "region"), "nothing changed")
 	assert.Equal(t, "pinned", read("kv2", "spec", "plan"), "nothing changed")
 }
