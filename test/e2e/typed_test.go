@@ -332,13 +332,20 @@ func TestTypedKindCreateOnlyChangeNeverReachesTheWebhook(t *testing.T) {
 
 // TestTypedKindAndServiceInstanceNeverShareAnExternalID: a ServiceInstance
 // created with the external id of an object of a typed kind is refused,
-// and the other way round.
+// and the other way round. The typed object is defaulted as a
+// ServiceInstance is (its broker, the finalizer).
 func TestTypedKindAndServiceInstanceNeverShareAnExternalID(t *testing.T) {
 	installTypedKind(t, fakebroker.ServiceDB)
 	freshBroker(t)
 	ns := namespace(t)
 	retried(t, typedManifest("Db", ns, "held", "small", `{}`), "apply", "-f", "-")
 	retried(t, instanceWith(ns, "si-held", "small", ns+"-si-held", ""), "apply", "-f", "-")
+	held := &unstructured.Unstructured{}
+	held.SetGroupVersionKind(schema.GroupVersionKind{Group: render.Group, Version: render.Version, Kind: "Db"})
+	require.NoError(t, cluster.client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "held"}, held))
+	broker, _, _ := unstructured.NestedString(held.Object, "spec", "brokerName")
+	assert.Equal(t, brokerName, broker, "spec.brokerName is defaulted to the kind's broker")
+	assert.Equal(t, []string{v1alpha1.Finalizer}, held.GetFinalizers())
 	r := kubectl(t, instanceWith(ns, "si", "small", ns+"-held", ""), "apply", "-f", "-")
 	assert.NotEqual(t, 0, r.ExitCode)
 	assert.Contains(t, r.Output(), fmt.Sprintf(`external id %q is already held by Db "held" in namespace %q`, ns+"-held", ns))
