@@ -466,3 +466,20 @@ func TestTypedPaths(t *testing.T) {
 	assert.Equal(t, "spec.planName", errs[0].Field, "the errors themselves are left as they are")
 	assert.Equal(t, errs, typedPaths(instance("small", ""), errs), "a ServiceInstance's errors are its own")
 }
+
+// TestTypedKindJustAppliedIsReadPastTheCache: a CRD the cache does not
+// have yet is read from the API server before the request is judged.
+func TestTypedKindJustAppliedIsReadPastTheCache(t *testing.T) {
+	h := newHarness(t, typedCRD(t))
+	empty := newHarness(t).client // a cache that has not heard of the CRD yet
+	typed := sides[1]
+	for _, kinds := range []*TypedKinds{{Reader: empty}, {Reader: empty, Direct: h.client}} {
+		resp := TypedValidatorWebhook(kinds, h.validator).Handle(context.Background(),
+			typed.request(t, admissionv1.Create, nil, instance("small", ""), true))
+		if kinds.Direct == nil {
+			assert.False(t, resp.Allowed, "without a read past the cache the kind is unknown")
+			continue
+		}
+		assert.True(t, resp.Allowed, resp.Result)
+	}
+}

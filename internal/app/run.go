@@ -255,7 +255,7 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 		InstanceValidator: admission.NewInstanceValidator(deps, nil),
 		BindingDefaulter:  admission.NewBindingDefaulter(),
 		BindingValidator:  admission.NewBindingValidator(deps, nil),
-		TypedKinds:        &admission.TypedKinds{Reader: mgr.GetClient()},
+		TypedKinds:        &admission.TypedKinds{Reader: mgr.GetClient(), Direct: mgr.GetAPIReader()},
 	})
 
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
