@@ -30,11 +30,14 @@ const (
 	PhaseCompensated OperationPhase = "Compensated"
 )
 
-// TargetKind is the kind of object a broker operation changes.
-// +kubebuilder:validation:Enum=ServiceInstance;ServiceBinding
+// TargetKind is the kind of object a broker operation changes:
+// ServiceInstance, ServiceBinding, or the kind of an instance of a typed
+// kind (in group services.lockstep.dev; OperationTarget.APIGroup says so).
+// +kubebuilder:validation:Pattern=`^[A-Z][A-Za-z0-9]*$`
+// +kubebuilder:validation:MaxLength=63
 type TargetKind string
 
-// The kinds a broker operation changes.
+// The kinds of lockstep.dev a broker operation changes.
 const (
 	KindServiceInstance TargetKind = "ServiceInstance"
 	KindServiceBinding  TargetKind = "ServiceBinding"
@@ -42,8 +45,14 @@ const (
 
 // OperationTarget is the object a BrokerOperation changes.
 type OperationTarget struct {
-	// Kind is ServiceInstance or ServiceBinding.
+	// Kind is ServiceInstance, ServiceBinding, or the kind of a typed
+	// instance (then APIGroup is its group).
 	Kind TargetKind `json:"kind"`
+	// APIGroup is the group of Kind when it is not lockstep.dev: the group
+	// of typed kinds for an instance of a typed kind. Empty means
+	// lockstep.dev.
+	// +optional
+	APIGroup string `json:"apiGroup,omitempty"`
 	// Name of the object.
 	Name string `json:"name"`
 	// Namespace of the object. A record lives next to its object, except
@@ -158,6 +167,7 @@ type InSyncNote struct {
 // +kubebuilder:resource:shortName=bop,categories=lockstep
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Kind",type=string,JSONPath=`.spec.target.kind`
+// +kubebuilder:printcolumn:name="Group",type=string,priority=1,JSONPath=`.spec.target.apiGroup`
 // +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.spec.target.name`
 // +kubebuilder:printcolumn:name="Verb",type=string,JSONPath=`.spec.verb`
 // +kubebuilder:printcolumn:name="User",type=string,JSONPath=`.spec.requester.username`

@@ -3,6 +3,7 @@ package v1alpha1
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // ServiceInstanceSpec is the instance the user wants the broker to hold.
@@ -123,4 +124,33 @@ type ServiceInstanceList struct {
 
 func init() {
 	SchemeBuilder.Register(&ServiceInstance{}, &ServiceInstanceList{})
+}
+
+// Typed reports whether si is the model of an object of a typed kind: an
+// instance whose TypeMeta carries a group other than lockstep.dev (the
+// group of typed kinds, services.lockstep.dev) and a kind. Admission and
+// the reconcilers map such an object to a ServiceInstance and keep its
+// kind there.
+func Typed(si *ServiceInstance) bool {
+	gv, err := schema.ParseGroupVersion(si.APIVersion)
+	return err == nil && gv.Group != "" && gv.Group != GroupVersion.Group && si.Kind != ""
+}
+
+// InstanceKind is the kind an operation record names for instance si:
+// ServiceInstance, or the typed kind of the object si is the model of.
+func InstanceKind(si *ServiceInstance) TargetKind {
+	if Typed(si) {
+		return TargetKind(si.Kind)
+	}
+	return KindServiceInstance
+}
+
+// InstanceAPIGroup is the group an operation record names for instance
+// si: "" (lockstep.dev) for a ServiceInstance, the typed kind's group for
+// the model of a typed object.
+func InstanceAPIGroup(si *ServiceInstance) string {
+	if Typed(si) {
+		return si.GroupVersionKind().Group
+	}
+	return ""
 }

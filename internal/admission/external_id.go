@@ -3,13 +3,17 @@ package admission
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -17,6 +21,8 @@ import (
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/brokercall"
 	"github.com/lockstep-dev/lockstep/internal/journal"
+	"github.com/lockstep-dev/lockstep/internal/typed/object"
+	"github.com/lockstep-dev/lockstep/internal/typed/render"
 )
 
 // One broker id, one object: an external id (spec.externalID, the OSB
@@ -94,27 +100,42 @@ func (e *externalIDs) free(ctx context.Context, user authenticationv1.UserInfo, 
 	if holder == nil {
 		return nil
 	}
-	named, err := e.mayGet(ctx, user, kind, holder.GetNamespace(), holder.GetName())
+	word, group, resource := kindWord(kind), v1alpha1.GroupVersion.Group, resourceOf(kind)
+	if t, ok := holder.(typedHeld); ok {
+		word, group, resource = t.GetKind(), t.GroupVersionKind().Group, t.plural
+	}
+	named, err := e.mayGet(ctx, user, group, resource, holder.GetNamespace(), holder.GetName())
 	if err != nil {
 		return err
 	}
-	what := "another " + kindWord(kind) + " in this cluster"
+	what := "another " + word + " in this cluster"
 	if named {
-		what = fmt.Sprintf("%s %q in namespace %q", kindWord(kind), holder.GetName(), holder.GetNamespace())
+		what = fmt.Sprintf("%s %q in namespace %q", word, holder.GetName(), holder.GetNamespace())
 	}
 	msg := fmt.Sprintf("external id %q is already held by %s: a broker's id belongs to one object; nothing was created and the broker was not called; "+
 		"leave spec.externalID out to get a new id, or name another one", id, what)
 	if named && v1alpha1.Adopting(obj) {
 		msg += fmt.Sprintf("; to adopt it here, let that %s go first without its broker: kubectl annotate %s %s -n %s %s=%s, then delete it",
-			kindWord(kind), resourceOf(kind), holder.GetName(), holder.GetNamespace(), v1alpha1.AnnotationReconcilePolicy, v1alpha1.PolicyDetachOnDelete)
+			word, resource, holder.GetName(), holder.GetNamespace(), v1alpha1.AnnotationReconcilePolicy, v1alpha1.PolicyDetachOnDelete)
 	}
 	return conflict("%s", msg)
 }
 
 // holder returns the object of kind, other than obj, that holds id, or nil:
 // the cache's index names the candidates, and the API server confirms the
-// oldest one that still exists.
+// oldest one that still exists. An instance's id may also be held by an
+// object of a typed kind (typedHolder).
 func (e *externalIDs) holder(ctx context.Context, kind v1alpha1.TargetKind, obj client.Object, id string) (client.Object, error) {
+	held, err := e.cachedHolder(ctx, kind, obj, id)
+	if held != nil || err != nil || kind == v1alpha1.KindServiceBinding {
+		return held, err
+	}
+	return e.typedHolder(ctx, obj, id)
+}
+
+// cachedHolder is the ServiceInstance or ServiceBinding, other than obj,
+// that holds id, or nil.
+func (e *externalIDs) cachedHolder(ctx context.Context, kind v1alpha1.TargetKind, obj client.Object, id string) (client.Object, error) {
 	list := listOf(kind)
 	if err := e.cache.List(ctx, list, client.MatchingFields{v1alpha1.FieldExternalID: id}); err != nil {
 		return nil, err
@@ -150,6 +171,55 @@ func (e *externalIDs) holder(ctx context.Context, kind v1alpha1.TargetKind, obj 
 	return nil, nil
 }
 
+// typedHolder returns the object of a typed kind, other than obj, that
+// holds instance id id, or nil. Objects of typed kinds are not cached: the
+// API server is asked, one list per typed kind, by the field spec.externalID
+// that every typed kind's CRD declares selectable, as ServiceInstance's
+// does. A cluster without typed kinds asks nothing.
+func (e *externalIDs) typedHolder(ctx context.Context, obj client.Object, id string) (client.Object, error) {
+	var crds apiextensionsv1.CustomResourceDefinitionList
+	if err := e.cache.List(ctx, &crds, client.MatchingLabels{render.LabelManagedBy: render.ManagedBy}); err != nil {
+		if runtime.IsNotRegisteredError(err) {
+			return nil, nil // a reader without CRDs knows no typed kinds
+		}
+		return nil, err
+	}
+	var held []typedHeld
+	for i := range crds.Items {
+		k, ok := object.KindOf(&crds.Items[i])
+		if !ok {
+			continue
+		}
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(k.GVK.GroupVersion().WithKind(crds.Items[i].Spec.Names.ListKind))
+		if err := e.direct.List(ctx, list, client.MatchingFields{v1alpha1.FieldExternalID: id}); err != nil {
+			if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
+				continue // the kind is not served (yet, or any more)
+			}
+			return nil, err
+		}
+		for j := range list.Items {
+			if list.Items[j].GetUID() != obj.GetUID() {
+				held = append(held, typedHeld{Unstructured: &list.Items[j], plural: k.Plural})
+			}
+		}
+	}
+	if len(held) == 0 {
+		return nil, nil
+	}
+	slices.SortFunc(held, func(a, b typedHeld) int {
+		return a.GetCreationTimestamp().Compare(b.GetCreationTimestamp().Time)
+	})
+	return held[0], nil
+}
+
+// typedHeld is an object of a typed kind that holds an external id, with
+// its kind's resource.
+type typedHeld struct {
+	*unstructured.Unstructured
+	plural string
+}
+
 // inFlight refuses a change whose lock (keyed on the external id) is held
 // by an operation on another object: a create that names the id of an
 // object being created or deleted (a create does not wait for it: see
@@ -161,7 +231,7 @@ func (e *externalIDs) inFlight(ctx context.Context, req brokercall.Request, hold
 	if holder == nil || holder.About(req.Object) {
 		return nil
 	}
-	named, err := e.mayGet(ctx, req.Who.User, req.Kind, holder.Namespace, holder.Name)
+	named, err := e.mayGet(ctx, req.Who.User, v1alpha1.GroupVersion.Group, resourceOf(req.Kind), holder.Namespace, holder.Name)
 	if err != nil {
 		return err
 	}
@@ -176,11 +246,11 @@ func (e *externalIDs) inFlight(ctx context.Context, req brokercall.Request, hold
 	return conflict("external id %q is in use: %s is in flight at the broker; nothing was changed: %s", v1alpha1.ExternalIDOf(req.Object), what, next)
 }
 
-// mayGet reports whether user may get the object of kind
-// namespace/name.
-func (e *externalIDs) mayGet(ctx context.Context, user authenticationv1.UserInfo, kind v1alpha1.TargetKind, namespace, name string) (bool, error) {
+// mayGet reports whether user may get the object namespace/name of
+// resource in group.
+func (e *externalIDs) mayGet(ctx context.Context, user authenticationv1.UserInfo, group, resource, namespace, name string) (bool, error) {
 	ok, err := allowed(ctx, e.access, user, authorizationv1.ResourceAttributes{
-		Namespace: namespace, Verb: "get", Group: v1alpha1.GroupVersion.Group, Resource: resourceOf(kind), Name: name})
+		Namespace: namespace, Verb: "get", Group: group, Resource: resource, Name: name})
 	if err != nil {
 		return false, unavailable("%v; nothing was changed and the broker was not called: retry", err)
 	}

@@ -48,6 +48,11 @@ type validatingHandler[T client.Object] struct {
 	new func() T
 	// parts returns where obj keeps its metadata and its spec.
 	parts func(obj T) (*metav1.ObjectMeta, any)
+	// model, when set, returns the request with its objects replaced by
+	// the models the chain works on (an object of a typed kind mapped to
+	// its instance: typed.go), or the answer to give at once. It runs
+	// after an UPDATE with nothing to judge was let through.
+	model func(ctx context.Context, req admission.Request) (admission.Request, *admission.Response)
 }
 
 var _ admission.Handler = &validatingHandler[client.Object]{}
@@ -63,9 +68,15 @@ func (h *validatingHandler[T]) Handle(ctx context.Context, req admission.Request
 		return admission.Errored(http.StatusBadRequest, err)
 	}
 	ctx = admission.NewContextWithRequest(ctx, req)
-	var warnings admission.Warnings
+	var (
+		warnings admission.Warnings
+		answer   *admission.Response
+	)
 	switch req.Operation {
 	case admissionv1.Create:
+		if object, _, answer = h.modelOf(ctx, req, object, oldObject); answer != nil {
+			return *answer
+		}
 		obj, derr := h.decode(object, "object")
 		if derr != nil {
 			return admission.Errored(http.StatusBadRequest, derr)
@@ -87,6 +98,9 @@ func (h *validatingHandler[T]) Handle(ctx context.Context, req admission.Request
 				return h.unchanged(req)
 			}
 		}
+		if object, oldObject, answer = h.modelOf(ctx, req, object, oldObject); answer != nil {
+			return *answer
+		}
 		obj, derr := h.decode(object, "object")
 		if derr != nil {
 			return admission.Errored(http.StatusBadRequest, derr)
@@ -97,6 +111,9 @@ func (h *validatingHandler[T]) Handle(ctx context.Context, req admission.Request
 		warnings, err = h.validator.ValidateUpdate(ctx, old, obj)
 	case admissionv1.Delete:
 		// The object being deleted is the old object.
+		if _, oldObject, answer = h.modelOf(ctx, req, object, oldObject); answer != nil {
+			return *answer
+		}
 		old, derr := h.decode(oldObject, "persisted object")
 		if derr != nil {
 			return admission.Errored(http.StatusBadRequest, derr)
@@ -108,15 +125,41 @@ func (h *validatingHandler[T]) Handle(ctx context.Context, req admission.Request
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("unknown operation %q", req.Operation))
 	}
 	if err != nil {
-		var status apierrors.APIStatus
-		if errors.As(err, &status) {
-			return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{
-				Allowed: false, Result: new(status.Status()), Warnings: warnings,
-			}}
-		}
-		return admission.Denied(err.Error()).WithWarnings(warnings...)
+		return refusal(err, warnings)
 	}
 	return admission.Allowed("").WithWarnings(warnings...)
+}
+
+// refusal answers a request with err: its own status when it has one.
+func refusal(err error, warnings admission.Warnings) admission.Response {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{
+			Allowed: false, Result: new(status.Status()), Warnings: warnings,
+		}}
+	}
+	return admission.Denied(err.Error()).WithWarnings(warnings...)
+}
+
+// modelOf returns the request's objects as the chain reads them: as they
+// came, or, with h.model, their models cut into parts; or the answer to
+// give at once.
+func (h *validatingHandler[T]) modelOf(ctx context.Context, req admission.Request, object, oldObject *splitObject) (*splitObject, *splitObject, *admission.Response) {
+	if h.model == nil {
+		return object, oldObject, nil
+	}
+	modelReq, answer := h.model(ctx, req)
+	if answer != nil {
+		return nil, nil, answer
+	}
+	var err error
+	if object, err = split(modelReq.Object.Raw, "object"); err != nil {
+		return nil, nil, new(admission.Errored(http.StatusInternalServerError, err))
+	}
+	if oldObject, err = split(modelReq.OldObject.Raw, "persisted object"); err != nil {
+		return nil, nil, new(admission.Errored(http.StatusInternalServerError, err))
+	}
+	return object, oldObject, nil
 }
 
 // unchanged allows an UPDATE that passes through on its raw objects alone:

@@ -115,6 +115,7 @@ func NewInstanceValidator(d Deps, hooks *validate.Hooks[Instance]) *Validator[In
 		Kind:     instanceKind,
 		Gate:     &reconcilePolicy[Instance]{kind: instanceKind, journal: d.Journal, reader: d.Reader, detachChecks: []Check[Instance]{bindings}},
 		SameSpec: func(old, new Instance) bool { return sameInstanceSpec(&old.Spec, &new.Spec) },
+		Paths:    typedPaths,
 		Checks: []Check[Instance]{
 			fieldPolicy[Instance](),
 			CheckFunc[Instance]{CheckName: "spec", Fn: func(_ context.Context, a *Attributes[Instance]) (field.ErrorList, admission.Warnings, error) {
@@ -136,6 +137,7 @@ func NewInstanceValidator(d Deps, hooks *validate.Hooks[Instance]) *Validator[In
 		TargetChecks: []TargetCheck[Instance]{
 			&parametersSize[Instance]{max: d.MaxParametersBytes, own: func(si Instance) *runtime.RawExtension { return si.Spec.Parameters }, sends: parametersChanged},
 			&instanceCatalog{},
+			&sensitiveParameters{},
 			&planAccess[Instance]{rules: d.AccessRules, reader: d.Reader, use: instancePlan},
 		},
 		Steps: []Step[Instance]{

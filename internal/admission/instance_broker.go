@@ -91,7 +91,7 @@ func (s *instanceBroker) Admit(ctx context.Context, a *Attributes[Instance], t *
 			stays:  "the instance stays as it was (no deletion was started)",
 			unsure: "the instance is not deleted for now",
 			ifDone: "if the broker deprovisioned it, lockstep deletes the instance",
-			wayOut: wayOut(v1alpha1.KindServiceInstance, si.Namespace, si.Name),
+			wayOut: wayOut(v1alpha1.InstanceKind(si), si.Namespace, si.Name),
 		}
 	}
 	return s.carry.carryOut(ctx, req, ch)

@@ -37,7 +37,7 @@ func (l *instanceLookup) find(ctx context.Context, a *Attributes[Instance]) (*Ta
 		if deleting && err == nil {
 			return nil, nil, conflict("instance %q cannot be deleted: no ServiceBroker named %q exists, so it cannot be deprovisioned at its broker; "+
 				"the instance stays as it was (no deletion was started); recreate ServiceBroker %q with the URL of the broker that holds the instance, then delete again; or %s",
-				si.Name, si.Spec.BrokerName, si.Spec.BrokerName, wayOut(v1alpha1.KindServiceInstance, si.Namespace, si.Name))
+				si.Name, si.Spec.BrokerName, si.Spec.BrokerName, wayOut(v1alpha1.InstanceKind(si), si.Namespace, si.Name))
 		}
 		return &Target{}, errs, err
 	}
@@ -45,7 +45,7 @@ func (l *instanceLookup) find(ctx context.Context, a *Attributes[Instance]) (*Ta
 	if errs != nil {
 		if deleting {
 			return nil, nil, conflict("instance %q cannot be deleted: %s, and the deprovision must name the instance's service and plan; "+
-				"the instance stays as it was (no deletion was started); %s", si.Name, errs[0].Detail, wayOut(v1alpha1.KindServiceInstance, si.Namespace, si.Name))
+				"the instance stays as it was (no deletion was started); %s", si.Name, errs[0].Detail, wayOut(v1alpha1.InstanceKind(si), si.Namespace, si.Name))
 		}
 		return &Target{}, errs, nil
 	}

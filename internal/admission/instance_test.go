@@ -15,9 +15,12 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -59,10 +62,23 @@ func newInterceptedHarness(t testing.TB, funcs interceptor.Funcs, objects ...run
 	objects = append(objects, &v1alpha1.ServiceBroker{ObjectMeta: metav1.ObjectMeta{Name: "acme"}, Spec: v1alpha1.ServiceBrokerSpec{URL: b.URL()}})
 	require.NoError(t, corev1.AddToScheme(scheme))
 	require.NoError(t, coordinationv1.AddToScheme(scheme))
-	reader := fake.NewClientBuilder().WithScheme(scheme).WithRuntimeObjects(objects...).
+	require.NoError(t, apiextensionsv1.AddToScheme(scheme))
+	builder := fake.NewClientBuilder().WithScheme(scheme).WithRuntimeObjects(objects...).
 		WithIndex(&v1alpha1.ServiceInstance{}, v1alpha1.FieldExternalID, ExternalIDIndex).
-		WithIndex(&v1alpha1.ServiceBinding{}, v1alpha1.FieldExternalID, ExternalIDIndex).
-		WithStatusSubresource(&v1alpha1.BrokerOperation{}).WithInterceptorFuncs(funcs).Build()
+		WithIndex(&v1alpha1.ServiceBinding{}, v1alpha1.FieldExternalID, ExternalIDIndex)
+	// The objects of typed kinds are selectable by spec.externalID, as
+	// their CRDs declare.
+	for _, o := range objects {
+		if crd, ok := o.(*apiextensionsv1.CustomResourceDefinition); ok {
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(schema.GroupVersionKind{Group: crd.Spec.Group, Version: crd.Spec.Versions[0].Name, Kind: crd.Spec.Names.Kind})
+			builder = builder.WithIndex(u, v1alpha1.FieldExternalID, func(o client.Object) []string {
+				id, _, _ := unstructured.NestedString(o.(*unstructured.Unstructured).Object, "spec", "externalID")
+				return []string{id}
+			})
+		}
+	}
+	reader := builder.WithStatusSubresource(&v1alpha1.BrokerOperation{}).WithInterceptorFuncs(funcs).Build()
 
 	c, err := osbclient.New(b.Config())
 	require.NoError(t, err)

@@ -52,22 +52,23 @@ type reconcilePolicy[T client.Object] struct {
 
 func (g *reconcilePolicy[T]) Pass(ctx context.Context, a *Attributes[T]) (bool, admission.Warnings, error) {
 	obj := a.Object()
+	kind := objectKind(obj, g.kind)
 	policy, ok := v1alpha1.PolicyOf(obj)
 	annotation := field.NewPath("metadata", "annotations").Key(v1alpha1.AnnotationReconcilePolicy)
 	if !ok {
-		return true, nil, invalid(g.kind, obj.GetName(), field.ErrorList{field.NotSupported(annotation, string(policy),
+		return true, nil, invalid(kind, obj.GetName(), field.ErrorList{field.NotSupported(annotation, string(policy),
 			[]string{string(v1alpha1.PolicyManage), string(v1alpha1.PolicyDetachOnDelete), string(v1alpha1.PolicyObserve)})})
 	}
-	word := strings.ToLower(g.kind.Kind)
+	word := strings.ToLower(kind.Kind)
 	switch a.Operation {
 	case admissionv1.Create:
 		adopting := v1alpha1.Adopting(obj)
 		if adopting && v1alpha1.ExternalIDOf(obj) == "" {
-			return true, nil, invalid(g.kind, obj.GetName(), field.ErrorList{field.Required(field.NewPath("spec", "externalID"),
+			return true, nil, invalid(kind, obj.GetName(), field.ErrorList{field.Required(field.NewPath("spec", "externalID"),
 				fmt.Sprintf("%s=true adopts what the broker holds under this id: name it", v1alpha1.AnnotationAdopt))})
 		}
 		if policy == v1alpha1.PolicyObserve && !adopting {
-			return true, nil, invalid(g.kind, obj.GetName(), field.ErrorList{field.Invalid(annotation, string(policy), fmt.Sprintf(
+			return true, nil, invalid(kind, obj.GetName(), field.ErrorList{field.Invalid(annotation, string(policy), fmt.Sprintf(
 				"under observe lockstep never changes the broker, so it cannot create at the broker: to observe what the broker already holds, also set %s=true and spec.externalID",
 				v1alpha1.AnnotationAdopt))})
 		}
@@ -109,8 +110,13 @@ func (g *reconcilePolicy[T]) Pass(ctx context.Context, a *Attributes[T]) (bool, 
 // only commits it should the first ask have failed to.
 func (g *reconcilePolicy[T]) detach(ctx context.Context, a *Attributes[T], policy v1alpha1.ReconcilePolicy) error {
 	obj := a.Old
+	kind := objectKind(obj, g.kind)
+	group := ""
+	if kind.Group != v1alpha1.GroupVersion.Group {
+		group = kind.Group
+	}
 	in := journal.Intent{
-		ID: string(obj.GetUID()), Target: obj, Kind: v1alpha1.TargetKind(g.kind.Kind), ExternalID: v1alpha1.ExternalIDOf(obj), Broker: g.brokerOf(ctx, obj),
+		ID: string(obj.GetUID()), Target: obj, Kind: v1alpha1.TargetKind(kind.Kind), APIGroup: group, ExternalID: v1alpha1.ExternalIDOf(obj), Broker: g.brokerOf(ctx, obj),
 		Verb: v1alpha1.VerbDetach, User: a.User,
 	}
 	rec, err := g.journal.Begin(ctx, in) // reads the record when it exists

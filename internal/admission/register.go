@@ -12,6 +12,14 @@ package admission
 // +kubebuilder:rbac:groups=lockstep.dev,resources=serviceinstances;servicebindings,verbs=list;watch
 // +kubebuilder:rbac:groups=lockstep.dev,resources=servicebrokers,verbs=get
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create;update
+//
+// The webhooks of typed kinds read each kind's CustomResourceDefinition
+// from the cache (TypedKinds), and ask the API server which object of a
+// typed kind holds an external id (list); the journal reads the object of
+// a typed kind a record names (get).
+//
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch
+// +kubebuilder:rbac:groups=services.lockstep.dev,resources=*,verbs=get;list
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -56,6 +64,10 @@ const (
 	ValidateBrokerPath   = "/validate-lockstep-dev-v1alpha1-servicebroker"
 	// ValidateMarketplacePath serves ServiceOfferings and ServicePlans.
 	ValidateMarketplacePath = "/validate-lockstep-dev-v1alpha1-marketplace"
+	// MutateTypedPath and ValidateTypedPath serve the objects of every
+	// typed kind (group services.lockstep.dev).
+	MutateTypedPath   = "/mutate-services-lockstep-dev-v1alpha1-typed"
+	ValidateTypedPath = "/validate-services-lockstep-dev-v1alpha1-typed"
 )
 
 // Handlers are the handlers lockstep serves.
@@ -67,6 +79,9 @@ type Handlers struct {
 	StatusGuard       *StatusGuard
 	BrokerGuard       *BrokerGuard
 	MarketplaceGuard  *MarketplaceGuard
+	// TypedKinds, when set, serves the objects of typed kinds with the
+	// instance defaulter and validator.
+	TypedKinds *TypedKinds
 }
 
 // Register adds the handlers to a webhook server at their paths, each as a
@@ -84,6 +99,10 @@ func Register(srv webhook.Server, scheme *runtime.Scheme, h Handlers) {
 	}
 	if h.MarketplaceGuard != nil {
 		srv.Register(ValidateMarketplacePath, MarketplaceGuardWebhook(h.MarketplaceGuard))
+	}
+	if h.TypedKinds != nil {
+		srv.Register(MutateTypedPath, TypedDefaulterWebhook(h.TypedKinds, h.InstanceDefaulter))
+		srv.Register(ValidateTypedPath, TypedValidatorWebhook(h.TypedKinds, h.InstanceValidator))
 	}
 }
 
@@ -123,6 +142,16 @@ func BindingDefaulterWebhook(scheme *runtime.Scheme, d *Defaulter[Binding]) *adm
 // so that nothing ever blocks finalizer removal.
 
 // +kubebuilder:webhook:path=/validate-lockstep-dev-v1alpha1-serviceinstance,mutating=false,failurePolicy=fail,sideEffects=NoneOnDryRun,timeoutSeconds=30,groups=lockstep.dev,resources=serviceinstances,verbs=create;update;delete,versions=v1alpha1,name=serviceinstances.validate.lockstep.dev,admissionReviewVersions=v1,serviceName=lockstep-webhook,serviceNamespace=LOCKSTEP_NAMESPACE,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","LOCKSTEP_NAMESPACE"]}]},"matchConditions":[{"name":"not-metadata-only","expression":"request.operation != 'UPDATE' || (!has(oldObject.metadata.deletionTimestamp) && (!has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec))"}]}`
+
+// The webhooks of typed kinds are the instance webhooks for every resource
+// of group services.lockstep.dev, with the same settings and
+// matchConditions: one rule covers every kind lockstep renders, present
+// and future, so that no webhook configuration changes when an offering
+// is activated. The status guard covers their status too.
+
+// +kubebuilder:webhook:path=/mutate-services-lockstep-dev-v1alpha1-typed,mutating=true,failurePolicy=fail,sideEffects=None,timeoutSeconds=5,reinvocationPolicy=Never,groups=services.lockstep.dev,resources=*,verbs=create;update,versions=v1alpha1,name=typed.mutate.lockstep.dev,admissionReviewVersions=v1,serviceName=lockstep-webhook,serviceNamespace=LOCKSTEP_NAMESPACE,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","LOCKSTEP_NAMESPACE"]}]},"matchConditions":[{"name":"create-or-not-yet-defaulted","expression":"request.operation != 'UPDATE' || !(has(object.metadata.deletionTimestamp) || (has(object.metadata.finalizers) && 'lockstep.dev/broker' in object.metadata.finalizers && has(object.spec) && has(object.spec.externalID) && object.spec.externalID != '' && has(object.spec.brokerName) && object.spec.brokerName != ''))"}]}`
+// +kubebuilder:webhook:path=/validate-services-lockstep-dev-v1alpha1-typed,mutating=false,failurePolicy=fail,sideEffects=NoneOnDryRun,timeoutSeconds=30,groups=services.lockstep.dev,resources=*,verbs=create;update;delete,versions=v1alpha1,name=typed.validate.lockstep.dev,admissionReviewVersions=v1,serviceName=lockstep-webhook,serviceNamespace=LOCKSTEP_NAMESPACE,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","LOCKSTEP_NAMESPACE"]}]},"matchConditions":[{"name":"not-metadata-only","expression":"request.operation != 'UPDATE' || (!has(oldObject.metadata.deletionTimestamp) && (!has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec))"}]}`
+// +kubebuilder:webhook:path=/validate-lockstep-dev-v1alpha1-status,mutating=false,failurePolicy=fail,sideEffects=None,timeoutSeconds=5,groups=services.lockstep.dev,resources=*/status,verbs=update,versions=v1alpha1,name=typedstatus.validate.lockstep.dev,admissionReviewVersions=v1,serviceName=lockstep-webhook,serviceNamespace=LOCKSTEP_NAMESPACE,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","LOCKSTEP_NAMESPACE"]}]},"matchConditions":[{"name":"not-lockstep","expression":"request.userInfo.username != \"system:serviceaccount:LOCKSTEP_NAMESPACE:lockstep\""}]}`
 
 // InstanceValidatorWebhook serves the ServiceInstance validator.
 func InstanceValidatorWebhook(v *Validator[Instance]) *admission.Webhook {

@@ -17,8 +17,12 @@ import (
 // Validator is the validating chain for one kind. It implements
 // controller-runtime's admission.Validator[T].
 type Validator[T client.Object] struct {
-	// Kind names the kind in error messages.
+	// Kind names the kind in error messages (objectKind: the model of a
+	// typed object names its own).
 	Kind schema.GroupKind
+	// Paths, when set, names the fields of an object's errors as the
+	// object has them (the model of a typed object: typedPaths).
+	Paths func(obj T, errs field.ErrorList) field.ErrorList
 	// SameSpec reports whether an update leaves the spec as it was.
 	SameSpec func(old, new T) bool
 	// Gate, when set, may decide a request before any check (the
@@ -92,7 +96,11 @@ func (v *Validator[T]) admit(ctx context.Context, a *Attributes[T]) (_ admission
 		return warnings, err
 	}
 	if len(errs) > 0 {
-		return warnings, invalid(v.Kind, a.Object().GetName(), errs)
+		obj := a.Object()
+		if v.Paths != nil {
+			errs = v.Paths(obj, errs)
+		}
+		return warnings, invalid(objectKind(obj, v.Kind), obj.GetName(), errs)
 	}
 	if a.DryRun {
 		reason = metrics.ReasonDryRun
@@ -158,4 +166,14 @@ func (v *Validator[T]) count(op admissionv1.Operation, reason string, err error)
 		result, reason = metrics.Denied, metrics.ReasonOf(err)
 	}
 	metrics.AdmissionDecision(v.Kind.Kind, string(op), result, reason)
+}
+
+// objectKind names obj's kind in messages and records: the kind its
+// TypeMeta carries when that is of another group than the chain's kind
+// (the model of an object of a typed kind), else the chain's kind.
+func objectKind(obj client.Object, chain schema.GroupKind) schema.GroupKind {
+	if gk := obj.GetObjectKind().GroupVersionKind().GroupKind(); gk.Kind != "" && gk.Group != chain.Group {
+		return gk
+	}
+	return chain
 }

@@ -127,7 +127,8 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 		// Leases (the per-object locks) are read directly too: no informer
 		// on every Lease of the cluster.
 		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &coordinationv1.Lease{}}}},
-		// Of the CRDs, only those of typed kinds, which lockstep applies.
+		// Of the cluster's CRDs, only those of typed kinds, which
+		// lockstep renders and labels, are cached.
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			&corev1.Secret{}: {Label: secretSelector()},
 			&apiextensionsv1.CustomResourceDefinition{}: {Label: labels.SelectorFromSet(labels.Set{render.LabelManagedBy: render.ManagedBy})},
@@ -261,6 +262,7 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 		InstanceValidator: admission.NewInstanceValidator(deps, nil),
 		BindingDefaulter:  admission.NewBindingDefaulter(),
 		BindingValidator:  admission.NewBindingValidator(deps, nil),
+		TypedKinds:        &admission.TypedKinds{Reader: mgr.GetClient(), Direct: mgr.GetAPIReader()},
 	})
 
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {

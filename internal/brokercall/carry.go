@@ -63,7 +63,7 @@ func (p *Protocol) Carry(ctx context.Context, req Request) Result {
 // intent is what the lock and the record say of req.
 func (p *Protocol) intent(req Request) journal.Intent {
 	in := journal.Intent{
-		ID: uuid.NewString(), Target: req.Object, Kind: req.Kind, ExternalID: req.InstanceID, Broker: req.Broker,
+		ID: uuid.NewString(), Target: req.Object, Kind: req.Kind, APIGroup: req.APIGroup, ExternalID: req.InstanceID, Broker: req.Broker,
 		Verb: req.Verb, User: req.Who.userInfo(), SpecHash: journal.SpecHash(journal.SpecOf(req.Object)),
 		ServiceID: req.ServiceID, PlanID: req.PlanID,
 		ParametersDigest: req.ParametersDigest, CreateOnlyDigest: req.CreateOnlyDigest,

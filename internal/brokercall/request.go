@@ -21,7 +21,10 @@ type Request struct {
 	// Verb is what to ask: provision, update, deprovision, bind, unbind,
 	// or adopt (read what the broker holds, change nothing).
 	Verb v1alpha1.Verb
-	Kind v1alpha1.TargetKind
+	// Kind is the object's kind, and APIGroup its group when that is not
+	// lockstep.dev (an instance of a typed kind).
+	Kind     v1alpha1.TargetKind
+	APIGroup string
 	// Object is the instance or binding, its spec as the change leaves it
 	// (on a delete: as it is). Nil for the undo of an object that never
 	// persisted (ForRecord).
@@ -83,7 +86,7 @@ type Held struct {
 // who.
 func ForInstance(verb v1alpha1.Verb, si *v1alpha1.ServiceInstance, entry *catalog.Entry, plan catalog.Plan, who Who) Request {
 	return Request{
-		Verb: verb, Kind: v1alpha1.KindServiceInstance, Object: si,
+		Verb: verb, Kind: v1alpha1.InstanceKind(si), APIGroup: v1alpha1.InstanceAPIGroup(si), Object: si,
 		Namespace: si.Namespace, Name: si.Name, InstanceName: si.Name,
 		Broker: entry.Broker, Client: entry.Client,
 		InstanceID: si.Spec.ExternalID, ServiceID: plan.Service.ID, PlanID: plan.Plan.ID,
@@ -110,7 +113,7 @@ func ForBinding(verb v1alpha1.Verb, b *v1alpha1.ServiceBinding, si *v1alpha1.Ser
 func ForRecord(verb v1alpha1.Verb, op *v1alpha1.BrokerOperation, entry *catalog.Entry, who Who) Request {
 	t := op.Spec.Target
 	r := Request{
-		Verb: verb, Kind: t.Kind, Namespace: journal.TargetNamespace(op), Name: t.Name, InstanceName: t.Name,
+		Verb: verb, Kind: t.Kind, APIGroup: t.APIGroup, Namespace: journal.TargetNamespace(op), Name: t.Name, InstanceName: t.Name,
 		Broker: entry.Broker, Client: entry.Client,
 		InstanceID: t.ExternalID, ServiceID: op.Spec.ServiceID, PlanID: op.Spec.PlanID, PreviousPlanID: op.Spec.PreviousPlanID,
 		Who: who, Offering: credentials.Offering{Provider: entry.Broker},

@@ -49,9 +49,11 @@ type Journal struct {
 type Intent struct {
 	// ID identifies the operation; it is sent to the broker as
 	// X-Broker-API-Request-Identity.
-	ID         string
-	Target     client.Object
-	Kind       v1alpha1.TargetKind
+	ID     string
+	Target client.Object
+	Kind   v1alpha1.TargetKind
+	// APIGroup is Kind's group when it is not lockstep.dev (a typed kind).
+	APIGroup   string
 	ExternalID string
 	Broker     string
 	Verb       v1alpha1.Verb
@@ -111,7 +113,7 @@ func (j *Journal) Draft(in Intent) *v1alpha1.BrokerOperation {
 		},
 		Spec: v1alpha1.BrokerOperationSpec{
 			Target: v1alpha1.OperationTarget{
-				Kind: in.Kind, Name: in.Target.GetName(), Namespace: in.Target.GetNamespace(), UID: in.Target.GetUID(),
+				Kind: in.Kind, APIGroup: in.APIGroup, Name: in.Target.GetName(), Namespace: in.Target.GetNamespace(), UID: in.Target.GetUID(),
 				ExternalID: in.ExternalID, InstanceID: in.InstanceID,
 			},
 			BrokerName:       in.Broker,

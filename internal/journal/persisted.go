@@ -7,11 +7,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/typed/object"
 )
 
 // Target reads the object an operation's record is about; nil when reader
-// does not hold it with the operation's uid.
+// does not hold it with the operation's uid. An object of a typed kind
+// (the record names its group) is returned as its model, a
+// *v1alpha1.ServiceInstance with the typed kind in its TypeMeta
+// (object.ToInstance), whose spec is the one its records hash.
 func Target(ctx context.Context, reader client.Reader, op *v1alpha1.BrokerOperation) (client.Object, error) {
+	if op.Spec.Target.APIGroup != "" {
+		return typedTarget(ctx, reader, op)
+	}
 	var obj client.Object = &v1alpha1.ServiceInstance{}
 	if op.Spec.Target.Kind == v1alpha1.KindServiceBinding {
 		obj = &v1alpha1.ServiceBinding{}
@@ -45,4 +52,21 @@ func Persisted(op *v1alpha1.BrokerOperation, target client.Object) bool {
 		return target == nil || target.GetDeletionTimestamp() != nil
 	}
 	return false
+}
+
+// typedTarget reads the object of a typed kind a record is about, as
+// Target does.
+func typedTarget(ctx context.Context, reader client.Reader, op *v1alpha1.BrokerOperation) (client.Object, error) {
+	k, ok, err := object.KindNamed(ctx, reader, op.Spec.Target.APIGroup, string(op.Spec.Target.Kind))
+	if err != nil || !ok {
+		return nil, err
+	}
+	_, si, err := object.Read(ctx, reader, k, TargetNamespace(op), op.Spec.Target.Name)
+	if err != nil || si == nil {
+		return nil, err
+	}
+	if op.Spec.Target.UID != "" && si.UID != op.Spec.Target.UID {
+		return nil, nil
+	}
+	return si, nil
 }

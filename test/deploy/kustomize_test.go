@@ -186,7 +186,7 @@ func TestWebhooksSkipSystemNamespaces(t *testing.T) {
 // Deployment runs as, so that nobody else's writes skip the guards. No
 // other webhook skips anyone by name.
 func TestGuardsSkipOnlyLockstepsOwnWrites(t *testing.T) {
-	skipsLockstep := map[string]bool{"status.validate.lockstep.dev": true, "marketplace.validate.lockstep.dev": true}
+	skipsLockstep := map[string]bool{"status.validate.lockstep.dev": true, "typedstatus.validate.lockstep.dev": true, "marketplace.validate.lockstep.dev": true}
 	for _, variant := range variants {
 		t.Run(variant, func(t *testing.T) {
 			d := find(t, variant, "Deployment", "lockstep")

@@ -1,0 +1,485 @@
+package admission
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	admissionv1 "k8s.io/api/admission/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/broker/fakebroker"
+	"github.com/lockstep-dev/lockstep/internal/broker/osbapi"
+	"github.com/lockstep-dev/lockstep/internal/catalog"
+	"github.com/lockstep-dev/lockstep/internal/typed/render"
+)
+
+// typedCRD is the CRD of the typed kind of service db of broker acme (the
+// test broker's default catalog): kind Db, resource dbs.
+func typedCRD(t testing.TB) *apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	cat := fakebroker.DefaultCatalog()
+	i := slices.IndexFunc(cat.Services, func(s osbapi.Service) bool { return s.Name == fakebroker.ServiceDB })
+	require.GreaterOrEqual(t, i, 0)
+	crd, _, err := render.Render("acme", &cat.Services[i], render.Options{})
+	require.NoError(t, err)
+	return crd
+}
+
+// side is one way to ask for an instance: as a ServiceInstance, or as an
+// object of the typed kind Db.
+type side struct {
+	name     string
+	kind     metav1.GroupVersionKind
+	resource metav1.GroupVersionResource
+	// raw is the object as the API server sends it.
+	raw func(t testing.TB, si Instance) []byte
+	// validator and defaulter serve the side's webhooks.
+	validator func(h *harness) *admission.Webhook
+	defaulter func(h *harness) *admission.Webhook
+	// normal says the side's answers in the words of a ServiceInstance's.
+	normal func(s string) string
+}
+
+var sides = []side{
+	{
+		name:     "ServiceInstance",
+		kind:     metav1.GroupVersionKind{Group: "lockstep.dev", Version: "v1alpha1", Kind: "ServiceInstance"},
+		resource: metav1.GroupVersionResource{Group: "lockstep.dev", Version: "v1alpha1", Resource: "serviceinstances"},
+		raw: func(t testing.TB, si Instance) []byte {
+			c := si.DeepCopy()
+			c.TypeMeta = metav1.TypeMeta{APIVersion: "lockstep.dev/v1alpha1", Kind: "ServiceInstance"}
+			raw, err := json.Marshal(c)
+			require.NoError(t, err)
+			return raw
+		},
+		validator: func(h *harness) *admission.Webhook { return InstanceValidatorWebhook(h.validator) },
+		defaulter: func(h *harness) *admission.Webhook {
+			return InstanceDefaulterWebhook(h.client.Scheme(), NewInstanceDefaulter(h.client))
+		},
+		normal: func(s string) string { return s },
+	},
+	{
+		name:     "typed kind",
+		kind:     metav1.GroupVersionKind{Group: "services.lockstep.dev", Version: "v1alpha1", Kind: "Db"},
+		resource: metav1.GroupVersionResource{Group: "services.lockstep.dev", Version: "v1alpha1", Resource: "dbs"},
+		raw:      typedRaw,
+		validator: func(h *harness) *admission.Webhook {
+			return TypedValidatorWebhook(&TypedKinds{Reader: h.client}, h.validator)
+		},
+		defaulter: func(h *harness) *admission.Webhook {
+			d := NewInstanceDefaulter(h.client)
+			InstanceDefaulterWebhook(h.client.Scheme(), d)
+			return TypedDefaulterWebhook(&TypedKinds{Reader: h.client}, d)
+		},
+		normal: strings.NewReplacer(
+			"Db.services.lockstep.dev", "ServiceInstance.lockstep.dev",
+			"spec.plan", "spec.planName", "/spec/plan", "/spec/planName",
+			"kubectl annotate db ", "kubectl annotate serviceinstance ",
+		).Replace,
+	},
+}
+
+// typedRaw is the object of kind Db whose model is si, as the API server
+// sends it.
+func typedRaw(t testing.TB, si Instance) []byte {
+	t.Helper()
+	raw, err := json.Marshal(si)
+	require.NoError(t, err)
+	var obj map[string]any
+	require.NoError(t, json.Unmarshal(raw, &obj))
+	obj["apiVersion"], obj["kind"] = "services.lockstep.dev/v1alpha1", "Db"
+	spec := obj["spec"].(map[string]any)
+	spec["plan"] = spec["planName"]
+	delete(spec, "planName")
+	delete(spec, "serviceName")
+	if status, ok := obj["status"].(map[string]any); ok && len(status) == 0 {
+		delete(obj, "status")
+	}
+	raw, err = json.Marshal(obj)
+	require.NoError(t, err)
+	return raw
+}
+
+// request is the admission request of op on old and new, of side s.
+func (s side) request(t testing.TB, op admissionv1.Operation, old, new Instance, dryRun bool) admission.Request {
+	req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+		UID: "req-1", Operation: op, DryRun: &dryRun, Kind: s.kind, Resource: s.resource, Name: "db", Namespace: "team",
+		UserInfo: authenticationv1.UserInfo{Username: "alice", Groups: []string{"devs"}},
+	}}
+	if new != nil {
+		req.Object = runtime.RawExtension{Raw: s.raw(t, new)}
+	}
+	if old != nil {
+		req.OldObject = runtime.RawExtension{Raw: s.raw(t, old)}
+	}
+	return req
+}
+
+// answer is what one side answered and recorded, in a ServiceInstance's
+// words.
+type answer struct {
+	Allowed bool
+	Code    int32
+	Message string
+	Fields  []string
+	Calls   map[fakebroker.Op]int
+	Records []record
+}
+
+type record struct {
+	Verb                       v1alpha1.Verb
+	Phase                      v1alpha1.OperationPhase
+	HTTPStatus                 int32
+	Description                string
+	PlanID, PreviousPlanID     string
+	SpecHash, ExternalID, User string
+	Digest                     string
+}
+
+// TestTypedKindIsAdmittedAsServiceInstance runs one table on both sides:
+// the same request, as a ServiceInstance and as an object of typed kind
+// Db of the same service, with the same broker behaviour, gets the same
+// answer (in the words of its kind), the same broker calls and the same
+// journal records, which name the typed kind and its group.
+func TestTypedKindIsAdmittedAsServiceInstance(t *testing.T) {
+	existing := fakebroker.Instance{ID: "ext-1", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID}
+	put := func(b *fakebroker.Broker) { b.PutInstance(existing) }
+	tests := []struct {
+		name     string
+		op       admissionv1.Operation
+		old, new Instance
+		dryRun   bool
+		script   func(b *fakebroker.Broker)
+		objects  []runtime.Object
+		allowed  bool
+		wantMsg  string // in a ServiceInstance's words
+	}{
+		{name: "create provisions", op: admissionv1.Create, new: instance("small", `{"region":"eu","storageGB":10}`), allowed: true},
+		{name: "dry-run create calls nobody", op: admissionv1.Create, new: instance("small", `{"region":"eu"}`), dryRun: true, allowed: true},
+		{name: "create refused by the broker", op: admissionv1.Create, new: instance("small", ""),
+			script: func(b *fakebroker.Broker) {
+				b.Script(fakebroker.OpProvision, fakebroker.Respond{Status: 400, Error: "BadRequest", Description: "no room"})
+			},
+			wantMsg: `"no room"`},
+		{name: "create on an unknown plan", op: admissionv1.Create, new: instance("huge", ""), wantMsg: `spec.planName: Invalid value: "huge"`},
+		{name: "parameters against the schema", op: admissionv1.Create, new: instance("small", `{"storageGB":0}`), wantMsg: "spec.parameters.storageGB"},
+		{name: "parameters update", op: admissionv1.Update, old: instance("small", `{"storageGB":10}`), new: instance("small", `{"storageGB":20}`),
+			script: put, allowed: true},
+		{name: "plan change", op: admissionv1.Update, old: instance("small", ""), new: instance("large", ""), script: put, allowed: true},
+		{name: "dry-run plan change calls nobody", op: admissionv1.Update, old: instance("small", ""), new: instance("large", ""), dryRun: true, allowed: true},
+		{name: "plan change the catalog forbids", op: admissionv1.Update, old: instance("fixed", ""), new: instance("small", ""),
+			wantMsg: `spec.planName: Invalid value: "small": broker "acme" does not allow plan changes`},
+		{name: "create-only parameter change", op: admissionv1.Update, old: instance("small", `{"region":"eu"}`), new: instance("small", `{"region":"us"}`),
+			wantMsg: "spec.parameters.region"},
+		{name: "update refused by the broker", op: admissionv1.Update, old: instance("small", ""), new: instance("large", ""),
+			script: func(b *fakebroker.Broker) {
+				put(b)
+				b.Script(fakebroker.OpUpdate, fakebroker.Respond{Status: 422, Error: "MaintenanceInfoConflict", Description: "upgrade first"})
+			},
+			wantMsg: `the instance keeps plan "small"`},
+		{name: "label change calls nobody", op: admissionv1.Update, old: instance("small", ""),
+			new: instance("small", "", func(si *v1alpha1.ServiceInstance) { si.Labels = map[string]string{"a": "b"} }), allowed: true},
+		{name: "parameters from a Secret", op: admissionv1.Create, new: instance("small", `{"storageGB":10}`, from("db-admin/params")),
+			objects: []runtime.Object{paramsSecret("db-admin", map[string]string{"params": `{"region":"` + secretMark + `"}`})}, allowed: true},
+		{name: "parameters from a Secret that is not there", op: admissionv1.Create, new: instance("small", "", from("nope/params")),
+			wantMsg: `spec.parametersFrom[0].secretKeyRef.name: Invalid value: "nope"`},
+		{name: "adoption of what the broker holds", op: admissionv1.Create,
+			new: instance("small", "", func(si *v1alpha1.ServiceInstance) {
+				si.Annotations = map[string]string{v1alpha1.AnnotationAdopt: "true"}
+			}), script: put, allowed: true},
+		{name: "adoption of what the broker does not hold", op: admissionv1.Create,
+			new: instance("small", "", func(si *v1alpha1.ServiceInstance) {
+				si.Annotations = map[string]string{v1alpha1.AnnotationAdopt: "true"}
+			}), wantMsg: "ext-1"},
+		{name: "update of an object being deleted calls nobody", op: admissionv1.Update,
+			old: instance("small", "", func(si *v1alpha1.ServiceInstance) { si.DeletionTimestamp = &metav1.Time{Time: time.Now()} }),
+			new: instance("large", `{"storageGB":5000}`, func(si *v1alpha1.ServiceInstance) {
+				si.DeletionTimestamp, si.Finalizers = &metav1.Time{Time: time.Now()}, nil
+			}), allowed: true},
+		{name: "delete deprovisions", op: admissionv1.Delete, old: instance("small", ""), script: put, allowed: true},
+		{name: "delete refused by the broker", op: admissionv1.Delete, old: instance("small", ""),
+			script: func(b *fakebroker.Broker) {
+				put(b)
+				b.Script(fakebroker.OpDeprovision, fakebroker.Respond{Status: 400, Error: "BadRequest", Description: "backups running"})
+			},
+			wantMsg: "kubectl annotate serviceinstance db -n team lockstep.dev/reconcile-policy=detach-on-delete"},
+		{name: "delete without the broker", op: admissionv1.Delete,
+			old: instance("small", "", func(si *v1alpha1.ServiceInstance) {
+				si.Annotations = map[string]string{v1alpha1.AnnotationReconcilePolicy: string(v1alpha1.PolicyDetachOnDelete)}
+			}), allowed: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			answers := make([]answer, len(sides))
+			for i, s := range sides {
+				h := newHarness(t, append([]runtime.Object{typedCRD(t)}, tt.objects...)...)
+				if tt.script != nil {
+					tt.script(h.broker)
+				}
+				resp := s.validator(h).Handle(context.Background(), s.request(t, tt.op, tt.old, tt.new, tt.dryRun))
+				h.answers.Wait()
+				a := answer{Allowed: resp.Allowed, Calls: map[fakebroker.Op]int{}}
+				if r := resp.Result; r != nil && !resp.Allowed {
+					a.Code, a.Message = r.Code, s.normal(r.Message)
+					if r.Details != nil {
+						for _, c := range r.Details.Causes {
+							a.Fields = append(a.Fields, s.normal(c.Field))
+						}
+					}
+				}
+				for _, c := range h.broker.Calls() {
+					a.Calls[c.Op]++
+				}
+				var ops v1alpha1.BrokerOperationList
+				require.NoError(t, h.client.List(context.Background(), &ops))
+				for _, op := range ops.Items {
+					a.Records = append(a.Records, record{
+						Verb: op.Spec.Verb, Phase: op.Status.Phase, HTTPStatus: op.Status.HTTPStatus, Description: s.normal(op.Status.Description),
+						PlanID: op.Spec.PlanID, PreviousPlanID: op.Spec.PreviousPlanID, SpecHash: op.Spec.SpecHash, Digest: op.Spec.ParametersDigest,
+						ExternalID: op.Spec.Target.ExternalID, User: op.Spec.Requester.Username,
+					})
+					if s.kind.Kind == "Db" {
+						assert.Equal(t, v1alpha1.TargetKind("Db"), op.Spec.Target.Kind, "the record names the typed kind")
+						assert.Equal(t, "services.lockstep.dev", op.Spec.Target.APIGroup)
+						assert.Equal(t, "Db", op.Labels["lockstep.dev/target-kind"])
+					} else {
+						assert.Equal(t, v1alpha1.KindServiceInstance, op.Spec.Target.Kind)
+						assert.Empty(t, op.Spec.Target.APIGroup)
+					}
+				}
+				answers[i] = a
+				if s.kind.Kind == "Db" && !resp.Allowed && resp.Result != nil {
+					assert.NotContains(t, resp.Result.Message, "ServiceInstance", "the typed kind is named")
+					assert.NotContains(t, resp.Result.Message, "planName")
+				}
+			}
+			assert.Equal(t, tt.allowed, answers[0].Allowed, answers[0].Message)
+			if tt.wantMsg != "" {
+				assert.Contains(t, answers[0].Message, tt.wantMsg)
+			}
+			assert.Equal(t, answers[0], answers[1], "the typed kind is answered and recorded as the ServiceInstance")
+		})
+	}
+}
+
+// TestTypedKindDefaults: the typed kind's defaults are the instance
+// defaulter's, as a patch of the typed object (spec.brokerName is the
+// kind's broker), and an object being deleted is left alone.
+func TestTypedKindDefaults(t *testing.T) {
+	fresh := instance("small", "", func(si *v1alpha1.ServiceInstance) {
+		si.Finalizers, si.Spec.ExternalID, si.Spec.BrokerName = nil, "", ""
+	})
+	tests := []struct {
+		name     string
+		op       admissionv1.Operation
+		old, new Instance
+		paths    []string
+	}{
+		{name: "create", op: admissionv1.Create, new: fresh,
+			paths: []string{"/metadata/finalizers", "/spec/brokerName", "/spec/externalID"}},
+		{name: "update that leaves defaulted fields out", op: admissionv1.Update, old: instance("small", ""), new: fresh,
+			paths: []string{"/metadata/finalizers", "/spec/brokerName", "/spec/externalID"}},
+		{name: "update of an object being deleted", op: admissionv1.Update,
+			old: instance("small", "", func(si *v1alpha1.ServiceInstance) { si.DeletionTimestamp = &metav1.Time{Time: time.Now()} }),
+			new: instance("small", "", func(si *v1alpha1.ServiceInstance) {
+				si.DeletionTimestamp, si.Finalizers = &metav1.Time{Time: time.Now()}, nil
+			})},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, s := range sides {
+				h := newHarness(t, typedCRD(t))
+				resp := s.defaulter(h).Handle(context.Background(), s.request(t, tt.op, tt.old, tt.new, false))
+				require.True(t, resp.Allowed, s.name)
+				var paths []string
+				for _, p := range resp.Patches {
+					paths = append(paths, s.normal(p.Path))
+				}
+				slices.Sort(paths)
+				assert.Equal(t, tt.paths, paths, s.name)
+				for _, p := range resp.Patches {
+					if p.Path == "/spec/brokerName" {
+						assert.Equal(t, "acme", p.Value, s.name)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestTypedKindRefusals: what only a typed kind refuses.
+func TestTypedKindRefusals(t *testing.T) {
+	typed := sides[1]
+	foreign := typedCRD(t)
+	delete(foreign.Labels, render.LabelManagedBy)
+	tests := []struct {
+		name     string
+		crd      *apiextensionsv1.CustomResourceDefinition
+		op       admissionv1.Operation
+		old, new Instance
+		code     int32 // 0: allowed
+		message  []string
+	}{
+		{name: "another broker than the kind's", crd: typedCRD(t), op: admissionv1.Create,
+			new:  instance("small", "", func(si *v1alpha1.ServiceInstance) { si.Spec.BrokerName = "other" }),
+			code: http.StatusUnprocessableEntity, message: []string{`Db.services.lockstep.dev "db" is invalid: spec.brokerName`, `service "db" of broker "acme"`}},
+		{name: "a kind lockstep did not make", crd: foreign, op: admissionv1.Create, new: instance("small", ""),
+			code: http.StatusForbidden, message: []string{"was not made by lockstep", "spec.typedKinds"}},
+		{name: "a kind lockstep did not make may be deleted", crd: foreign, op: admissionv1.Delete, old: instance("small", "")},
+		{name: "no kind at all", op: admissionv1.Create, new: instance("small", ""), code: http.StatusForbidden, message: []string{"was not made by lockstep"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var objects []runtime.Object
+			if tt.crd != nil {
+				objects = append(objects, tt.crd)
+			}
+			h := newHarness(t, objects...)
+			resp := typed.validator(h).Handle(context.Background(), typed.request(t, tt.op, tt.old, tt.new, false))
+			if tt.code == 0 {
+				assert.True(t, resp.Allowed, resp.Result)
+			} else {
+				require.False(t, resp.Allowed)
+				assert.Equal(t, tt.code, resp.Result.Code)
+				for _, m := range tt.message {
+					assert.Contains(t, resp.Result.Message, m)
+				}
+			}
+			assert.Empty(t, h.broker.Calls())
+		})
+	}
+}
+
+// TestTypedKindRefusesSensitiveParameters: a parameter the plan's schema
+// marks writeOnly or format password is refused in spec.parameters of a
+// typed object, pointing at spec.parametersFrom; a ServiceInstance keeps
+// taking it.
+func TestTypedKindRefusesSensitiveParameters(t *testing.T) {
+	vault := osbapi.Service{ID: "vault-id", Name: "vault", Description: "secrets", Plans: []osbapi.Plan{{
+		ID: "vault-plan", Name: "small", Schemas: &osbapi.Schemas{ServiceInstance: &osbapi.ServiceInstanceSchemas{
+			Create: &osbapi.InputParameters{Parameters: json.RawMessage(`{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{
+				"admin":{"type":"object","properties":{"password":{"type":"string","format":"password"},"name":{"type":"string"}}},
+				"tokens":{"type":"array","items":{"type":"string","writeOnly":true}},
+				"size":{"type":"integer"}}}`)},
+		}},
+	}}}
+	crd, _, err := render.Render("acme", &vault, render.Options{})
+	require.NoError(t, err)
+	tests := []struct {
+		name, params string
+		fields       []string // refused fields of the typed kind
+	}{
+		{name: "no sensitive parameter", params: `{"size":1,"admin":{"name":"root"}}`},
+		{name: "a password and write-only items", params: `{"size":1,"admin":{"name":"root","password":"hunter2"},"tokens":["a","b"]}`,
+			fields: []string{"spec.parameters.admin.password", "spec.parameters.tokens[0]", "spec.parameters.tokens[1]"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, s := range sides {
+				h := newHarness(t, crd)
+				entry, ok := h.cache.Get("acme")
+				require.True(t, ok)
+				cat := *entry.Catalog
+				cat.Services = append(slices.Clone(cat.Services), vault)
+				h.cache.Store(catalog.NewEntry("acme", entry.Client, &cat, nil, time.Now()))
+				si := instance("small", tt.params, func(si *v1alpha1.ServiceInstance) { si.Spec.ServiceName = "vault" })
+				req := s.request(t, admissionv1.Create, nil, si, true)
+				req.Kind.Kind, req.Resource.Resource = strings.Replace(req.Kind.Kind, "Db", "Vault", 1), strings.Replace(req.Resource.Resource, "dbs", "vaults", 1)
+				if s.kind.Kind == "Db" {
+					req.Object.Raw = []byte(strings.Replace(string(req.Object.Raw), `"kind":"Db"`, `"kind":"Vault"`, 1))
+				}
+				resp := s.validator(h).Handle(context.Background(), req)
+				if s.kind.Kind != "Db" || tt.fields == nil {
+					assert.True(t, resp.Allowed, "%s: %v", s.name, resp.Result)
+					continue
+				}
+				require.False(t, resp.Allowed)
+				var fields []string
+				for _, c := range resp.Result.Details.Causes {
+					fields = append(fields, c.Field)
+				}
+				assert.Equal(t, tt.fields, fields)
+				assert.Contains(t, resp.Result.Message, "spec.parametersFrom")
+				assert.NotContains(t, resp.Result.Message, "hunter2", "a refusal never shows the value")
+			}
+		})
+	}
+}
+
+// TestTypedKindAndServiceInstanceNeverShareAnExternalID: a create that
+// names the external id an object of the other kind (or of the same typed
+// kind) holds is refused, naming the holder.
+func TestTypedKindAndServiceInstanceNeverShareAnExternalID(t *testing.T) {
+	heldByTyped := &unstructured.Unstructured{}
+	require.NoError(t, heldByTyped.UnmarshalJSON(typedRaw(t, instance("small", "", func(si *v1alpha1.ServiceInstance) {
+		si.Name, si.Namespace, si.UID = "held", "other", "uid-held"
+	}))))
+	heldBySI := instance("small", "", func(si *v1alpha1.ServiceInstance) { si.Name, si.Namespace, si.UID = "held", "other", "uid-held" })
+	tests := []struct {
+		name    string
+		holder  runtime.Object
+		side    side
+		message string
+	}{
+		{name: "a ServiceInstance naming a typed object's id", holder: heldByTyped, side: sides[0], message: `held by Db "held" in namespace "other"`},
+		{name: "a typed object naming a ServiceInstance's id", holder: heldBySI, side: sides[1], message: `held by instance "held" in namespace "other"`},
+		{name: "a typed object naming another typed object's id", holder: heldByTyped, side: sides[1], message: `held by Db "held" in namespace "other"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, typedCRD(t), tt.holder)
+			resp := tt.side.validator(h).Handle(context.Background(), tt.side.request(t, admissionv1.Create, nil, instance("small", ""), false))
+			require.False(t, resp.Allowed)
+			assert.Equal(t, int32(http.StatusConflict), resp.Result.Code)
+			assert.Contains(t, resp.Result.Message, `external id "ext-1" is already `+tt.message)
+			assert.Empty(t, h.broker.Calls())
+		})
+	}
+}
+
+func TestTypedPaths(t *testing.T) {
+	errs := field.ErrorList{
+		field.Invalid(field.NewPath("spec", "planName"), "huge", "no such plan"),
+		field.Invalid(field.NewPath("spec", "serviceName"), "db", "no such service"),
+		field.Invalid(field.NewPath("spec", "parameters", "size"), 0, "too small"),
+	}
+	typed := instance("small", "", func(si *v1alpha1.ServiceInstance) {
+		si.TypeMeta = metav1.TypeMeta{APIVersion: "services.lockstep.dev/v1alpha1", Kind: "Db"}
+	})
+	got := typedPaths(typed, errs)
+	assert.Equal(t, []string{"spec.plan", "spec", "spec.parameters.size"}, []string{got[0].Field, got[1].Field, got[2].Field})
+	assert.Equal(t, `kind Db is service "db": no such service`, got[1].Detail)
+	assert.Equal(t, "spec.planName", errs[0].Field, "the errors themselves are left as they are")
+	assert.Equal(t, errs, typedPaths(instance("small", ""), errs), "a ServiceInstance's errors are its own")
+}
+
+// TestTypedKindJustAppliedIsReadPastTheCache: a CRD the cache does not
+// have yet is read from the API server before the request is judged.
+func TestTypedKindJustAppliedIsReadPastTheCache(t *testing.T) {
+	h := newHarness(t, typedCRD(t))
+	empty := newHarness(t).client // a cache that has not heard of the CRD yet
+	typed := sides[1]
+	for _, kinds := range []*TypedKinds{{Reader: empty}, {Reader: empty, Direct: h.client}} {
+		resp := TypedValidatorWebhook(kinds, h.validator).Handle(context.Background(),
+			typed.request(t, admissionv1.Create, nil, instance("small", ""), true))
+		if kinds.Direct == nil {
+			assert.False(t, resp.Allowed, "without a read past the cache the kind is unknown")
+			continue
+		}
+		assert.True(t, resp.Allowed, resp.Result)
+	}
+}

@@ -1,0 +1,78 @@
+package object
+
+import (
+	"reflect"
+	"sync"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/typed/render"
+)
+
+// Kind is a typed kind: its group, version and kind, its resource, its
+// CRD, and the service of the broker it is for.
+type Kind struct {
+	GVK schema.GroupVersionKind
+	// Plural is the kind's resource.
+	Plural string
+	// CRDName is the name of the kind's CustomResourceDefinition.
+	CRDName string
+	// Broker is the ServiceBroker whose service the kind is.
+	Broker string
+	// OfferingID is the service's OSB id; ServiceName its name in the
+	// broker's catalog.
+	OfferingID, ServiceName string
+}
+
+// GVR is the kind's group, version and resource.
+func (k Kind) GVR() schema.GroupVersionResource {
+	return k.GVK.GroupVersion().WithResource(k.Plural)
+}
+
+// KindOf reads the typed kind a CRD defines: false for a CRD that lockstep
+// did not render (another group, another manager, without the broker,
+// offering id or service name it annotates every typed kind's CRD with,
+// or without the version typed kinds are served at), and for a kind named
+// as one of lockstep.dev's kinds, which the journal and the locks could
+// not tell from it.
+func KindOf(crd *apiextensionsv1.CustomResourceDefinition) (Kind, bool) {
+	if crd == nil || crd.Spec.Group != render.Group || crd.Labels[render.LabelManagedBy] != render.ManagedBy {
+		return Kind{}, false
+	}
+	a := crd.Annotations
+	k := Kind{
+		GVK:     schema.GroupVersionKind{Group: render.Group, Version: render.Version, Kind: crd.Spec.Names.Kind},
+		Plural:  crd.Spec.Names.Plural,
+		CRDName: crd.Name,
+		Broker:  a[render.AnnotationBroker], OfferingID: a[render.AnnotationOfferingID], ServiceName: a[render.AnnotationServiceName],
+	}
+	if k.GVK.Kind == "" || k.Plural == "" || k.Broker == "" || k.OfferingID == "" || k.ServiceName == "" ||
+		lockstepKind(k.GVK.Kind) {
+		return Kind{}, false
+	}
+	for _, v := range crd.Spec.Versions {
+		if v.Name == render.Version && v.Served {
+			return k, true
+		}
+	}
+	return Kind{}, false
+}
+
+// lockstepKind reports whether kind is the name of one of lockstep.dev's
+// kinds.
+func lockstepKind(kind string) bool {
+	_, ok := lockstepKinds()[kind]
+	return ok
+}
+
+// lockstepKinds are the kinds of lockstep.dev, read once.
+var lockstepKinds = sync.OnceValue(func() map[string]reflect.Type {
+	scheme := runtime.NewScheme()
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		panic(err) // static registration; cannot fail at run time
+	}
+	return scheme.KnownTypes(v1alpha1.GroupVersion)
+})

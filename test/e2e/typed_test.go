@@ -1,0 +1,355 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/admission"
+	"github.com/lockstep-dev/lockstep/internal/broker/fakebroker"
+	"github.com/lockstep-dev/lockstep/internal/broker/osbapi"
+	"github.com/lockstep-dev/lockstep/internal/journal"
+	"github.com/lockstep-dev/lockstep/internal/typed/render"
+)
+
+// installTypedKind installs the CRD of the typed kind of service of the
+// test broker as lockstep renders it (service db: kind Db, resource
+// dbs.services.lockstep.dev), and removes it when the test ends, after
+// letting go of the objects left (no reconciler of typed kinds runs here
+// to remove their finalizers). It returns the kind.
+func installTypedKind(t *testing.T, service string) schema.GroupVersionKind {
+	t.Helper()
+	t.Setenv("KUBECACHEDIR", t.TempDir())
+	cat := cluster.broker.Catalog()
+	i := slices.IndexFunc(cat.Services, func(s osbapi.Service) bool { return s.Name == service })
+	require.GreaterOrEqual(t, i, 0)
+	crd, _, err := render.Render(brokerName, &cat.Services[i], render.Options{})
+	require.NoError(t, err)
+	gvk := schema.GroupVersionKind{Group: render.Group, Version: render.Version, Kind: crd.Spec.Names.Kind}
+	opts := envtest.CRDInstallOptions{CRDs: []*apiextensionsv1.CustomResourceDefinition{crd}}
+	_, err = envtest.InstallCRDs(cluster.config, opts)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		// Removing the CRD deletes its objects; their finalizers go too
+		// (the next test may install the same CRD, so wait until it is
+		// gone).
+		ctx := context.Background()
+		require.NoError(t, envtest.UninstallCRDs(cluster.config, opts))
+		gone := &unstructured.Unstructured{}
+		gone.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
+		require.Eventually(t, func() bool {
+			list := &unstructured.UnstructuredList{}
+			list.SetGroupVersionKind(gvk.GroupVersion().WithKind(crd.Spec.Names.ListKind))
+			if err := cluster.client.List(ctx, list); err == nil {
+				for i := range list.Items {
+					if u := &list.Items[i]; u.GetDeletionTimestamp() != nil && len(u.GetFinalizers()) > 0 {
+						_ = cluster.client.Patch(ctx, u, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
+					}
+				}
+			}
+			return apierrors.IsNotFound(cluster.client.Get(ctx, client.ObjectKey{Name: crd.Name}, gone))
+		}, 30*time.Second, 200*time.Millisecond, "CRD %s is removed", crd.Name)
+	})
+	return gvk
+}
+
+// kvSchema is the create schema of service kv: region is create-only
+// (not in the update schema).
+const kvSchema = `{"$schema": "http://json-schema.org/draft-04/schema#", "type": "object",
+  "properties": {"size": {"type": "integer"}, "region": {"type": "string"}}}`
+
+// addKVService adds service kv to the test broker's catalog until the test
+// ends: plans standard and pinned (which may not change plan), both with
+// schemas, so that the CRD of its typed kind holds the create-only rule of
+// region and the rule of plan changes.
+func addKVService(t *testing.T) {
+	t.Helper()
+	original := cluster.broker.Catalog()
+	cat := cluster.broker.Catalog()
+	no := false
+	schemas := func() *osbapi.Schemas {
+		return &osbapi.Schemas{ServiceInstance: &osbapi.ServiceInstanceSchemas{
+			Create: &osbapi.InputParameters{Parameters: json.RawMessage(kvSchema)},
+			Update: &osbapi.InputParameters{Parameters: json.RawMessage(`{"$schema": "http://json-schema.org/draft-04/schema#", "type": "object", "properties": {"size": {"type": "integer"}}}`)},
+		}}
+	}
+	cat.Services = append(cat.Services, osbapi.Service{ID: "kv-service-id", Name: "kv", Description: "A key-value store", PlanUpdateable: true,
+		Plans: []osbapi.Plan{
+			{ID: "kv-standard-plan-id", Name: "standard", Description: "standard", Schemas: schemas()},
+			{ID: "kv-pinned-plan-id", Name: "pinned", Description: "cannot change plan", PlanUpdateable: &no, Schemas: schemas()},
+		}})
+	require.NoError(t, cluster.broker.SetCatalog(cat))
+	refreshCatalog(t)
+	t.Cleanup(func() {
+		require.NoError(t, cluster.broker.SetCatalog(original))
+		refreshCatalog(t)
+	})
+}
+
+// typedSide is one way to ask for an instance of service db in the
+// end-to-end table: a ServiceInstance or an object of kind Db.
+type typedSide struct {
+	name, ns, resource string
+	manifest           func(ns, plan, params string) string
+	// normal says the side's answers in a ServiceInstance's words.
+	normal func(s string) string
+}
+
+// dbManifest is object db1 of kind Db.
+func dbManifest(ns, plan, params string) string { return typedManifest("Db", ns, "db1", plan, params) }
+
+// typedManifest is object name of typed kind kind.
+func typedManifest(kind, ns, name, plan, params string) string {
+	return fmt.Sprintf(`apiVersion: services.lockstep.dev/v1alpha1
+kind: %s
+metadata:
+  name: %s
+  namespace: %s
+spec:
+  plan: %s
+  externalID: %s-%s
+  parameters: %s
+`, kind, name, ns, plan, ns, name, params)
+}
+
+// deniedBy is the message of a webhook's refusal in kubectl's output; ""
+// when kubectl succeeded.
+func deniedBy(r result) string {
+	if r.ExitCode == 0 {
+		return ""
+	}
+	out := r.Output()
+	if i := strings.Index(out, "denied the request: "); i >= 0 {
+		return strings.TrimSpace(out[i+len("denied the request: "):])
+	}
+	return strings.TrimSpace(out)
+}
+
+// TestTypedKindIsAdmittedAsServiceInstance: through kubectl, the same
+// changes of a ServiceInstance and of an object of typed kind Db of the
+// same service, with the same broker behaviour, get the same answers (in
+// the words of each kind), the same broker calls and the same journal
+// records, which name the typed kind.
+func TestTypedKindIsAdmittedAsServiceInstance(t *testing.T) {
+	installTypedKind(t, fakebroker.ServiceDB)
+	b := freshBroker(t)
+	nsSI, nsTyped := namespace(t), namespace(t)
+	sides := []typedSide{
+		{name: "ServiceInstance", ns: nsSI, resource: "serviceinstance",
+			manifest: func(ns, plan, params string) string { return instanceWith(ns, "db1", plan, ns+"-db1", params) },
+			normal:   func(s string) string { return s }},
+		{name: "typed kind", ns: nsTyped, resource: "dbs.services.lockstep.dev", manifest: dbManifest,
+			normal: strings.NewReplacer(nsTyped, nsSI,
+				"typed.validate.lockstep.dev", "serviceinstances.validate.lockstep.dev",
+				"Db.services.lockstep.dev", "ServiceInstance.lockstep.dev",
+				`The Db "`, `The ServiceInstance "`,
+				"spec.plan", "spec.planName",
+				"kubectl annotate db ", "kubectl annotate serviceinstance ").Replace},
+	}
+	apply := func(plan, params string, flags ...string) func(s typedSide) result {
+		return func(s typedSide) result {
+			return kubectl(t, s.manifest(s.ns, plan, params), append([]string{"apply", "-f", "-"}, flags...)...)
+		}
+	}
+	del := func(s typedSide) result {
+		return kubectl(t, "", "delete", s.resource, "db1", "-n", s.ns, "--wait=false")
+	}
+	steps := []struct {
+		name   string
+		script func(b *fakebroker.Broker, id string)
+		do     func(s typedSide) result
+		denied string // a fragment of the refusal, in a ServiceInstance's words; "" when allowed
+		// retry says that a refusal just before may be repeated for a
+		// moment without asking the broker: the test retries, as a person
+		// would, until the request succeeds.
+		retry bool
+	}{
+		{name: "create", do: apply("small", `{"storageGB": 10, "region": "eu"}`)},
+		{name: "dry-run plan change", do: apply("large", `{"storageGB": 10, "region": "eu"}`, "--dry-run=server")},
+		{name: "parameters update", do: apply("small", `{"storageGB": 20, "region": "eu"}`)},
+		{name: "parameters against the schema", do: apply("small", `{"storageGB": 5000, "region": "eu"}`), denied: "spec.parameters.storageGB"},
+		{name: "plan change", do: apply("large", `{"storageGB": 20, "region": "eu"}`)},
+		{name: "update refused by the broker", do: apply("large", `{"storageGB": 30, "region": "eu"}`), denied: "no room for 30GB",
+			script: func(b *fakebroker.Broker, id string) {
+				b.ScriptInstance(fakebroker.OpUpdate, id, fakebroker.Respond{Status: 422, Error: "QuotaExceeded", Description: "no room for 30GB"})
+			}},
+		{name: "delete refused by the broker", do: del, denied: "backups running",
+			script: func(b *fakebroker.Broker, id string) {
+				b.ScriptInstance(fakebroker.OpDeprovision, id, fakebroker.Respond{Status: 400, Error: "BadRequest", Description: "backups running"})
+			}},
+		{name: "delete", do: del, retry: true},
+	}
+	for _, step := range steps {
+		var answers []string
+		var calls []int
+		for _, s := range sides {
+			id := s.ns + "-db1"
+			if step.script != nil {
+				step.script(b, id)
+			}
+			before := len(callsOf(b, id))
+			// A change right after the last one may find its lock not yet
+			// released (the operations reconciler commits it): a person
+			// retries, and so does the test, on that answer only.
+			var r result
+			require.Eventually(t, func() bool {
+				r = step.do(s)
+				if step.retry && r.ExitCode != 0 {
+					return false
+				}
+				return !strings.Contains(r.Output(), "in flight") && !strings.Contains(r.Output(), "is in progress")
+			}, 30*time.Second, 200*time.Millisecond)
+			answers = append(answers, s.normal(deniedBy(r)))
+			calls = append(calls, len(callsOf(b, id))-before)
+		}
+		assert.Equal(t, answers[0], answers[1], "step %q: the same answer", step.name)
+		assert.Equal(t, calls[0], calls[1], "step %q: the same broker calls", step.name)
+		if step.denied == "" {
+			assert.Empty(t, answers[0], "step %q is allowed", step.name)
+		} else {
+			assert.Contains(t, answers[0], step.denied, "step %q", step.name)
+		}
+	}
+
+	// The records are written after each answer, and committed by the
+	// operations reconciler: read them once every one is final.
+	records := func(s typedSide) []string {
+		var ops v1alpha1.BrokerOperationList
+		require.NoError(t, cluster.client.List(context.Background(), &ops, client.InNamespace(s.ns)))
+		slices.SortFunc(ops.Items, func(a, b v1alpha1.BrokerOperation) int {
+			return strings.Compare(a.Annotations["lockstep.dev/started"], b.Annotations["lockstep.dev/started"])
+		})
+		var out []string
+		for _, op := range ops.Items {
+			outcome := "done"
+			switch op.Status.Phase {
+			case v1alpha1.PhaseFailed:
+				outcome = "failed"
+			case v1alpha1.PhaseCommitted:
+			default:
+				outcome = "pending"
+			}
+			out = append(out, fmt.Sprintf("%s %s %d %s", op.Spec.Verb, outcome, op.Status.HTTPStatus, s.normal(op.Status.Description)))
+			if s.ns == nsTyped {
+				assert.Equal(t, v1alpha1.TargetKind("Db"), op.Spec.Target.Kind)
+				assert.Equal(t, render.Group, op.Spec.Target.APIGroup)
+				assert.Equal(t, "Db", op.Labels[journal.LabelTargetKind])
+			}
+		}
+		return out
+	}
+	var si, typed []string
+	require.Eventually(t, func() bool {
+		si, typed = records(sides[0]), records(sides[1])
+		return len(si) == 6 && !slices.ContainsFunc(append(si, typed...), func(r string) bool { return strings.Contains(r, " pending ") })
+	}, 30*time.Second, 200*time.Millisecond, "provision, two updates, a refused update, a refused and a carried out deprovision, all final")
+	assert.Equal(t, si, typed, "the same journal")
+	out := kubectl(t, "", "get", "brokeroperations", "-n", nsTyped, "-o", "wide").Output()
+	assert.Contains(t, out, "Db")
+	assert.Contains(t, out, render.Group)
+}
+
+// callsOf are the broker's calls about instance id that change it.
+func callsOf(b *fakebroker.Broker, id string) []fakebroker.Call {
+	var out []fakebroker.Call
+	for _, c := range b.Calls(fakebroker.OpProvision, fakebroker.OpUpdate, fakebroker.OpDeprovision) {
+		if c.InstanceID == id {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// TestTypedKindCreateOnlyChangeNeverReachesTheWebhook: the API server
+// itself refuses a change of a create-only parameter and a plan change the
+// catalog forbids on an object of a typed kind (the CRD's rules); lockstep's
+// webhooks are not called for them. Its status is lockstep's only, as a
+// ServiceInstance's.
+func TestTypedKindCreateOnlyChangeNeverReachesTheWebhook(t *testing.T) {
+	freshBroker(t)
+	addKVService(t)
+	kv := installTypedKind(t, "kv")
+	ns := namespace(t)
+	// On both plans region is create-only; kv2's plan may not change.
+	retried(t, typedManifest("Kv", ns, "kv1", "standard", `{"region": "eu"}`), "apply", "-f", "-")
+	retried(t, typedManifest("Kv", ns, "kv2", "pinned", `{"region": "eu"}`), "apply", "-f", "-")
+
+	// fenced makes a request that lockstep answers on another path (a
+	// dry-run create of a ServiceInstance) and returns the counts once it
+	// is counted: a request to the typed kind's webhooks before it would
+	// have been counted first.
+	fenced := func() map[string]int {
+		from := webhookRequests(t)[admission.ValidateInstancePath]
+		r := kubectl(t, instanceWith(ns, "fence", "small", ns+"-fence", ""), "apply", "--dry-run=server", "-f", "-")
+		require.Equal(t, 0, r.ExitCode, r.Output())
+		var got map[string]int
+		require.Eventually(t, func() bool {
+			got = webhookRequests(t)
+			return got[admission.ValidateInstancePath] > from
+		}, 10*time.Second, 50*time.Millisecond, "the fence is counted")
+		return got
+	}
+	before := fenced()
+	for name, patch := range map[string]string{"kv1": `{"spec":{"parameters":{"region":"us"}}}`, "kv2": `{"spec":{"plan":"standard"}}`} {
+		r := kubectl(t, "", "patch", "kvs.services.lockstep.dev", name, "-n", ns, "--type=merge", "-p", patch)
+		require.NotEqual(t, 0, r.ExitCode, r.Output())
+		assert.Contains(t, r.Output(), `The Kv "`+name+`" is invalid`, "the API server refuses it")
+		assert.NotContains(t, r.Output(), "admission webhook")
+	}
+	after := fenced()
+	for _, p := range []string{admission.MutateTypedPath, admission.ValidateTypedPath} {
+		assert.Equal(t, before[p], after[p], "%s is not called for a change the API server refuses", p)
+	}
+	read := func(name string, fields ...string) string {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(kv)
+		require.NoError(t, cluster.client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, u))
+		v, _, _ := unstructured.NestedString(u.Object, fields...)
+		return v
+	}
+	r := kubectl(t, "", "patch", "kvs.services.lockstep.dev", "kv1", "-n", ns, "--subresource=status", "--type=merge",
+		"-p", `{"status":{"dashboardURL":"https://evil.example"}}`)
+	assert.NotEqual(t, 0, r.ExitCode)
+	assert.Contains(t, r.Output(), `the status of Kv "kv1" is written by lockstep only`, "the status guard covers typed kinds")
+	assert.Equal(t, "eu", read("kv1", "spec", "parameters", "region"), "nothing changed")
+	assert.Equal(t, "pinned", read("kv2", "spec", "plan"), "nothing changed")
+}
+
+// TestTypedKindAndServiceInstanceNeverShareAnExternalID: a ServiceInstance
+// created with the external id of an object of a typed kind is refused,
+// and the other way round. The typed object is defaulted as a
+// ServiceInstance is (its broker, the finalizer).
+func TestTypedKindAndServiceInstanceNeverShareAnExternalID(t *testing.T) {
+	installTypedKind(t, fakebroker.ServiceDB)
+	freshBroker(t)
+	ns := namespace(t)
+	retried(t, typedManifest("Db", ns, "held", "small", `{}`), "apply", "-f", "-")
+	retried(t, instanceWith(ns, "si-held", "small", ns+"-si-held", ""), "apply", "-f", "-")
+	held := &unstructured.Unstructured{}
+	held.SetGroupVersionKind(schema.GroupVersionKind{Group: render.Group, Version: render.Version, Kind: "Db"})
+	require.NoError(t, cluster.client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "held"}, held))
+	broker, _, _ := unstructured.NestedString(held.Object, "spec", "brokerName")
+	assert.Equal(t, brokerName, broker, "spec.brokerName is defaulted to the kind's broker")
+	assert.Equal(t, []string{v1alpha1.Finalizer}, held.GetFinalizers())
+	r := kubectl(t, instanceWith(ns, "si", "small", ns+"-held", ""), "apply", "-f", "-")
+	assert.NotEqual(t, 0, r.ExitCode)
+	assert.Contains(t, r.Output(), fmt.Sprintf(`external id %q is already held by Db "held" in namespace %q`, ns+"-held", ns))
+	r = kubectl(t, strings.Replace(typedManifest("Db", ns, "typed", "small", `{}`), ns+"-typed", ns+"-si-held", 1), "apply", "-f", "-")
+	assert.NotEqual(t, 0, r.ExitCode)
+	assert.Contains(t, r.Output(), fmt.Sprintf(`external id %q is already held by instance "si-held" in namespace %q`, ns+"-si-held", ns))
+}
