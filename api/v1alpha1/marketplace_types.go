@@ -167,9 +167,14 @@ type TypedKindStatus struct {
 	APIVersion string `json:"apiVersion" lockstep:"readonly"`
 	// CRDName is the name of the kind's CustomResourceDefinition.
 	CRDName string `json:"crdName" lockstep:"readonly"`
-	// Established is true when the API server serves the kind. lockstep
-	// does not apply the CRDs of typed kinds yet, so it is false.
+	// Established is true when the API server serves the kind: its CRD,
+	// which lockstep applies, is established.
 	Established bool `json:"established" lockstep:"readonly"`
+	// DeprecatedParameters are the parameters (top level of
+	// spec.parameters) that no plan has any more and that the CRD keeps,
+	// marked deprecated, because objects of the kind still set them.
+	// +optional
+	DeprecatedParameters []string `json:"deprecatedParameters,omitempty" lockstep:"readonly"`
 	// FreeParameters, when set, says why spec.parameters is free JSON, as
 	// on ServiceInstance, instead of typed from the plans' schemas.
 	// +optional

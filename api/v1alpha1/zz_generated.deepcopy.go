@@ -1201,6 +1201,11 @@ func (in *TypedKindStatus) DeepCopyInto(out *TypedKindStatus) {
 		*out = make([]string, len(*in))
 		copy(*out, *in)
 	}
+	if in.DeprecatedParameters != nil {
+		in, out := &in.DeprecatedParameters, &out.DeprecatedParameters
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.Dropped != nil {
 		in, out := &in.Dropped, &out.Dropped
 		*out = make([]DroppedKeyword, len(*in))

@@ -1,5 +1,6 @@
 // Package admission holds lockstep's webhook handlers for ServiceInstance
-// and ServiceBinding.
+// and ServiceBinding, and for the objects of typed kinds, which go through
+// the ServiceInstance handlers mapped to instances (typed.go).
 //
 // Each kind has a mutating handler (a controller-runtime Defaulter: default
 // values and the lockstep.dev/broker finalizer, served by

@@ -14,9 +14,12 @@ package admission
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create;update
 //
 // The webhooks of typed kinds read each kind's CustomResourceDefinition
-// from the cache (TypedKinds).
+// from the cache (TypedKinds), and ask the API server which object of a
+// typed kind holds an external id (list); the journal reads the object of
+// a typed kind a record names (get).
 //
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch
+// +kubebuilder:rbac:groups=services.lockstep.dev,resources=*,verbs=get;list
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -180,11 +183,14 @@ func StatusGuardWebhook(g *StatusGuard) *admission.Webhook {
 	return withLogger(&admission.Webhook{Handler: g})
 }
 
-// +kubebuilder:webhook:path=/validate-lockstep-dev-v1alpha1-servicebroker,mutating=false,failurePolicy=fail,sideEffects=None,timeoutSeconds=5,groups=lockstep.dev,resources=servicebrokers,verbs=delete,versions=v1alpha1,name=servicebrokers.validate.lockstep.dev,admissionReviewVersions=v1,serviceName=lockstep-webhook,serviceNamespace=LOCKSTEP_NAMESPACE,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","LOCKSTEP_NAMESPACE"]}]}}`
+// +kubebuilder:webhook:path=/validate-lockstep-dev-v1alpha1-servicebroker,mutating=false,failurePolicy=fail,sideEffects=None,timeoutSeconds=5,groups=lockstep.dev,resources=servicebrokers,verbs=update;delete,versions=v1alpha1,name=servicebrokers.validate.lockstep.dev,admissionReviewVersions=v1,serviceName=lockstep-webhook,serviceNamespace=LOCKSTEP_NAMESPACE,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","LOCKSTEP_NAMESPACE"]}]},"matchConditions":[{"name":"typed-kinds-taken-away","expression":"request.operation != 'UPDATE' || (has(oldObject.spec.typedKinds) && !has(object.metadata.deletionTimestamp) && (!has(object.spec.typedKinds) || object.spec.typedKinds != oldObject.spec.typedKinds))"}]}`
 
 // BrokerGuardWebhook serves the ServiceBroker guard: a ServiceBroker is not
 // deleted while lockstep manages instances or bindings at it (they could
-// never be deprovisioned or unbound then). Only DELETE is sent.
+// never be deprovisioned or unbound then), and neither it nor its
+// spec.typedKinds takes a typed kind away while objects of the kind
+// remain. DELETE is sent, and UPDATE only when spec.typedKinds was set
+// and changes.
 func BrokerGuardWebhook(g *BrokerGuard) *admission.Webhook {
 	return withLogger(&admission.Webhook{Handler: g})
 }

@@ -27,6 +27,10 @@ import (
 type TypedKinds struct {
 	// Reader reads CustomResourceDefinitions (the manager's cache).
 	Reader client.Reader
+	// Direct, when set, reads a CRD past the cache when the cache does not
+	// have it as a typed kind: a CRD applied a moment ago may not be in
+	// the cache yet, and its first objects are not refused for that.
+	Direct client.Reader
 }
 
 // kindOf returns the typed kind of req's resource; ok is false for a
@@ -36,14 +40,24 @@ func (k *TypedKinds) kindOf(ctx context.Context, req admission.Request) (_ objec
 	if req.Resource.Group != render.Group {
 		return object.Kind{}, false, nil
 	}
-	var crd apiextensionsv1.CustomResourceDefinition
 	name := req.Resource.Resource + "." + render.Group
-	if err := k.Reader.Get(ctx, client.ObjectKey{Name: name}, &crd); err != nil {
+	kind, ok, err := readKind(ctx, k.Reader, name)
+	if ok || err != nil || k.Direct == nil {
+		return kind, ok, err
+	}
+	return readKind(ctx, k.Direct, name)
+}
+
+// readKind reads the typed kind of CRD name from reader; ok is false when
+// it has none.
+func readKind(ctx context.Context, reader client.Reader, name string) (_ object.Kind, ok bool, _ error) {
+	var crd apiextensionsv1.CustomResourceDefinition
+	if err := reader.Get(ctx, client.ObjectKey{Name: name}, &crd); err != nil {
 		if apierrors.IsNotFound(err) {
 			return object.Kind{}, false, nil
 		}
-		return object.Kind{}, false, unavailable("could not read the definition of kind %s (CustomResourceDefinition %s): %v; nothing was changed and the broker was not called: retry",
-			req.Kind.Kind, name, err)
+		return object.Kind{}, false, unavailable("could not read CustomResourceDefinition %s, which defines the kind: %v; nothing was changed and the broker was not called: retry",
+			name, err)
 	}
 	kind, ok := object.KindOf(&crd)
 	return kind, ok, nil

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
@@ -146,6 +147,7 @@ type record struct {
 	Description                string
 	PlanID, PreviousPlanID     string
 	SpecHash, ExternalID, User string
+	Digest                     string
 }
 
 // TestTypedKindIsAdmittedAsServiceInstance runs one table on both sides:
@@ -162,6 +164,7 @@ func TestTypedKindIsAdmittedAsServiceInstance(t *testing.T) {
 		old, new Instance
 		dryRun   bool
 		script   func(b *fakebroker.Broker)
+		objects  []runtime.Object
 		allowed  bool
 		wantMsg  string // in a ServiceInstance's words
 	}{
@@ -190,6 +193,23 @@ func TestTypedKindIsAdmittedAsServiceInstance(t *testing.T) {
 			wantMsg: `the instance keeps plan "small"`},
 		{name: "label change calls nobody", op: admissionv1.Update, old: instance("small", ""),
 			new: instance("small", "", func(si *v1alpha1.ServiceInstance) { si.Labels = map[string]string{"a": "b"} }), allowed: true},
+		{name: "parameters from a Secret", op: admissionv1.Create, new: instance("small", `{"storageGB":10}`, from("db-admin/params")),
+			objects: []runtime.Object{paramsSecret("db-admin", map[string]string{"params": `{"region":"` + secretMark + `"}`})}, allowed: true},
+		{name: "parameters from a Secret that is not there", op: admissionv1.Create, new: instance("small", "", from("nope/params")),
+			wantMsg: `spec.parametersFrom[0].secretKeyRef.name: Invalid value: "nope"`},
+		{name: "adoption of what the broker holds", op: admissionv1.Create,
+			new: instance("small", "", func(si *v1alpha1.ServiceInstance) {
+				si.Annotations = map[string]string{v1alpha1.AnnotationAdopt: "true"}
+			}), script: put, allowed: true},
+		{name: "adoption of what the broker does not hold", op: admissionv1.Create,
+			new: instance("small", "", func(si *v1alpha1.ServiceInstance) {
+				si.Annotations = map[string]string{v1alpha1.AnnotationAdopt: "true"}
+			}), wantMsg: "ext-1"},
+		{name: "update of an object being deleted calls nobody", op: admissionv1.Update,
+			old: instance("small", "", func(si *v1alpha1.ServiceInstance) { si.DeletionTimestamp = &metav1.Time{Time: time.Now()} }),
+			new: instance("large", `{"storageGB":5000}`, func(si *v1alpha1.ServiceInstance) {
+				si.DeletionTimestamp, si.Finalizers = &metav1.Time{Time: time.Now()}, nil
+			}), allowed: true},
 		{name: "delete deprovisions", op: admissionv1.Delete, old: instance("small", ""), script: put, allowed: true},
 		{name: "delete refused by the broker", op: admissionv1.Delete, old: instance("small", ""),
 			script: func(b *fakebroker.Broker) {
@@ -206,7 +226,7 @@ func TestTypedKindIsAdmittedAsServiceInstance(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			answers := make([]answer, len(sides))
 			for i, s := range sides {
-				h := newHarness(t, typedCRD(t))
+				h := newHarness(t, append([]runtime.Object{typedCRD(t)}, tt.objects...)...)
 				if tt.script != nil {
 					tt.script(h.broker)
 				}
@@ -229,7 +249,7 @@ func TestTypedKindIsAdmittedAsServiceInstance(t *testing.T) {
 				for _, op := range ops.Items {
 					a.Records = append(a.Records, record{
 						Verb: op.Spec.Verb, Phase: op.Status.Phase, HTTPStatus: op.Status.HTTPStatus, Description: s.normal(op.Status.Description),
-						PlanID: op.Spec.PlanID, PreviousPlanID: op.Spec.PreviousPlanID, SpecHash: op.Spec.SpecHash,
+						PlanID: op.Spec.PlanID, PreviousPlanID: op.Spec.PreviousPlanID, SpecHash: op.Spec.SpecHash, Digest: op.Spec.ParametersDigest,
 						ExternalID: op.Spec.Target.ExternalID, User: op.Spec.Requester.Username,
 					})
 					if s.kind.Kind == "Db" {
@@ -428,5 +448,38 @@ func TestTypedKindAndServiceInstanceNeverShareAnExternalID(t *testing.T) {
 			assert.Contains(t, resp.Result.Message, `external id "ext-1" is already `+tt.message)
 			assert.Empty(t, h.broker.Calls())
 		})
+	}
+}
+
+func TestTypedPaths(t *testing.T) {
+	errs := field.ErrorList{
+		field.Invalid(field.NewPath("spec", "planName"), "huge", "no such plan"),
+		field.Invalid(field.NewPath("spec", "serviceName"), "db", "no such service"),
+		field.Invalid(field.NewPath("spec", "parameters", "size"), 0, "too small"),
+	}
+	typed := instance("small", "", func(si *v1alpha1.ServiceInstance) {
+		si.TypeMeta = metav1.TypeMeta{APIVersion: "services.lockstep.dev/v1alpha1", Kind: "Db"}
+	})
+	got := typedPaths(typed, errs)
+	assert.Equal(t, []string{"spec.plan", "spec", "spec.parameters.size"}, []string{got[0].Field, got[1].Field, got[2].Field})
+	assert.Equal(t, `kind Db is service "db": no such service`, got[1].Detail)
+	assert.Equal(t, "spec.planName", errs[0].Field, "the errors themselves are left as they are")
+	assert.Equal(t, errs, typedPaths(instance("small", ""), errs), "a ServiceInstance's errors are its own")
+}
+
+// TestTypedKindJustAppliedIsReadPastTheCache: a CRD the cache does not
+// have yet is read from the API server before the request is judged.
+func TestTypedKindJustAppliedIsReadPastTheCache(t *testing.T) {
+	h := newHarness(t, typedCRD(t))
+	empty := newHarness(t).client // a cache that has not heard of the CRD yet
+	typed := sides[1]
+	for _, kinds := range []*TypedKinds{{Reader: empty}, {Reader: empty, Direct: h.client}} {
+		resp := TypedValidatorWebhook(kinds, h.validator).Handle(context.Background(),
+			typed.request(t, admissionv1.Create, nil, instance("small", ""), true))
+		if kinds.Direct == nil {
+			assert.False(t, resp.Allowed, "without a read past the cache the kind is unknown")
+			continue
+		}
+		assert.True(t, resp.Allowed, resp.Result)
 	}
 }

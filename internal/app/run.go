@@ -39,6 +39,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -174,7 +175,13 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the catalog reconciler: %w", err)
 	}
-	if err := (&marketplace.Reconciler{Client: mgr.GetClient(), Catalogs: catalogs}).SetupWithManager(mgr); err != nil {
+	kinds, err := dynamic.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
+	if err != nil {
+		return fmt.Errorf("creating the client of typed kinds: %w", err)
+	}
+	if err := (&marketplace.Reconciler{
+		Client: mgr.GetClient(), Catalogs: catalogs, Reader: mgr.GetAPIReader(), Kinds: kinds, AggregateRoles: c.TypedKindRoleAggregation,
+	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the marketplace controller: %w", err)
 	}
 	clusterID, err := clusterID(ctx, restConfig, c.ClusterID)
@@ -255,13 +262,13 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 	writers := statusWriters(self.Username, c.StatusWriters)
 	admission.Register(mgr.GetWebhookServer(), scheme, admission.Handlers{
 		StatusGuard:       &admission.StatusGuard{Writers: writers},
-		BrokerGuard:       &admission.BrokerGuard{Reader: mgr.GetClient()},
+		BrokerGuard:       &admission.BrokerGuard{Reader: mgr.GetClient(), Objects: kinds},
 		MarketplaceGuard:  &admission.MarketplaceGuard{Writers: writers, Brokers: mgr.GetAPIReader()},
 		InstanceDefaulter: admission.NewInstanceDefaulter(mgr.GetClient()),
 		InstanceValidator: admission.NewInstanceValidator(deps, nil),
 		BindingDefaulter:  admission.NewBindingDefaulter(),
 		BindingValidator:  admission.NewBindingValidator(deps, nil),
-		TypedKinds:        &admission.TypedKinds{Reader: mgr.GetClient()},
+		TypedKinds:        &admission.TypedKinds{Reader: mgr.GetClient(), Direct: mgr.GetAPIReader()},
 	})
 
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {

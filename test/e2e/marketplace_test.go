@@ -225,7 +225,7 @@ func TestGuideMarketplace(t *testing.T) {
 
 // A ServiceBroker's spec.typedKinds activates typed kinds: the API server
 // refuses a kind given for a pattern, and each activated service's
-// offering shows its kind until it is deactivated.
+// offering shows its kind, served, until it is deactivated.
 func TestMarketplaceShowsTypedKinds(t *testing.T) {
 	const name = "typed"
 	marketBroker(t, name)
@@ -259,8 +259,8 @@ func TestMarketplaceShowsTypedKinds(t *testing.T) {
 	eventuallyShown("typed.db", "Db/FreeParameters")
 	eventuallyShown("typed.queue", "TypedQueue/FreeParameters")
 	r = kubectl(t, "", "get", "serviceoffering", "typed.queue", "-o", `jsonpath={.status.typedKind.crdName} {.status.typedKind.established} {.status.conditions[?(@.type=="TypedKindReady")].message}`)
-	assert.Contains(t, r.Stdout, "typedqueues.services.lockstep.dev false ")
-	assert.Contains(t, r.Stdout, "it is not applied yet")
+	assert.Contains(t, r.Stdout, "typedqueues.services.lockstep.dev true ")
+	assert.Contains(t, r.Stdout, "the API server serves kind TypedQueue")
 
 	r = patch(`null`)
 	require.Equal(t, 0, r.ExitCode, r.Output())

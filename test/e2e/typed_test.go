@@ -278,7 +278,8 @@ func callsOf(b *fakebroker.Broker, id string) []fakebroker.Call {
 // TestTypedKindCreateOnlyChangeNeverReachesTheWebhook: the API server
 // itself refuses a change of a create-only parameter and a plan change the
 // catalog forbids on an object of a typed kind (the CRD's rules); lockstep's
-// webhooks are not called for them.
+// webhooks are not called for them. Its status is lockstep's only, as a
+// ServiceInstance's.
 func TestTypedKindCreateOnlyChangeNeverReachesTheWebhook(t *testing.T) {
 	freshBroker(t)
 	addKVService(t)
@@ -321,19 +322,30 @@ func TestTypedKindCreateOnlyChangeNeverReachesTheWebhook(t *testing.T) {
 		v, _, _ := unstructured.NestedString(u.Object, fields...)
 		return v
 	}
+	r := kubectl(t, "", "patch", "kvs.services.lockstep.dev", "kv1", "-n", ns, "--subresource=status", "--type=merge",
+		"-p", `{"status":{"dashboardURL":"https://evil.example"}}`)
+	assert.NotEqual(t, 0, r.ExitCode)
+	assert.Contains(t, r.Output(), `the status of Kv "kv1" is written by lockstep only`, "the status guard covers typed kinds")
 	assert.Equal(t, "eu", read("kv1", "spec", "parameters", "region"), "nothing changed")
 	assert.Equal(t, "pinned", read("kv2", "spec", "plan"), "nothing changed")
 }
 
 // TestTypedKindAndServiceInstanceNeverShareAnExternalID: a ServiceInstance
 // created with the external id of an object of a typed kind is refused,
-// and the other way round.
+// and the other way round. The typed object is defaulted as a
+// ServiceInstance is (its broker, the finalizer).
 func TestTypedKindAndServiceInstanceNeverShareAnExternalID(t *testing.T) {
 	installTypedKind(t, fakebroker.ServiceDB)
 	freshBroker(t)
 	ns := namespace(t)
 	retried(t, typedManifest("Db", ns, "held", "small", `{}`), "apply", "-f", "-")
 	retried(t, instanceWith(ns, "si-held", "small", ns+"-si-held", ""), "apply", "-f", "-")
+	held := &unstructured.Unstructured{}
+	held.SetGroupVersionKind(schema.GroupVersionKind{Group: render.Group, Version: render.Version, Kind: "Db"})
+	require.NoError(t, cluster.client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "held"}, held))
+	broker, _, _ := unstructured.NestedString(held.Object, "spec", "brokerName")
+	assert.Equal(t, brokerName, broker, "spec.brokerName is defaulted to the kind's broker")
+	assert.Equal(t, []string{v1alpha1.Finalizer}, held.GetFinalizers())
 	r := kubectl(t, instanceWith(ns, "si", "small", ns+"-held", ""), "apply", "-f", "-")
 	assert.NotEqual(t, 0, r.ExitCode)
 	assert.Contains(t, r.Output(), fmt.Sprintf(`external id %q is already held by Db "held" in namespace %q`, ns+"-held", ns))

@@ -4,9 +4,9 @@
 // servicebroker controller loaded into the replica's catalog cache, runs in
 // the elected replica only (one writer), and writes an object only when it
 // differs from what the catalog says. A plan that leaves the catalog is
-// marked removedFromCatalog while a ServiceInstance uses it (by broker,
-// service and plan name) and deleted once none does; a service goes with its
-// last plan. Everything a ServiceBroker's catalog wrote is owned by it, so
+// marked removedFromCatalog while a ServiceInstance or an object of a
+// typed kind uses it (by broker, service and plan name) and deleted once
+// none does; a service goes with its last plan. Everything a ServiceBroker's catalog wrote is owned by it, so
 // the garbage collector deletes it with the broker.
 //
 // It also writes the typed kind of each service the broker's
@@ -16,7 +16,16 @@
 // two activated services of any brokers want goes to one of them, by an
 // order every broker's sync applies alike; the other says why it has
 // none. A kind is rendered again only when its service or its names
-// change. The CRD is not applied.
+// change.
+//
+// The same pass applies each kind's CRD (crd.go: a server-side dry run,
+// then a server-side apply; a refused update keeps the CRD as it was)
+// with an edit and a view ClusterRole (roles.go), keeps a parameter a new
+// schema drops while objects of the kind set it, and retires a kind the
+// offering no longer has: its CRD and roles are deleted once no object of
+// it is left. The offering's TypedKindReady condition says which of these
+// it is at; CRDs lockstep applied are watched, so it follows the API
+// server establishing them.
 package marketplace
 
 // The catalog sync (leader only) writes every broker's catalog as

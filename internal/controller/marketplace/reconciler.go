@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/dynamic"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -19,6 +21,7 @@ import (
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
 	"github.com/lockstep-dev/lockstep/internal/marketplace"
+	"github.com/lockstep-dev/lockstep/internal/typed/render"
 )
 
 // staleRetry is how soon a pass runs again after it found the cache behind.
@@ -32,7 +35,19 @@ type Reconciler struct {
 	// Catalogs is the replica's catalog cache, filled by the servicebroker
 	// controller.
 	Catalogs *catalog.Cache
+	// Reader reads past the cache: a CRD lockstep did not apply.
+	Reader client.Reader
+	// Kinds lists the objects of typed kinds.
+	Kinds dynamic.Interface
+	// AggregateRoles labels the typed kinds' ClusterRoles so that they
+	// aggregate into the standard edit, admin and view roles.
+	AggregateRoles bool
 }
+
+// retryAfter is how soon a pass runs again after it could not settle a
+// typed kind (the offering says why), or while objects keep the CRD of a
+// kind whose ServiceBroker is gone.
+const retryAfter = 30 * time.Second
 
 // SetupWithManager registers the controller. It needs the lead (the
 // default): one replica writes the marketplace. It runs for every change
@@ -41,7 +56,8 @@ type Reconciler struct {
 // removed plan may have lost its last instance), and, for every other
 // broker that activates typed kinds, when a ServiceOffering's typed kind
 // changes or an offering with one goes (a name one of its services wants
-// may have been taken or freed).
+// may have been taken or freed), and when a typed kind's CRD changes (it
+// became established, or was changed or deleted behind lockstep's back).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).Named("marketplace").
 		For(&v1alpha1.ServiceBroker{}).
@@ -63,6 +79,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 				DeleteFunc:  func(e event.DeleteEvent) bool { return typedKindShown(e.Object) != "" },
 				UpdateFunc:  func(e event.UpdateEvent) bool { return typedKindShown(e.ObjectOld) != typedKindShown(e.ObjectNew) },
 			})).
+		Watches(&apiextensionsv1.CustomResourceDefinition{}, handler.EnqueueRequestsFromMapFunc(brokerOfCRD)).
 		Complete(r)
 }
 
@@ -75,6 +92,14 @@ func brokerOf(_ context.Context, obj client.Object) []reconcile.Request {
 	return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: si.Spec.BrokerName}}}
 }
 
+// brokerOfCRD is the request for the ServiceBroker of a typed kind's CRD.
+func brokerOfCRD(_ context.Context, obj client.Object) []reconcile.Request {
+	if obj.GetLabels()[render.LabelManagedBy] != render.ManagedBy || obj.GetAnnotations()[render.AnnotationBroker] == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: obj.GetAnnotations()[render.AnnotationBroker]}}}
+}
+
 // Reconcile brings the broker's ServiceOfferings and ServicePlans in line
 // with its cached catalog. Without a catalog (not loaded yet, or the
 // broker unreachable since start) it changes nothing; the next catalog load
@@ -82,26 +107,63 @@ func brokerOf(_ context.Context, obj client.Object) []reconcile.Request {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var sb v1alpha1.ServiceBroker
 	if err := r.Client.Get(ctx, req.NamespacedName, &sb); err != nil {
-		// A deleted broker's marketplace goes with it (garbage collector).
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		if !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, err
+		}
+		// A deleted broker's marketplace goes with it (garbage
+		// collector); the CRDs of its typed kinds go here.
+		sb.Name = req.Name
+		return r.retireAll(ctx, &sb)
 	}
 	if sb.DeletionTimestamp != nil {
-		return ctrl.Result{}, nil
+		return r.retireAll(ctx, &sb)
 	}
 	entry, ok := r.Catalogs.Get(sb.Name)
 	if !ok {
 		return ctrl.Result{}, nil
 	}
-	s := &sync{client: r.Client, broker: &sb, entry: entry}
+	s := r.newSync(&sb, entry)
 	err := s.run(ctx, marketplace.Desired(&sb, entry))
 	if errors.Is(err, errStale) {
 		return ctrl.Result{RequeueAfter: staleRetry}, nil
+	}
+	if err == nil && s.retry {
+		return ctrl.Result{RequeueAfter: retryAfter}, nil
 	}
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("writing the marketplace of ServiceBroker %q (%d writes done): %w", sb.Name, s.writes, err)
 	}
 	if s.writes > 0 {
 		log.FromContext(ctx).Info("marketplace written", "broker", sb.Name, "writes", s.writes)
+	}
+	return ctrl.Result{}, nil
+}
+
+func (r *Reconciler) newSync(sb *v1alpha1.ServiceBroker, entry *catalog.Entry) *sync {
+	return &sync{client: r.Client, reader: r.Reader, kinds: r.Kinds, aggregate: r.AggregateRoles, broker: sb, entry: entry}
+}
+
+// retireAll retires the typed kinds of broker sb, which is gone or being
+// deleted: their CRDs and roles are deleted, except where objects of a
+// kind remain (then the CRD stays, and it is looked at again later).
+func (r *Reconciler) retireAll(ctx context.Context, sb *v1alpha1.ServiceBroker) (ctrl.Result, error) {
+	var crds apiextensionsv1.CustomResourceDefinitionList
+	if err := r.Client.List(ctx, &crds, client.MatchingLabels{render.LabelManagedBy: render.ManagedBy}); err != nil {
+		return ctrl.Result{}, fmt.Errorf("listing the CRDs of the typed kinds of ServiceBroker %q: %w", sb.Name, err)
+	}
+	s := r.newSync(sb, nil)
+	for i := range crds.Items {
+		crd := &crds.Items[i]
+		if crd.Annotations[render.AnnotationBroker] != sb.Name {
+			continue
+		}
+		if k, held := s.retire(ctx, crd.Annotations[render.AnnotationOfferingID], kindOf(crd)); held {
+			s.retry = true
+			log.FromContext(ctx).Info("the CRD of a typed kind of a ServiceBroker that is gone stays while objects of it remain", "crd", crd.Name, "why", k.condition.Message)
+		}
+	}
+	if s.retry {
+		return ctrl.Result{RequeueAfter: retryAfter}, nil
 	}
 	return ctrl.Result{}, nil
 }

@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
@@ -21,6 +23,7 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/broker/fakebroker"
 	"github.com/lockstep-dev/lockstep/internal/broker/osbapi"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
+	"github.com/lockstep-dev/lockstep/internal/typed/inuse"
 )
 
 // harness is the reconciler over a fake API server that counts writes.
@@ -30,17 +33,23 @@ type harness struct {
 	catalogs *catalog.Cache
 	r        *Reconciler
 	writes   int
+	// kinds are the objects of typed kinds, by resource.
+	kinds inuse.Static
+	// refuse, when set, is the API server's answer to a dry run.
+	refuse error
 }
 
 func newHarness(t *testing.T, objs ...client.Object) *harness {
 	scheme := runtime.NewScheme()
 	require.NoError(t, v1alpha1.AddToScheme(scheme))
-	h := &harness{t: t, catalogs: catalog.NewCache(time.Second)}
+	require.NoError(t, apiextensionsv1.AddToScheme(scheme))
+	require.NoError(t, rbacv1.AddToScheme(scheme))
+	h := &harness{t: t, catalogs: catalog.NewCache(time.Second), kinds: inuse.Static{}}
 	sb := &v1alpha1.ServiceBroker{ObjectMeta: metav1.ObjectMeta{Name: "acme", UID: "acme-uid"}}
 	count := func() { h.writes++ }
 	h.client = fake.NewClientBuilder().WithScheme(scheme).
 		WithObjects(append(objs, sb)...).
-		WithStatusSubresource(&v1alpha1.ServiceOffering{}, &v1alpha1.ServicePlan{}, &v1alpha1.ServiceBroker{}).
+		WithStatusSubresource(&v1alpha1.ServiceOffering{}, &v1alpha1.ServicePlan{}, &v1alpha1.ServiceBroker{}, &apiextensionsv1.CustomResourceDefinition{}).
 		WithInterceptorFuncs(interceptor.Funcs{
 			Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 				count()
@@ -58,12 +67,20 @@ func newHarness(t *testing.T, objs ...client.Object) *harness {
 				count()
 				return c.Delete(ctx, obj, opts...)
 			},
+			Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+				var o client.ApplyOptions
+				o.ApplyOptions(opts)
+				if len(o.DryRun) > 0 && h.refuse != nil {
+					return h.refuse
+				}
+				return c.Apply(ctx, obj, opts...)
+			},
 			SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
 				count()
 				return c.SubResource(sub).Update(ctx, obj, opts...)
 			},
 		}).Build()
-	h.r = &Reconciler{Client: h.client, Catalogs: h.catalogs}
+	h.r = &Reconciler{Client: h.client, Catalogs: h.catalogs, Reader: h.client, Kinds: h.kinds, AggregateRoles: true}
 	return h
 }
 

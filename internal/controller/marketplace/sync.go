@@ -5,15 +5,21 @@ import (
 	"errors"
 	"fmt"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
 	"github.com/lockstep-dev/lockstep/internal/marketplace"
 	"github.com/lockstep-dev/lockstep/internal/metrics"
+	"github.com/lockstep-dev/lockstep/internal/typed/inuse"
+	"github.com/lockstep-dev/lockstep/internal/typed/render"
 )
 
 // sync is one pass over one broker's marketplace: it compares what the API
@@ -21,9 +27,17 @@ import (
 // differences.
 type sync struct {
 	client client.Client
-	broker *v1alpha1.ServiceBroker
-	entry  *catalog.Entry // the broker's catalog
-	writes int
+	// reader reads past the cache; kinds lists the objects of typed kinds.
+	reader client.Reader
+	kinds  dynamic.Interface
+	// aggregate: the typed kinds' roles aggregate into the standard ones.
+	aggregate bool
+	broker    *v1alpha1.ServiceBroker
+	entry     *catalog.Entry // the broker's catalog
+	writes    int
+	// retry: something failed that a later pass may do; the offerings
+	// say what.
+	retry bool
 }
 
 // errStale says the cache was behind the API server (an object created or
@@ -58,7 +72,34 @@ func (s *sync) plansInUse(ctx context.Context) (map[planKey]bool, error) {
 			out[planKey{si.Spec.ServiceName, si.Spec.PlanName}] = true
 		}
 	}
-	return out, nil
+	return out, s.typedPlansInUse(ctx, out)
+}
+
+// typedPlansInUse adds to inUse the plans that objects of the broker's
+// typed kinds name (spec.plan), so that a plan leaving the catalog stays
+// while they do, as for ServiceInstances.
+func (s *sync) typedPlansInUse(ctx context.Context, inUse map[planKey]bool) error {
+	var crds apiextensionsv1.CustomResourceDefinitionList
+	if err := s.client.List(ctx, &crds, client.MatchingLabels{render.LabelManagedBy: render.ManagedBy}); err != nil {
+		return fmt.Errorf("listing the CRDs of typed kinds to find the plans in use: %w", err)
+	}
+	for i := range crds.Items {
+		crd := &crds.Items[i]
+		if crd.Annotations[render.AnnotationBroker] != s.broker.Name {
+			continue
+		}
+		objs, err := inuse.Objects(ctx, s.kinds, kindOf(crd))
+		if err != nil {
+			return err
+		}
+		service := crd.Annotations[render.AnnotationServiceName]
+		for _, o := range objs {
+			if plan, _, _ := unstructured.NestedString(o.Object, "spec", "plan"); plan != "" {
+				inUse[planKey{service, plan}] = true
+			}
+		}
+	}
+	return nil
 }
 
 // syncPlans writes the broker's ServicePlans, matched to catalog plans by
@@ -160,14 +201,14 @@ func (s *sync) syncOfferings(ctx context.Context, want []v1alpha1.ServiceOfferin
 			wanted[prev.Spec.ID] = true
 		}
 		if d.Status.RemovedFromCatalog && !keptServices[d.Spec.ID] {
-			if cur != nil {
+			if cur != nil && !s.keepsKind(ctx, cur) {
 				if err := s.delete(ctx, cur, "ServiceOffering"); err != nil {
 					return err
 				}
 			}
 			continue
 		}
-		withTypedKind(d, kinds[d.Spec.ID])
+		withTypedKind(d, s.settleKind(ctx, cur, d.Spec.ID, kinds[d.Spec.ID]))
 		if err := s.writeOffering(ctx, cur, d); err != nil {
 			return err
 		}
@@ -177,21 +218,45 @@ func (s *sync) syncOfferings(ctx context.Context, want []v1alpha1.ServiceOfferin
 			continue
 		}
 		if !keptServices[id] {
-			if err := s.delete(ctx, cur, "ServiceOffering"); err != nil {
-				return err
+			if !s.keepsKind(ctx, cur) {
+				if err := s.delete(ctx, cur, "ServiceOffering"); err != nil {
+					return err
+				}
 			}
 			continue
 		}
 		d := cur.DeepCopy()
 		d.Status.RemovedFromCatalog = true
-		if selected, _ := activatedKind(s.broker, cur.Spec.Name); !selected {
-			withTypedKind(d, typedKind{})
+		if selected, _ := marketplace.ActivatedKind(s.broker, cur.Spec.Name); !selected {
+			withTypedKind(d, s.settleKind(ctx, cur, id, typedKind{}))
 		}
 		if err := s.writeOffering(ctx, cur, d); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// keepsKind retires the typed kind of offering cur, which leaves the
+// catalog, and reports whether objects of the kind keep it (and so the
+// offering, which shows it): then the offering is marked removed and says
+// so.
+func (s *sync) keepsKind(ctx context.Context, cur *v1alpha1.ServiceOffering) bool {
+	if cur.Status.TypedKind == nil {
+		return false
+	}
+	k, held := s.retire(ctx, cur.Spec.ID, cur.Status.TypedKind)
+	if !held {
+		return false
+	}
+	d := cur.DeepCopy()
+	d.Status.RemovedFromCatalog = true
+	withTypedKind(d, k)
+	if err := s.writeOffering(ctx, cur, d); err != nil {
+		log.FromContext(ctx).Error(err, "writing the status of an offering that left the catalog; lockstep tries again", "offering", cur.Name)
+		s.retry = true
+	}
+	return true
 }
 
 // offersID reports whether want has an offering of service id.

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -17,24 +18,41 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
-	"github.com/lockstep-dev/lockstep/internal/access"
 	"github.com/lockstep-dev/lockstep/internal/broker/osbapi"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
+	"github.com/lockstep-dev/lockstep/internal/marketplace"
 	"github.com/lockstep-dev/lockstep/internal/typed/render"
 )
 
 // The typed kinds of a broker's services: which services its ServiceBroker
 // activates (spec.typedKinds), which kind each gets, and the status of
 // each kind on its ServiceOffering. A kind is rendered (internal/typed/render)
-// to show what its CRD would hold; the CRD is not applied.
+// when what it is rendered from changes; crd.go applies its CRD.
 
 // Reasons of the TypedKindReady condition.
 const (
-	// ReasonRendered: the kind's CRD is rendered; it is not applied.
-	ReasonRendered = "Rendered"
-	// ReasonFreeParameters: the kind's CRD is rendered with spec.parameters
-	// as free JSON; it is not applied.
+	// ReasonEstablished (True): the API server serves the kind.
+	ReasonEstablished = "Established"
+	// ReasonFreeParameters (True): the API server serves the kind, with
+	// spec.parameters as free JSON (the message says why).
 	ReasonFreeParameters = "FreeParameters"
+	// ReasonApplying: the CRD is applied; the API server does not serve
+	// the kind yet.
+	ReasonApplying = "Applying"
+	// ReasonCRDRefused: the API server refuses to create the CRD.
+	ReasonCRDRefused = "CRDRefused"
+	// ReasonCRDUpdateRefused: the API server refuses the CRD rendered
+	// again; the CRD as it was stays and is served.
+	ReasonCRDUpdateRefused = "CRDUpdateRefused"
+	// ReasonApplyFailed: the CRD, its roles or the objects of the kind
+	// could not be written or read; lockstep tries again.
+	ReasonApplyFailed = "ApplyFailed"
+	// ReasonInUse: the service is deactivated (or given another kind), and
+	// objects of its kind remain: the CRD stays until they are deleted.
+	ReasonInUse = "InUse"
+	// ReasonCRDTaken: a CRD of the kind's name exists that is not this
+	// offering's.
+	ReasonCRDTaken = "CRDTaken"
 	// ReasonNameClash: another activated service has the kind's name.
 	ReasonNameClash = "NameClash"
 	// ReasonKindNameInvalid: the service name makes no kind name, or the
@@ -50,28 +68,17 @@ const maxDroppedShown = 100
 
 // typedKind is what the catalog sync writes about an offering's typed kind:
 // its status (nil: none) and its TypedKindReady condition (nil: the service
-// is not activated, and the condition goes).
+// is not activated, and the condition goes). A kind that is to be applied
+// (status set, condition nil until the CRD is applied) also has its CRD
+// and what the condition's message adds.
 type typedKind struct {
 	status    *v1alpha1.TypedKindStatus
 	condition *metav1.Condition
-}
-
-// activatedKind reports whether broker sb activates a typed kind for
-// service, and the kind its spec.typedKinds gives it: the first entry that
-// selects the service with a kind, or else none (the kind is made from the
-// service name).
-func activatedKind(sb *v1alpha1.ServiceBroker, service string) (bool, string) {
-	selected := false
-	for _, a := range sb.Spec.TypedKinds {
-		if !slices.ContainsFunc(a.Services, func(p string) bool { return access.Match(p, service) }) {
-			continue
-		}
-		if a.Kind != "" {
-			return true, a.Kind
-		}
-		selected = true
-	}
-	return selected, ""
+	// crd renders the kind's CRD (once per pass at most).
+	crd func() (*apiextensionsv1.CustomResourceDefinition, error)
+	// notes end the condition's message: dropped keywords, the services
+	// that wanted the kind too.
+	notes string
 }
 
 // claim is an activated service that wants a typed kind: of the broker
@@ -101,7 +108,7 @@ type claim struct {
 // (stored: nil when there is none yet) is named offering; nil when sb does
 // not activate the service.
 func newClaim(sb *v1alpha1.ServiceBroker, offering, service, id string, stored *v1alpha1.ServiceOffering) *claim {
-	selected, kind := activatedKind(sb, service)
+	selected, kind := marketplace.ActivatedKind(sb, service)
 	if !selected {
 		return nil
 	}
@@ -283,29 +290,36 @@ func (c *claim) decide(svc *osbapi.Service, prev *v1alpha1.TypedKindStatus) type
 	}
 	status := prev
 	hash := renderedFrom(svc, c.names)
+	var rendered *apiextensionsv1.CustomResourceDefinition
 	if status == nil || status.RenderedFrom != hash {
 		var err error
-		if status, err = renderStatus(c.broker.Name, svc, c.names.Kind, c.taken, hash); err != nil {
+		if rendered, status, err = renderStatus(c.broker.Name, svc, c.names.Kind, c.taken, hash); err != nil {
 			return notReady(ReasonRenderFailed, fmt.Sprintf("service %q gets no typed kind: %v", c.service, err))
 		}
 	}
-	reason, msg := ReasonRendered, fmt.Sprintf("the CRD of kind %s (%s) is rendered", status.Kind, status.CRDName)
-	if status.FreeParameters != "" {
-		reason, msg = ReasonFreeParameters, fmt.Sprintf("%s with spec.parameters as free JSON: %s", msg, status.FreeParameters)
-	}
+	notes := ""
 	if n := len(status.Dropped) + int(status.DroppedNotShown); n > 0 {
-		msg += fmt.Sprintf("; %d schema keywords it does not hold are in status.typedKind.dropped (lockstep's webhook checks them)", n)
+		notes += fmt.Sprintf("; %d schema keywords it does not hold are in status.typedKind.dropped (lockstep's webhook checks them)", n)
 	}
 	for _, l := range c.losers {
-		msg += fmt.Sprintf("; service %q of ServiceBroker %q (ServiceOffering %s) also wants the kind and gets none", l.service, l.broker.Name, l.offering)
+		notes += fmt.Sprintf("; service %q of ServiceBroker %q (ServiceOffering %s) also wants the kind and gets none", l.service, l.broker.Name, l.offering)
 	}
-	msg += fmt.Sprintf("; it is not applied yet: lockstep does not apply the CRDs of typed kinds, so use ServiceInstances with spec.serviceName %s", c.service)
-	return typedKind{status: status, condition: &metav1.Condition{Type: v1alpha1.ConditionTypedKindReady, Status: metav1.ConditionFalse, Reason: reason, Message: msg}}
+	brokerName, kind, taken := c.broker.Name, status.Kind, c.taken
+	crd := func() (*apiextensionsv1.CustomResourceDefinition, error) {
+		if rendered == nil {
+			var err error
+			if rendered, _, err = render.Render(brokerName, svc, render.Options{Kind: kind, Taken: taken}); err != nil {
+				return nil, err
+			}
+		}
+		return rendered, nil
+	}
+	return typedKind{status: status, crd: crd, notes: notes}
 }
 
 // notReady is a service that gets no typed kind, and why.
 func notReady(reason, msg string) typedKind {
-	return typedKind{condition: &metav1.Condition{Type: v1alpha1.ConditionTypedKindReady, Status: metav1.ConditionFalse, Reason: reason, Message: msg}}
+	return typedKind{condition: condition(metav1.ConditionFalse, reason, msg)}
 }
 
 // renderedFrom identifies what a kind is rendered from: the service as the
@@ -321,10 +335,10 @@ func renderedFrom(svc *osbapi.Service, names render.Names) string {
 // renderStatus renders kind, the typed kind of service svc of broker
 // brokerName, beside the names other kinds have (taken), and returns the
 // status that shows it.
-func renderStatus(brokerName string, svc *osbapi.Service, kind string, taken map[string]bool, hash string) (*v1alpha1.TypedKindStatus, error) {
-	_, report, err := render.Render(brokerName, svc, render.Options{Kind: kind, Taken: taken})
+func renderStatus(brokerName string, svc *osbapi.Service, kind string, taken map[string]bool, hash string) (*apiextensionsv1.CustomResourceDefinition, *v1alpha1.TypedKindStatus, error) {
+	crd, report, err := render.Render(brokerName, svc, render.Options{Kind: kind, Taken: taken})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	st := &v1alpha1.TypedKindStatus{
 		Kind: report.Names.Kind, Plural: report.Names.Plural, ShortNames: report.Names.ShortNames,
@@ -338,7 +352,7 @@ func renderStatus(brokerName string, svc *osbapi.Service, kind string, taken map
 		}
 		st.Dropped = append(st.Dropped, v1alpha1.DroppedKeyword{Path: d.Where, Keyword: d.Keyword, Why: d.Why})
 	}
-	return st, nil
+	return crd, st, nil
 }
 
 // typedKindShown is what an offering's status says of its typed kind, for

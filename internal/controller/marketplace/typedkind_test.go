@@ -3,11 +3,15 @@ package marketplace
 import (
 	"context"
 	"encoding/json"
+	"sort"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -62,13 +66,46 @@ func typedKindOf(t *testing.T, o v1alpha1.ServiceOffering) string {
 		assert.Nil(t, o.Status.TypedKind, "a typed kind without its condition")
 		return "none"
 	}
-	assert.Equal(t, metav1.ConditionFalse, c.Status, "no typed kind is ready while no CRD is applied")
+	assert.Equal(t, metav1.ConditionFalse, c.Status, "no typed kind is ready while no CRD is established (no API server establishes it here)")
 	kind := "-"
 	if tk := o.Status.TypedKind; tk != nil {
 		kind = tk.Kind
 		assert.False(t, tk.Established)
 	}
 	return kind + " " + c.Reason
+}
+
+// crds are the names of the CRDs, sorted.
+func (h *harness) crds() []string {
+	h.t.Helper()
+	var list apiextensionsv1.CustomResourceDefinitionList
+	require.NoError(h.t, h.client.List(context.Background(), &list))
+	var out []string
+	for _, c := range list.Items {
+		out = append(out, c.Name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// roles are the ClusterRoles, sorted, each with the standard roles it
+// aggregates into.
+func (h *harness) roles() []string {
+	h.t.Helper()
+	var list rbacv1.ClusterRoleList
+	require.NoError(h.t, h.client.List(context.Background(), &list))
+	var out []string
+	for _, r := range list.Items {
+		var into []string
+		for _, to := range []string{"admin", "edit", "view"} {
+			if r.Labels["rbac.authorization.k8s.io/aggregate-to-"+to] == "true" {
+				into = append(into, to)
+			}
+		}
+		out = append(out, r.Name+" "+strings.Join(into, ","))
+	}
+	sort.Strings(out)
+	return out
 }
 
 func activation(kind string, services ...string) v1alpha1.TypedKindActivation {
@@ -84,22 +121,22 @@ func TestTypedKindActivation(t *testing.T) {
 		{"no entries, no typed kind", nil,
 			map[string]string{"acme.db": "none", "acme.queue": "none", "acme.postgresql-db": "none"}},
 		{"every service", []v1alpha1.TypedKindActivation{activation("", "*")},
-			map[string]string{"acme.db": "Db FreeParameters", "acme.queue": "Queue FreeParameters", "acme.postgresql-db": "PostgresqlDb Rendered"}},
+			map[string]string{"acme.db": "Db Applying", "acme.queue": "Queue Applying", "acme.postgresql-db": "PostgresqlDb Applying"}},
 		{"a pattern", []v1alpha1.TypedKindActivation{activation("", "postgres*", "nosuch")},
-			map[string]string{"acme.db": "none", "acme.queue": "none", "acme.postgresql-db": "PostgresqlDb Rendered"}},
+			map[string]string{"acme.db": "none", "acme.queue": "none", "acme.postgresql-db": "PostgresqlDb Applying"}},
 		{"a service with a kind", []v1alpha1.TypedKindActivation{activation("MessageQueue", "queue")},
-			map[string]string{"acme.db": "none", "acme.queue": "MessageQueue FreeParameters", "acme.postgresql-db": "none"}},
+			map[string]string{"acme.db": "none", "acme.queue": "MessageQueue Applying", "acme.postgresql-db": "none"}},
 		{"the first entry with a kind names it", []v1alpha1.TypedKindActivation{
 			activation("", "*"), activation("Database", "db"), activation("Other", "db")},
-			map[string]string{"acme.db": "Database FreeParameters", "acme.queue": "Queue FreeParameters", "acme.postgresql-db": "PostgresqlDb Rendered"}},
+			map[string]string{"acme.db": "Database Applying", "acme.queue": "Queue Applying", "acme.postgresql-db": "PostgresqlDb Applying"}},
 		{"a kind that is not a kind name", []v1alpha1.TypedKindActivation{activation("database", "db")},
 			map[string]string{"acme.db": "- KindNameInvalid", "acme.queue": "none", "acme.postgresql-db": "none"}},
 		{"two services of one broker want one kind: the first by name has it", []v1alpha1.TypedKindActivation{
 			activation("", "db"), activation("Db", "queue")},
-			map[string]string{"acme.db": "Db FreeParameters", "acme.queue": "- NameClash", "acme.postgresql-db": "none"}},
+			map[string]string{"acme.db": "Db Applying", "acme.queue": "- NameClash", "acme.postgresql-db": "none"}},
 		{"a plural is a name too", []v1alpha1.TypedKindActivation{
 			activation("Dbs", "db"), activation("Db", "queue")},
-			map[string]string{"acme.db": "Dbs FreeParameters", "acme.queue": "- NameClash", "acme.postgresql-db": "none"}},
+			map[string]string{"acme.db": "Dbs Applying", "acme.queue": "- NameClash", "acme.postgresql-db": "none"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -117,8 +154,8 @@ func TestTypedKindActivation(t *testing.T) {
 }
 
 // The status shows the kind, its CRD and what the CRD does not hold, and
-// says that the CRD is not applied; the kind is rendered again only when
-// the service changes.
+// says that the CRD is applied; the kind is rendered (and its CRD
+// applied) again only when the service changes.
 func TestTypedKindStatus(t *testing.T) {
 	h := newHarness(t)
 	h.activate("acme", activation("", "postgresql-db", "db"))
@@ -141,14 +178,12 @@ func TestTypedKindStatus(t *testing.T) {
 	assert.NotEmpty(t, tk.Dropped[0].Why)
 	c := meta.FindStatusCondition(o.Status.Conditions, v1alpha1.ConditionTypedKindReady)
 	require.NotNil(t, c)
-	assert.Contains(t, c.Message, "the CRD of kind PostgresqlDb (postgresqldbs.services.lockstep.dev) is rendered")
+	assert.Contains(t, c.Message, "the CRD of kind PostgresqlDb (postgresqldbs.services.lockstep.dev) is applied; the API server does not serve the kind yet")
 	assert.Contains(t, c.Message, "status.typedKind.dropped")
-	assert.Contains(t, c.Message, "not applied yet")
 
 	db := h.offering("acme.db").Status
 	require.NotNil(t, db.TypedKind)
 	assert.Equal(t, "plan fixed has no parameter schemas and takes any parameters", db.TypedKind.FreeParameters)
-	assert.Contains(t, meta.FindStatusCondition(db.Conditions, v1alpha1.ConditionTypedKindReady).Message, "with spec.parameters as free JSON")
 
 	rendered := tk.RenderedFrom
 	assert.Equal(t, 0, h.sync(cat), "unchanged: nothing written")
@@ -170,7 +205,7 @@ func TestTypedKindUnusableSchema(t *testing.T) {
 	cat.Services[2].Plans[0].Schemas.ServiceInstance.Create.Parameters = json.RawMessage(`{"type":"string"}`)
 	h.sync(cat)
 	o := h.offering("acme.postgresql-db")
-	assert.Equal(t, "PostgresqlDb FreeParameters", typedKindOf(t, o))
+	assert.Equal(t, "PostgresqlDb Applying", typedKindOf(t, o))
 	assert.NotEmpty(t, o.Status.TypedKind.FreeParameters)
 }
 
@@ -187,9 +222,9 @@ func TestTypedKindClashAcrossBrokers(t *testing.T) {
 		wantAcme string
 		wantBeta string
 	}{
-		{"neither had it: the older broker has it", "", "PostgresqlDb Rendered", "- NameClash"},
-		{"the older broker had it", "acme", "PostgresqlDb Rendered", "- NameClash"},
-		{"the newer broker had it: it keeps it", "beta", "- NameClash", "PostgresqlDb Rendered"},
+		{"neither had it: the older broker has it", "", "PostgresqlDb Applying", "- NameClash"},
+		{"the older broker had it", "acme", "PostgresqlDb Applying", "- NameClash"},
+		{"the newer broker had it: it keeps it", "beta", "- NameClash", "PostgresqlDb Applying"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -236,8 +271,8 @@ func TestTypedKindClashAcrossBrokers(t *testing.T) {
 			h.activate(loserBroker, activation("OtherPostgresqlDb", "postgresql-db"))
 			syncOf[loserBroker]()
 			syncOf[winnerBroker]()
-			assert.Equal(t, "OtherPostgresqlDb Rendered", typedKindOf(t, h.offering(loserBroker+".postgresql-db")))
-			assert.Equal(t, "PostgresqlDb Rendered", typedKindOf(t, h.offering(winnerBroker+".postgresql-db")))
+			assert.Equal(t, "OtherPostgresqlDb Applying", typedKindOf(t, h.offering(loserBroker+".postgresql-db")))
+			assert.Equal(t, "PostgresqlDb Applying", typedKindOf(t, h.offering(winnerBroker+".postgresql-db")))
 			won = meta.FindStatusCondition(h.offering(winnerBroker+".postgresql-db").Status.Conditions, v1alpha1.ConditionTypedKindReady).Message
 			assert.NotContains(t, won, "also wants")
 		})
@@ -249,18 +284,28 @@ func TestTypedKindDeactivationClears(t *testing.T) {
 	h := newHarness(t)
 	h.activate("acme", activation("", "*"))
 	h.sync(typedCatalog())
-	require.Equal(t, "PostgresqlDb Rendered", typedKindOf(t, h.offering("acme.postgresql-db")))
+	require.Equal(t, "PostgresqlDb Applying", typedKindOf(t, h.offering("acme.postgresql-db")))
+	assert.Equal(t, []string{"dbs.services.lockstep.dev", "postgresqldbs.services.lockstep.dev", "queues.services.lockstep.dev"}, h.crds())
+	assert.Equal(t, []string{
+		"lockstep:services:dbs:edit admin,edit", "lockstep:services:dbs:view view",
+		"lockstep:services:postgresqldbs:edit admin,edit", "lockstep:services:postgresqldbs:view view",
+		"lockstep:services:queues:edit admin,edit", "lockstep:services:queues:view view",
+	}, h.roles())
 
 	h.activate("acme", activation("", "db"))
-	assert.Equal(t, 2, h.sync(typedCatalog()), "a status write for each offering deactivated")
-	assert.Equal(t, "Db FreeParameters", typedKindOf(t, h.offering("acme.db")))
+	assert.Equal(t, 8, h.sync(typedCatalog()), "a status write, and the deletes of the CRD and its two roles, for each offering deactivated")
+	assert.Equal(t, []string{"dbs.services.lockstep.dev"}, h.crds())
+	assert.Equal(t, []string{"lockstep:services:dbs:edit admin,edit", "lockstep:services:dbs:view view"}, h.roles())
+	assert.Equal(t, "Db Applying", typedKindOf(t, h.offering("acme.db")))
 	assert.Equal(t, "none", typedKindOf(t, h.offering("acme.queue")))
 	assert.Equal(t, "none", typedKindOf(t, h.offering("acme.postgresql-db")))
 	assert.Empty(t, h.offering("acme.postgresql-db").Status.Conditions)
 
 	h.activate("acme")
-	assert.Equal(t, 1, h.sync(typedCatalog()))
+	assert.Equal(t, 4, h.sync(typedCatalog()))
 	assert.Equal(t, "none", typedKindOf(t, h.offering("acme.db")))
+	assert.Empty(t, h.crds())
+	assert.Empty(t, h.roles())
 }
 
 // A service renamed at the broker (same OSB id) keeps its kind while it
@@ -270,18 +315,18 @@ func TestTypedKindRenamedServiceKeepsKind(t *testing.T) {
 	h.activate("acme", activation("", "postgres*"))
 	cat := typedCatalog()
 	h.sync(cat)
-	require.Equal(t, "PostgresqlDb Rendered", typedKindOf(t, h.offering("acme.postgresql-db")))
+	require.Equal(t, "PostgresqlDb Applying", typedKindOf(t, h.offering("acme.postgresql-db")))
 
 	cat.Services[2].Name = "postgres"
 	h.sync(cat)
 	assert.NotContains(t, h.offerings(), "acme.postgresql-db")
-	assert.Equal(t, "PostgresqlDb Rendered", typedKindOf(t, h.offering("acme.postgres")))
+	assert.Equal(t, "PostgresqlDb Applying", typedKindOf(t, h.offering("acme.postgres")))
 
 	h.activate("acme")
 	h.sync(cat)
 	h.activate("acme", activation("", "postgres*"))
 	h.sync(cat)
-	assert.Equal(t, "Postgres Rendered", typedKindOf(t, h.offering("acme.postgres")))
+	assert.Equal(t, "Postgres Applying", typedKindOf(t, h.offering("acme.postgres")))
 }
 
 // A change of an offering's typed kind starts the sync of every other

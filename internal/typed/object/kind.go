@@ -1,9 +1,14 @@
 package object
 
 import (
+	"reflect"
+	"sync"
+
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/typed/render"
 )
 
@@ -30,7 +35,9 @@ func (k Kind) GVR() schema.GroupVersionResource {
 // KindOf reads the typed kind a CRD defines: false for a CRD that lockstep
 // did not render (another group, another manager, without the broker,
 // offering id or service name it annotates every typed kind's CRD with,
-// or without the version typed kinds are served at).
+// or without the version typed kinds are served at), and for a kind named
+// as one of lockstep.dev's kinds, which the journal and the locks could
+// not tell from it.
 func KindOf(crd *apiextensionsv1.CustomResourceDefinition) (Kind, bool) {
 	if crd == nil || crd.Spec.Group != render.Group || crd.Labels[render.LabelManagedBy] != render.ManagedBy {
 		return Kind{}, false
@@ -42,7 +49,8 @@ func KindOf(crd *apiextensionsv1.CustomResourceDefinition) (Kind, bool) {
 		CRDName: crd.Name,
 		Broker:  a[render.AnnotationBroker], OfferingID: a[render.AnnotationOfferingID], ServiceName: a[render.AnnotationServiceName],
 	}
-	if k.GVK.Kind == "" || k.Plural == "" || k.Broker == "" || k.OfferingID == "" || k.ServiceName == "" {
+	if k.GVK.Kind == "" || k.Plural == "" || k.Broker == "" || k.OfferingID == "" || k.ServiceName == "" ||
+		lockstepKind(k.GVK.Kind) {
 		return Kind{}, false
 	}
 	for _, v := range crd.Spec.Versions {
@@ -52,3 +60,19 @@ func KindOf(crd *apiextensionsv1.CustomResourceDefinition) (Kind, bool) {
 	}
 	return Kind{}, false
 }
+
+// lockstepKind reports whether kind is the name of one of lockstep.dev's
+// kinds.
+func lockstepKind(kind string) bool {
+	_, ok := lockstepKinds()[kind]
+	return ok
+}
+
+// lockstepKinds are the kinds of lockstep.dev, read once.
+var lockstepKinds = sync.OnceValue(func() map[string]reflect.Type {
+	scheme := runtime.NewScheme()
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		panic(err) // static registration; cannot fail at run time
+	}
+	return scheme.KnownTypes(v1alpha1.GroupVersion)
+})

@@ -39,6 +39,7 @@ func TestKindOf(t *testing.T) {
 		{name: "no offering id", change: func(c *apiextensionsv1.CustomResourceDefinition) { delete(c.Annotations, render.AnnotationOfferingID) }},
 		{name: "no service name", change: func(c *apiextensionsv1.CustomResourceDefinition) { delete(c.Annotations, render.AnnotationServiceName) }},
 		{name: "version not served", change: func(c *apiextensionsv1.CustomResourceDefinition) { c.Spec.Versions[0].Served = false }},
+		{name: "a kind named as lockstep's", change: func(c *apiextensionsv1.CustomResourceDefinition) { c.Spec.Names.Kind = "ServiceBinding" }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,391 @@
+package marketplace
+
+// The CRD of each typed kind: applied (server-side, after a server-side
+// dry run) while its service is activated, deleted once it is not and no
+// object of the kind is left. The CRDs lockstep applies carry the label
+// app.kubernetes.io/managed-by=lockstep; only those are watched and cached.
+//
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch;create;patch;update;delete
+// +kubebuilder:rbac:groups=services.lockstep.dev,resources=*,verbs=get;list;watch;create;update;patch;delete;deletecollection
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/typed/inuse"
+	"github.com/lockstep-dev/lockstep/internal/typed/render"
+)
+
+// FieldManager is the field manager of lockstep's server-side applies.
+const FieldManager = "lockstep"
+
+// Annotations lockstep sets on a typed kind's CRD, beside render's.
+const (
+	// AnnotationAppliedFrom is what the CRD was applied from: the kind's
+	// renderedFrom and whether its roles aggregate. The CRD is applied
+	// again only when it changes (or while it keeps deprecated
+	// parameters).
+	AnnotationAppliedFrom = render.Group + "/applied-from"
+	// AnnotationDeprecated lists the parameters the CRD keeps, deprecated,
+	// because objects still set them.
+	AnnotationDeprecated = render.Group + "/deprecated-parameters"
+)
+
+// DeprecatedPrefix starts the description of a parameter that no plan has
+// any more and that objects of the kind still set.
+const DeprecatedPrefix = "Deprecated: no plan of the service has it any more; kept while objects set it. "
+
+// maxObjectsNamed is how many objects of a kind a condition names.
+const maxObjectsNamed = 5
+
+// settleKind brings the CRD of the typed kind of offering cur (nil: not
+// stored yet) of service id in line with k, what the catalog and the
+// ServiceBroker say of it, and returns what the offering is to show. A
+// kind the offering showed and no longer has (deactivated, or given
+// another kind) is retired first; while objects of it remain, it stays
+// and the offering keeps showing it.
+func (s *sync) settleKind(ctx context.Context, cur *v1alpha1.ServiceOffering, id string, k typedKind) typedKind {
+	if cur != nil && cur.Status.TypedKind != nil && (k.status == nil || k.status.CRDName != cur.Status.TypedKind.CRDName) {
+		if kept, held := s.retire(ctx, id, cur.Status.TypedKind); held {
+			return kept
+		}
+	}
+	if k.status == nil || k.condition != nil {
+		return k
+	}
+	return s.apply(ctx, id, k)
+}
+
+// retire deletes the CRD of kind tk of service id and the kind's roles,
+// unless objects of the kind remain: then it returns what the offering
+// shows while they do, and true.
+func (s *sync) retire(ctx context.Context, id string, tk *v1alpha1.TypedKindStatus) (typedKind, bool) {
+	kept := tk.DeepCopy()
+	live, err := s.liveCRD(ctx, tk.CRDName)
+	if errors.Is(err, errNotOurs) {
+		return typedKind{}, false // not lockstep's to delete
+	}
+	if err != nil {
+		return s.failed(kept, err), true
+	}
+	if live == nil {
+		// Gone already: nothing of it to delete but its roles.
+		return typedKind{}, !s.deleteRoles(ctx, tk.Plural)
+	}
+	if live.Annotations[render.AnnotationOfferingID] != id {
+		return typedKind{}, false // another offering's: not this one's to delete
+	}
+	objs, err := inuse.Objects(ctx, s.kinds, tk)
+	if err != nil {
+		return s.failed(kept, err), true
+	}
+	if len(objs) > 0 {
+		kept.Established = established(live)
+		return typedKind{status: kept, condition: condition(metav1.ConditionFalse, ReasonInUse, fmt.Sprintf(
+			"the service no longer has kind %s in ServiceBroker %q spec.typedKinds, but %d object(s) of the kind remain (%s): deleting its CRD would delete them, so the CRD stays; delete them, or activate the kind again",
+			tk.Kind, s.broker.Name, len(objs), inuse.Some(inuse.Names(objs), maxObjectsNamed)))}, true
+	}
+	if !s.deleteRoles(ctx, tk.Plural) {
+		return s.failed(kept, errors.New("the kind's roles could not be deleted")), true
+	}
+	if err := ignoreGone(s.client.Delete(ctx, live, client.Preconditions{UID: ptrUID(live)})); err != nil {
+		return s.failed(kept, fmt.Errorf("deleting CRD %s: %w", tk.CRDName, err)), true
+	}
+	s.count("CustomResourceDefinition", "delete")
+	return typedKind{}, false
+}
+
+// apply applies the CRD of k, unless the CRD the API server holds was
+// applied from the same (and keeps no deprecated parameters), and returns
+// k with its condition.
+func (s *sync) apply(ctx context.Context, id string, k typedKind) typedKind {
+	tk := k.status.DeepCopy()
+	k.status = tk
+	live, err := s.liveCRD(ctx, tk.CRDName)
+	if errors.Is(err, errNotOurs) {
+		return withCondition(k, metav1.ConditionFalse, ReasonCRDTaken, fmt.Sprintf(
+			"CRD %s exists and lockstep did not create it: lockstep leaves it as it is, and the kind is not served; delete that CRD, or give the service another kind in ServiceBroker %q spec.typedKinds",
+			tk.CRDName, s.broker.Name))
+	}
+	if err != nil {
+		return s.failed(tk, err)
+	}
+	if live != nil && live.Annotations[render.AnnotationOfferingID] != id {
+		return withCondition(k, metav1.ConditionFalse, ReasonCRDTaken, fmt.Sprintf(
+			"CRD %s belongs to service %q of ServiceBroker %q, whose objects keep it: the kind is not served for this service; give this service another kind in ServiceBroker %q spec.typedKinds, or delete the other kind's objects",
+			tk.CRDName, live.Annotations[render.AnnotationServiceName], live.Annotations[render.AnnotationBroker], s.broker.Name))
+	}
+	from := appliedFrom(tk, s.aggregate)
+	if live == nil || live.Annotations[AnnotationAppliedFrom] != from || live.Annotations[AnnotationDeprecated] != "" {
+		next, refusal, err := s.applyCRD(ctx, live, k, from)
+		switch {
+		case err != nil:
+			return s.failed(tk, err)
+		case refusal != "" && live == nil:
+			return withCondition(k, metav1.ConditionFalse, ReasonCRDRefused, fmt.Sprintf(
+				"the API server refuses the CRD of kind %s: %s; the kind is not served. A CRD lockstep renders should be accepted: report it, and look for a policy of the cluster that refuses CRDs",
+				tk.Kind, refusal))
+		case refusal != "":
+			tk.Established = established(live)
+			tk.DeprecatedParameters = deprecatedOf(live)
+			return withCondition(k, metav1.ConditionFalse, ReasonCRDUpdateRefused, fmt.Sprintf(
+				"the API server refuses the CRD of kind %s rendered from the catalog as it is now: %s; the CRD as it was stays, and its objects keep working. A CRD lockstep renders should be accepted: report it, and look for a policy of the cluster that refuses CRDs",
+				tk.Kind, refusal))
+		}
+		live = next
+	}
+	tk.Established = established(live)
+	tk.DeprecatedParameters = deprecatedOf(live)
+	if !tk.Established {
+		return withCondition(k, metav1.ConditionFalse, ReasonApplying, fmt.Sprintf(
+			"the CRD of kind %s (%s) is applied; the API server does not serve the kind yet%s", tk.Kind, tk.CRDName, k.notes))
+	}
+	msg := fmt.Sprintf("the API server serves kind %s (%s): kubectl explain %s.spec.parameters", tk.Kind, tk.APIVersion, tk.Plural)
+	if len(tk.DeprecatedParameters) > 0 {
+		msg += fmt.Sprintf("; parameters %s are kept, deprecated, while objects set them", strings.Join(tk.DeprecatedParameters, ", "))
+	}
+	if tk.FreeParameters != "" {
+		return withCondition(k, metav1.ConditionTrue, ReasonFreeParameters, fmt.Sprintf("%s; spec.parameters is free JSON: %s%s", msg, tk.FreeParameters, k.notes))
+	}
+	return withCondition(k, metav1.ConditionTrue, ReasonEstablished, msg+k.notes)
+}
+
+// applyCRD renders k's CRD, keeps what objects still set of live's
+// parameters, and applies it: a server-side dry run first, then the
+// apply, then the kind's roles. It returns the CRD the API server holds
+// after, or the API server's refusal (nothing was changed), or an error.
+func (s *sync) applyCRD(ctx context.Context, live *apiextensionsv1.CustomResourceDefinition, k typedKind, from string) (*apiextensionsv1.CustomResourceDefinition, string, error) {
+	rendered, err := k.crd()
+	if err != nil {
+		return nil, "", fmt.Errorf("rendering the CRD of kind %s: %w", k.status.Kind, err)
+	}
+	crd := rendered.DeepCopy()
+	kept, err := s.keepDeprecated(ctx, live, crd, k.status)
+	if err != nil {
+		return nil, "", err
+	}
+	crd.Annotations[AnnotationAppliedFrom] = from
+	if len(kept) > 0 {
+		crd.Annotations[AnnotationDeprecated] = strings.Join(kept, ",")
+	}
+	if live != nil && live.Annotations[AnnotationAppliedFrom] == from && live.Annotations[AnnotationDeprecated] == crd.Annotations[AnnotationDeprecated] {
+		return live, "", nil // the same as applied before
+	}
+	u, err := applyable(crd)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := s.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u.DeepCopy()), client.FieldOwner(FieldManager), client.ForceOwnership, client.DryRunAll); err != nil {
+		if refused(err) {
+			return nil, err.Error(), nil
+		}
+		return nil, "", fmt.Errorf("applying CRD %s (dry run): %w", crd.Name, err)
+	}
+	if err := s.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+		if refused(err) {
+			return nil, err.Error(), nil
+		}
+		return nil, "", fmt.Errorf("applying CRD %s: %w", crd.Name, err)
+	}
+	s.count("CustomResourceDefinition", "apply")
+	var next apiextensionsv1.CustomResourceDefinition
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &next); err != nil {
+		return nil, "", fmt.Errorf("reading applied CRD %s: %w", crd.Name, err)
+	}
+	if err := s.applyRoles(ctx, &next); err != nil {
+		return nil, "", err
+	}
+	return &next, "", nil
+}
+
+// keepDeprecated adds to crd's spec.parameters each property (top level
+// only) that objects of the kind set and crd no longer has, as live had
+// it (any value, when live's parameters were free JSON), its description
+// starting with DeprecatedPrefix: where the new schema does not keep
+// unknown fields, the API server would otherwise prune it from the
+// objects, and where it does, kubectl explain still shows what the
+// objects hold. It returns their names, sorted.
+func (s *sync) keepDeprecated(ctx context.Context, live, crd *apiextensionsv1.CustomResourceDefinition, tk *v1alpha1.TypedKindStatus) ([]string, error) {
+	if live == nil {
+		return nil, nil
+	}
+	was, now := parametersOf(live), parametersOf(crd)
+	if was == nil || now == nil {
+		return nil, nil
+	}
+	if !preserves(was) && !slices.ContainsFunc(keysOf(was.Properties), func(p string) bool { _, ok := now.Properties[p]; return !ok }) {
+		return nil, nil // nothing the objects could set is gone
+	}
+	objs, err := inuse.Objects(ctx, s.kinds, tk)
+	if err != nil {
+		return nil, err
+	}
+	var kept []string
+	for name := range inuse.SetParameters(objs) {
+		if _, ok := now.Properties[name]; ok {
+			continue
+		}
+		prop, ok := was.Properties[name]
+		switch {
+		case ok:
+			prop = *prop.DeepCopy()
+		case preserves(was):
+			prop = apiextensionsv1.JSONSchemaProps{XPreserveUnknownFields: ptrTo(true)}
+		default:
+			continue // pruned already
+		}
+		prop.Description = DeprecatedPrefix + strings.TrimPrefix(prop.Description, DeprecatedPrefix)
+		if now.Properties == nil {
+			now.Properties = map[string]apiextensionsv1.JSONSchemaProps{}
+		}
+		now.Properties[name] = prop
+		kept = append(kept, name)
+	}
+	slices.Sort(kept)
+	if len(kept) > 0 {
+		spec := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
+		spec.Properties["parameters"] = *now
+		crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"] = spec
+	}
+	return kept, nil
+}
+
+// parametersOf is a copy of the schema of spec.parameters of a typed
+// kind's CRD; nil when it has none.
+func parametersOf(crd *apiextensionsv1.CustomResourceDefinition) *apiextensionsv1.JSONSchemaProps {
+	if len(crd.Spec.Versions) == 0 || crd.Spec.Versions[0].Schema == nil || crd.Spec.Versions[0].Schema.OpenAPIV3Schema == nil {
+		return nil
+	}
+	params, ok := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Properties["parameters"]
+	if !ok {
+		return nil
+	}
+	return params.DeepCopy()
+}
+
+// preserves reports whether a schema keeps every field (free JSON).
+func preserves(p *apiextensionsv1.JSONSchemaProps) bool {
+	return p.XPreserveUnknownFields != nil && *p.XPreserveUnknownFields
+}
+
+func keysOf[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+// applyable is crd as a server-side apply sends it: no status, no
+// creation time.
+func applyable(crd *apiextensionsv1.CustomResourceDefinition) (*unstructured.Unstructured, error) {
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(crd)
+	if err != nil {
+		return nil, fmt.Errorf("converting CRD %s: %w", crd.Name, err)
+	}
+	delete(obj, "status")
+	unstructured.RemoveNestedField(obj, "metadata", "creationTimestamp")
+	return &unstructured.Unstructured{Object: obj}, nil
+}
+
+// refused reports whether err is the API server's refusal of what was
+// sent (a 4xx answer other than a conflict or too many requests), as
+// opposed to a failure worth trying again.
+func refused(err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return false
+	}
+	code := status.Status().Code
+	return code >= 400 && code < 500 && code != 409 && code != 429 && code != 408
+}
+
+// errNotOurs says that a CRD of the name exists that lockstep did not
+// apply.
+var errNotOurs = errors.New("the CRD is not lockstep's")
+
+// liveCRD is the CRD of that name that lockstep applied; nil when there is
+// none, errNotOurs when there is one lockstep did not apply. It is read
+// from the cache, which holds only lockstep's CRDs, and else from the API
+// server (a CRD just applied may not be in the cache yet; another one
+// never is).
+func (s *sync) liveCRD(ctx context.Context, name string) (*apiextensionsv1.CustomResourceDefinition, error) {
+	var crd apiextensionsv1.CustomResourceDefinition
+	err := s.client.Get(ctx, client.ObjectKey{Name: name}, &crd)
+	if apierrors.IsNotFound(err) {
+		err = s.reader.Get(ctx, client.ObjectKey{Name: name}, &crd)
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading CRD %s: %w", name, err)
+	case crd.Labels[render.LabelManagedBy] != render.ManagedBy:
+		return nil, errNotOurs
+	}
+	return &crd, nil
+}
+
+// kindOf is the typed kind of crd, as far as its CRD says.
+func kindOf(crd *apiextensionsv1.CustomResourceDefinition) *v1alpha1.TypedKindStatus {
+	return &v1alpha1.TypedKindStatus{Kind: crd.Spec.Names.Kind, Plural: crd.Spec.Names.Plural, APIVersion: render.Group + "/" + render.Version, CRDName: crd.Name}
+}
+
+// established reports whether the API server serves crd's kind.
+func established(crd *apiextensionsv1.CustomResourceDefinition) bool {
+	if crd == nil {
+		return false
+	}
+	for _, c := range crd.Status.Conditions {
+		if c.Type == apiextensionsv1.Established {
+			return c.Status == apiextensionsv1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// deprecatedOf are the deprecated parameters crd keeps.
+func deprecatedOf(crd *apiextensionsv1.CustomResourceDefinition) []string {
+	if crd == nil || crd.Annotations[AnnotationDeprecated] == "" {
+		return nil
+	}
+	return strings.Split(crd.Annotations[AnnotationDeprecated], ",")
+}
+
+// appliedFrom is what a kind's CRD and roles are applied from.
+func appliedFrom(tk *v1alpha1.TypedKindStatus, aggregate bool) string {
+	if aggregate {
+		return tk.RenderedFrom + "/roles-aggregated"
+	}
+	return tk.RenderedFrom + "/roles"
+}
+
+// failed is what an offering shows when its kind could not be settled:
+// the kind as it was, and why; the pass runs again.
+func (s *sync) failed(tk *v1alpha1.TypedKindStatus, err error) typedKind {
+	s.retry = true
+	return typedKind{status: tk, condition: condition(metav1.ConditionFalse, ReasonApplyFailed,
+		fmt.Sprintf("kind %s: %v; lockstep tries again", tk.Kind, err))}
+}
+
+func withCondition(k typedKind, status metav1.ConditionStatus, reason, msg string) typedKind {
+	k.condition = condition(status, reason, msg)
+	return k
+}
+
+func condition(status metav1.ConditionStatus, reason, msg string) *metav1.Condition {
+	return &metav1.Condition{Type: v1alpha1.ConditionTypedKindReady, Status: status, Reason: reason, Message: msg}
+}
