@@ -30,8 +30,9 @@ import (
 // installTypedKind installs the CRD of the typed kind of service of the
 // test broker as lockstep renders it (service db: kind Db, resource
 // dbs.services.lockstep.dev), and removes it when the test ends, after
-// letting go of the objects left (no reconciler of typed kinds runs here
-// to remove their finalizers). It returns the kind.
+// letting go of the objects left (their finalizers are removed here, not
+// waiting for lockstep's reconciler of the kind to remove each at the
+// broker first). It returns the kind.
 func installTypedKind(t *testing.T, service string) schema.GroupVersionKind {
 	t.Helper()
 	t.Setenv("KUBECACHEDIR", t.TempDir())
