@@ -1,14 +1,9 @@
 package object
 
 import (
-	"reflect"
-	"sync"
-
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/typed/render"
 )
 
@@ -50,7 +45,7 @@ func KindOf(crd *apiextensionsv1.CustomResourceDefinition) (Kind, bool) {
 		Broker:  a[render.AnnotationBroker], OfferingID: a[render.AnnotationOfferingID], ServiceName: a[render.AnnotationServiceName],
 	}
 	if k.GVK.Kind == "" || k.Plural == "" || k.Broker == "" || k.OfferingID == "" || k.ServiceName == "" ||
-		lockstepKind(k.GVK.Kind) {
+		render.LockstepKind(k.GVK.Kind) {
 		return Kind{}, false
 	}
 	for _, v := range crd.Spec.Versions {
@@ -60,19 +55,3 @@ func KindOf(crd *apiextensionsv1.CustomResourceDefinition) (Kind, bool) {
 	}
 	return Kind{}, false
 }
-
-// lockstepKind reports whether kind is the name of one of lockstep.dev's
-// kinds.
-func lockstepKind(kind string) bool {
-	_, ok := lockstepKinds()[kind]
-	return ok
-}
-
-// lockstepKinds are the kinds of lockstep.dev, read once.
-var lockstepKinds = sync.OnceValue(func() map[string]reflect.Type {
-	scheme := runtime.NewScheme()
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		panic(err) // static registration; cannot fail at run time
-	}
-	return scheme.KnownTypes(v1alpha1.GroupVersion)
-})

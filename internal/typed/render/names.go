@@ -2,12 +2,17 @@ package render
 
 import (
 	"fmt"
+	"reflect"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode"
 
 	"github.com/gobuffalo/flect"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 )
 
 // Group is the API group of every typed kind, and Version their one
@@ -71,6 +76,9 @@ func NamesFor(serviceName, kind string, taken map[string]bool) (Names, error) {
 	if len(kind) > maxKind {
 		return Names{}, fmt.Errorf("kind name %q is longer than %d characters; give the kind a shorter name", kind, maxKind)
 	}
+	if LockstepKind(kind) {
+		return Names{}, fmt.Errorf("kind name %q is the name of one of lockstep.dev's own kinds, which the journal and the locks could not tell from it; give the kind another name", kind)
+	}
 	lower := strings.ToLower(kind)
 	n := Names{Kind: kind, ListKind: kind + "List", Singular: lower, Plural: strings.ToLower(flect.Pluralize(kind))}
 	for _, name := range []string{n.Plural, n.Singular} {
@@ -87,6 +95,23 @@ func NamesFor(serviceName, kind string, taken map[string]bool) (Names, error) {
 	}
 	return n, nil
 }
+
+// LockstepKind reports whether kind is the name of one of lockstep.dev's
+// own kinds (ServiceInstance, ServiceBinding, ...), which no typed kind may
+// take: a BrokerOperation names its target by kind.
+func LockstepKind(kind string) bool {
+	_, ok := lockstepKinds()[kind]
+	return ok
+}
+
+// lockstepKinds are the kinds of lockstep.dev, read once.
+var lockstepKinds = sync.OnceValue(func() map[string]reflect.Type {
+	scheme := runtime.NewScheme()
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		panic(err) // static registration; cannot fail at run time
+	}
+	return scheme.KnownTypes(v1alpha1.GroupVersion)
+})
 
 // splitWords splits a service name into its words: runs of ASCII letters
 // and digits.

@@ -148,6 +148,8 @@ func TestNamesFor(t *testing.T) {
 		{name: "no letters", service: "--", err: "no letters or digits"},
 		{name: "bad override", service: "x", kind: "team-db", err: `kind name "team-db" is not a kind name`},
 		{name: "too long", service: strings.Repeat("a", 60), err: "longer than 59"},
+		{name: "lockstep's own kind", service: "service-binding", err: `kind name "ServiceBinding" is the name of one of lockstep.dev's own kinds`},
+		{name: "lockstep's own kind given", service: "x", kind: "BrokerOperation", err: "lockstep.dev's own kinds"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := NamesFor(tc.service, tc.kind, tc.taken)
