@@ -76,7 +76,7 @@ func (g *BrokerGuard) heldByObjects(ctx context.Context, name string) admission.
 	if err := g.Reader.List(ctx, &bindings); err != nil {
 		return admission.Errored(http.StatusServiceUnavailable, fmt.Errorf("could not list the bindings of ServiceBroker %q: %w; nothing was changed: retry", name, err))
 	}
-	atBroker := map[string]bool{} // namespace/name of the instances at this broker
+	atBroker := map[string]bool{} // namespace/name of the ServiceInstances at this broker
 	var held []string
 	for _, si := range instances.Items {
 		if si.Spec.BrokerName != name {
@@ -88,7 +88,9 @@ func (g *BrokerGuard) heldByObjects(ctx context.Context, name string) admission.
 		}
 	}
 	for _, b := range bindings.Items {
-		if atBroker[b.Namespace+"/"+b.Spec.InstanceName] && !v1alpha1.KeepsBrokerOnDelete(&b) {
+		// A binding of a typed instance holds the broker through its
+		// instance, which heldByTypedObjects counts.
+		if b.Spec.InstanceKind == "" && atBroker[b.Namespace+"/"+b.Spec.InstanceName] && !v1alpha1.KeepsBrokerOnDelete(&b) {
 			held = append(held, "servicebinding "+b.Namespace+"/"+b.Name)
 		}
 	}

@@ -36,6 +36,10 @@ func TestBrokerGuard(t *testing.T) {
 		}
 		return o
 	}
+	typedBinding := func(b *v1alpha1.ServiceBinding, kind string) *v1alpha1.ServiceBinding {
+		b.Spec.InstanceKind = kind
+		return b
+	}
 	many := []client.Object{}
 	for i := range 7 {
 		many = append(many, si("team", fmt.Sprintf("db%d", i), "acme", ""))
@@ -56,6 +60,8 @@ func TestBrokerGuard(t *testing.T) {
 		{name: "a managed binding of a detached instance holds it", op: admissionv1.Delete, objects: []client.Object{
 			si("team", "db", "acme", "detach-on-delete"), sb("team", "creds", "db", "")},
 			wantMsg: []string{"manages 1 object(s) at it (servicebinding team/creds)"}},
+		{name: "a binding of a typed instance of the same name is not the detached instance's", op: admissionv1.Delete, allowed: true, objects: []client.Object{
+			si("team", "db", "acme", "detach-on-delete"), typedBinding(sb("team", "creds", "db", ""), "PostgresqlDb")}},
 		{name: "many: counted, some named", op: admissionv1.Delete, objects: many,
 			wantMsg: []string{"manages 7 object(s) at it (serviceinstance team/db0, serviceinstance team/db1, serviceinstance team/db2, serviceinstance team/db3, serviceinstance team/db4 and 2 more)"}},
 	}
