@@ -174,8 +174,12 @@ func (c *liveBindings) Check(ctx context.Context, a *Attributes[Instance]) (fiel
 		return nil, nil, nil
 	}
 	sort.Strings(names)
-	return nil, nil, conflict("instance %q still has %d binding(s): %s; delete them first (kubectl delete servicebinding %s -n %s); the instance stays as it was; "+
+	what := "instance" // an object of a typed kind is named by its kind
+	if v1alpha1.Typed(si) {
+		what = si.Kind
+	}
+	return nil, nil, conflict("%s %q still has %d binding(s): %s; delete them first (kubectl delete servicebinding %s -n %s); the %s stays as it was; "+
 		"if their broker cannot unbind them, let them go without it: kubectl annotate servicebinding %s -n %s %s=%s",
-		si.Name, len(names), strings.Join(names, ", "), strings.Join(names, " "), si.Namespace,
+		what, si.Name, len(names), strings.Join(names, ", "), strings.Join(names, " "), si.Namespace, what,
 		strings.Join(names, " "), si.Namespace, v1alpha1.AnnotationReconcilePolicy, v1alpha1.PolicyDetachOnDelete)
 }

@@ -87,7 +87,7 @@ func TestABindingNamesAnInstanceOfATypedKind(t *testing.T) {
 
 	r = kubectl(t, "", "delete", "db", "db", "-n", ns, "--wait=false")
 	assert.NotEqual(t, 0, r.ExitCode)
-	assert.Contains(t, r.Stderr, `instance "db" still has 1 binding(s): creds`)
+	assert.Contains(t, r.Stderr, `Db "db" still has 1 binding(s): creds`)
 
 	r = kubectl(t, "", "delete", "servicebinding", "creds", "-n", ns)
 	require.Equal(t, 0, r.ExitCode, r.Output())

@@ -104,6 +104,9 @@ func build(p crdParts) (*apiextensionsv1.CustomResourceDefinition, error) {
 
 	root := siRoot.DeepCopy()
 	root.Description = p.description
+	status := root.Properties["status"]
+	status.Description = fmt.Sprintf("What the broker confirmed of the %s: as a ServiceInstance's status.", p.names.Kind)
+	root.Properties["status"] = status
 	root.Properties["spec"] = spec
 	root.Required = []string{"spec"}
 
