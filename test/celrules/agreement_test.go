@@ -271,6 +271,8 @@ func sample(s *apiextensionsv1.JSONSchemaProps, variant int) any {
 			return []string{"YQ==", "Yg=="}[variant%2]
 		case strings.Contains(s.Pattern, "https?"):
 			return fmt.Sprintf("https://broker-%d.example", variant)
+		case s.Pattern == "^[A-Z][A-Za-z0-9]*$": // a kind's name
+			return fmt.Sprintf("Kind%d", variant)
 		}
 		return fmt.Sprintf("value-%d", variant)
 	case "integer":
