@@ -47,8 +47,12 @@ func (l *bindingLookup) find(ctx context.Context, a *Attributes[Binding]) (*Targ
 					"no typed kind of this name (kubectl api-resources --api-group %s lists them; leave instanceKind out to bind a ServiceInstance)", render.Group))}, nil
 			}
 		}
+		resource := "serviceinstances"
+		if b.Spec.InstanceKind != "" {
+			resource = strings.ToLower(kind) // kubectl takes a kind's singular too
+		}
 		return &Target{}, field.ErrorList{field.Invalid(spec.Child("instanceName"), b.Spec.InstanceName,
-			fmt.Sprintf("no %s of this name in namespace %q (kubectl get %s -n %s)", kind, b.Namespace, strings.ToLower(kind), b.Namespace))}, nil
+			fmt.Sprintf("no %s of this name in namespace %q (kubectl get %s -n %s)", kind, b.Namespace, resource, b.Namespace))}, nil
 	}
 	entry, errs, err := resolveBroker(ctx, l.reader, l.cache, si.Spec.BrokerName, spec.Child("brokerName"))
 	switch {
