@@ -1,0 +1,491 @@
+package suite
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/bench/env"
+	"github.com/lockstep-dev/lockstep/bench/loadgen"
+	"github.com/lockstep-dev/lockstep/bench/report"
+	"github.com/lockstep-dev/lockstep/internal/broker/fakebroker"
+	"github.com/lockstep-dev/lockstep/internal/marketplace"
+	"github.com/lockstep-dev/lockstep/internal/typed/render"
+	"github.com/lockstep-dev/lockstep/test/framework"
+)
+
+// The typed-kinds benchmark's broker and the namespace of its objects.
+const (
+	typedBroker    = "typed"
+	typedNamespace = "bench-typed"
+	// typedPlansPerService are the plans of each service of its catalog.
+	typedPlansPerService = 2
+)
+
+// Its targets.
+const (
+	typedRefusalTarget = 1.05
+	activationTarget   = 5 * time.Second
+)
+
+// typedGroupVersion is the group and version of every typed kind.
+var typedGroupVersion = schema.GroupVersion{Group: render.Group, Version: render.Version}
+
+// Typed measures typed kinds, with lockstep running as in the other
+// benchmarks and a test broker whose catalog has TypedOfferings services
+// with schemas: kubectl api-resources and lockstep's memory with every
+// service activated against none; the time from activating one service to
+// its kind being established and served; and a change of a create-only
+// parameter of a typed kind, refused by the transition rule lockstep
+// generates, against the end-to-end benchmark's hand-written CEL rule.
+func (s *Suite) Typed(ctx context.Context) (report.Section, error) {
+	n := s.Sizes.TypedOfferings
+	sec := report.Section{Title: "9. Typed kinds", Text: []string{
+		fmt.Sprintf("A test broker whose catalog has %d services, each with %d plans with the typical create and update schemas "+
+			"(scalars, an enum, a pattern, an array, a nested object, and region, which is in the create schema only), is registered "+
+			"as ServiceBroker %q. Typed kinds are activated by patching its spec.typedKinds, as an administrator does; lockstep "+
+			"renders each activated service's CRD (internal/typed/render), applies it with its ClusterRoles and reports it on the "+
+			"ServiceOffering.", n, typedPlansPerService, typedBroker),
+	}}
+	b, err := fakebroker.Start(fakebroker.WithCatalog(generatedCatalog(n*typedPlansPerService, typedPlansPerService)))
+	if err != nil {
+		return sec, fmt.Errorf("starting the typed kinds' test broker: %w", err)
+	}
+	defer b.Close()
+	if _, err := s.Env.RegisterBroker(ctx, typedBroker, b.URL(), s.Sizes.StepTimeout); err != nil {
+		return sec, err
+	}
+	defer s.cleanTyped()
+	if err := s.Env.Namespace(ctx, typedNamespace, false); err != nil {
+		return sec, err
+	}
+	if err := s.manyTypedKinds(ctx, &sec, b); err != nil {
+		return sec, err
+	}
+	kind, err := s.typedActivation(ctx, &sec, b)
+	if err != nil {
+		return sec, err
+	}
+	if err := s.typedRefusal(ctx, &sec, kind); err != nil {
+		return sec, err
+	}
+	return sec, nil
+}
+
+// manyTypedKinds measures `kubectl api-resources` and lockstep's memory
+// with none of the broker's services activated, then with all of them,
+// then deactivates them all.
+func (s *Suite) manyTypedKinds(ctx context.Context, sec *report.Section, b *fakebroker.Broker) error {
+	n, runs := s.Sizes.TypedOfferings, s.Sizes.APIResourcesRuns
+	sec.Text = append(sec.Text, fmt.Sprintf("**%d activated offerings.** With none of the broker's services activated, `kubectl api-resources` "+
+		"(the real kubectl, as the administrator, which fetches discovery afresh) is run %d times and timed, and lockstep's memory is "+
+		"read from /proc (VmRSS; VmHWM is the peak) once its marketplace controller is idle. Then `*` is activated: once every "+
+		"offering's kind is established and served in discovery, the same again. Then every service is deactivated and the "+
+		"benchmark waits until every CRD is gone. The two states cannot alternate (activating %d kinds takes seconds), so they "+
+		"are measured one after the other, a moment apart.", n, runs, n))
+	services := serviceNames(b)
+	idleMemory := func() (framework.Memory, error) {
+		if err := s.marketplaceIdle(ctx); err != nil {
+			return framework.Memory{}, err
+		}
+		return s.Env.Lockstep.Memory()
+	}
+	mem0, err := idleMemory()
+	if err != nil {
+		return err
+	}
+	api0, err := s.apiResources(ctx, runs)
+	if err != nil {
+		return err
+	}
+
+	start := time.Now()
+	if err := s.activate(ctx, []string{"*"}); err != nil {
+		return err
+	}
+	kinds, err := s.typedKindsServed(ctx, services)
+	if err != nil {
+		return err
+	}
+	allServed := time.Since(start)
+	memN, err := idleMemory()
+	if err != nil {
+		return err
+	}
+	apiN, err := s.apiResources(ctx, runs)
+	if err != nil {
+		return err
+	}
+	if err := s.deactivate(ctx, kinds); err != nil {
+		return err
+	}
+
+	p0, pN := loadgen.Summarize(loadgen.Result{Latencies: api0}), loadgen.Summarize(loadgen.Result{Latencies: apiN})
+	sec.Tables = append(sec.Tables, report.Table{
+		Caption: fmt.Sprintf("**0 and %d activated offerings** (%d more CRDs; all %d established and served %s after the activation):",
+			n, n, n, dur(allServed)),
+		Header: []string{"activated", "kubectl api-resources p50", "max", "lockstep RSS", "peak RSS"},
+		Rows: [][]string{
+			{"0", dur(p0.P50), dur(p0.Max), mib(mem0.RSS), mib(mem0.Peak)},
+			{fmt.Sprint(n), dur(pN.P50), dur(pN.Max), mib(memN.RSS), mib(memN.Peak)},
+			{fmt.Sprintf("%d vs 0", n), ratio(pN.P50, p0.P50), ratio(pN.Max, p0.Max),
+				fmt.Sprintf("%.2fx", float64(memN.RSS)/float64(mem0.RSS)), fmt.Sprintf("%.2fx", float64(memN.Peak)/float64(mem0.Peak))},
+		},
+	})
+	sec.Notes = append(sec.Notes, "lockstep's figures with typed kinds activated are those of the controller that renders and applies "+
+		"their CRDs and ClusterRoles; what a reconciler of a kind's objects would hold comes on top, per object.")
+	return nil
+}
+
+// apiResources runs `kubectl api-resources` runs times and returns how
+// long each took.
+func (s *Suite) apiResources(ctx context.Context, runs int) ([]time.Duration, error) {
+	var took []time.Duration
+	for range runs {
+		start := time.Now()
+		if _, err := s.Env.Kubectl(ctx, "api-resources"); err != nil {
+			return nil, err
+		}
+		took = append(took, time.Since(start))
+	}
+	return took, nil
+}
+
+// typedActivation activates one service TypedActivations times and
+// measures each time until its kind is established and served in
+// discovery; it deactivates it in between (untimed), and leaves it
+// activated. It returns the kind.
+func (s *Suite) typedActivation(ctx context.Context, sec *report.Section, b *fakebroker.Broker) (*v1alpha1.TypedKindStatus, error) {
+	samples := s.Sizes.TypedActivations
+	service := serviceNames(b)[0]
+	sec.Text = append(sec.Text, fmt.Sprintf("**Activation to established.** The broker's spec.typedKinds is patched to activate service %q; "+
+		"timed from the patch until its ServiceOffering says status.typedKind.established and the API server lists the kind in "+
+		"discovery (both polled every 50 ms, discovery without a cache). Then the service is deactivated and the benchmark waits "+
+		"until its CRD is gone (untimed). %d samples.", service, samples))
+	var (
+		took []time.Duration
+		kind *v1alpha1.TypedKindStatus
+	)
+	for i := range samples {
+		start := time.Now()
+		if err := s.activate(ctx, []string{service}); err != nil {
+			return nil, err
+		}
+		kinds, err := s.typedKindsServed(ctx, []string{service})
+		if err != nil {
+			return nil, err
+		}
+		took = append(took, time.Since(start))
+		kind = kinds[0]
+		if i < samples-1 {
+			if err := s.deactivate(ctx, kinds); err != nil {
+				return nil, err
+			}
+		}
+	}
+	m := loadgen.Summarize(loadgen.Result{Latencies: took})
+	var cells []string
+	for _, d := range took {
+		cells = append(cells, dur(d))
+	}
+	sec.Tables = append(sec.Tables, report.Table{
+		Caption: fmt.Sprintf("**Activation of one service to its kind %s established and served:**", kind.Kind),
+		Header:  []string{"samples", "p50", "max", "each"},
+		Rows:    [][]string{{fmt.Sprint(samples), dur(m.P50), dur(m.Max), strings.Join(cells, ", ")}},
+	})
+	sec.Targets = append(sec.Targets, report.Check("activation to established and served", "<= "+dur(activationTarget)+" (every sample)",
+		fmt.Sprintf("%s p50, %s max", dur(m.P50), dur(m.Max)), m.Max <= activationTarget))
+	return kind, nil
+}
+
+// typedRefusal measures a change of a create-only parameter of the typed
+// kind, refused by the API server's transition rule, against the change
+// of a create-only field refused by the hand-written CEL rule of the
+// end-to-end benchmark's CRD, alternating request by request.
+func (s *Suite) typedRefusal(ctx context.Context, sec *report.Section, kind *v1alpha1.TypedKindStatus) error {
+	n := s.Sizes.EndToEnd
+	cel := e2eArms[celRule]
+	typed := typedGroupVersion.WithKind(kind.Kind)
+	sec.Text = append(sec.Text, fmt.Sprintf("**Create-only refusal.** %d objects of kind %s (plan %s, region eu) and %d objects of the "+
+		"end-to-end benchmark's CRD with the hand-written CEL rule (%s), then %d changes of each, sent one at a time through the real "+
+		"kube-apiserver with client-go, the two arms alternating request by request in rotating order, as in the end-to-end "+
+		"benchmark: on the typed kind, a merge patch of spec.parameters.region to us, which the transition rule lockstep generates "+
+		"for the create-only parameter refuses (it holds the plan, parametersFrom and presence as well); on the CEL arm, its "+
+		"create-only change of spec.externalID, which `self == oldSelf` refuses. Both answers are the API server's 422.",
+		n, kind.Kind, typedPlan, n, cel.name, n))
+	c := s.Env.Client
+	arms := []struct {
+		name   string
+		object func(i int) *unstructured.Unstructured
+		change func(ctx context.Context, i int) error
+	}{
+		{"typed kind " + kind.Kind + ", generated rule", func(i int) *unstructured.Unstructured { return typedObject(typed, typedName(i)) },
+			func(ctx context.Context, i int) error {
+				err := patch(ctx, c, typed, typedNamespace, typedName(i), `{"spec":{"parameters":{"region":"us"}}}`)
+				if err := refusedInvalid(err); err != nil {
+					return err
+				}
+				if !strings.Contains(err.Error(), "create-only parameter spec.parameters.region") {
+					return fmt.Errorf("refused, but not by the create-only rule of region: %w", err)
+				}
+				return nil
+			}},
+		{cel.name, func(i int) *unstructured.Unstructured { return e2eObject(cel.gvk, typedNamespace, typedName(i)) },
+			func(ctx context.Context, i int) error {
+				return refusedInvalid(patch(ctx, c, cel.gvk, typedNamespace, typedName(i), createOnlyPatch()))
+			}},
+	}
+	for i := -1; i < n; i++ { // -1: the warm-up object
+		for _, a := range arms {
+			if err := c.Create(ctx, a.object(i)); err != nil {
+				return fmt.Errorf("typed kinds, creating %s of %s: %w", typedName(i), a.name, err)
+			}
+		}
+	}
+	for _, a := range arms {
+		if err := a.change(ctx, -1); err != nil {
+			return fmt.Errorf("typed kinds, warm-up of %s: %w", a.name, err)
+		}
+	}
+	if err := s.Env.Settle(ctx, typedNamespace, s.Sizes.StepTimeout); err != nil {
+		return err
+	}
+
+	var load []loadgen.Arm
+	for _, a := range arms {
+		load = append(load, loadgen.Arm{Name: a.name, Work: loadgen.Work{Do: a.change}})
+	}
+	s.Logf("typed: create-only refusal")
+	before := s.scrape(ctx)
+	res, err := loadgen.Alternate(ctx, load, loadgen.Plan{
+		Load: loadgen.Load{Concurrency: 1, Requests: n, MaxDuration: s.Sizes.StepTimeout}, Rounds: n,
+	})
+	if err != nil {
+		return fmt.Errorf("typed kinds, create-only refusal: %w", err)
+	}
+	if err := s.verify("typed kinds, create-only refusal", res...); err != nil {
+		return err
+	}
+	calls := "not read"
+	if after := s.scrape(ctx); before != nil && after != nil {
+		calls = webhookCalls(before.apiserver, after.apiserver, n)
+	}
+	t := report.Table{Caption: "**Create-only change, refused by the API server** (webhook calls per request of the typed arm, " +
+		"from kube-apiserver's `apiserver_admission_webhook_admission_duration_seconds`; the CEL arm matches no webhook: " + calls + "):",
+		Header: []string{"arm", "p50", "p99", "throughput", "p50 vs CEL", "p99 vs CEL", "unexpected answers"}}
+	base := loadgen.Summarize(res[1])
+	for k, a := range arms {
+		m := loadgen.Summarize(res[k])
+		t.Rows = append(t.Rows, []string{a.name, dur(m.P50), dur(m.P99), rate(m.Throughput), ratio(m.P50, base.P50), ratio(m.P99, base.P99), problems(res[k])})
+	}
+	sec.Tables = append(sec.Tables, t)
+	sec.Targets = append(sec.Targets,
+		ratioTarget("typed kind's create-only refusal: vs "+cel.name, typedRefusalTarget, res[0], res[1]),
+		report.Check("typed kind's create-only refusal: webhook calls", "none", calls, calls == "none"))
+	return nil
+}
+
+// typedPlan is the plan of the typed kind's objects.
+const typedPlan = "plan-0"
+
+func typedName(i int) string {
+	if i < 0 {
+		return "typed-warmup"
+	}
+	return fmt.Sprintf("typed-%d", i)
+}
+
+// typedObject is an object of the typed kind gvk, valid against the
+// plans' create schema, with the create-only region.
+func typedObject(gvk schema.GroupVersionKind, name string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"metadata": map[string]any{"labels": map[string]any{"app.kubernetes.io/name": "orders"}},
+		"spec": map[string]any{
+			"brokerName": typedBroker, "plan": typedPlan, "externalID": uuid.NewString(),
+			"parameters": map[string]any{"region": "eu", "version": "16", "storageGB": int64(10)},
+		},
+	}}
+	u.SetGroupVersionKind(gvk)
+	u.SetNamespace(typedNamespace)
+	u.SetName(name)
+	return u
+}
+
+// serviceNames are the services of the broker's catalog, in order.
+func serviceNames(b *fakebroker.Broker) []string {
+	var names []string
+	for _, svc := range b.Catalog().Services {
+		names = append(names, svc.Name)
+	}
+	return names
+}
+
+// activate sets the typed broker's spec.typedKinds to one entry with the
+// service patterns, or to none when services is empty.
+func (s *Suite) activate(ctx context.Context, services []string) error {
+	var sb v1alpha1.ServiceBroker
+	if err := s.Env.Client.Get(ctx, client.ObjectKey{Name: typedBroker}, &sb); err != nil {
+		return err
+	}
+	patch := client.MergeFrom(sb.DeepCopy())
+	sb.Spec.TypedKinds = nil
+	if len(services) > 0 {
+		sb.Spec.TypedKinds = []v1alpha1.TypedKindActivation{{Services: services}}
+	}
+	if err := s.Env.Client.Patch(ctx, &sb, patch); err != nil {
+		return fmt.Errorf("setting the typed kinds of ServiceBroker %s to %v: %w", typedBroker, services, err)
+	}
+	return nil
+}
+
+// typedKindsServed waits until the ServiceOffering of each service says
+// its kind is established and the API server lists every kind in
+// discovery, and returns the kinds in the order of services.
+func (s *Suite) typedKindsServed(ctx context.Context, services []string) ([]*v1alpha1.TypedKindStatus, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(s.Env.Config)
+	if err != nil {
+		return nil, fmt.Errorf("creating a discovery client: %w", err)
+	}
+	kinds := make([]*v1alpha1.TypedKindStatus, len(services))
+	waiting := ""
+	err = env.Poll(ctx, s.Sizes.StepTimeout, 50*time.Millisecond, func(ctx context.Context) (bool, error) {
+		for i, service := range services {
+			if kinds[i] != nil {
+				continue
+			}
+			var o v1alpha1.ServiceOffering
+			name := marketplace.OfferingName(typedBroker, service, service+"-id")
+			if err := s.Env.Client.Get(ctx, client.ObjectKey{Name: name}, &o); err != nil {
+				return false, client.IgnoreNotFound(err)
+			}
+			if o.Status.TypedKind == nil || !o.Status.TypedKind.Established {
+				waiting = "ServiceOffering " + name + " established"
+				return false, nil
+			}
+			kinds[i] = o.Status.TypedKind
+		}
+		served, err := dc.ServerResourcesForGroupVersion(typedGroupVersion.String())
+		if err != nil {
+			waiting = "discovery: " + err.Error()
+			return false, nil
+		}
+		for _, k := range kinds {
+			if !slices.ContainsFunc(served.APIResources, func(r metav1.APIResource) bool { return r.Name == k.Plural }) {
+				waiting = "discovery to list " + k.Plural
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("typed kinds of %d service(s) of %s, waiting for %s: %w", len(services), typedBroker, waiting, err)
+	}
+	return kinds, nil
+}
+
+// deactivate deactivates every service of the typed broker and waits
+// until the CRDs of kinds are gone and no offering shows a kind.
+func (s *Suite) deactivate(ctx context.Context, kinds []*v1alpha1.TypedKindStatus) error {
+	if err := s.activate(ctx, nil); err != nil {
+		return err
+	}
+	left := ""
+	err := env.Poll(ctx, s.Sizes.StepTimeout, 50*time.Millisecond, func(ctx context.Context) (bool, error) {
+		for _, k := range kinds {
+			crd := kindObject(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"})
+			err := s.Env.Client.Get(ctx, client.ObjectKey{Name: k.CRDName}, crd)
+			if err == nil {
+				left = "CRD " + k.CRDName
+				return false, nil
+			}
+			if !apierrors.IsNotFound(err) {
+				return false, err
+			}
+		}
+		var offerings v1alpha1.ServiceOfferingList
+		if err := s.Env.Client.List(ctx, &offerings, client.MatchingFields{"spec.brokerName": typedBroker}); err != nil {
+			return false, err
+		}
+		for _, o := range offerings.Items {
+			if o.Status.TypedKind != nil {
+				left = "the typed kind on ServiceOffering " + o.Name
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("deactivating the typed kinds of %s, waiting for %s to go: %w", typedBroker, left, err)
+	}
+	return nil
+}
+
+// cleanTyped deletes what the benchmark created: the objects, the typed
+// kinds and the ServiceBroker, so that later benchmarks do not carry them.
+func (s *Suite) cleanTyped() {
+	ctx, cancel := context.WithTimeout(context.Background(), s.Sizes.StepTimeout)
+	defer cancel()
+	c := s.Env.Client
+	var offerings v1alpha1.ServiceOfferingList
+	if err := c.List(ctx, &offerings, client.MatchingFields{"spec.brokerName": typedBroker}); err != nil {
+		s.Logf("typed cleanup: listing the offerings: %v", err)
+	}
+	var kinds []*v1alpha1.TypedKindStatus
+	for _, o := range offerings.Items {
+		if k := o.Status.TypedKind; k != nil {
+			kinds = append(kinds, k)
+			gvk := typedGroupVersion.WithKind(k.Kind)
+			if err := c.DeleteAllOf(ctx, kindObject(gvk), client.InNamespace(typedNamespace)); err != nil {
+				s.Logf("typed cleanup: deleting the objects of %s: %v", k.Kind, err)
+			}
+		}
+	}
+	if err := c.DeleteAllOf(ctx, kindObject(e2eArms[celRule].gvk), client.InNamespace(typedNamespace)); err != nil {
+		s.Logf("typed cleanup: deleting the CEL arm's objects: %v", err)
+	}
+	if err := env.Poll(ctx, s.Sizes.StepTimeout, 100*time.Millisecond, func(ctx context.Context) (bool, error) {
+		for _, k := range kinds {
+			l := typedList(typedGroupVersion.WithKind(k.Kind))
+			if err := c.List(ctx, l, client.InNamespace(typedNamespace)); err != nil || len(l.Items) > 0 {
+				return false, client.IgnoreNotFound(err)
+			}
+		}
+		return true, nil
+	}); err != nil {
+		s.Logf("typed cleanup: the objects did not go: %v", err)
+	}
+	if err := s.deactivate(ctx, kinds); err != nil {
+		s.Logf("typed cleanup: %v", err)
+	}
+	sb := &v1alpha1.ServiceBroker{}
+	sb.Name = typedBroker
+	if err := c.Delete(ctx, sb); err != nil && !apierrors.IsNotFound(err) {
+		s.Logf("typed cleanup: deleting ServiceBroker %s: %v", typedBroker, err)
+	}
+	s.cleanOperations(typedNamespace)
+}
+
+// typedList is an empty list of the objects of gvk.
+func typedList(gvk schema.GroupVersionKind) *unstructured.UnstructuredList {
+	l := &unstructured.UnstructuredList{}
+	l.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	return l
+}
+
+// kindObject is an empty object of gvk.
+func kindObject(gvk schema.GroupVersionKind) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	return u
+}
