@@ -90,16 +90,24 @@ func (s *Suite) manyTypedKinds(ctx context.Context, sec *report.Section, b *fake
 	n, runs := s.Sizes.TypedOfferings, s.Sizes.APIResourcesRuns
 	sec.Text = append(sec.Text, fmt.Sprintf("**%d activated offerings.** With none of the broker's services activated, `kubectl api-resources` "+
 		"(the real kubectl, as the administrator, which fetches discovery afresh) is run once unmeasured and then %d times, timed, and lockstep's memory is "+
-		"read from /proc (VmRSS; VmHWM is the peak) once its marketplace controller is idle. Then `*` is activated: once every "+
+		"read from /proc (VmRSS; VmHWM is the peak), with its Go heap in use (`"+heapInuse+"`), once its marketplace controller is idle. Then `*` is activated: once every "+
 		"offering's kind is established and served in discovery, the same again. Then every service is deactivated and the "+
 		"benchmark waits until every CRD is gone. The two states cannot alternate (activating %d kinds takes seconds), so they "+
 		"are measured one after the other, a moment apart.", n, runs, n))
 	services := serviceNames(b)
-	idleMemory := func() (framework.Memory, error) {
+	idleMemory := func() (lockstepMemory, error) {
 		if err := s.marketplaceIdle(ctx); err != nil {
-			return framework.Memory{}, err
+			return lockstepMemory{}, err
 		}
-		return s.Env.Lockstep.Memory()
+		m, err := s.Env.Lockstep.Memory()
+		if err != nil {
+			return lockstepMemory{}, err
+		}
+		metrics, err := env.ScrapeMetrics(ctx, s.Env.MetricsURL())
+		if err != nil {
+			return lockstepMemory{}, err
+		}
+		return lockstepMemory{Memory: m, heap: int64(metrics.Sum(heapInuse, nil))}, nil
 	}
 	mem0, err := idleMemory()
 	if err != nil {
@@ -110,15 +118,24 @@ func (s *Suite) manyTypedKinds(ctx context.Context, sec *report.Section, b *fake
 		return err
 	}
 
+	before := s.scrape(ctx)
+	cpu0, err := s.Env.Lockstep.CPU()
+	if err != nil {
+		return err
+	}
 	start := time.Now()
 	if err := s.activate(ctx, []string{"*"}); err != nil {
 		return err
 	}
-	kinds, err := s.typedKindsServed(ctx, services)
+	all, err := s.typedKindsServed(ctx, services, start, 250*time.Millisecond)
 	if err != nil {
 		return err
 	}
-	allServed := time.Since(start)
+	after := s.scrape(ctx)
+	cpu, err := s.Env.Lockstep.CPU()
+	if err != nil {
+		return err
+	}
 	memN, err := idleMemory()
 	if err != nil {
 		return err
@@ -127,20 +144,28 @@ func (s *Suite) manyTypedKinds(ctx context.Context, sec *report.Section, b *fake
 	if err != nil {
 		return err
 	}
-	if err := s.deactivate(ctx, kinds); err != nil {
+	if err := s.deactivate(ctx, all.kinds); err != nil {
 		return err
 	}
 
 	p0, pN := loadgen.Summarize(loadgen.Result{Latencies: api0}), loadgen.Summarize(loadgen.Result{Latencies: apiN})
+	established := loadgen.Summarize(loadgen.Result{Latencies: all.established})
 	sec.Tables = append(sec.Tables, report.Table{
-		Caption: fmt.Sprintf("**0 and %d activated offerings** (%d more CRDs; all %d established and served %s after the activation):",
-			n, n, n, dur(allServed)),
-		Header: []string{"activated", "kubectl api-resources p50", "max", "lockstep RSS", "peak RSS"},
+		Caption: fmt.Sprintf("**Activating all %d at once** (offerings polled every 250 ms; lockstep's marketplace controller from its "+
+			"`%s` and `%s` over the activation):", n, reconcileTotal, reconcileSecondsSum),
+		Header: []string{"first offering established", "median", "last", "all served in discovery", "marketplace reconciles (by result)",
+			"their time", "writes", "lockstep's CPU"},
+		Rows: [][]string{{dur(slices.Min(all.established)), dur(established.P50), dur(established.Max), dur(all.all),
+			marketplaceReconciles(before, after), marketplaceTime(before, after), marketplaceWritesBetween(before, after), dur(cpu - cpu0)}},
+	})
+	sec.Tables = append(sec.Tables, report.Table{
+		Caption: fmt.Sprintf("**0 and %d activated offerings** (%d more CRDs):", n, n),
+		Header:  []string{"activated", "kubectl api-resources p50", "max", "lockstep RSS", "peak RSS", "Go heap in use"},
 		Rows: [][]string{
-			{"0", dur(p0.P50), dur(p0.Max), mib(mem0.RSS), mib(mem0.Peak)},
-			{fmt.Sprint(n), dur(pN.P50), dur(pN.Max), mib(memN.RSS), mib(memN.Peak)},
+			{"0", dur(p0.P50), dur(p0.Max), mib(mem0.RSS), mib(mem0.Peak), mib(mem0.heap)},
+			{fmt.Sprint(n), dur(pN.P50), dur(pN.Max), mib(memN.RSS), mib(memN.Peak), mib(memN.heap)},
 			{fmt.Sprintf("%d vs 0", n), ratio(pN.P50, p0.P50), ratio(pN.Max, p0.Max),
-				fmt.Sprintf("%.2fx", float64(memN.RSS)/float64(mem0.RSS)), fmt.Sprintf("%.2fx", float64(memN.Peak)/float64(mem0.Peak))},
+				times(memN.RSS, mem0.RSS), times(memN.Peak, mem0.Peak), times(memN.heap, mem0.heap)},
 		},
 	})
 	sec.Notes = append(sec.Notes, "lockstep's figures with typed kinds activated are those of the controller that renders and applies "+
@@ -186,14 +211,14 @@ func (s *Suite) typedActivation(ctx context.Context, sec *report.Section, b *fak
 		if err := s.activate(ctx, []string{service}); err != nil {
 			return nil, err
 		}
-		kinds, err := s.typedKindsServed(ctx, []string{service})
+		one, err := s.typedKindsServed(ctx, []string{service}, start, 50*time.Millisecond)
 		if err != nil {
 			return nil, err
 		}
-		took = append(took, time.Since(start))
-		kind = kinds[0]
+		took = append(took, one.all)
+		kind = one.kinds[0]
 		if i < samples-1 {
-			if err := s.deactivate(ctx, kinds); err != nil {
+			if err := s.deactivate(ctx, one.kinds); err != nil {
 				return nil, err
 			}
 		}
@@ -226,7 +251,10 @@ func (s *Suite) typedRefusal(ctx context.Context, sec *report.Section, kind *v1a
 		"kube-apiserver with client-go, the two arms alternating request by request in rotating order, as in the end-to-end "+
 		"benchmark: on the typed kind, a merge patch of spec.parameters.region to us, which the transition rule lockstep generates "+
 		"for the create-only parameter refuses (it holds the plan, parametersFrom and presence as well); on the CEL arm, its "+
-		"create-only change of spec.externalID, which `self == oldSelf` refuses. Both answers are the API server's 422.",
+		"create-only change of spec.externalID, which `self == oldSelf` refuses. Both answers are the API server's 422. A third arm, "+
+		"for comparison only, sends the CEL arm's change of spec.externalID to the typed kind's objects, which the rules the kind "+
+		"takes from lockstep's ServiceInstance CRD refuse: the difference between it and the CEL arm is the kind (its typed schema "+
+		"and lockstep's rules), between it and the first arm the generated rule of the parameter.",
 		n, kind.Kind, typedPlan, n, cel.name, n))
 	c := s.Env.Client
 	arms := []struct {
@@ -249,9 +277,17 @@ func (s *Suite) typedRefusal(ctx context.Context, sec *report.Section, kind *v1a
 			func(ctx context.Context, i int) error {
 				return refusedInvalid(patch(ctx, c, cel.gvk, typedNamespace, typedName(i), createOnlyPatch()))
 			}},
+		// The same objects as the first arm: a field whose rules the kind
+		// takes from ServiceInstance.
+		{"typed kind " + kind.Kind + ", spec.externalID (for comparison)", nil, func(ctx context.Context, i int) error {
+			return refusedInvalid(patch(ctx, c, typed, typedNamespace, typedName(i), createOnlyPatch()))
+		}},
 	}
 	for i := -1; i < n; i++ { // -1: the warm-up object
 		for _, a := range arms {
+			if a.object == nil {
+				continue
+			}
 			if err := c.Create(ctx, a.object(i)); err != nil {
 				return fmt.Errorf("typed kinds, creating %s of %s: %w", typedName(i), a.name, err)
 			}
@@ -354,49 +390,72 @@ func (s *Suite) activate(ctx context.Context, services []string) error {
 	return nil
 }
 
+// served is when the typed kinds of services were established and served,
+// measured from a start.
+type served struct {
+	// kinds are the kinds, in the order of the services.
+	kinds []*v1alpha1.TypedKindStatus
+	// established is when each ServiceOffering first said its kind is
+	// established, in the order of the services; all is when, after
+	// that, the API server listed every kind in discovery.
+	established []time.Duration
+	all         time.Duration
+}
+
 // typedKindsServed waits until the ServiceOffering of each service says
 // its kind is established and the API server lists every kind in
-// discovery, and returns the kinds in the order of services.
-func (s *Suite) typedKindsServed(ctx context.Context, services []string) ([]*v1alpha1.TypedKindStatus, error) {
+// discovery, polling every interval from start.
+func (s *Suite) typedKindsServed(ctx context.Context, services []string, start time.Time, interval time.Duration) (served, error) {
 	dc, err := discovery.NewDiscoveryClientForConfig(s.Env.Config)
 	if err != nil {
-		return nil, fmt.Errorf("creating a discovery client: %w", err)
+		return served{}, fmt.Errorf("creating a discovery client: %w", err)
 	}
-	kinds := make([]*v1alpha1.TypedKindStatus, len(services))
+	out := served{kinds: make([]*v1alpha1.TypedKindStatus, len(services)), established: make([]time.Duration, len(services))}
 	waiting := ""
-	err = env.Poll(ctx, s.Sizes.StepTimeout, 50*time.Millisecond, func(ctx context.Context) (bool, error) {
+	err = env.Poll(ctx, s.Sizes.StepTimeout, interval, func(ctx context.Context) (bool, error) {
+		var offerings v1alpha1.ServiceOfferingList
+		if err := s.Env.Client.List(ctx, &offerings, client.MatchingFields{"spec.brokerName": typedBroker}); err != nil {
+			return false, err
+		}
+		now := time.Since(start)
+		byName := map[string]*v1alpha1.ServiceOffering{}
+		for i := range offerings.Items {
+			byName[offerings.Items[i].Name] = &offerings.Items[i]
+		}
+		waiting = ""
 		for i, service := range services {
-			if kinds[i] != nil {
+			if out.kinds[i] != nil {
 				continue
 			}
-			var o v1alpha1.ServiceOffering
 			name := marketplace.OfferingName(typedBroker, service, service+"-id")
-			if err := s.Env.Client.Get(ctx, client.ObjectKey{Name: name}, &o); err != nil {
-				return false, client.IgnoreNotFound(err)
+			o, ok := byName[name]
+			if !ok || o.Status.TypedKind == nil || !o.Status.TypedKind.Established {
+				waiting = "ServiceOffering " + name + " to say its kind is established"
+				continue
 			}
-			if o.Status.TypedKind == nil || !o.Status.TypedKind.Established {
-				waiting = "ServiceOffering " + name + " established"
-				return false, nil
-			}
-			kinds[i] = o.Status.TypedKind
+			out.kinds[i], out.established[i] = o.Status.TypedKind, now
 		}
-		served, err := dc.ServerResourcesForGroupVersion(typedGroupVersion.String())
+		if waiting != "" {
+			return false, nil
+		}
+		list, err := dc.ServerResourcesForGroupVersion(typedGroupVersion.String())
 		if err != nil {
 			waiting = "discovery: " + err.Error()
 			return false, nil
 		}
-		for _, k := range kinds {
-			if !slices.ContainsFunc(served.APIResources, func(r metav1.APIResource) bool { return r.Name == k.Plural }) {
+		for _, k := range out.kinds {
+			if !slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == k.Plural }) {
 				waiting = "discovery to list " + k.Plural
 				return false, nil
 			}
 		}
+		out.all = time.Since(start)
 		return true, nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("typed kinds of %d service(s) of %s, waiting for %s: %w", len(services), typedBroker, waiting, err)
+		return served{}, fmt.Errorf("typed kinds of %d service(s) of %s, waiting for %s: %w", len(services), typedBroker, waiting, err)
 	}
-	return kinds, nil
+	return out, nil
 }
 
 // deactivate deactivates every service of the typed broker and waits
@@ -493,4 +552,59 @@ func kindObject(gvk schema.GroupVersionKind) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(gvk)
 	return u
+}
+
+// marketplaceReconciles says how many reconciles the marketplace
+// controller ran between two scrapes, by result.
+func marketplaceReconciles(before, after *scrapes) string {
+	if before == nil || after == nil {
+		return "not read"
+	}
+	var parts []string
+	for _, result := range labelValues(after.lockstep, reconcileTotal, "result") {
+		match := map[string]string{"controller": marketplaceController, "result": result}
+		if d := after.lockstep.Sum(reconcileTotal, match) - before.lockstep.Sum(reconcileTotal, match); d > 0 {
+			parts = append(parts, fmt.Sprintf("%.0f %s", d, result))
+		}
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// marketplaceTime is the marketplace controller's reconcile time between
+// two scrapes.
+func marketplaceTime(before, after *scrapes) string {
+	if before == nil || after == nil {
+		return "not read"
+	}
+	match := map[string]string{"controller": marketplaceController}
+	return dur(time.Duration((after.lockstep.Sum(reconcileSecondsSum, match) - before.lockstep.Sum(reconcileSecondsSum, match)) * float64(time.Second)))
+}
+
+// marketplaceWritesBetween are the marketplace's writes between two
+// scrapes.
+func marketplaceWritesBetween(before, after *scrapes) string {
+	if before == nil || after == nil {
+		return "not read"
+	}
+	return fmt.Sprintf("%.0f", after.lockstep.Sum(marketplaceWrites, nil)-before.lockstep.Sum(marketplaceWrites, nil))
+}
+
+// heapInuse is the Go runtime's heap in use, as lockstep's metrics show it.
+const heapInuse = "go_memstats_heap_inuse_bytes"
+
+// lockstepMemory is lockstep's memory as /proc and its Go runtime see it.
+type lockstepMemory struct {
+	framework.Memory
+	heap int64
+}
+
+// times is a/b as a ratio.
+func times(a, b int64) string {
+	if b == 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.2fx", float64(a)/float64(b))
 }
