@@ -155,7 +155,7 @@ func (s *Suite) manyTypedKinds(ctx context.Context, sec *report.Section, b *fake
 			"`%s` and `%s` over the activation; kube-apiserver's time for the writes of CRDs and ClusterRoles, dry runs included, "+
 			"from its `apiserver_request_duration_seconds`: count × mean):", n, reconcileTotal, reconcileSecondsSum),
 		Header: []string{"first offering established", "median", "last", "all served in discovery", "marketplace reconciles (by result)",
-			"their time", "writes", "lockstep's CPU", "lockstep's requests, as it timed them", "kube-apiserver's time for the writes"},
+			"their time", "writes", "lockstep's CPU", "lockstep's requests (method, answer × count)", "kube-apiserver's time for the writes"},
 		Rows: [][]string{{dur(slices.Min(all.established)), dur(established.P50), dur(established.Max), dur(all.all),
 			marketplaceReconciles(before, after), marketplaceTime(before, after), marketplaceWritesBetween(before, after), dur(cpu - cpu0),
 			lockstepRequests(before, after), typedKindWrites(before, after)}},
@@ -647,16 +647,20 @@ func typedKindWrites(before, after *scrapes) string {
 }
 
 // lockstepRequests are the requests lockstep made to kube-apiserver
-// between two scrapes, by verb, count × mean as client-go timed them
-// (`rest_client_request_duration_seconds`).
+// between two scrapes (client-go's `rest_client_requests_total`, retries
+// included), by method and answer.
 func lockstepRequests(before, after *scrapes) string {
 	if before == nil || after == nil {
 		return "not read"
 	}
+	const requests = "rest_client_requests_total"
 	var parts []string
-	for _, verb := range labelValues(after.lockstep, "rest_client_request_duration_seconds_count", "verb") {
-		if h := histogram(before.lockstep, after.lockstep, "rest_client_request_duration_seconds", map[string]string{"verb": verb}); h.count > 0 {
-			parts = append(parts, fmt.Sprintf("%s %.0f × %s", verb, h.count, dur(h.mean())))
+	for _, method := range labelValues(after.lockstep, requests, "method") {
+		for _, code := range labelValues(after.lockstep, requests, "code") {
+			match := map[string]string{"method": method, "code": code}
+			if d := after.lockstep.Sum(requests, match) - before.lockstep.Sum(requests, match); d > 0 {
+				parts = append(parts, fmt.Sprintf("%s %s × %.0f", method, code, d))
+			}
 		}
 	}
 	if len(parts) == 0 {
