@@ -95,25 +95,24 @@ func (s *Suite) manyTypedKinds(ctx context.Context, sec *report.Section, b *fake
 		"benchmark waits until every CRD is gone. The two states cannot alternate (activating %d kinds takes seconds), so they "+
 		"are measured one after the other, a moment apart.", n, runs, n))
 	services := serviceNames(b)
-	idleMemory := func() (lockstepMemory, error) {
+	// measure reads lockstep's memory once its marketplace controller is
+	// idle, then times kubectl api-resources.
+	measure := func() (lockstepMemory, []time.Duration, error) {
 		if err := s.marketplaceIdle(ctx); err != nil {
-			return lockstepMemory{}, err
+			return lockstepMemory{}, nil, err
 		}
 		m, err := s.Env.Lockstep.Memory()
 		if err != nil {
-			return lockstepMemory{}, err
+			return lockstepMemory{}, nil, err
 		}
 		metrics, err := env.ScrapeMetrics(ctx, s.Env.MetricsURL())
 		if err != nil {
-			return lockstepMemory{}, err
+			return lockstepMemory{}, nil, err
 		}
-		return lockstepMemory{Memory: m, heap: int64(metrics.Sum(heapInuse, nil))}, nil
+		api, err := s.apiResources(ctx, runs)
+		return lockstepMemory{Memory: m, heap: int64(metrics.Sum(heapInuse, nil))}, api, err
 	}
-	mem0, err := idleMemory()
-	if err != nil {
-		return err
-	}
-	api0, err := s.apiResources(ctx, runs)
+	mem0, api0, err := measure()
 	if err != nil {
 		return err
 	}
@@ -136,11 +135,7 @@ func (s *Suite) manyTypedKinds(ctx context.Context, sec *report.Section, b *fake
 	if err != nil {
 		return err
 	}
-	memN, err := idleMemory()
-	if err != nil {
-		return err
-	}
-	apiN, err := s.apiResources(ctx, runs)
+	memN, apiN, err := measure()
 	if err != nil {
 		return err
 	}
