@@ -174,6 +174,8 @@ func (s *Suite) manyTypedKinds(ctx context.Context, sec *report.Section, b *fake
 // run after a change of discovery writes kubectl's cache afresh), then
 // runs times, and returns how long each of those took.
 func (s *Suite) apiResources(ctx context.Context, runs int) ([]time.Duration, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.Sizes.StepTimeout)
+	defer cancel()
 	if _, err := s.Env.Kubectl(ctx, "api-resources"); err != nil {
 		return nil, err
 	}
