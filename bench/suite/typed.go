@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -247,14 +248,20 @@ func (s *Suite) typedRefusal(ctx context.Context, sec *report.Section, kind *v1a
 	typed := typedGroupVersion.WithKind(kind.Kind)
 	sec.Text = append(sec.Text, fmt.Sprintf("**Create-only refusal.** %d objects of kind %s (plan %s, region eu) and %d objects of the "+
 		"end-to-end benchmark's CRD with the hand-written CEL rule (%s), then %d changes of each, sent one at a time through the real "+
-		"kube-apiserver with client-go, the two arms alternating request by request in rotating order, as in the end-to-end "+
+		"kube-apiserver with client-go, the arms alternating request by request in rotating order, as in the end-to-end "+
 		"benchmark: on the typed kind, a merge patch of spec.parameters.region to us, which the transition rule lockstep generates "+
 		"for the create-only parameter refuses (it holds the plan, parametersFrom and presence as well); on the CEL arm, its "+
 		"create-only change of spec.externalID, which `self == oldSelf` refuses. Both answers are the API server's 422. A third arm, "+
 		"for comparison only, sends the CEL arm's change of spec.externalID to the typed kind's objects, which the rules the kind "+
 		"takes from lockstep's ServiceInstance CRD refuse: the difference between it and the CEL arm is the kind (its typed schema "+
-		"and lockstep's rules), between it and the first arm the generated rule of the parameter.",
+		"and lockstep's rules), between it and the first arm the generated rule of the parameter. A fourth arm, for comparison too, is a copy of the "+
+		"typed kind's CRD in group "+handWrittenGroup+" whose generated rule on region is replaced by a hand-written `self == oldSelf` "+
+		"on spec.parameters.region: the same typed schema, so that the difference between it and the first arm is the generated rule alone.",
 		n, kind.Kind, typedPlan, n, cel.name, n))
+	handWritten, err := s.handWrittenCopy(ctx, kind)
+	if err != nil {
+		return err
+	}
 	c := s.Env.Client
 	arms := []struct {
 		name   string
@@ -281,6 +288,11 @@ func (s *Suite) typedRefusal(ctx context.Context, sec *report.Section, kind *v1a
 		{"typed kind " + kind.Kind + ", spec.externalID (for comparison)", nil, func(ctx context.Context, i int) error {
 			return refusedInvalid(patch(ctx, c, typed, typedNamespace, typedName(i), createOnlyPatch()))
 		}},
+		{"same typed schema, hand-written rule on region (for comparison)",
+			func(i int) *unstructured.Unstructured { return typedObject(handWritten, typedName(i)) },
+			func(ctx context.Context, i int) error {
+				return refusedInvalid(patch(ctx, c, handWritten, typedNamespace, typedName(i), `{"spec":{"parameters":{"region":"us"}}}`))
+			}},
 	}
 	for i := -1; i < n; i++ { // -1: the warm-up object
 		for _, a := range arms {
@@ -330,10 +342,62 @@ func (s *Suite) typedRefusal(ctx context.Context, sec *report.Section, kind *v1a
 		t.Rows = append(t.Rows, []string{a.name, dur(m.P50), dur(m.P99), rate(m.Throughput), ratio(m.P50, base.P50), ratio(m.P99, base.P99), problems(res[k])})
 	}
 	sec.Tables = append(sec.Tables, t)
+	generated, same := loadgen.Summarize(res[0]), loadgen.Summarize(res[3])
+	sec.Notes = append(sec.Notes, fmt.Sprintf("The generated rule against the hand-written rule on the same typed schema: %s p50, %s p99.",
+		ratio(generated.P50, same.P50), ratio(generated.P99, same.P99)))
 	sec.Targets = append(sec.Targets,
 		ratioTarget("typed kind's create-only refusal: vs "+cel.name, typedRefusalTarget, res[0], res[1]),
 		report.Check("typed kind's create-only refusal: webhook calls", "none", calls, calls == "none"))
 	return nil
+}
+
+// handWrittenGroup is the group of the copy of a typed kind's CRD whose
+// generated rule on region is replaced by a hand-written one.
+const handWrittenGroup = "handwritten.bench.lockstep.dev"
+
+// handWrittenCopy installs a copy of kind's CRD in handWrittenGroup
+// whose rule on spec.parameters.region is the hand-written
+// `self == oldSelf` instead of lockstep's generated rule, waits until the
+// API server serves it, and returns its kind.
+func (s *Suite) handWrittenCopy(ctx context.Context, kind *v1alpha1.TypedKindStatus) (schema.GroupVersionKind, error) {
+	gvk := schema.GroupVersionKind{Group: handWrittenGroup, Version: render.Version, Kind: kind.Kind}
+	var live apiextensionsv1.CustomResourceDefinition
+	if err := s.Env.Client.Get(ctx, client.ObjectKey{Name: kind.CRDName}, &live); err != nil {
+		return gvk, fmt.Errorf("reading CRD %s: %w", kind.CRDName, err)
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{Spec: *live.Spec.DeepCopy()}
+	crd.Name = crd.Spec.Names.Plural + "." + handWrittenGroup
+	crd.Spec.Group = handWrittenGroup
+	crd.Spec.Names.ShortNames, crd.Spec.Names.Categories = nil, nil
+	root := crd.Spec.Versions[0].Schema.OpenAPIV3Schema
+	spec := root.Properties["spec"]
+	spec.XValidations = slices.DeleteFunc(spec.XValidations, func(r apiextensionsv1.ValidationRule) bool {
+		return r.FieldPath == ".parameters.region"
+	})
+	params := spec.Properties["parameters"]
+	region, ok := params.Properties["region"]
+	if !ok {
+		return gvk, fmt.Errorf("CRD %s has no spec.parameters.region", kind.CRDName)
+	}
+	region.XValidations = append(region.XValidations, apiextensionsv1.ValidationRule{Rule: "self == oldSelf", Message: env.CELMessage})
+	params.Properties["region"] = region
+	spec.Properties["parameters"] = params
+	root.Properties["spec"] = spec
+	if err := s.Env.Client.Create(ctx, crd); err != nil && !apierrors.IsAlreadyExists(err) {
+		return gvk, fmt.Errorf("creating CRD %s: %w", crd.Name, err)
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(s.Env.Config)
+	if err != nil {
+		return gvk, fmt.Errorf("creating a discovery client: %w", err)
+	}
+	err = env.Poll(ctx, s.Sizes.StepTimeout, 100*time.Millisecond, func(context.Context) (bool, error) {
+		list, err := dc.ServerResourcesForGroupVersion(gvk.GroupVersion().String())
+		return err == nil && slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == crd.Spec.Names.Plural }), nil
+	})
+	if err != nil {
+		return gvk, fmt.Errorf("CRD %s is not served: %w", crd.Name, err)
+	}
+	return gvk, nil
 }
 
 // typedPlan is the plan of the typed kind's objects.
@@ -516,6 +580,17 @@ func (s *Suite) cleanTyped() {
 	}
 	if err := c.DeleteAllOf(ctx, kindObject(e2eArms[celRule].gvk), client.InNamespace(typedNamespace)); err != nil {
 		s.Logf("typed cleanup: deleting the CEL arm's objects: %v", err)
+	}
+	var crds apiextensionsv1.CustomResourceDefinitionList
+	if err := c.List(ctx, &crds); err != nil {
+		s.Logf("typed cleanup: listing the CRDs: %v", err)
+	}
+	for i := range crds.Items {
+		if crd := &crds.Items[i]; crd.Spec.Group == handWrittenGroup {
+			if err := c.Delete(ctx, crd); err != nil && !apierrors.IsNotFound(err) {
+				s.Logf("typed cleanup: deleting CRD %s: %v", crd.Name, err)
+			}
+		}
 	}
 	if err := env.Poll(ctx, s.Sizes.StepTimeout, 100*time.Millisecond, func(ctx context.Context) (bool, error) {
 		for _, k := range kinds {
