@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench.sh runs lockstep's benchmark suite and writes the results
 # to bench/RESULTS.md: admission overhead, end to end through
-# kube-apiserver, the broker path, the journal under churn, a GitOps
+# kube-apiserver, typed kinds, the broker path, the journal under churn, a GitOps
 # burst, scale, the embedded broker, and the Go micro-benchmarks. About an
 # hour on 2 cores, half of it the burst (with -before, the compared
 # benchmarks run twice); not part of `make test`.

@@ -49,16 +49,17 @@ const (
 	typicalParameters = `{"region":"eu","version":"16","storageGB":100,"replicas":3,"highAvailability":true,"tags":["team-a","prod"],"backup":{"enabled":true,"schedule":"0 3 * * *","retention":7}}`
 )
 
-// plansPerService is how many plans each generated service has.
+// plansPerService is how many plans each service of the scale
+// benchmark's catalogs has.
 const plansPerService = 10
 
 // generatedCatalog returns a catalog of plans plans, every one with the
-// typical schemas, in services of plansPerService plans; the last plan of
-// the last service is targetService/targetPlan.
-func generatedCatalog(plans int) osbapi.Catalog {
+// typical schemas, in services of perService plans; the last plan of the
+// last service is targetService/targetPlan.
+func generatedCatalog(plans, perService int) osbapi.Catalog {
 	yes := true
 	var c osbapi.Catalog
-	services := (plans + plansPerService - 1) / plansPerService
+	services := (plans + perService - 1) / perService
 	left := plans
 	for s := range services {
 		name := fmt.Sprintf("service-%d", s)
@@ -66,7 +67,7 @@ func generatedCatalog(plans int) osbapi.Catalog {
 			name = targetService
 		}
 		svc := osbapi.Service{ID: fmt.Sprintf("%s-id", name), Name: name, Description: "generated", Bindable: true, PlanUpdateable: yes}
-		count := min(plansPerService, left)
+		count := min(perService, left)
 		left -= count
 		for p := range count {
 			planName := fmt.Sprintf("plan-%d", p)

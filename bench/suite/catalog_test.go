@@ -10,8 +10,9 @@ import (
 )
 
 func TestGeneratedCatalog(t *testing.T) {
-	for _, plans := range []int{1, 2, 10, 11, 1000} {
-		c := generatedCatalog(plans)
+	for _, tt := range []struct{ plans, perService int }{{1, 10}, {2, 10}, {10, 10}, {11, 10}, {1000, 10}, {1, 2}, {100, 2}} {
+		plans := tt.plans
+		c := generatedCatalog(plans, tt.perService)
 		count := 0
 		ids := map[string]bool{}
 		for _, s := range c.Services {
@@ -22,6 +23,7 @@ func TestGeneratedCatalog(t *testing.T) {
 			}
 		}
 		assert.Equal(t, plans, count, "%d plans", plans)
+		assert.Len(t, c.Services, (plans+tt.perService-1)/tt.perService)
 		last := c.Services[len(c.Services)-1]
 		assert.Equal(t, targetService, last.Name)
 		assert.Equal(t, targetPlan, last.Plans[len(last.Plans)-1].Name)

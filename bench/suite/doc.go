@@ -9,6 +9,13 @@
 //   - EndToEnd: updates and rejected create-only changes through the real
 //     kube-apiserver with lockstep's webhooks, against the same CRD without
 //     webhooks and with the create-only rule as a CEL transition rule;
+//   - Typed: typed kinds, with a test broker of many services with
+//     schemas: a change of a create-only parameter of a typed kind,
+//     refused by the transition rule lockstep generates, against the
+//     end-to-end benchmark's hand-written CEL rule; the time from
+//     activating a service on its ServiceBroker to its kind established
+//     and served; and `kubectl api-resources` and lockstep's memory with
+//     every service activated against none;
 //   - BrokerPath: provision, update and deprovision through lockstep's
 //     validating webhook (lock, journal, broker call) against the same
 //     calls made directly to the same test broker, at fixed broker

@@ -65,7 +65,7 @@ func (s *Suite) catalogSize(ctx context.Context, sec *report.Section) error {
 	}()
 	loads := report.Table{Caption: "Catalog load (fetch, schema compilation, ServiceBroker Ready):", Header: []string{"plans", "time to Ready"}}
 	for i, plans := range s.Sizes.CatalogPlans {
-		b, err := fakebroker.Start(fakebroker.WithCatalog(generatedCatalog(plans)))
+		b, err := fakebroker.Start(fakebroker.WithCatalog(generatedCatalog(plans, plansPerService)))
 		if err != nil {
 			return fmt.Errorf("starting a test broker with %d plans: %w", plans, err)
 		}

@@ -53,6 +53,7 @@ func Benchmarks() []Benchmark {
 		{Name: "micro", Run: (*Suite).Micro},
 		{Name: "admission", NeedsEnv: true, Run: (*Suite).Admission},
 		{Name: "e2e", NeedsEnv: true, Run: (*Suite).EndToEnd},
+		{Name: "typed", NeedsEnv: true, Run: (*Suite).Typed},
 		{Name: "broker", NeedsEnv: true, Run: (*Suite).BrokerPath},
 		{Name: "journal", NeedsEnv: true, Run: (*Suite).Journal},
 		{Name: "burst", NeedsEnv: true, Run: (*Suite).Burst},

@@ -1,0 +1,742 @@
+package suite
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/bench/env"
+	"github.com/lockstep-dev/lockstep/bench/loadgen"
+	"github.com/lockstep-dev/lockstep/bench/report"
+	"github.com/lockstep-dev/lockstep/internal/broker/fakebroker"
+	"github.com/lockstep-dev/lockstep/internal/marketplace"
+	"github.com/lockstep-dev/lockstep/internal/typed/render"
+	"github.com/lockstep-dev/lockstep/test/framework"
+)
+
+// The typed-kinds benchmark's broker and the namespace of its objects.
+const (
+	typedBroker    = "typed"
+	typedNamespace = "bench-typed"
+	// typedPlansPerService are the plans of each service of its catalog.
+	typedPlansPerService = 2
+)
+
+// Its targets.
+const (
+	typedRefusalTarget = 1.05
+	activationTarget   = 5 * time.Second
+)
+
+// typedGroupVersion is the group and version of every typed kind.
+var typedGroupVersion = schema.GroupVersion{Group: render.Group, Version: render.Version}
+
+// Typed measures typed kinds, with lockstep running as in the other
+// benchmarks and a test broker whose catalog has TypedOfferings services
+// with schemas: kubectl api-resources and lockstep's memory with every
+// service activated against none; the time from activating one service to
+// its kind being established and served; and a change of a create-only
+// parameter of a typed kind, refused by the transition rule lockstep
+// generates, against the end-to-end benchmark's hand-written CEL rule.
+func (s *Suite) Typed(ctx context.Context) (report.Section, error) {
+	n := s.Sizes.TypedOfferings
+	sec := report.Section{Title: "9. Typed kinds", Text: []string{
+		fmt.Sprintf("A test broker whose catalog has %d services, each with %d plans with the typical create and update schemas "+
+			"(scalars, an enum, a pattern, an array, a nested object, and region, which is in the create schema only), is registered "+
+			"as ServiceBroker %q. Typed kinds are activated by patching its spec.typedKinds, as an administrator does; lockstep "+
+			"renders each activated service's CRD (internal/typed/render), applies it with its ClusterRoles and reports it on the "+
+			"ServiceOffering.", n, typedPlansPerService, typedBroker),
+	}}
+	b, err := fakebroker.Start(fakebroker.WithCatalog(generatedCatalog(n*typedPlansPerService, typedPlansPerService)))
+	if err != nil {
+		return sec, fmt.Errorf("starting the typed kinds' test broker: %w", err)
+	}
+	defer b.Close()
+	if _, err := s.Env.RegisterBroker(ctx, typedBroker, b.URL(), s.Sizes.StepTimeout); err != nil {
+		return sec, err
+	}
+	defer s.cleanTyped()
+	if err := s.Env.Namespace(ctx, typedNamespace, false); err != nil {
+		return sec, err
+	}
+	if err := s.manyTypedKinds(ctx, &sec, b); err != nil {
+		return sec, err
+	}
+	kind, err := s.typedActivation(ctx, &sec, b)
+	if err != nil {
+		return sec, err
+	}
+	if err := s.typedRefusal(ctx, &sec, kind); err != nil {
+		return sec, err
+	}
+	return sec, nil
+}
+
+// manyTypedKinds measures `kubectl api-resources` and lockstep's memory
+// with none of the broker's services activated, then with all of them,
+// then deactivates them all.
+func (s *Suite) manyTypedKinds(ctx context.Context, sec *report.Section, b *fakebroker.Broker) error {
+	n, runs := s.Sizes.TypedOfferings, s.Sizes.APIResourcesRuns
+	sec.Text = append(sec.Text, fmt.Sprintf("**%d activated offerings.** With none of the broker's services activated, `kubectl api-resources` "+
+		"(the real kubectl, as the administrator, which fetches discovery afresh) is run once unmeasured and then %d times, timed, and lockstep's memory is "+
+		"read from /proc (VmRSS; VmHWM is the peak), with its Go heap in use (`"+heapInuse+"`), once its marketplace controller is idle. Then `*` is activated: once every "+
+		"offering's kind is established and served in discovery, the same again. Then every service is deactivated and the "+
+		"benchmark waits until every CRD is gone. The two states cannot alternate (activating %d kinds takes seconds), so they "+
+		"are measured one after the other, a moment apart.", n, runs, n))
+	services := serviceNames(b)
+	// measure reads lockstep's memory once its marketplace controller is
+	// idle, then times kubectl api-resources.
+	measure := func() (lockstepMemory, []time.Duration, error) {
+		if err := s.marketplaceIdle(ctx); err != nil {
+			return lockstepMemory{}, nil, err
+		}
+		m, err := s.Env.Lockstep.Memory()
+		if err != nil {
+			return lockstepMemory{}, nil, err
+		}
+		metrics, err := env.ScrapeMetrics(ctx, s.Env.MetricsURL())
+		if err != nil {
+			return lockstepMemory{}, nil, err
+		}
+		api, err := s.apiResources(ctx, runs)
+		return lockstepMemory{Memory: m, heap: int64(metrics.Sum(heapInuse, nil))}, api, err
+	}
+	mem0, api0, err := measure()
+	if err != nil {
+		return err
+	}
+
+	before := s.scrape(ctx)
+	cpu0, err := s.Env.Lockstep.CPU()
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	if err := s.activate(ctx, []string{"*"}); err != nil {
+		return err
+	}
+	all, err := s.typedKindsServed(ctx, services, start, 250*time.Millisecond)
+	if err != nil {
+		return err
+	}
+	after := s.scrape(ctx)
+	cpu, err := s.Env.Lockstep.CPU()
+	if err != nil {
+		return err
+	}
+	memN, apiN, err := measure()
+	if err != nil {
+		return err
+	}
+	if err := s.deactivate(ctx, all.kinds); err != nil {
+		return err
+	}
+
+	p0, pN := loadgen.Summarize(loadgen.Result{Latencies: api0}), loadgen.Summarize(loadgen.Result{Latencies: apiN})
+	established := loadgen.Summarize(loadgen.Result{Latencies: all.established})
+	sec.Tables = append(sec.Tables, report.Table{
+		Caption: fmt.Sprintf("**Activating all %d at once** (offerings polled every 250 ms; lockstep's marketplace controller from its "+
+			"`%s` and `%s` over the activation; kube-apiserver's time for the writes of CRDs and ClusterRoles, dry runs included, "+
+			"from its `apiserver_request_duration_seconds`: count × mean):", n, reconcileTotal, reconcileSecondsSum),
+		Header: []string{"first offering established", "median", "last", "all served in discovery", "marketplace reconciles (by result)",
+			"their time", "writes", "lockstep's CPU", "lockstep's requests (method, answer × count)", "kube-apiserver's time for the writes"},
+		Rows: [][]string{{dur(slices.Min(all.established)), dur(established.P50), dur(established.Max), dur(all.all),
+			marketplaceReconciles(before, after), marketplaceTime(before, after), marketplaceWritesBetween(before, after), dur(cpu - cpu0),
+			lockstepRequests(before, after), typedKindWrites(before, after)}},
+	})
+	sec.Tables = append(sec.Tables, report.Table{
+		Caption: fmt.Sprintf("**0 and %d activated offerings** (%d more CRDs):", n, n),
+		Header:  []string{"activated", "kubectl api-resources p50", "max", "lockstep RSS", "peak RSS", "Go heap in use"},
+		Rows: [][]string{
+			{"0", dur(p0.P50), dur(p0.Max), mib(mem0.RSS), mib(mem0.Peak), mib(mem0.heap)},
+			{fmt.Sprint(n), dur(pN.P50), dur(pN.Max), mib(memN.RSS), mib(memN.Peak), mib(memN.heap)},
+			{fmt.Sprintf("%d vs 0", n), ratio(pN.P50, p0.P50), ratio(pN.Max, p0.Max),
+				times(memN.RSS, mem0.RSS), times(memN.Peak, mem0.Peak), times(memN.heap, mem0.heap)},
+		},
+	})
+	sec.Notes = append(sec.Notes, "lockstep's figures with typed kinds activated are those of the controller that renders and applies "+
+		"their CRDs and ClusterRoles; what a reconciler of a kind's objects would hold comes on top, per object.")
+	return nil
+}
+
+// apiResources runs `kubectl api-resources` once unmeasured (its first
+// run after a change of discovery writes kubectl's cache afresh), then
+// runs times, and returns how long each of those took.
+func (s *Suite) apiResources(ctx context.Context, runs int) ([]time.Duration, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.Sizes.StepTimeout)
+	defer cancel()
+	if _, err := s.Env.Kubectl(ctx, "api-resources"); err != nil {
+		return nil, err
+	}
+	var took []time.Duration
+	for range runs {
+		start := time.Now()
+		if _, err := s.Env.Kubectl(ctx, "api-resources"); err != nil {
+			return nil, err
+		}
+		took = append(took, time.Since(start))
+	}
+	return took, nil
+}
+
+// typedActivation activates one service TypedActivations times and
+// measures each time until its kind is established and served in
+// discovery; it deactivates it in between (untimed), and leaves it
+// activated. It returns the kind.
+func (s *Suite) typedActivation(ctx context.Context, sec *report.Section, b *fakebroker.Broker) (*v1alpha1.TypedKindStatus, error) {
+	samples := s.Sizes.TypedActivations
+	service := serviceNames(b)[0]
+	sec.Text = append(sec.Text, fmt.Sprintf("**Activation to established.** The broker's spec.typedKinds is patched to activate service %q; "+
+		"timed from the patch until its ServiceOffering says status.typedKind.established and the API server lists the kind in "+
+		"discovery (both polled every 50 ms, discovery without a cache). Then the service is deactivated and the benchmark waits "+
+		"until its CRD is gone (untimed). %d samples.", service, samples))
+	var (
+		took []time.Duration
+		kind *v1alpha1.TypedKindStatus
+	)
+	for i := range samples {
+		start := time.Now()
+		if err := s.activate(ctx, []string{service}); err != nil {
+			return nil, err
+		}
+		one, err := s.typedKindsServed(ctx, []string{service}, start, 50*time.Millisecond)
+		if err != nil {
+			return nil, err
+		}
+		took = append(took, one.all)
+		kind = one.kinds[0]
+		if i < samples-1 {
+			if err := s.deactivate(ctx, one.kinds); err != nil {
+				return nil, err
+			}
+		}
+	}
+	m := loadgen.Summarize(loadgen.Result{Latencies: took})
+	var cells []string
+	for _, d := range took {
+		cells = append(cells, dur(d))
+	}
+	sec.Tables = append(sec.Tables, report.Table{
+		Caption: fmt.Sprintf("**Activation of one service to its kind %s established and served:**", kind.Kind),
+		Header:  []string{"samples", "p50", "max", "each"},
+		Rows:    [][]string{{fmt.Sprint(samples), dur(m.P50), dur(m.Max), strings.Join(cells, ", ")}},
+	})
+	sec.Targets = append(sec.Targets, report.Check("activation to established and served", "<= "+dur(activationTarget)+" (every sample)",
+		fmt.Sprintf("%s p50, %s max", dur(m.P50), dur(m.Max)), m.Max <= activationTarget))
+	return kind, nil
+}
+
+// typedRefusal measures a change of a create-only parameter of the typed
+// kind, refused by the API server's transition rule, against the change
+// of a create-only field refused by the hand-written CEL rule of the
+// end-to-end benchmark's CRD, alternating request by request.
+func (s *Suite) typedRefusal(ctx context.Context, sec *report.Section, kind *v1alpha1.TypedKindStatus) error {
+	n := s.Sizes.EndToEnd
+	cel := e2eArms[celRule]
+	typed := typedGroupVersion.WithKind(kind.Kind)
+	sec.Text = append(sec.Text, fmt.Sprintf("**Create-only refusal.** %d objects of kind %s (plan %s, region eu) and %d objects of the "+
+		"end-to-end benchmark's CRD with the hand-written CEL rule (%s), then %d changes of each, sent one at a time through the real "+
+		"kube-apiserver with client-go, the arms alternating request by request in rotating order, as in the end-to-end "+
+		"benchmark: on the typed kind, a merge patch of spec.parameters.region to us, which the transition rule lockstep generates "+
+		"for the create-only parameter refuses (it holds the plan, parametersFrom and presence as well); on the CEL arm, its "+
+		"create-only change of spec.externalID, which `self == oldSelf` refuses. Both answers are the API server's 422. A third arm, "+
+		"for comparison only, sends the CEL arm's change of spec.externalID to the typed kind's objects, which the rules the kind "+
+		"takes from lockstep's ServiceInstance CRD refuse: the difference between it and the CEL arm is the kind (its typed schema "+
+		"and lockstep's rules), between it and the first arm the generated rule of the parameter. A fourth arm, for comparison too, is a copy of the "+
+		"typed kind's CRD in group "+handWrittenGroup+" whose generated rule on region is replaced by a hand-written `self == oldSelf` "+
+		"on spec.parameters.region: the same typed schema, so that the difference between it and the first arm is the generated rule alone.",
+		n, kind.Kind, typedPlan, n, cel.name, n))
+	handWritten, err := s.handWrittenCopy(ctx, kind)
+	if err != nil {
+		return err
+	}
+	c := s.Env.Client
+	arms := []struct {
+		name   string
+		object func(i int) *unstructured.Unstructured
+		change func(ctx context.Context, i int) error
+	}{
+		{"typed kind " + kind.Kind + ", generated rule", func(i int) *unstructured.Unstructured { return typedObject(typed, typedName(i)) },
+			func(ctx context.Context, i int) error {
+				err := patch(ctx, c, typed, typedNamespace, typedName(i), `{"spec":{"parameters":{"region":"us"}}}`)
+				if err := refusedInvalid(err); err != nil {
+					return err
+				}
+				if !strings.Contains(err.Error(), "create-only parameter spec.parameters.region") {
+					return fmt.Errorf("refused, but not by the create-only rule of region: %w", err)
+				}
+				return nil
+			}},
+		{cel.name, func(i int) *unstructured.Unstructured { return e2eObject(cel.gvk, typedNamespace, typedName(i)) },
+			func(ctx context.Context, i int) error {
+				return refusedInvalid(patch(ctx, c, cel.gvk, typedNamespace, typedName(i), createOnlyPatch()))
+			}},
+		// The same objects as the first arm: a field whose rules the kind
+		// takes from ServiceInstance.
+		{"typed kind " + kind.Kind + ", spec.externalID (for comparison)", nil, func(ctx context.Context, i int) error {
+			return refusedInvalid(patch(ctx, c, typed, typedNamespace, typedName(i), createOnlyPatch()))
+		}},
+		{"same typed schema, hand-written rule on region (for comparison)",
+			func(i int) *unstructured.Unstructured { return typedObject(handWritten, typedName(i)) },
+			func(ctx context.Context, i int) error {
+				return refusedInvalid(patch(ctx, c, handWritten, typedNamespace, typedName(i), `{"spec":{"parameters":{"region":"us"}}}`))
+			}},
+	}
+	for i := -1; i < n; i++ { // -1: the warm-up object
+		for _, a := range arms {
+			if a.object == nil {
+				continue
+			}
+			if err := c.Create(ctx, a.object(i)); err != nil {
+				return fmt.Errorf("typed kinds, creating %s of %s: %w", typedName(i), a.name, err)
+			}
+		}
+	}
+	for _, a := range arms {
+		if err := a.change(ctx, -1); err != nil {
+			return fmt.Errorf("typed kinds, warm-up of %s: %w", a.name, err)
+		}
+	}
+	if err := s.Env.Settle(ctx, typedNamespace, s.Sizes.StepTimeout); err != nil {
+		return err
+	}
+
+	var load []loadgen.Arm
+	for _, a := range arms {
+		load = append(load, loadgen.Arm{Name: a.name, Work: loadgen.Work{Do: a.change}})
+	}
+	s.Logf("typed: create-only refusal")
+	before := s.scrape(ctx)
+	res, err := loadgen.Alternate(ctx, load, loadgen.Plan{
+		Load: loadgen.Load{Concurrency: 1, Requests: n, MaxDuration: s.Sizes.StepTimeout}, Rounds: n,
+	})
+	if err != nil {
+		return fmt.Errorf("typed kinds, create-only refusal: %w", err)
+	}
+	if err := s.verify("typed kinds, create-only refusal", res...); err != nil {
+		return err
+	}
+	calls := "not read"
+	if after := s.scrape(ctx); before != nil && after != nil {
+		calls = webhookCalls(before.apiserver, after.apiserver, n)
+	}
+	t := report.Table{Caption: "**Create-only change, refused by the API server.** Admission webhook calls while the changes were " +
+		"sent, per request of the typed arm (from kube-apiserver's `apiserver_admission_webhook_admission_duration_seconds`; the " +
+		"CEL arm matches no webhook): " + calls + ".",
+		Header: []string{"arm", "p50", "p99", "throughput", "p50 vs CEL", "p99 vs CEL", "unexpected answers"}}
+	base := loadgen.Summarize(res[1])
+	for k, a := range arms {
+		m := loadgen.Summarize(res[k])
+		t.Rows = append(t.Rows, []string{a.name, dur(m.P50), dur(m.P99), rate(m.Throughput), ratio(m.P50, base.P50), ratio(m.P99, base.P99), problems(res[k])})
+	}
+	sec.Tables = append(sec.Tables, t)
+	generated, same := loadgen.Summarize(res[0]), loadgen.Summarize(res[3])
+	sec.Notes = append(sec.Notes, fmt.Sprintf("The generated rule against the hand-written rule on the same typed schema: %s p50, %s p99.",
+		ratio(generated.P50, same.P50), ratio(generated.P99, same.P99)))
+	sec.Targets = append(sec.Targets,
+		ratioTarget("typed kind's create-only refusal: vs "+cel.name, typedRefusalTarget, res[0], res[1]),
+		report.Check("typed kind's create-only refusal: webhook calls", "none", calls, calls == "none"))
+	return nil
+}
+
+// handWrittenGroup is the group of the copy of a typed kind's CRD whose
+// generated rule on region is replaced by a hand-written one.
+const handWrittenGroup = "handwritten.bench.lockstep.dev"
+
+// handWrittenCopy installs a copy of kind's CRD in handWrittenGroup
+// whose rule on spec.parameters.region is the hand-written
+// `self == oldSelf` instead of lockstep's generated rule, waits until the
+// API server serves it, and returns its kind.
+func (s *Suite) handWrittenCopy(ctx context.Context, kind *v1alpha1.TypedKindStatus) (schema.GroupVersionKind, error) {
+	gvk := schema.GroupVersionKind{Group: handWrittenGroup, Version: render.Version, Kind: kind.Kind}
+	var live apiextensionsv1.CustomResourceDefinition
+	if err := s.Env.Client.Get(ctx, client.ObjectKey{Name: kind.CRDName}, &live); err != nil {
+		return gvk, fmt.Errorf("reading CRD %s: %w", kind.CRDName, err)
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{Spec: *live.Spec.DeepCopy()}
+	crd.Name = crd.Spec.Names.Plural + "." + handWrittenGroup
+	crd.Spec.Group = handWrittenGroup
+	crd.Spec.Names.ShortNames, crd.Spec.Names.Categories = nil, nil
+	root := crd.Spec.Versions[0].Schema.OpenAPIV3Schema
+	spec := root.Properties["spec"]
+	spec.XValidations = slices.DeleteFunc(spec.XValidations, func(r apiextensionsv1.ValidationRule) bool {
+		return r.FieldPath == ".parameters.region"
+	})
+	params := spec.Properties["parameters"]
+	region, ok := params.Properties["region"]
+	if !ok {
+		return gvk, fmt.Errorf("CRD %s has no spec.parameters.region", kind.CRDName)
+	}
+	region.XValidations = append(region.XValidations, apiextensionsv1.ValidationRule{Rule: "self == oldSelf", Message: env.CELMessage})
+	params.Properties["region"] = region
+	spec.Properties["parameters"] = params
+	root.Properties["spec"] = spec
+	if err := s.Env.Client.Create(ctx, crd); err != nil && !apierrors.IsAlreadyExists(err) {
+		return gvk, fmt.Errorf("creating CRD %s: %w", crd.Name, err)
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(s.Env.Config)
+	if err != nil {
+		return gvk, fmt.Errorf("creating a discovery client: %w", err)
+	}
+	err = env.Poll(ctx, s.Sizes.StepTimeout, 100*time.Millisecond, func(context.Context) (bool, error) {
+		list, err := dc.ServerResourcesForGroupVersion(gvk.GroupVersion().String())
+		return err == nil && slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == crd.Spec.Names.Plural }), nil
+	})
+	if err != nil {
+		return gvk, fmt.Errorf("CRD %s is not served: %w", crd.Name, err)
+	}
+	return gvk, nil
+}
+
+// typedPlan is the plan of the typed kind's objects.
+const typedPlan = "plan-0"
+
+func typedName(i int) string {
+	if i < 0 {
+		return "typed-warmup"
+	}
+	return fmt.Sprintf("typed-%d", i)
+}
+
+// typedObject is an object of the typed kind gvk, valid against the
+// plans' create schema, with the create-only region.
+func typedObject(gvk schema.GroupVersionKind, name string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"metadata": map[string]any{"labels": map[string]any{"app.kubernetes.io/name": "orders"}},
+		"spec": map[string]any{
+			"brokerName": typedBroker, "plan": typedPlan, "externalID": uuid.NewString(),
+			"parameters": map[string]any{"region": "eu", "version": "16", "storageGB": int64(10)},
+		},
+	}}
+	u.SetGroupVersionKind(gvk)
+	u.SetNamespace(typedNamespace)
+	u.SetName(name)
+	return u
+}
+
+// serviceNames are the services of the broker's catalog, in order.
+func serviceNames(b *fakebroker.Broker) []string {
+	var names []string
+	for _, svc := range b.Catalog().Services {
+		names = append(names, svc.Name)
+	}
+	return names
+}
+
+// activate sets the typed broker's spec.typedKinds to one entry with the
+// service patterns, or to none when services is empty.
+func (s *Suite) activate(ctx context.Context, services []string) error {
+	var sb v1alpha1.ServiceBroker
+	if err := s.Env.Client.Get(ctx, client.ObjectKey{Name: typedBroker}, &sb); err != nil {
+		return err
+	}
+	patch := client.MergeFrom(sb.DeepCopy())
+	sb.Spec.TypedKinds = nil
+	if len(services) > 0 {
+		sb.Spec.TypedKinds = []v1alpha1.TypedKindActivation{{Services: services}}
+	}
+	if err := s.Env.Client.Patch(ctx, &sb, patch); err != nil {
+		return fmt.Errorf("setting the typed kinds of ServiceBroker %s to %v: %w", typedBroker, services, err)
+	}
+	return nil
+}
+
+// served is when the typed kinds of services were established and served,
+// measured from a start.
+type served struct {
+	// kinds are the kinds, in the order of the services.
+	kinds []*v1alpha1.TypedKindStatus
+	// established is when each ServiceOffering first said its kind is
+	// established, in the order of the services; all is when, after
+	// that, the API server listed every kind in discovery.
+	established []time.Duration
+	all         time.Duration
+}
+
+// typedKindsServed waits until the ServiceOffering of each service says
+// its kind is established and the API server lists every kind in
+// discovery, polling every interval from start.
+func (s *Suite) typedKindsServed(ctx context.Context, services []string, start time.Time, interval time.Duration) (served, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(s.Env.Config)
+	if err != nil {
+		return served{}, fmt.Errorf("creating a discovery client: %w", err)
+	}
+	out := served{kinds: make([]*v1alpha1.TypedKindStatus, len(services)), established: make([]time.Duration, len(services))}
+	waiting := ""
+	err = env.Poll(ctx, s.Sizes.StepTimeout, interval, func(ctx context.Context) (bool, error) {
+		var offerings v1alpha1.ServiceOfferingList
+		if err := s.Env.Client.List(ctx, &offerings, client.MatchingFields{"spec.brokerName": typedBroker}); err != nil {
+			return false, err
+		}
+		now := time.Since(start)
+		byName := map[string]*v1alpha1.ServiceOffering{}
+		for i := range offerings.Items {
+			byName[offerings.Items[i].Name] = &offerings.Items[i]
+		}
+		waiting = ""
+		for i, service := range services {
+			if out.kinds[i] != nil {
+				continue
+			}
+			name := marketplace.OfferingName(typedBroker, service, service+"-id")
+			o, ok := byName[name]
+			if !ok || o.Status.TypedKind == nil || !o.Status.TypedKind.Established {
+				waiting = "ServiceOffering " + name + " to say its kind is established"
+				continue
+			}
+			out.kinds[i], out.established[i] = o.Status.TypedKind, now
+		}
+		if waiting != "" {
+			return false, nil
+		}
+		list, err := dc.ServerResourcesForGroupVersion(typedGroupVersion.String())
+		if err != nil {
+			waiting = "discovery: " + err.Error()
+			return false, nil
+		}
+		for _, k := range out.kinds {
+			if !slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == k.Plural }) {
+				waiting = "discovery to list " + k.Plural
+				return false, nil
+			}
+		}
+		out.all = time.Since(start)
+		return true, nil
+	})
+	if err != nil {
+		return served{}, fmt.Errorf("typed kinds of %d service(s) of %s, waiting for %s: %w", len(services), typedBroker, waiting, err)
+	}
+	return out, nil
+}
+
+// deactivate deactivates every service of the typed broker and waits
+// until the CRDs of kinds are gone and no offering shows a kind.
+func (s *Suite) deactivate(ctx context.Context, kinds []*v1alpha1.TypedKindStatus) error {
+	if err := s.activate(ctx, nil); err != nil {
+		return err
+	}
+	left := ""
+	err := env.Poll(ctx, s.Sizes.StepTimeout, 50*time.Millisecond, func(ctx context.Context) (bool, error) {
+		for _, k := range kinds {
+			crd := kindObject(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"})
+			err := s.Env.Client.Get(ctx, client.ObjectKey{Name: k.CRDName}, crd)
+			if err == nil {
+				left = "CRD " + k.CRDName
+				return false, nil
+			}
+			if !apierrors.IsNotFound(err) {
+				return false, err
+			}
+		}
+		var offerings v1alpha1.ServiceOfferingList
+		if err := s.Env.Client.List(ctx, &offerings, client.MatchingFields{"spec.brokerName": typedBroker}); err != nil {
+			return false, err
+		}
+		for _, o := range offerings.Items {
+			if o.Status.TypedKind != nil {
+				left = "the typed kind on ServiceOffering " + o.Name
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("deactivating the typed kinds of %s, waiting for %s to go: %w", typedBroker, left, err)
+	}
+	return nil
+}
+
+// cleanTyped deletes what the benchmark created: the objects, the typed
+// kinds and the ServiceBroker, so that later benchmarks do not carry them.
+func (s *Suite) cleanTyped() {
+	ctx, cancel := context.WithTimeout(context.Background(), s.Sizes.StepTimeout)
+	defer cancel()
+	c := s.Env.Client
+	var offerings v1alpha1.ServiceOfferingList
+	if err := c.List(ctx, &offerings, client.MatchingFields{"spec.brokerName": typedBroker}); err != nil {
+		s.Logf("typed cleanup: listing the offerings: %v", err)
+	}
+	var kinds []*v1alpha1.TypedKindStatus
+	for _, o := range offerings.Items {
+		if k := o.Status.TypedKind; k != nil {
+			kinds = append(kinds, k)
+			gvk := typedGroupVersion.WithKind(k.Kind)
+			if err := c.DeleteAllOf(ctx, kindObject(gvk), client.InNamespace(typedNamespace)); err != nil {
+				s.Logf("typed cleanup: deleting the objects of %s: %v", k.Kind, err)
+			}
+		}
+	}
+	if err := c.DeleteAllOf(ctx, kindObject(e2eArms[celRule].gvk), client.InNamespace(typedNamespace)); err != nil {
+		s.Logf("typed cleanup: deleting the CEL arm's objects: %v", err)
+	}
+	var crds apiextensionsv1.CustomResourceDefinitionList
+	if err := c.List(ctx, &crds); err != nil {
+		s.Logf("typed cleanup: listing the CRDs: %v", err)
+	}
+	for i := range crds.Items {
+		if crd := &crds.Items[i]; crd.Spec.Group == handWrittenGroup {
+			if err := c.Delete(ctx, crd); err != nil && !apierrors.IsNotFound(err) {
+				s.Logf("typed cleanup: deleting CRD %s: %v", crd.Name, err)
+			}
+		}
+	}
+	if err := env.Poll(ctx, s.Sizes.StepTimeout, 100*time.Millisecond, func(ctx context.Context) (bool, error) {
+		for _, k := range kinds {
+			l := typedList(typedGroupVersion.WithKind(k.Kind))
+			if err := c.List(ctx, l, client.InNamespace(typedNamespace)); err != nil || len(l.Items) > 0 {
+				return false, client.IgnoreNotFound(err)
+			}
+		}
+		return true, nil
+	}); err != nil {
+		s.Logf("typed cleanup: the objects did not go: %v", err)
+	}
+	if err := s.deactivate(ctx, kinds); err != nil {
+		s.Logf("typed cleanup: %v", err)
+	}
+	sb := &v1alpha1.ServiceBroker{}
+	sb.Name = typedBroker
+	if err := c.Delete(ctx, sb); err != nil && !apierrors.IsNotFound(err) {
+		s.Logf("typed cleanup: deleting ServiceBroker %s: %v", typedBroker, err)
+	}
+	s.cleanOperations(typedNamespace)
+}
+
+// typedList is an empty list of the objects of gvk.
+func typedList(gvk schema.GroupVersionKind) *unstructured.UnstructuredList {
+	l := &unstructured.UnstructuredList{}
+	l.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	return l
+}
+
+// kindObject is an empty object of gvk.
+func kindObject(gvk schema.GroupVersionKind) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	return u
+}
+
+// marketplaceReconciles says how many reconciles the marketplace
+// controller ran between two scrapes, by result.
+func marketplaceReconciles(before, after *scrapes) string {
+	if before == nil || after == nil {
+		return "not read"
+	}
+	var parts []string
+	for _, result := range labelValues(after.lockstep, reconcileTotal, "result") {
+		match := map[string]string{"controller": marketplaceController, "result": result}
+		if d := after.lockstep.Sum(reconcileTotal, match) - before.lockstep.Sum(reconcileTotal, match); d > 0 {
+			parts = append(parts, fmt.Sprintf("%.0f %s", d, result))
+		}
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// marketplaceTime is the marketplace controller's reconcile time between
+// two scrapes.
+func marketplaceTime(before, after *scrapes) string {
+	if before == nil || after == nil {
+		return "not read"
+	}
+	match := map[string]string{"controller": marketplaceController}
+	return dur(time.Duration((after.lockstep.Sum(reconcileSecondsSum, match) - before.lockstep.Sum(reconcileSecondsSum, match)) * float64(time.Second)))
+}
+
+// marketplaceWritesBetween are the marketplace's writes between two
+// scrapes.
+func marketplaceWritesBetween(before, after *scrapes) string {
+	if before == nil || after == nil {
+		return "not read"
+	}
+	return fmt.Sprintf("%.0f", after.lockstep.Sum(marketplaceWrites, nil)-before.lockstep.Sum(marketplaceWrites, nil))
+}
+
+// heapInuse is the Go runtime's heap in use, as lockstep's metrics show it.
+const heapInuse = "go_memstats_heap_inuse_bytes"
+
+// lockstepMemory is lockstep's memory as /proc and its Go runtime see it.
+type lockstepMemory struct {
+	framework.Memory
+	heap int64
+}
+
+// times is a/b as a ratio.
+func times(a, b int64) string {
+	if b == 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.2fx", float64(a)/float64(b))
+}
+
+// typedKindWrites are kube-apiserver's writes of CRDs and ClusterRoles
+// between two scrapes, by verb (dry runs apart), count × mean time.
+func typedKindWrites(before, after *scrapes) string {
+	if before == nil || after == nil {
+		return "not read"
+	}
+	const latency = "apiserver_request_duration_seconds"
+	seen := map[string]bool{}
+	var parts []string
+	for _, sample := range after.apiserver {
+		resource := sample.Labels["resource"]
+		if sample.Name != latency+"_count" || (resource != "customresourcedefinitions" && resource != "clusterroles") || sample.Labels["subresource"] != "" {
+			continue
+		}
+		verb, dry := sample.Labels["verb"], sample.Labels["dry_run"]
+		key := verb + " " + resource + " " + dry
+		if seen[key] || verb == "GET" || verb == "LIST" || verb == "WATCH" {
+			continue
+		}
+		seen[key] = true
+		if h := histogram(before.apiserver, after.apiserver, latency, map[string]string{"verb": verb, "resource": resource, "subresource": "", "dry_run": dry}); h.count > 0 {
+			what := verb + " " + resource
+			if dry != "" {
+				what += " (dry run)"
+			}
+			parts = append(parts, fmt.Sprintf("%s %.0f × %s", what, h.count, dur(h.mean())))
+		}
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, "; ")
+}
+
+// lockstepRequests are the requests lockstep made to kube-apiserver
+// between two scrapes (client-go's `rest_client_requests_total`, retries
+// included), by method and answer.
+func lockstepRequests(before, after *scrapes) string {
+	if before == nil || after == nil {
+		return "not read"
+	}
+	const requests = "rest_client_requests_total"
+	var parts []string
+	for _, method := range labelValues(after.lockstep, requests, "method") {
+		for _, code := range labelValues(after.lockstep, requests, "code") {
+			match := map[string]string{"method": method, "code": code}
+			if d := after.lockstep.Sum(requests, match) - before.lockstep.Sum(requests, match); d > 0 {
+				parts = append(parts, fmt.Sprintf("%s %s × %.0f", method, code, d))
+			}
+		}
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, "; ")
+}
