@@ -120,6 +120,16 @@ var findings = []finding{
 			"differed failed with \"forbidden\" and its InSync stayed as it was.",
 		Fixed: "the ClusterRole allows get (TestLeastPrivilegeRBAC changes an instance behind lockstep's back and waits for resync to put it back)",
 	},
+	{
+		Title:     "an orphaned update of an instance the broker no longer held was re-applied for ever, and its lock never went",
+		Invariant: check.OperationsFinal, Seed: 1,
+		Detail: "a deprovision got no answer (the broker had carried it out) and the instance stayed; a later plan change was refused, " +
+			"but lockstep was killed before the refusal was recorded, so the record restored from the lock was Orphaned; re-applying the " +
+			"persisted spec met \"instance ... does not exist\" (404) every time, so the record stayed Orphaned and held the instance's lock " +
+			"(short profile, in a clean-clone CI run on a loaded machine).",
+		Fixed: "a 404 or 410 to the re-apply means there is nothing to put the spec back on: the operation ends, its lock goes, and resync " +
+			"reports the instance gone (TestOperationsOrphanedUpdateOfAnInstanceTheBrokerNoLongerHolds)",
+	},
 }
 
 // knownFindings are the findings not fixed yet.

@@ -477,6 +477,13 @@ func (r *Reconciler) compensate(ctx context.Context, op *v1alpha1.BrokerOperatio
 	case v1alpha1.VerbUpdate:
 		what = "re-applied the persisted spec at the broker"
 		err = r.reapply(ctx, op, target)
+		if osbclient.IsNotFound(err) || osbclient.IsGone(err) {
+			// The broker no longer holds the instance (a delete whose
+			// answer was lost carried it out): there is nothing to put
+			// the spec back on. Resync reports the instance gone and says
+			// what to do.
+			what, err = "nothing re-applied: the broker no longer holds the instance", nil
+		}
 		if err != nil && target != nil && r.namespaceGone(ctx, target.GetNamespace()) {
 			// The instance is left in a namespace that no longer exists
 			// (removed while lockstep's kinds were not served): nobody

@@ -543,6 +543,41 @@ func TestOperationsOrphanedUpdateInANamespaceGone(t *testing.T) {
 	}
 }
 
+// TestOperationsOrphanedUpdateOfAnInstanceTheBrokerNoLongerHolds: an
+// orphaned update is compensated by applying the persisted spec again;
+// when the broker answers that it no longer holds the instance (a delete
+// whose answer was lost carried it out), there is nothing to re-apply: the
+// operation ends, and its lock goes, instead of asking for ever. Resync
+// reports the instance gone.
+func TestOperationsOrphanedUpdateOfAnInstanceTheBrokerNoLongerHolds(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		status int
+		want   v1alpha1.OperationPhase
+	}{
+		{name: "404", status: http.StatusNotFound, want: v1alpha1.PhaseCompensated},
+		{name: "410", status: http.StatusGone, want: v1alpha1.PhaseCompensated},
+		{name: "another refusal is tried again", status: http.StatusUnprocessableEntity, want: v1alpha1.PhaseOrphaned},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := v1alpha1.ServiceInstanceSpec{BrokerName: "acme", ServiceName: "db", PlanName: "small", ExternalID: "ext-1"}
+			si := &v1alpha1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "team", UID: "uid-1", Generation: 1}, Spec: spec}
+			h := newOpsHarness(t, si, opRecord("op", v1alpha1.VerbUpdate, v1alpha1.PhaseOrphaned, spec, time.Now()),
+				&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"}})
+			h.broker.Script(fakebroker.OpUpdate, fakebroker.Respond{Status: tc.status, Description: "instance ext-1 does not exist"})
+
+			h.reconcile(t, "op")
+			require.Equal(t, tc.want, h.phase(t, "op"))
+			assert.Equal(t, 1, h.broker.Count(fakebroker.OpUpdate), "the persisted spec was sent once")
+			if tc.want == v1alpha1.PhaseCompensated {
+				var op v1alpha1.BrokerOperation
+				require.NoError(t, h.client.Get(context.Background(), client.ObjectKey{Namespace: "team", Name: "op"}, &op))
+				assert.Contains(t, op.Status.Description, "the broker no longer holds the instance")
+			}
+		})
+	}
+}
+
 // TestOperationsAsyncBindWhoseCredentialsDoNotFitIsUndone: an asynchronous
 // bind that the broker finished, whose credentials the binding's secret
 // transforms cannot apply to, is not retried for ever: the bind is undone
