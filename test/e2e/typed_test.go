@@ -11,62 +11,32 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/admission"
 	"github.com/lockstep-dev/lockstep/internal/broker/fakebroker"
 	"github.com/lockstep-dev/lockstep/internal/broker/osbapi"
+	"github.com/lockstep-dev/lockstep/internal/controller/controllertest"
 	"github.com/lockstep-dev/lockstep/internal/journal"
+	"github.com/lockstep-dev/lockstep/internal/typed/object"
 	"github.com/lockstep-dev/lockstep/internal/typed/render"
 )
 
-// installTypedKind installs the CRD of the typed kind of service of the
-// test broker as lockstep renders it (service db: kind Db, resource
-// dbs.services.lockstep.dev), and removes it when the test ends, after
-// letting go of the objects left (their finalizers are removed here, not
-// waiting for lockstep's reconciler of the kind to remove each at the
-// broker first). It returns the kind.
-func installTypedKind(t *testing.T, service string) schema.GroupVersionKind {
+// installTypedKind installs the typed kind of service of the test
+// broker's catalog as lockstep renders it (service db: kind Db, resource
+// dbs.services.lockstep.dev) until the test ends, with a kubectl
+// discovery cache of the test's own (see controllertest.InstallTypedKind).
+func installTypedKind(t *testing.T, service string) object.Kind {
 	t.Helper()
 	t.Setenv("KUBECACHEDIR", t.TempDir())
 	cat := cluster.broker.Catalog()
 	i := slices.IndexFunc(cat.Services, func(s osbapi.Service) bool { return s.Name == service })
 	require.GreaterOrEqual(t, i, 0)
-	crd, _, err := render.Render(brokerName, &cat.Services[i], render.Options{})
-	require.NoError(t, err)
-	gvk := schema.GroupVersionKind{Group: render.Group, Version: render.Version, Kind: crd.Spec.Names.Kind}
-	opts := envtest.CRDInstallOptions{CRDs: []*apiextensionsv1.CustomResourceDefinition{crd}}
-	_, err = envtest.InstallCRDs(cluster.config, opts)
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		// Removing the CRD deletes its objects; their finalizers go too
-		// (the next test may install the same CRD, so wait until it is
-		// gone).
-		ctx := context.Background()
-		require.NoError(t, envtest.UninstallCRDs(cluster.config, opts))
-		gone := &unstructured.Unstructured{}
-		gone.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
-		require.Eventually(t, func() bool {
-			list := &unstructured.UnstructuredList{}
-			list.SetGroupVersionKind(gvk.GroupVersion().WithKind(crd.Spec.Names.ListKind))
-			if err := cluster.client.List(ctx, list); err == nil {
-				for i := range list.Items {
-					if u := &list.Items[i]; u.GetDeletionTimestamp() != nil && len(u.GetFinalizers()) > 0 {
-						_ = cluster.client.Patch(ctx, u, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
-					}
-				}
-			}
-			return apierrors.IsNotFound(cluster.client.Get(ctx, client.ObjectKey{Name: crd.Name}, gone))
-		}, 30*time.Second, 200*time.Millisecond, "CRD %s is removed", crd.Name)
-	})
-	return gvk
+	kind, _ := controllertest.InstallTypedKind(t, cluster.config, brokerName, &cat.Services[i])
+	return kind
 }
 
 // kvSchema is the create schema of service kv: region is create-only
@@ -318,7 +288,7 @@ func TestTypedKindCreateOnlyChangeNeverReachesTheWebhook(t *testing.T) {
 	}
 	read := func(name string, fields ...string) string {
 		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(kv)
+		u.SetGroupVersionKind(kv.GVK)
 		require.NoError(t, cluster.client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, u))
 		v, _, _ := unstructured.NestedString(u.Object, fields...)
 		return v
