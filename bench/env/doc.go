@@ -9,8 +9,8 @@
 //     ServiceBinding CRD beside it) and one whose create-only fields are
 //     CEL transition rules, self == oldSelf (group
 //     cel.bench.lockstep.dev); and kube-controller-manager (its
-//     namespace and garbage-collector controllers) only while a benchmark
-//     that deletes a namespace runs;
+//     namespace, garbage-collector and ClusterRole aggregation
+//     controllers) only while a benchmark that deletes a namespace runs;
 //   - lockstep itself, the real cmd/webhook binary built from the working
 //     tree and run as a separate process with LOCKSTEP_* settings, exactly
 //     as it is deployed (so that whatever internal/app wires, the journal

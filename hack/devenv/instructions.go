@@ -24,7 +24,7 @@ var nextSteps = template.Must(template.New("next").Funcs(template.FuncMap{
 }).Parse(`
 lockstep is running.
   kube-apiserver   {{.APIServer}}
-  controllers      namespace, garbage collector (kube-controller-manager)
+  controllers      namespace, garbage collector, ClusterRole aggregation (kube-controller-manager)
   webhooks         lockstep-mutating, lockstep-validating (deploy/webhook/manifests.yaml)
   broker           ServiceBroker "embedded" at http://127.0.0.1:{{.Broker}}, services: {{join .Services ", "}}
   metrics          http://127.0.0.1:{{.Metrics}}/metrics

@@ -28,7 +28,7 @@ func TestInstructionsSayWhatToTypeNext(t *testing.T) {
 		"logs             .state/logs/\n",
 		`ServiceBroker "embedded" at http://127.0.0.1:8099, services: failing, quick`,
 		"http://127.0.0.1:8080/metrics",
-		"controllers      namespace, garbage collector (kube-controller-manager)",
+		"controllers      namespace, garbage collector, ClusterRole aggregation (kube-controller-manager)",
 		"Ctrl-C here stops everything",
 	} {
 		assert.Contains(t, out.String(), want)

@@ -131,7 +131,7 @@ func run(ctx context.Context, o options, out io.Writer) (err error) {
 		}
 	}()
 
-	fmt.Fprintln(out, "make run: starting kube-controller-manager (namespace and garbage-collector controllers)")
+	fmt.Fprintln(out, "make run: starting kube-controller-manager (namespace, garbage-collector and ClusterRole aggregation controllers)")
 	cm, err := controllermanager.Start(cp.env, controllermanager.Options{
 		Assets: o.assets, Dir: s.controllerManagerDir(), Out: logs.controllerManager, StartTimeout: o.startTimeout,
 	})

@@ -1,8 +1,8 @@
 // Package deploy tests lockstep's deployment manifests (deploy/) against a
 // real kube-apiserver and etcd (controller-runtime envtest) and
-// kube-controller-manager (namespace and garbage-collector controllers),
-// with the kubectl that hack/testbin.sh builds, all started with
-// test/framework:
+// kube-controller-manager (namespace, garbage-collector and ClusterRole
+// aggregation controllers), with the kubectl that hack/testbin.sh builds,
+// all started with test/framework:
 //
 //   - every kustomize variant (deploy/base, deploy/cert-manager) renders
 //     with `kubectl kustomize` and passes a server-side dry-run apply, every

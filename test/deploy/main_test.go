@@ -44,7 +44,8 @@ func runMain(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "test/deploy: "+format+"\n", args...)
 		return 1
 	}
-	// The namespace and garbage-collector controllers run, as in a cluster.
+	// The namespace, garbage-collector and ClusterRole aggregation
+	// controllers run, as in a cluster.
 	cp, err := framework.Start(framework.Options{
 		Name:              "deploy",
 		ExtraCRDPaths:     []string{filepath.Join("testdata", "cert-manager-crds.yaml")},

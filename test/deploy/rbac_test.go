@@ -3,6 +3,8 @@ package deploy
 import (
 	"context"
 	"encoding/json"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -222,6 +224,9 @@ func eventuallyGone(ctx context.Context, t *testing.T, obj client.Object) {
 // CRD is applied and served, its edit and view ClusterRoles are created
 // (which takes holding what they grant), and both go again. Any rule
 // missing stops a step, or shows up as "forbidden" in lockstep's log.
+// Kubernetes' ClusterRole aggregation adds the kind's roles to edit,
+// admin and view: a user bound to edit in a namespace may create objects
+// of the kind there while it is active, and no longer once it is not.
 func TestLeastPrivilegeTypedKinds(t *testing.T) {
 	ctx := begin(t)
 	c := env.admin
@@ -240,6 +245,30 @@ func TestLeastPrivilegeTypedKinds(t *testing.T) {
 		var r rbacv1.ClusterRole
 		require.NoError(t, c.Get(ctx, client.ObjectKey{Name: name}, &r), "the kind's roles are there")
 	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "rbac-typed"}}
+	require.NoError(t, client.IgnoreAlreadyExists(c.Create(ctx, ns)))
+	require.NoError(t, client.IgnoreAlreadyExists(c.Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "editor", Namespace: ns.Name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "edit"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "erin"}},
+	})))
+	aggregated := func(role, verb string) bool {
+		var r rbacv1.ClusterRole
+		require.NoError(t, c.Get(ctx, client.ObjectKey{Name: role}, &r))
+		return slices.ContainsFunc(r.Rules, func(p rbacv1.PolicyRule) bool {
+			return slices.Contains(p.APIGroups, "services.lockstep.dev") && slices.Contains(p.Resources, "rbacdatabases") && slices.Contains(p.Verbs, verb)
+		})
+	}
+	// kubectl auth can-i answers yes or no (exiting 1), and warns on stderr
+	// about a resource its discovery does not know (yet, or any more).
+	canCreate := func() string {
+		out, _, _ := run(env.kubectl, "", "--kubeconfig", env.kubeconfig, "auth", "can-i", "create", "rbacdatabases.services.lockstep.dev", "-n", ns.Name, "--as", "erin")
+		return strings.TrimSpace(out)
+	}
+	eventually(t, "edit, admin and view gain the kind's rules", func() bool {
+		return aggregated("edit", "create") && aggregated("admin", "create") && aggregated("view", "list")
+	})
+	assert.Equal(t, "yes", canCreate(), "a user bound to edit may create objects of the kind")
 
 	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(sb), sb))
 	sb.Spec.TypedKinds = nil
@@ -249,5 +278,9 @@ func TestLeastPrivilegeTypedKinds(t *testing.T) {
 		err := c.Get(ctx, client.ObjectKey{Name: crd}, &apiextensionsv1.CustomResourceDefinition{})
 		return apierrors.IsNotFound(err) && c.List(ctx, &roles, client.MatchingLabels{"app.kubernetes.io/managed-by": "lockstep"}) == nil && len(roles.Items) == 0
 	})
+	eventually(t, "edit, admin and view lose the kind's rules", func() bool {
+		return !aggregated("edit", "create") && !aggregated("admin", "create") && !aggregated("view", "list")
+	})
+	assert.Equal(t, "no", canCreate(), "a user bound to edit may not create objects of a deactivated kind")
 	assert.NotContains(t, env.logs.String(), "forbidden", "lockstep was refused something by RBAC")
 }

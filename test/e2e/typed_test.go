@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -11,62 +12,33 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/admission"
 	"github.com/lockstep-dev/lockstep/internal/broker/fakebroker"
 	"github.com/lockstep-dev/lockstep/internal/broker/osbapi"
+	"github.com/lockstep-dev/lockstep/internal/controller/controllertest"
 	"github.com/lockstep-dev/lockstep/internal/journal"
+	"github.com/lockstep-dev/lockstep/internal/typed/object"
 	"github.com/lockstep-dev/lockstep/internal/typed/render"
 )
 
-// installTypedKind installs the CRD of the typed kind of service of the
-// test broker as lockstep renders it (service db: kind Db, resource
-// dbs.services.lockstep.dev), and removes it when the test ends, after
-// letting go of the objects left (their finalizers are removed here, not
-// waiting for lockstep's reconciler of the kind to remove each at the
-// broker first). It returns the kind.
-func installTypedKind(t *testing.T, service string) schema.GroupVersionKind {
+// installTypedKind installs the typed kind of service of the test
+// broker's catalog as lockstep renders it (service db: kind Db, resource
+// dbs.services.lockstep.dev) until the test ends, with a kubectl
+// discovery cache of the test's own (see controllertest.InstallTypedKind).
+func installTypedKind(t *testing.T, service string) object.Kind {
 	t.Helper()
 	t.Setenv("KUBECACHEDIR", t.TempDir())
 	cat := cluster.broker.Catalog()
 	i := slices.IndexFunc(cat.Services, func(s osbapi.Service) bool { return s.Name == service })
 	require.GreaterOrEqual(t, i, 0)
-	crd, _, err := render.Render(brokerName, &cat.Services[i], render.Options{})
-	require.NoError(t, err)
-	gvk := schema.GroupVersionKind{Group: render.Group, Version: render.Version, Kind: crd.Spec.Names.Kind}
-	opts := envtest.CRDInstallOptions{CRDs: []*apiextensionsv1.CustomResourceDefinition{crd}}
-	_, err = envtest.InstallCRDs(cluster.config, opts)
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		// Removing the CRD deletes its objects; their finalizers go too
-		// (the next test may install the same CRD, so wait until it is
-		// gone).
-		ctx := context.Background()
-		require.NoError(t, envtest.UninstallCRDs(cluster.config, opts))
-		gone := &unstructured.Unstructured{}
-		gone.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
-		require.Eventually(t, func() bool {
-			list := &unstructured.UnstructuredList{}
-			list.SetGroupVersionKind(gvk.GroupVersion().WithKind(crd.Spec.Names.ListKind))
-			if err := cluster.client.List(ctx, list); err == nil {
-				for i := range list.Items {
-					if u := &list.Items[i]; u.GetDeletionTimestamp() != nil && len(u.GetFinalizers()) > 0 {
-						_ = cluster.client.Patch(ctx, u, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
-					}
-				}
-			}
-			return apierrors.IsNotFound(cluster.client.Get(ctx, client.ObjectKey{Name: crd.Name}, gone))
-		}, 30*time.Second, 200*time.Millisecond, "CRD %s is removed", crd.Name)
-	})
-	return gvk
+	kind, _ := controllertest.InstallTypedKind(t, cluster.config, brokerName, &cat.Services[i])
+	return kind
 }
 
 // kvSchema is the create schema of service kv: region is create-only
@@ -107,6 +79,10 @@ func addKVService(t *testing.T) {
 type typedSide struct {
 	name, ns, resource string
 	manifest           func(ns, plan, params string) string
+	// binding is the manifest of binding creds of instance db1.
+	binding func(ns string) string
+	// get reads instance ns/db1 as its model; false when it is gone.
+	get func(ns string) (*v1alpha1.ServiceInstance, bool)
 	// normal says the side's answers in a ServiceInstance's words.
 	normal func(s string) string
 }
@@ -143,18 +119,41 @@ func deniedBy(r result) string {
 
 // TestTypedKindIsAdmittedAsServiceInstance: through kubectl, the same
 // changes of a ServiceInstance and of an object of typed kind Db of the
-// same service, with the same broker behaviour, get the same answers (in
-// the words of each kind), the same broker calls and the same journal
-// records, which name the typed kind.
+// same service, and of a binding of each, with the same broker behaviour,
+// get the same answers (in the words of each kind), the same broker calls,
+// once lockstep's reconcilers caught up the same status of the instance
+// and of the binding and the same keys in the binding's Secret, and the
+// same journal records, which name the typed kind.
 func TestTypedKindIsAdmittedAsServiceInstance(t *testing.T) {
-	installTypedKind(t, fakebroker.ServiceDB)
+	kind := installTypedKind(t, fakebroker.ServiceDB)
 	b := freshBroker(t)
 	nsSI, nsTyped := namespace(t), namespace(t)
+	ctx := context.Background()
 	sides := []typedSide{
 		{name: "ServiceInstance", ns: nsSI, resource: "serviceinstance",
 			manifest: func(ns, plan, params string) string { return instanceWith(ns, "db1", plan, ns+"-db1", params) },
-			normal:   func(s string) string { return s }},
+			binding:  func(ns string) string { return bindingYAML(ns, "creds", "db1", ns+"-creds", "") },
+			get: func(ns string) (*v1alpha1.ServiceInstance, bool) {
+				si := &v1alpha1.ServiceInstance{}
+				err := cluster.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "db1"}, si)
+				require.NoError(t, client.IgnoreNotFound(err))
+				return si, err == nil
+			},
+			normal: func(s string) string { return s }},
 		{name: "typed kind", ns: nsTyped, resource: "dbs.services.lockstep.dev", manifest: dbManifest,
+			binding: func(ns string) string { return typedBindingYAML(ns, "creds", kind.GVK.Kind, "db1", ns+"-creds") },
+			get: func(ns string) (*v1alpha1.ServiceInstance, bool) {
+				u := &unstructured.Unstructured{}
+				u.SetGroupVersionKind(kind.GVK)
+				err := cluster.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "db1"}, u)
+				require.NoError(t, client.IgnoreNotFound(err))
+				if err != nil {
+					return nil, false
+				}
+				si, err := object.ToInstance(u, kind)
+				require.NoError(t, err)
+				return si, true
+			},
 			normal: strings.NewReplacer(nsTyped, nsSI,
 				"typed.validate.lockstep.dev", "serviceinstances.validate.lockstep.dev",
 				"Db.services.lockstep.dev", "ServiceInstance.lockstep.dev",
@@ -170,6 +169,8 @@ func TestTypedKindIsAdmittedAsServiceInstance(t *testing.T) {
 	del := func(s typedSide) result {
 		return kubectl(t, "", "delete", s.resource, "db1", "-n", s.ns, "--wait=false")
 	}
+	bind := func(s typedSide) result { return kubectl(t, s.binding(s.ns), "apply", "-f", "-") }
+	unbind := func(s typedSide) result { return kubectl(t, "", "delete", "servicebinding", "creds", "-n", s.ns) }
 	steps := []struct {
 		name   string
 		script func(b *fakebroker.Broker, id string)
@@ -189,6 +190,8 @@ func TestTypedKindIsAdmittedAsServiceInstance(t *testing.T) {
 			script: func(b *fakebroker.Broker, id string) {
 				b.ScriptInstance(fakebroker.OpUpdate, id, fakebroker.Respond{Status: 422, Error: "QuotaExceeded", Description: "no room for 30GB"})
 			}},
+		{name: "bind", do: bind},
+		{name: "unbind", do: unbind},
 		{name: "delete refused by the broker", do: del, denied: "backups running",
 			script: func(b *fakebroker.Broker, id string) {
 				b.ScriptInstance(fakebroker.OpDeprovision, id, fakebroker.Respond{Status: 400, Error: "BadRequest", Description: "backups running"})
@@ -225,6 +228,7 @@ func TestTypedKindIsAdmittedAsServiceInstance(t *testing.T) {
 		} else {
 			assert.Contains(t, answers[0], step.denied, "step %q", step.name)
 		}
+		assert.Equal(t, settled(t, sides[0]), settled(t, sides[1]), "step %q: the same status", step.name)
 	}
 
 	// The records are written after each answer, and committed by the
@@ -246,7 +250,7 @@ func TestTypedKindIsAdmittedAsServiceInstance(t *testing.T) {
 				outcome = "pending"
 			}
 			out = append(out, fmt.Sprintf("%s %s %d %s", op.Spec.Verb, outcome, op.Status.HTTPStatus, s.normal(op.Status.Description)))
-			if s.ns == nsTyped {
+			if s.ns == nsTyped && op.Spec.Target.Kind != v1alpha1.TargetKind("ServiceBinding") {
 				assert.Equal(t, v1alpha1.TargetKind("Db"), op.Spec.Target.Kind)
 				assert.Equal(t, render.Group, op.Spec.Target.APIGroup)
 				assert.Equal(t, "Db", op.Labels[journal.LabelTargetKind])
@@ -257,18 +261,100 @@ func TestTypedKindIsAdmittedAsServiceInstance(t *testing.T) {
 	var si, typed []string
 	require.Eventually(t, func() bool {
 		si, typed = records(sides[0]), records(sides[1])
-		return len(si) == 6 && !slices.ContainsFunc(append(si, typed...), func(r string) bool { return strings.Contains(r, " pending ") })
-	}, 30*time.Second, 200*time.Millisecond, "provision, two updates, a refused update, a refused and a carried out deprovision, all final")
+		return len(si) == 8 && !slices.ContainsFunc(append(si, typed...), func(r string) bool { return strings.Contains(r, " pending ") })
+	}, 30*time.Second, 200*time.Millisecond, "provision, two updates, a refused update, a bind, an unbind, a refused and a carried out deprovision, all final")
 	assert.Equal(t, si, typed, "the same journal")
 	out := kubectl(t, "", "get", "brokeroperations", "-n", nsTyped, "-o", "wide").Output()
 	assert.Contains(t, out, "Db")
 	assert.Contains(t, out, render.Group)
 }
 
-// callsOf are the broker's calls about instance id that change it.
+// settled is what side s shows once lockstep's reconcilers caught up with
+// the records of instance db1 and of binding creds (each object's last
+// operation is its last record, answered): their status (absent when
+// gone), in a ServiceInstance's words, without times and record names,
+// and the keys of the binding's Secret.
+func settled(t *testing.T, s typedSide) map[string]any {
+	t.Helper()
+	ctx := context.Background()
+	var shown map[string]any
+	require.Eventually(t, func() bool {
+		shown = map[string]any{}
+		caughtUp := func(obj client.Object, last *v1alpha1.LastOperation) bool {
+			var ops v1alpha1.BrokerOperationList
+			require.NoError(t, cluster.client.List(ctx, &ops, client.InNamespace(s.ns), client.MatchingLabels{journal.LabelTargetUID: string(obj.GetUID())}))
+			answered := journal.Answered(ops.Items)
+			return obj.GetDeletionTimestamp() == nil && len(ops.Items) > 0 && last != nil && answered != nil &&
+				last.OperationName == answered.Name && !slices.ContainsFunc(ops.Items, func(op v1alpha1.BrokerOperation) bool {
+				return op.Status.Phase != v1alpha1.PhaseCommitted && op.Status.Phase != v1alpha1.PhaseFailed
+			})
+		}
+		if si, ok := s.get(s.ns); ok {
+			if !caughtUp(si, si.Status.LastOperation) {
+				return false
+			}
+			shown["instance"] = normalStatus(t, s, si.Status)
+		}
+		sb := &v1alpha1.ServiceBinding{}
+		if err := cluster.client.Get(ctx, client.ObjectKey{Namespace: s.ns, Name: "creds"}, sb); err == nil {
+			if !caughtUp(sb, sb.Status.LastOperation) {
+				return false
+			}
+			shown["binding"] = normalStatus(t, s, sb.Status)
+		} else {
+			require.True(t, apierrors.IsNotFound(err), err)
+		}
+		if secret, ok := getSecret(t, s.ns, "creds"); ok {
+			shown["secret"] = slices.Sorted(maps.Keys(secret.Data))
+		}
+		return true
+	}, 30*time.Second, 100*time.Millisecond, "%s: the status reports the last record", s.name)
+	return shown
+}
+
+// normalStatus is status as JSON, every string in a ServiceInstance's
+// words, without the times of its conditions and of its last operation,
+// nor the name of that operation's record.
+func normalStatus(t *testing.T, s typedSide, status any) map[string]any {
+	t.Helper()
+	raw, err := json.Marshal(status)
+	require.NoError(t, err)
+	var out map[string]any
+	require.NoError(t, json.Unmarshal(raw, &out))
+	conds, _ := out["conditions"].([]any)
+	for _, c := range conds {
+		delete(c.(map[string]any), "lastTransitionTime")
+	}
+	if last, ok := out["lastOperation"].(map[string]any); ok {
+		delete(last, "startTime")
+		delete(last, "endTime")
+		delete(last, "operationName")
+	}
+	return inWords(out, s.normal).(map[string]any)
+}
+
+// inWords is v, decoded JSON, with normal applied to every string in it.
+func inWords(v any, normal func(string) string) any {
+	switch v := v.(type) {
+	case string:
+		return normal(v)
+	case []any:
+		for i := range v {
+			v[i] = inWords(v[i], normal)
+		}
+	case map[string]any:
+		for k := range v {
+			v[k] = inWords(v[k], normal)
+		}
+	}
+	return v
+}
+
+// callsOf are the broker's calls about instance id that change it or its
+// bindings.
 func callsOf(b *fakebroker.Broker, id string) []fakebroker.Call {
 	var out []fakebroker.Call
-	for _, c := range b.Calls(fakebroker.OpProvision, fakebroker.OpUpdate, fakebroker.OpDeprovision) {
+	for _, c := range b.Calls(fakebroker.OpProvision, fakebroker.OpUpdate, fakebroker.OpDeprovision, fakebroker.OpBind, fakebroker.OpUnbind) {
 		if c.InstanceID == id {
 			out = append(out, c)
 		}
@@ -318,7 +404,7 @@ func TestTypedKindCreateOnlyChangeNeverReachesTheWebhook(t *testing.T) {
 	}
 	read := func(name string, fields ...string) string {
 		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(kv)
+		u.SetGroupVersionKind(kv.GVK)
 		require.NoError(t, cluster.client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, u))
 		v, _, _ := unstructured.NestedString(u.Object, fields...)
 		return v

@@ -15,7 +15,6 @@ import (
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/broker/fakebroker"
 	"github.com/lockstep-dev/lockstep/internal/controller/controllertest"
-	"github.com/lockstep-dev/lockstep/internal/typed/object"
 )
 
 // typedBindingYAML is a binding manifest of the instance kind/instance.
@@ -44,12 +43,10 @@ spec:
 // reconciler lets it go.
 func TestABindingNamesAnInstanceOfATypedKind(t *testing.T) {
 	ctx := context.Background()
-	gvk := installTypedKind(t, fakebroker.ServiceDB)
+	kind := installTypedKind(t, fakebroker.ServiceDB)
+	gvk := kind.GVK
 	b := freshBroker(t)
 	ns := namespace(t)
-	kind, ok, err := object.KindNamed(ctx, cluster.client, gvk.Group, gvk.Kind)
-	require.NoError(t, err)
-	require.True(t, ok)
 	r := kubectl(t, typedManifest(gvk.Kind, ns, "db", "small", `{"storageGB": 10}`), "apply", "-f", "-")
 	require.Equal(t, 0, r.ExitCode, r.Output())
 	si := controllertest.ReadyTyped(t, cluster.client, kind, ns, "db")
@@ -67,7 +64,7 @@ func TestABindingNamesAnInstanceOfATypedKind(t *testing.T) {
 	calls := b.Calls(fakebroker.OpBind)
 	require.Len(t, calls, 1, "one bind call")
 	assert.Equal(t, "/v2/service_instances/"+ns+"-db/service_bindings/"+ns+"-creds", calls[0].Path)
-	_, ok = getSecret(t, ns, "creds")
+	_, ok := getSecret(t, ns, "creds")
 	assert.True(t, ok, "the Secret exists when kubectl returns")
 	require.Eventually(t, func() bool {
 		r := kubectl(t, "", "get", "servicebinding", "creds", "-n", ns)

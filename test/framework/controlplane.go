@@ -51,9 +51,10 @@ type Options struct {
 	// Configure, when set, adjusts envtest's environment before it starts
 	// (etcd's data directory, fixed ports, where the processes log).
 	Configure func(*envtest.Environment)
-	// ControllerManager runs kube-controller-manager with the namespace
-	// and garbage-collector controllers, as in a cluster: deleted
-	// namespaces go, owned objects are collected.
+	// ControllerManager runs kube-controller-manager with the namespace,
+	// garbage-collector and ClusterRole aggregation controllers, as in a
+	// cluster: deleted namespaces go, owned objects are collected, roles
+	// labelled to aggregate into edit, view or admin are.
 	ControllerManager bool
 	// APIServers is how many kube-apiservers serve on one etcd, as in a
 	// highly available cluster; with more than one, Config reaches them

@@ -32,7 +32,8 @@ func TestMain(m *testing.M) { os.Exit(run(m)) }
 
 func run(m *testing.M) int {
 	fail := func(err error) int { fmt.Fprintln(os.Stderr, "replicas:", err); return 1 }
-	// The namespace and garbage-collector controllers run, as in a cluster.
+	// The namespace, garbage-collector and ClusterRole aggregation
+	// controllers run, as in a cluster.
 	cp, err := framework.Start(framework.Options{Name: "replicas", ControllerManager: true})
 	if err != nil {
 		return fail(err)

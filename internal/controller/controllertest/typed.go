@@ -11,50 +11,71 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/broker/fakebroker"
+	"github.com/lockstep-dev/lockstep/internal/broker/osbapi"
 	"github.com/lockstep-dev/lockstep/internal/journal"
 	"github.com/lockstep-dev/lockstep/internal/typed/object"
 	"github.com/lockstep-dev/lockstep/internal/typed/render"
 )
 
-// InstallTypedKind renders the typed kind of service "db" of the test
-// broker's default catalog, as the catalog of ServiceBroker brokerName,
-// installs its CRD through c (a real API server) and returns the kind
-// once the CRD is established.
-func InstallTypedKind(t testing.TB, c client.Client, brokerName string) (object.Kind, *apiextensionsv1.CustomResourceDefinition) {
+// InstallTypedKind renders the typed kind of service, as lockstep does
+// for ServiceBroker brokerName, installs its CRD through cfg (a real API
+// server) and returns the kind once the API server serves it (in
+// discovery, so that kubectl finds it too). When the test ends the CRD
+// is removed and waited on until gone (the next test may install it
+// again); the objects it still has are let go of (their finalizers are
+// removed here, not waiting for lockstep's reconciler of the kind to
+// remove each at the broker first).
+func InstallTypedKind(t testing.TB, cfg *rest.Config, brokerName string, service *osbapi.Service) (object.Kind, *apiextensionsv1.CustomResourceDefinition) {
 	t.Helper()
-	ctx := context.Background()
-	cat := fakebroker.DefaultCatalog()
-	crd, _, err := render.Render(brokerName, &cat.Services[0], render.Options{})
+	crd, _, err := render.Render(brokerName, service, render.Options{})
 	require.NoError(t, err)
-	require.NoError(t, c.Create(ctx, crd))
-	var kind object.Kind
-	require.Eventually(t, func() bool {
-		got := &apiextensionsv1.CustomResourceDefinition{}
-		if c.Get(ctx, client.ObjectKeyFromObject(crd), got) != nil {
-			return false
-		}
-		var ok bool
-		kind, ok = object.KindOf(got)
-		for _, cond := range got.Status.Conditions {
-			if cond.Type == apiextensionsv1.Established {
-				return ok && cond.Status == apiextensionsv1.ConditionTrue
+	kind, ok := object.KindOf(crd)
+	require.True(t, ok, "the rendered CRD %s is a typed kind", crd.Name)
+	_, err = envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{CRDs: []*apiextensionsv1.CustomResourceDefinition{crd}})
+	require.NoError(t, err)
+	scheme := runtime.NewScheme()
+	require.NoError(t, apiextensionsv1.AddToScheme(scheme))
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		deleteTypedKind(t, c, crd, func(ctx context.Context) {
+			list := &unstructured.UnstructuredList{}
+			list.SetGroupVersionKind(kind.GVK.GroupVersion().WithKind(crd.Spec.Names.ListKind))
+			if c.List(ctx, list) != nil {
+				return
 			}
-		}
-		return false
-	}, 30*time.Second, 100*time.Millisecond, "CRD %s is established", crd.Name)
+			for i := range list.Items {
+				if u := &list.Items[i]; u.GetDeletionTimestamp() != nil && len(u.GetFinalizers()) > 0 {
+					_ = c.Patch(ctx, u, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
+				}
+			}
+		})
+	})
 	return kind, crd
 }
 
 // DeleteTypedKind deletes a typed kind's CRD and waits until it is gone.
 func DeleteTypedKind(t testing.TB, c client.Client, crd *apiextensionsv1.CustomResourceDefinition) {
 	t.Helper()
+	deleteTypedKind(t, c, crd, func(context.Context) {})
+}
+
+// deleteTypedKind deletes crd and waits until it is gone, calling meanwhile
+// on every poll.
+func deleteTypedKind(t testing.TB, c client.Client, crd *apiextensionsv1.CustomResourceDefinition, meanwhile func(context.Context)) {
+	t.Helper()
 	ctx := context.Background()
 	require.NoError(t, client.IgnoreNotFound(c.Delete(ctx, crd)))
 	require.Eventually(t, func() bool {
+		meanwhile(ctx)
 		return apierrors.IsNotFound(c.Get(ctx, client.ObjectKeyFromObject(crd), &apiextensionsv1.CustomResourceDefinition{}))
 	}, 60*time.Second, 100*time.Millisecond, "CRD %s is gone", crd.Name)
 }

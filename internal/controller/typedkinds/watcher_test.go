@@ -87,12 +87,14 @@ func namespace(t *testing.T, name string) string {
 	return name
 }
 
-// installKind installs the kind of the test broker's service "db" (see
+// installKind installs the kind of service "db" of the test broker's
+// default catalog, as the catalog of ServiceBroker acme (see
 // controllertest.InstallTypedKind), with lockstep's namespace.
 func installKind(t *testing.T) (object.Kind, *apiextensionsv1.CustomResourceDefinition) {
 	t.Helper()
 	namespace(t, lockstepNamespace)
-	return controllertest.InstallTypedKind(t, env.client, "acme")
+	cat := fakebroker.DefaultCatalog()
+	return controllertest.InstallTypedKind(t, env.config, "acme", &cat.Services[0])
 }
 
 // provisioned is controllertest.ProvisionedTyped, at r's broker.

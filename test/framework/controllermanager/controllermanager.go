@@ -25,11 +25,12 @@ import (
 // directory of control plane binaries (KUBEBUILDER_ASSETS).
 const Binary = "kube-controller-manager"
 
-// Controllers are the controllers it runs: a namespace's deletion and
-// owner-reference garbage collection. Nothing else is needed by lockstep,
-// and nothing else runs (no service account tokens, no node or pod
-// controllers).
-var Controllers = []string{"namespace-controller", "garbage-collector-controller"}
+// Controllers are the controllers it runs: a namespace's deletion,
+// owner-reference garbage collection, and the aggregation of ClusterRoles
+// by label into edit, view and admin (each typed kind's roles are). Nothing
+// else is needed by lockstep, and nothing else runs (no service account
+// tokens, no node or pod controllers).
+var Controllers = []string{"namespace-controller", "garbage-collector-controller", "clusterrole-aggregation-controller"}
 
 // User is the identity it connects as, a cluster admin (system:masters):
 // the namespace controller and the garbage collector delete objects of

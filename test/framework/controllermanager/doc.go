@@ -2,7 +2,9 @@
 // control plane (controller-runtime's envtest), with the controllers that
 // let deletes finish: the namespace controller (a deleted namespace's
 // objects are deleted, then the namespace) and the garbage collector
-// (objects whose owner is gone are deleted, such as a binding's Secret).
+// (objects whose owner is gone are deleted, such as a binding's Secret);
+// and the ClusterRole aggregation controller, so that roles labelled to
+// aggregate into edit, view or admin (a typed kind's) are added to them.
 // envtest starts etcd and kube-apiserver only; without these controllers a
 // deleted namespace stays Terminating forever.
 //
