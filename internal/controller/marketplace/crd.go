@@ -133,8 +133,8 @@ func (s *sync) apply(ctx context.Context, id string, k typedKind) typedKind {
 			tk.Established = established(live)
 			tk.DeprecatedParameters = deprecatedOf(live)
 			return withCondition(k, metav1.ConditionFalse, ReasonCRDUpdateHeld, fmt.Sprintf(
-				"the catalog as it is now drops parameters that objects of kind %s set (%s), and the CRD that keeps them, deprecated, is not one the API server takes (%s): the CRD as it was stays, and its objects keep working. Remove those parameters from the objects (kubectl get %s -A), and lockstep applies the new CRD",
-				tk.Kind, strings.Join(held.kept, ", "), held.why, tk.Plural))
+				"the catalog as it is now drops parameters that objects of kind %s set (%s), and the CRD that keeps them, deprecated, is beyond what a kind takes or what the API server accepts (%s): the CRD as it was stays, and its objects keep working. Remove those parameters from the objects (kubectl get %s -A), and lockstep applies the new CRD",
+				tk.Kind, inuse.Some(held.kept, maxObjectsNamed), held.why, tk.Plural))
 		case err != nil:
 			return s.failed(tk, err)
 		case refusal != "" && live == nil:
@@ -248,7 +248,11 @@ func (s *sync) keepDeprecated(ctx context.Context, live, crd *apiextensionsv1.Cu
 	spec.Properties["parameters"] = *params
 	crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"] = spec
 	if errs := render.Validate(crd); len(errs) > 0 {
-		return nil, &errHeld{kept: kept, why: errs.ToAggregate().Error()}
+		why := errs[0].Error()
+		if len(errs) > 1 {
+			why += fmt.Sprintf(" (and %d more)", len(errs)-1)
+		}
+		return nil, &errHeld{kept: kept, why: why}
 	}
 	return kept, nil
 }
@@ -262,7 +266,7 @@ type errHeld struct {
 }
 
 func (e *errHeld) Error() string {
-	return fmt.Sprintf("keeping parameters %s: %s", strings.Join(e.kept, ", "), e.why)
+	return fmt.Sprintf("keeping parameters %s: %s", inuse.Some(e.kept, maxObjectsNamed), e.why)
 }
 
 // parametersOf is a copy of the schema of spec.parameters of a typed

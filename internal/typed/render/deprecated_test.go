@@ -86,9 +86,9 @@ func TestKeep(t *testing.T) {
 		want: `{"type":"object","x-kubernetes-preserve-unknown-fields":true,"properties":{"backup":{"type":"object","description":"~Backups.","properties":{"window":{"type":"string","description":"When."},"keep":{"type":"integer"}}}}}`,
 		kept: []string{"backup"}, loses: true,
 	}, {
-		name: "unknown fields kept before and now are not shown",
-		was:  `{"type":"object","properties":{"backup":{"type":"object","x-kubernetes-preserve-unknown-fields":true}}}`,
-		now:  `{"type":"object","properties":{"backup":{"type":"object","x-kubernetes-preserve-unknown-fields":true,"properties":{"keep":{"type":"integer"}}}}}`,
+		name:   "unknown fields kept before and now are not shown",
+		was:    `{"type":"object","properties":{"backup":{"type":"object","x-kubernetes-preserve-unknown-fields":true}}}`,
+		now:    `{"type":"object","properties":{"backup":{"type":"object","x-kubernetes-preserve-unknown-fields":true,"properties":{"keep":{"type":"integer"}}}}}`,
 		values: []string{`{"backup":{"window":"02:00"}}`},
 	}, {
 		name: "what a parent kept as unknown fields is kept as any value",
