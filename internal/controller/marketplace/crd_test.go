@@ -379,3 +379,15 @@ func TestTypedKindCRDTaken(t *testing.T) {
 	h.sync(typedCatalog())
 	assert.Equal(t, []string{other.Name}, h.crds(), "not deleted on deactivation either")
 }
+
+// The deprecated parameters a CRD keeps read from its annotation, a JSON
+// array, or a list of names separated by commas.
+func TestDeprecatedOf(t *testing.T) {
+	with := func(v string) *apiextensionsv1.CustomResourceDefinition {
+		return &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{AnnotationDeprecated: v}}}
+	}
+	assert.Nil(t, deprecatedOf(nil))
+	assert.Nil(t, deprecatedOf(with("")))
+	assert.Equal(t, []string{"backup.window", "a,b"}, deprecatedOf(with(`["backup.window","a,b"]`)))
+	assert.Equal(t, []string{"labels", "tier"}, deprecatedOf(with("labels,tier")))
+}
