@@ -170,9 +170,12 @@ type TypedKindStatus struct {
 	// Established is true when the API server serves the kind: its CRD,
 	// which lockstep applies, is established.
 	Established bool `json:"established" lockstep:"readonly"`
-	// DeprecatedParameters are the parameters (top level of
-	// spec.parameters) that no plan has any more and that the CRD keeps,
-	// marked deprecated, because objects of the kind still set them.
+	// DeprecatedParameters are the parameters that no plan has any more
+	// and that the CRD keeps, marked deprecated, because objects of the
+	// kind still set them: each a path below spec.parameters, names
+	// joined with dots ("tier", "backup.window"), "[*]" for an array's
+	// items ("nodes[*].zone"), "*" for a map's values, a name with a dot
+	// or a bracket in brackets.
 	// +optional
 	DeprecatedParameters []string `json:"deprecatedParameters,omitempty" lockstep:"readonly"`
 	// FreeParameters, when set, says why spec.parameters is free JSON, as

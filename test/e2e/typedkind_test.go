@@ -16,12 +16,22 @@ import (
 )
 
 // lifeCatalog is a catalog of one well-behaved service, life-pg, whose
-// plan's create schema has properties (props: name to description), and
+// plan's create schema has properties (props: name to description; a
+// name "parent.child" is a property of object parent, which takes no other
+// members), and
 // of four hostile ones (too deep, recursive, too wide, not a schema).
 func lifeCatalog(description string, props map[string]string) osbapi.Catalog {
 	properties := map[string]any{}
 	for name, d := range props {
-		properties[name] = map[string]any{"type": "string", "description": d}
+		parent, child, nested := strings.Cut(name, ".")
+		if !nested {
+			properties[name] = map[string]any{"type": "string", "description": d}
+			continue
+		}
+		if properties[parent] == nil {
+			properties[parent] = map[string]any{"type": "object", "additionalProperties": false, "properties": map[string]any{}}
+		}
+		properties[parent].(map[string]any)["properties"].(map[string]any)[child] = map[string]any{"type": "string", "description": d}
 	}
 	pg, err := json.Marshal(map[string]any{"type": "object", "properties": properties})
 	if err != nil {
@@ -98,8 +108,8 @@ spec:
 // The life of a typed kind's CRD: activated, it is applied and
 // established, and kubectl explain shows the catalog's descriptions; the
 // hostile schemas of other services each get a condition, and hold
-// nothing up; a catalog change updates the CRD, keeping a parameter an
-// object still sets; an update the API server refuses keeps the CRD as it
+// nothing up; a catalog change updates the CRD, keeping parameters an
+// object still sets, a nested one too; an update the API server refuses keeps the CRD as it
 // was, with a condition; deactivation is refused while an object of the
 // kind exists, naming it, and otherwise deletes the CRD and its roles.
 func TestTypedKindLife(t *testing.T) {
@@ -115,7 +125,7 @@ func TestTypedKindLife(t *testing.T) {
 		return r.ExitCode != 0 && strings.Contains(r.Stderr, "not-in-this-cluster")
 	}, 30*time.Second, 250*time.Millisecond, "the policy is in force")
 
-	require.NoError(t, b.SetCatalog(lifeCatalog("PostgreSQL", map[string]string{"size": "Size of the disk in GB.", "tier": "Service tier."})))
+	require.NoError(t, b.SetCatalog(lifeCatalog("PostgreSQL", map[string]string{"size": "Size of the disk in GB.", "tier": "Service tier.", "backup.window": "Backup window.", "backup.keep": "Backups kept."})))
 	refreshBroker(t, name)
 	r = kubectl(t, "", "patch", "servicebroker", name, "--type=merge", "-p", `{"spec":{"typedKinds":[{"services":["*"]}]}}`)
 	require.Equal(t, 0, r.ExitCode, r.Output())
@@ -143,13 +153,15 @@ func TestTypedKindLife(t *testing.T) {
 	assert.Contains(t, r.Stdout, "clusterrole.rbac.authorization.k8s.io/lockstep:services:lifepgs:edit\n")
 	assert.Contains(t, r.Stdout, "clusterrole.rbac.authorization.k8s.io/lockstep:services:lifepgs:view\n")
 
-	// An object sets tier; the catalog drops tier and adds storage: the
-	// CRD has storage, and keeps tier, deprecated, for the object.
+	// An object sets tier and backup.window; the catalog drops both and
+	// adds storage: the CRD has storage, and keeps tier and backup.window,
+	// deprecated, for the object (backup takes no other members: the API
+	// server would prune window).
 	ns := namespace(t)
-	object := fmt.Sprintf("apiVersion: services.lockstep.dev/v1alpha1\nkind: LifePg\nmetadata:\n  name: one\n  namespace: %s\nspec:\n  plan: small\n  parameters:\n    size: \"5\"\n    tier: gold\n", ns)
+	object := fmt.Sprintf("apiVersion: services.lockstep.dev/v1alpha1\nkind: LifePg\nmetadata:\n  name: one\n  namespace: %s\nspec:\n  plan: small\n  parameters:\n    size: \"5\"\n    tier: gold\n    backup:\n      window: \"02:00\"\n", ns)
 	r = kubectl(t, object, "apply", "-f", "-")
 	require.Equal(t, 0, r.ExitCode, r.Output())
-	require.NoError(t, b.SetCatalog(lifeCatalog("PostgreSQL", map[string]string{"size": "Size of the disk in GB.", "storage": "Storage class."})))
+	require.NoError(t, b.SetCatalog(lifeCatalog("PostgreSQL", map[string]string{"size": "Size of the disk in GB.", "storage": "Storage class.", "backup.keep": "Backups kept."})))
 	refreshBroker(t, name)
 	eventually("the CRD is updated", func() bool { return strings.Contains(explain(), "Storage class.") })
 	assert.Contains(t, explain(), "Deprecated: no plan of the service has it any more", "kubectl explain shows tier, deprecated")
@@ -157,13 +169,16 @@ func TestTypedKindLife(t *testing.T) {
 		"jsonpath={.spec.versions[0].schema.openAPIV3Schema.properties.spec.properties.parameters.properties.tier.description}")
 	assert.Equal(t, "Deprecated: no plan of the service has it any more; kept while objects set it. Service tier.", r.Stdout)
 	r = kubectl(t, "", "get", "serviceoffering", name+".life-pg", "-o", `jsonpath={.status.typedKind.deprecatedParameters}`)
-	assert.Equal(t, `["tier"]`, r.Stdout)
-	r = kubectl(t, "", "get", "lifepg", "one", "-n", ns, "-o", "jsonpath={.spec.parameters.tier}")
-	assert.Equal(t, "gold", r.Stdout, "the object keeps what it set")
+	assert.Equal(t, `["backup.window","tier"]`, r.Stdout)
+	r = kubectl(t, "", "get", "crd", "lifepgs.services.lockstep.dev", "-o",
+		"jsonpath={.spec.versions[0].schema.openAPIV3Schema.properties.spec.properties.parameters.properties.backup.properties.window.description}")
+	assert.Equal(t, "Deprecated: no plan of the service has it any more; kept while objects set it. Backup window.", r.Stdout)
+	r = kubectl(t, "", "get", "lifepg", "one", "-n", ns, "-o", "jsonpath={.spec.parameters.tier} {.spec.parameters.backup.window}")
+	assert.Equal(t, "gold 02:00", r.Stdout, "the object keeps what it set")
 
 	// The cluster's policy refuses the next rendering: the CRD stays as it
 	// was, and the offering says why.
-	require.NoError(t, b.SetCatalog(lifeCatalog("PostgreSQL, not-in-this-cluster", map[string]string{"size": "Size of the disk in GB.", "storage": "Storage class.", "replicas": "Replicas."})))
+	require.NoError(t, b.SetCatalog(lifeCatalog("PostgreSQL, not-in-this-cluster", map[string]string{"size": "Size of the disk in GB.", "storage": "Storage class.", "backup.keep": "Backups kept.", "replicas": "Replicas."})))
 	refreshBroker(t, name)
 	eventually("the update is refused", func() bool { return ready("life-pg") == "true False CRDUpdateRefused" })
 	r = kubectl(t, "", "get", "serviceoffering", name+".life-pg", "-o", `jsonpath={.status.conditions[?(@.type=="TypedKindReady")].message}`)

@@ -10,9 +10,9 @@ package marketplace
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -38,13 +38,10 @@ const (
 	// parameters).
 	AnnotationAppliedFrom = render.Group + "/applied-from"
 	// AnnotationDeprecated lists the parameters the CRD keeps, deprecated,
-	// because objects still set them.
+	// because objects still set them: their paths below spec.parameters,
+	// as a JSON array.
 	AnnotationDeprecated = render.Group + "/deprecated-parameters"
 )
-
-// DeprecatedPrefix starts the description of a parameter that no plan has
-// any more and that objects of the kind still set.
-const DeprecatedPrefix = "Deprecated: no plan of the service has it any more; kept while objects set it. "
 
 // maxObjectsNamed is how many objects of a kind a condition names.
 const maxObjectsNamed = 5
@@ -129,7 +126,15 @@ func (s *sync) apply(ctx context.Context, id string, k typedKind) typedKind {
 	from := appliedFrom(tk, s.aggregate)
 	if live == nil || live.Annotations[AnnotationAppliedFrom] != from || live.Annotations[AnnotationDeprecated] != "" {
 		next, refusal, err := s.applyCRD(ctx, live, k, from)
+		var held *errHeld
 		switch {
+		case errors.As(err, &held):
+			s.retry = true // objects may stop setting them
+			tk.Established = established(live)
+			tk.DeprecatedParameters = deprecatedOf(live)
+			return withCondition(k, metav1.ConditionFalse, ReasonCRDUpdateHeld, fmt.Sprintf(
+				"the catalog as it is now drops parameters that objects of kind %s set (%s), and the CRD that keeps them, deprecated, is beyond what a kind takes or what the API server accepts (%s): the CRD as it was stays, and its objects keep working. Remove those parameters from the objects (kubectl get %s -A), and lockstep applies the new CRD",
+				tk.Kind, inuse.Some(held.kept, maxObjectsNamed), held.why, tk.Plural))
 		case err != nil:
 			return s.failed(tk, err)
 		case refusal != "" && live == nil:
@@ -177,7 +182,11 @@ func (s *sync) applyCRD(ctx context.Context, live *apiextensionsv1.CustomResourc
 	}
 	crd.Annotations[AnnotationAppliedFrom] = from
 	if len(kept) > 0 {
-		crd.Annotations[AnnotationDeprecated] = strings.Join(kept, ",")
+		raw, err := json.Marshal(kept)
+		if err != nil {
+			return nil, "", fmt.Errorf("writing the deprecated parameters of CRD %s: %w", crd.Name, err)
+		}
+		crd.Annotations[AnnotationDeprecated] = string(raw)
 	}
 	if live != nil && live.Annotations[AnnotationAppliedFrom] == from && live.Annotations[AnnotationDeprecated] == crd.Annotations[AnnotationDeprecated] {
 		return live, "", nil // the same as applied before
@@ -209,56 +218,55 @@ func (s *sync) applyCRD(ctx context.Context, live *apiextensionsv1.CustomResourc
 	return &next, "", nil
 }
 
-// keepDeprecated adds to crd's spec.parameters each property (top level
-// only) that objects of the kind set and crd no longer has, as live had
-// it (any value, when live's parameters were free JSON), its description
-// starting with DeprecatedPrefix: where the new schema does not keep
-// unknown fields, the API server would otherwise prune it from the
-// objects, and where it does, kubectl explain still shows what the
-// objects hold. It returns their names, sorted.
+// keepDeprecated adds to crd's spec.parameters each property, at any
+// depth, that objects of the kind set, that live has and that crd no
+// longer has, as live has it, its description starting with
+// render.DeprecatedPrefix (see render.Keep): the API server would
+// otherwise prune it from the objects. It returns their paths, sorted, or
+// errHeld when the CRD that keeps them goes beyond what a kind takes or is
+// one the API server would refuse.
 func (s *sync) keepDeprecated(ctx context.Context, live, crd *apiextensionsv1.CustomResourceDefinition, tk *v1alpha1.TypedKindStatus) ([]string, error) {
 	if live == nil {
 		return nil, nil
 	}
 	was, now := parametersOf(live), parametersOf(crd)
-	if was == nil || now == nil {
-		return nil, nil
-	}
-	if !preserves(was) && !slices.ContainsFunc(keysOf(was.Properties), func(p string) bool { _, ok := now.Properties[p]; return !ok }) {
+	if !render.Loses(was, now) {
 		return nil, nil // nothing the objects could set is gone
 	}
 	objs, err := inuse.Objects(ctx, s.kinds, tk)
 	if err != nil {
 		return nil, err
 	}
-	var kept []string
-	for name := range inuse.SetParameters(objs) {
-		if _, ok := now.Properties[name]; ok {
-			continue
-		}
-		prop, ok := was.Properties[name]
-		switch {
-		case ok:
-			prop = *prop.DeepCopy()
-		case preserves(was):
-			prop = apiextensionsv1.JSONSchemaProps{XPreserveUnknownFields: ptrTo(true)}
-		default:
-			continue // pruned already
-		}
-		prop.Description = DeprecatedPrefix + strings.TrimPrefix(prop.Description, DeprecatedPrefix)
-		if now.Properties == nil {
-			now.Properties = map[string]apiextensionsv1.JSONSchemaProps{}
-		}
-		now.Properties[name] = prop
-		kept = append(kept, name)
+	params, kept, err := render.Keep(was, now, inuse.Parameters(objs))
+	if err != nil {
+		return nil, &errHeld{kept: kept, why: err.Error()}
 	}
-	slices.Sort(kept)
-	if len(kept) > 0 {
-		spec := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
-		spec.Properties["parameters"] = *now
-		crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"] = spec
+	if len(kept) == 0 {
+		return nil, nil
+	}
+	spec := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
+	spec.Properties["parameters"] = *params
+	crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"] = spec
+	if errs := render.Validate(crd); len(errs) > 0 {
+		why := errs[0].Error()
+		if len(errs) > 1 {
+			why += fmt.Sprintf(" (and %d more)", len(errs)-1)
+		}
+		return nil, &errHeld{kept: kept, why: why}
 	}
 	return kept, nil
+}
+
+// errHeld says that the CRD rendered from the catalog is not applied: it
+// drops parameters objects set, and the CRD that keeps them is not one to
+// apply.
+type errHeld struct {
+	kept []string
+	why  string
+}
+
+func (e *errHeld) Error() string {
+	return fmt.Sprintf("keeping parameters %s: %s", inuse.Some(e.kept, maxObjectsNamed), e.why)
 }
 
 // parametersOf is a copy of the schema of spec.parameters of a typed
@@ -273,21 +281,6 @@ func parametersOf(crd *apiextensionsv1.CustomResourceDefinition) *apiextensionsv
 	}
 	return params.DeepCopy()
 }
-
-// preserves reports whether a schema keeps every field (free JSON).
-func preserves(p *apiextensionsv1.JSONSchemaProps) bool {
-	return p.XPreserveUnknownFields != nil && *p.XPreserveUnknownFields
-}
-
-func keysOf[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
-}
-
-func ptrTo[T any](v T) *T { return &v }
 
 // applyable is crd as a server-side apply sends it: no status, no
 // creation time.
@@ -357,12 +350,17 @@ func established(crd *apiextensionsv1.CustomResourceDefinition) bool {
 	return false
 }
 
-// deprecatedOf are the deprecated parameters crd keeps.
+// deprecatedOf are the deprecated parameters crd keeps (an annotation
+// that is not a JSON array is a list of names separated by commas).
 func deprecatedOf(crd *apiextensionsv1.CustomResourceDefinition) []string {
 	if crd == nil || crd.Annotations[AnnotationDeprecated] == "" {
 		return nil
 	}
-	return strings.Split(crd.Annotations[AnnotationDeprecated], ",")
+	var paths []string
+	if err := json.Unmarshal([]byte(crd.Annotations[AnnotationDeprecated]), &paths); err != nil {
+		return strings.Split(crd.Annotations[AnnotationDeprecated], ",")
+	}
+	return paths
 }
 
 // appliedFrom is what a kind's CRD and roles are applied from.

@@ -21,6 +21,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/broker/osbapi"
+	"github.com/lockstep-dev/lockstep/internal/typed/render"
 )
 
 var pgResource = schema.GroupVersionResource{Group: "services.lockstep.dev", Version: "v1alpha1", Resource: "postgresqldbs"}
@@ -105,7 +106,7 @@ func TestTypedKindCRD(t *testing.T) {
 	h.sync(cat)
 	assert.Equal(t, "True Established established deprecated=labels", ready(h.offering("acme.postgresql-db")))
 	assert.Equal(t, map[string]string{"size": "Size in GB.", "tier": "", "labels": "Deprecated: no plan of the service has it any more"}, h.parameters(crd))
-	assert.Equal(t, "labels", h.crd(crd).Annotations[AnnotationDeprecated])
+	assert.Equal(t, `["labels"]`, h.crd(crd).Annotations[AnnotationDeprecated])
 
 	// Until no object sets it.
 	h.kinds[pgResource] = h.kinds[pgResource][1:]
@@ -129,6 +130,131 @@ func TestTypedKindCRD(t *testing.T) {
 	h.sync(cat)
 	assert.Equal(t, "True Established established", ready(h.offering("acme.postgresql-db")))
 	assert.Equal(t, map[string]string{"size": ""}, h.parameters(crd))
+}
+
+// schemaAt is the schema of spec.parameters of crd at path ("[*]": an
+// array's items, "*": a map's values); nil when it has none there.
+func schemaAt(crd *apiextensionsv1.CustomResourceDefinition, path ...string) *apiextensionsv1.JSONSchemaProps {
+	s := parametersOf(crd)
+	for _, name := range path {
+		switch {
+		case s == nil:
+			return nil
+		case name == "[*]" && s.Items != nil:
+			s = s.Items.Schema
+		case name == "*" && s.AdditionalProperties != nil:
+			s = s.AdditionalProperties.Schema
+		default:
+			p, ok := s.Properties[name]
+			if !ok {
+				return nil
+			}
+			s = &p
+		}
+	}
+	return s
+}
+
+// A catalog change keeps, deprecated, what objects set at any depth that
+// the new schema drops, until no object sets it; below a value the new
+// schema leaves free nothing needs keeping; a CRD that keeping would
+// make one the API server refuses is not applied, and the CRD as it was
+// stays.
+func TestTypedKindCRDKeepsNestedParameters(t *testing.T) {
+	const (
+		backup = `{"type":"object","properties":{"size":{"type":"integer"},"backup":{"type":"object","description":"Backups.","additionalProperties":false,"properties":{"window":{"type":"string","description":"Backup window."},"keep":{"type":"integer"}}}}}`
+		nodes  = `{"type":"object","properties":{"nodes":{"type":"array","items":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string"},"zone":{"type":"string","description":"Zone."}}}}}}`
+	)
+	for _, tc := range []struct {
+		name, was, now string
+		parameters     map[string]any
+		// breakLive, when set, changes the CRD the API server holds
+		// before the catalog changes.
+		breakLive func(*apiextensionsv1.CustomResourceDefinition)
+		// want is the offering's TypedKindReady as ready writes it; at is
+		// where the CRD keeps the deprecated parameter, and description
+		// the description it then has.
+		want, description string
+		at                []string
+	}{{
+		name: "a nested property", was: backup,
+		now:        `{"type":"object","properties":{"size":{"type":"integer"},"backup":{"type":"object","additionalProperties":false,"properties":{"keep":{"type":"integer"}}}}}`,
+		parameters: map[string]any{"backup": map[string]any{"window": "02:00", "keep": int64(3)}},
+		want:       "True Established established deprecated=backup.window", at: []string{"backup", "window"}, description: "Deprecated: no plan of the service has it any more; kept while objects set it. Backup window.",
+	}, {
+		name: "a property of an array's objects", was: nodes,
+		now:        `{"type":"object","properties":{"nodes":{"type":"array","items":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string"}}}}}}`,
+		parameters: map[string]any{"nodes": []any{map[string]any{"name": "a", "zone": "eu"}}},
+		want:       "True Established established deprecated=nodes[*].zone", at: []string{"nodes", "[*]", "zone"}, description: "Deprecated: no plan of the service has it any more; kept while objects set it. Zone.",
+	}, {
+		name: "a dropped parent, kept whole", was: backup,
+		now:        `{"type":"object","additionalProperties":false,"properties":{"size":{"type":"integer"}}}`,
+		parameters: map[string]any{"backup": map[string]any{"window": "02:00"}},
+		want:       "True Established established deprecated=backup", at: []string{"backup", "window"}, description: "Backup window.",
+	}, {
+		name: "a parent left free (any value)", was: backup,
+		now:        `{"type":"object","properties":{"size":{"type":"integer"},"backup":{}}}`,
+		parameters: map[string]any{"backup": map[string]any{"window": "02:00"}},
+		want:       "True Established established",
+	}, {
+		name: "a kept property the API server would refuse", was: backup,
+		now:        `{"type":"object","properties":{"size":{"type":"integer"},"backup":{"type":"object","properties":{"keep":{"type":"integer"}}}}}`,
+		parameters: map[string]any{"backup": map[string]any{"window": "02:00"}},
+		breakLive: func(crd *apiextensionsv1.CustomResourceDefinition) {
+			spec := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
+			params := spec.Properties["parameters"]
+			backup := params.Properties["backup"]
+			backup.Properties["window"] = apiextensionsv1.JSONSchemaProps{Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{"untyped": {}}}
+			params.Properties["backup"] = backup
+			spec.Properties["parameters"] = params
+			crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"] = spec
+		},
+		want: "False CRDUpdateHeld established", at: []string{"backup", "window", "untyped"},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.activate("acme", activation("", "postgresql-db"))
+			cat := typedCatalog()
+			const crd = "postgresqldbs.services.lockstep.dev"
+			cat.Services[2].Plans[0].Schemas.ServiceInstance.Create.Parameters = json.RawMessage(tc.was)
+			h.sync(cat)
+			h.establish(crd)
+			h.sync(cat)
+			require.Equal(t, "True Established established", ready(h.offering("acme.postgresql-db")))
+			if tc.breakLive != nil {
+				live := h.crd(crd)
+				tc.breakLive(live)
+				require.NoError(t, h.client.Update(context.Background(), live))
+			}
+
+			h.kinds[pgResource] = []unstructured.Unstructured{object("team", "a", tc.parameters), object("team", "b", nil)}
+			cat.Services[2].Plans[0].Schemas.ServiceInstance.Create.Parameters = json.RawMessage(tc.now)
+			h.sync(cat)
+			o := h.offering("acme.postgresql-db")
+			assert.Equal(t, tc.want, ready(o))
+			if tc.at != nil {
+				kept := schemaAt(h.crd(crd), tc.at...)
+				require.NotNil(t, kept, "the CRD keeps %v", tc.at)
+				assert.Equal(t, tc.description, kept.Description)
+			}
+			if tc.breakLive == nil {
+				assert.Empty(t, render.Validate(h.crd(crd)), "the API server takes the CRD")
+			} else {
+				msg := meta.FindStatusCondition(o.Status.Conditions, v1alpha1.ConditionTypedKindReady).Message
+				assert.Contains(t, msg, "drops parameters that objects of kind PostgresqlDb set (backup.window)")
+				assert.Contains(t, msg, "the CRD as it was stays")
+			}
+
+			// Until no object sets it.
+			h.kinds[pgResource] = h.kinds[pgResource][1:]
+			h.sync(cat)
+			assert.Equal(t, "True Established established", ready(h.offering("acme.postgresql-db")))
+			assert.Empty(t, h.crd(crd).Annotations[AnnotationDeprecated])
+			if tc.at != nil {
+				assert.Nil(t, schemaAt(h.crd(crd), tc.at...), "what no object sets goes")
+			}
+		})
+	}
 }
 
 // A refused first CRD leaves the kind unserved, and says so.
@@ -252,4 +378,16 @@ func TestTypedKindCRDTaken(t *testing.T) {
 	h.activate("acme")
 	h.sync(typedCatalog())
 	assert.Equal(t, []string{other.Name}, h.crds(), "not deleted on deactivation either")
+}
+
+// The deprecated parameters a CRD keeps read from its annotation, a JSON
+// array, or a list of names separated by commas.
+func TestDeprecatedOf(t *testing.T) {
+	with := func(v string) *apiextensionsv1.CustomResourceDefinition {
+		return &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{AnnotationDeprecated: v}}}
+	}
+	assert.Nil(t, deprecatedOf(nil))
+	assert.Nil(t, deprecatedOf(with("")))
+	assert.Equal(t, []string{"backup.window", "a,b"}, deprecatedOf(with(`["backup.window","a,b"]`)))
+	assert.Equal(t, []string{"labels", "tier"}, deprecatedOf(with("labels,tier")))
 }

@@ -44,6 +44,10 @@ const (
 	// ReasonCRDUpdateRefused: the API server refuses the CRD rendered
 	// again; the CRD as it was stays and is served.
 	ReasonCRDUpdateRefused = "CRDUpdateRefused"
+	// ReasonCRDUpdateHeld: the CRD rendered from the catalog drops
+	// parameters objects set, and keeping them would make a CRD the API
+	// server refuses; the CRD as it was stays.
+	ReasonCRDUpdateHeld = "CRDUpdateHeld"
 	// ReasonApplyFailed: the CRD, its roles or the objects of the kind
 	// could not be written or read; lockstep tries again.
 	ReasonApplyFailed = "ApplyFailed"

@@ -54,14 +54,13 @@ func Some(names []string, max int) string {
 	return fmt.Sprintf("%s and %d more", strings.Join(names[:max], ", "), len(names)-max)
 }
 
-// SetParameters are the properties of spec.parameters that at least one
-// of objs sets (top level only).
-func SetParameters(objs []unstructured.Unstructured) map[string]bool {
-	out := map[string]bool{}
+// Parameters are the spec.parameters of those of objs that set them, as
+// they hold them: what the kind's schema must keep (see render.Keep).
+func Parameters(objs []unstructured.Unstructured) []any {
+	var out []any
 	for _, o := range objs {
-		params, _, _ := unstructured.NestedMap(o.Object, "spec", "parameters")
-		for k := range params {
-			out[k] = true
+		if params, ok, _ := unstructured.NestedFieldNoCopy(o.Object, "spec", "parameters"); ok && params != nil {
+			out = append(out, params)
 		}
 	}
 	return out

@@ -31,7 +31,7 @@ func TestObjects(t *testing.T) {
 	objs, err := Objects(context.Background(), c, pg)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"other/a", "team/a", "team/b"}, Names(objs))
-	assert.Equal(t, map[string]bool{"size": true, "tier": true}, SetParameters(objs))
+	assert.Equal(t, []any{map[string]any{"size": int64(1), "tier": "gold"}, map[string]any{"size": int64(2)}}, Parameters(objs))
 	assert.Equal(t, "other/a, team/a and 1 more", Some(Names(objs), 2))
 	assert.Equal(t, "other/a, team/a, team/b", Some(Names(objs), 3))
 

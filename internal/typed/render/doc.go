@@ -48,6 +48,14 @@
 // Parameters a rule cannot compare exactly (free JSON, names CEL cannot
 // write) are left to the webhook, listed in the Report.
 //
+// # Catalog changes
+//
+// Keep keeps in a newly rendered schema of spec.parameters what objects of
+// the kind set that the CRD's schema has and the new one does not, at any
+// depth, marked deprecated (the API server would otherwise prune it from
+// the objects); Loses says, from the two schemas, whether there can be
+// any.
+//
 // # The rest of the kind
 //
 // spec.brokerName, spec.externalID, spec.parametersFrom and

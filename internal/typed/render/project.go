@@ -499,19 +499,34 @@ func isWhole(n json.Number) bool {
 
 // parameterPath writes a parameter path below spec.parameters.
 func parameterPath(at []string) string {
+	for _, s := range at {
+		if strings.HasPrefix(s, "/") {
+			return s // a JSON pointer of the schema, for conflicts within one
+		}
+	}
+	p := memberPath(at)
+	if p == "" || strings.HasPrefix(p, "[") {
+		return "spec.parameters" + p
+	}
+	return "spec.parameters." + p
+}
+
+// memberPath writes a path from spec.parameters: names joined with dots,
+// "[*]" for an array's items, "*" for a map's values, a name that has a
+// dot or a bracket (or none) in brackets.
+func memberPath(at []string) string {
 	var b strings.Builder
-	b.WriteString("spec.parameters")
 	for _, s := range at {
 		switch {
 		case s == "[*]":
 			b.WriteString("[*]")
-		case strings.HasPrefix(s, "/"):
-			// a JSON pointer of the schema, for conflicts within one
-			return s
 		case strings.ContainsAny(s, ".[]") || s == "":
 			b.WriteString("[" + s + "]")
 		default:
-			b.WriteString("." + s)
+			if b.Len() > 0 {
+				b.WriteString(".")
+			}
+			b.WriteString(s)
 		}
 	}
 	return b.String()
