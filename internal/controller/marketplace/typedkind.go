@@ -50,6 +50,11 @@ const (
 	// ReasonInUse: the service is deactivated (or given another kind), and
 	// objects of its kind remain: the CRD stays until they are deleted.
 	ReasonInUse = "InUse"
+	// ReasonRetiring: the service is deactivated (or given another kind),
+	// and no object of its kind is left: the CRD is marked retiring, so
+	// that lockstep refuses new objects of the kind, and is deleted once
+	// the mark is the Reconciler's RetireGrace old and still no object is.
+	ReasonRetiring = "Retiring"
 	// ReasonCRDTaken: a CRD of the kind's name exists that is not this
 	// offering's.
 	ReasonCRDTaken = "CRDTaken"
