@@ -37,7 +37,8 @@ const FieldManager = "lockstep"
 // Annotations lockstep sets on a typed kind's CRD, beside render's.
 const (
 	// AnnotationAppliedFrom is what the CRD was applied from: the kind's
-	// renderedFrom and whether its roles aggregate. The CRD is applied
+	// renderedFrom (which holds the renderer's revision) and whether its
+	// roles aggregate. The CRD is applied
 	// again only when it changes (or while it keeps deprecated
 	// parameters).
 	AnnotationAppliedFrom = render.Group + "/applied-from"

@@ -361,3 +361,28 @@ func TestTypedKindRetiringMark(t *testing.T) {
 	assert.Equal(t, "none", ready(h.offering("acme.postgresql-db")))
 	assert.NotContains(t, h.crds(), crd)
 }
+
+// An upgrade of lockstep whose renderer makes something else of the same
+// service (a new render.Revision) renders the kind and applies its CRD
+// again, with the catalog unchanged.
+func TestTypedKindRendererRevisionAppliesAgain(t *testing.T) {
+	const crd = "postgresqldbs.services.lockstep.dev"
+	h := newHarness(t)
+	h.activate("acme", activation("", "postgresql-db"))
+	h.sync(typedCatalog())
+	h.establish(crd)
+	h.sync(typedCatalog())
+	before := h.crd(crd)
+	renderedBefore := h.offering("acme.postgresql-db").Status.TypedKind.RenderedFrom
+	assert.Equal(t, 0, h.sync(typedCatalog()), "settled")
+	assert.Equal(t, before.ResourceVersion, h.crd(crd).ResourceVersion, "not applied again while nothing changes")
+
+	defer func(was int) { rendererRevision = was }(rendererRevision)
+	rendererRevision++
+	h.sync(typedCatalog())
+	after := h.crd(crd)
+	assert.NotEqual(t, renderedBefore, h.offering("acme.postgresql-db").Status.TypedKind.RenderedFrom, "rendered again")
+	assert.NotEqual(t, before.Annotations[AnnotationAppliedFrom], after.Annotations[AnnotationAppliedFrom], "applied again")
+	assert.NotEqual(t, before.ResourceVersion, after.ResourceVersion)
+	assert.Equal(t, "True Established established", ready(h.offering("acme.postgresql-db")))
+}
