@@ -38,9 +38,8 @@ const FieldManager = "lockstep"
 const (
 	// AnnotationAppliedFrom is what the CRD was applied from: the kind's
 	// renderedFrom (which holds the renderer's revision) and whether its
-	// roles aggregate. The CRD is applied
-	// again only when it changes (or while it keeps deprecated
-	// parameters).
+	// roles aggregate. The CRD is applied again only when it changes (or
+	// while it keeps deprecated parameters).
 	AnnotationAppliedFrom = render.Group + "/applied-from"
 	// AnnotationDeprecated lists the parameters the CRD keeps, deprecated,
 	// because objects still set them.
@@ -116,7 +115,7 @@ func (s *sync) retire(ctx context.Context, id string, tk *v1alpha1.TypedKindStat
 	if wait := min(s.retireGrace-time.Since(since), s.retireGrace); wait > 0 {
 		s.requeue(wait)
 		return typedKind{status: kept, condition: condition(metav1.ConditionFalse, ReasonRetiring, fmt.Sprintf(
-			"the service no longer has kind %s in ServiceBroker %q spec.typedKinds, and no object of the kind is left: new objects of it are refused, and its CRD and roles are deleted %s after they were first refused, unless an object created before shows up; activate the kind again to keep it",
+			"the service no longer has kind %s in ServiceBroker %q spec.typedKinds, and no object of the kind is left: its CRD is marked retiring, new objects of the kind are refused, and %s after the mark the CRD and its roles are deleted, unless an object created just before shows up; activate the kind again to keep it",
 			tk.Kind, s.broker.Name, s.retireGrace))}, true
 	}
 	objs, err := inuse.Objects(ctx, s.kinds, tk)
@@ -147,10 +146,11 @@ func (s *sync) inUse(tk *v1alpha1.TypedKindStatus, objs []unstructured.Unstructu
 		tk.Kind, s.broker.Name, len(objs), inuse.Some(inuse.Names(objs), maxObjectsNamed)))}
 }
 
-// markRetiring sets typedobject.AnnotationRetiring on crd to the time now, or
-// removes it, and returns the time set.
+// markRetiring sets typedobject.AnnotationRetiring on crd to the time now
+// (rounded up to the second, so that the grace counted from it is never
+// shorter), or removes it, and returns the time set.
 func (s *sync) markRetiring(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, retiring bool) (time.Time, error) {
-	now := time.Now().UTC().Truncate(time.Second)
+	now := time.Now().UTC().Truncate(time.Second).Add(time.Second)
 	var value any // nil removes it
 	if retiring {
 		value = now.Format(time.RFC3339)

@@ -339,7 +339,7 @@ func TestTypedKindRetiringMark(t *testing.T) {
 	assert.InDelta(t, time.Hour, res.RequeueAfter, float64(time.Minute), "the pass runs again when the mark is the grace old")
 	o := h.offering("acme.postgresql-db")
 	assert.Equal(t, "False Retiring established", ready(o))
-	assert.Contains(t, meta.FindStatusCondition(o.Status.Conditions, v1alpha1.ConditionTypedKindReady).Message, "new objects of it are refused")
+	assert.Contains(t, meta.FindStatusCondition(o.Status.Conditions, v1alpha1.ConditionTypedKindReady).Message, "new objects of the kind are refused")
 	assert.Contains(t, h.crd(crd).Annotations, typedobject.AnnotationRetiring)
 
 	// Activated again: the mark goes.
