@@ -192,8 +192,9 @@ type TypedKindStatus struct {
 	// +optional
 	DroppedNotShown int32 `json:"droppedNotShown,omitempty" lockstep:"readonly"`
 	// RenderedFrom identifies what the kind was rendered from (a hash of
-	// the service as the catalog has it and of the kind's names): lockstep
-	// renders the kind again only when it changes.
+	// the service as the catalog has it, of the kind's names and of the
+	// revision of lockstep's renderer): lockstep renders the kind again
+	// only when it changes.
 	RenderedFrom string `json:"renderedFrom" lockstep:"readonly"`
 }
 

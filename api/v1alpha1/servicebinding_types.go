@@ -92,6 +92,7 @@ type BindingSecretReference struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:selectablefield:JSONPath=`.spec.externalID`
 // +kubebuilder:printcolumn:name="Instance",type=string,JSONPath=`.spec.instanceName`
+// +kubebuilder:printcolumn:name="Instance Kind",type=string,priority=1,JSONPath=`.spec.instanceKind`,description="The typed kind of the instance; none for a ServiceInstance."
 // +kubebuilder:printcolumn:name="Secret",type=string,JSONPath=`.spec.secretName`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

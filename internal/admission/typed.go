@@ -44,7 +44,8 @@ func TypedValidatorWebhook(kinds *TypedKinds, v *Validator[Instance]) *admission
 
 // model maps a validating request's objects to their models. An object of
 // a kind lockstep did not render may be deleted (there is nothing at a
-// broker to deprovision), not created or changed.
+// broker to deprovision), not created or changed; an object of a kind
+// being deactivated is not created (refuseRetiring).
 func (k *TypedKinds) model(ctx context.Context, req admission.Request) (admission.Request, *admission.Response) {
 	kind, ok, err := k.kindOf(ctx, req)
 	if err != nil {
@@ -55,6 +56,11 @@ func (k *TypedKinds) model(ctx context.Context, req admission.Request) (admissio
 			return req, new(admission.Allowed(""))
 		}
 		return req, new(refusal(notLockstep(req), nil))
+	}
+	if req.Operation == admissionv1.Create {
+		if err := k.refuseRetiring(ctx, kind); err != nil {
+			return req, new(refusal(err, nil))
+		}
 	}
 	t, err := mapObjects(req, kind)
 	if err != nil {

@@ -63,6 +63,35 @@ func readKind(ctx context.Context, reader client.Reader, name string) (_ object.
 	return kind, ok, nil
 }
 
+// refuseRetiring refuses to create an object of kind k while the kind's
+// CRD is marked retiring (object.AnnotationRetiring): the marketplace
+// controller is about to delete the CRD, and an object created now would
+// go with it. The CRD is read past the cache (Direct, when set): the mark
+// holds on every replica from the moment it is written, where a cache may
+// not have it yet; a typed create costs a broker call, so the one read
+// more costs little, and updates and deletes never read it.
+func (k *TypedKinds) refuseRetiring(ctx context.Context, kind object.Kind) error {
+	reader := k.Direct
+	if reader == nil {
+		reader = k.Reader
+	}
+	var crd apiextensionsv1.CustomResourceDefinition
+	if err := reader.Get(ctx, client.ObjectKey{Name: kind.CRDName}, &crd); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil // the API server refuses the create itself
+		}
+		return unavailable("could not read CustomResourceDefinition %s, which defines the kind: %v; nothing was changed and the broker was not called: retry",
+			kind.CRDName, err)
+	}
+	if _, retiring := object.Retiring(&crd); !retiring {
+		return nil
+	}
+	return statusError(http.StatusForbidden, metav1.StatusReasonForbidden,
+		"kind %s (service %q) is being deactivated on ServiceBroker %q: its CustomResourceDefinition %s is deleted once no object of it is left, so no new object of it is created; "+
+			"nothing was created and the broker was not called. Ask the cluster administrator to keep the service in ServiceBroker %q spec.typedKinds, or create a ServiceInstance of service %q instead",
+		kind.GVK.Kind, kind.ServiceName, kind.Broker, kind.CRDName, kind.Broker, kind.ServiceName)
+}
+
 // notLockstep refuses to create or change an object of the group of typed
 // kinds whose kind lockstep did not render from a broker's catalog: it has
 // no broker to carry it to.

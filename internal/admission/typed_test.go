@@ -24,6 +24,7 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/broker/fakebroker"
 	"github.com/lockstep-dev/lockstep/internal/broker/osbapi"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
+	"github.com/lockstep-dev/lockstep/internal/typed/object"
 	"github.com/lockstep-dev/lockstep/internal/typed/render"
 )
 
@@ -481,5 +482,55 @@ func TestTypedKindJustAppliedIsReadPastTheCache(t *testing.T) {
 			continue
 		}
 		assert.True(t, resp.Allowed, resp.Result)
+	}
+}
+
+// TestTypedKindBeingDeactivated: while the marketplace controller has
+// marked a kind's CRD retiring, creating an object of the kind is refused,
+// saying why and what to do, also when the cache has not seen the mark
+// yet (the CRD is read past it); the objects that exist are changed and
+// deleted as ever.
+func TestTypedKindBeingDeactivated(t *testing.T) {
+	typed := sides[1]
+	marked := typedCRD(t)
+	marked.Annotations[object.AnnotationRetiring] = time.Now().UTC().Format(time.RFC3339)
+	labelled := instance("small", "", func(si *v1alpha1.ServiceInstance) { si.Labels = map[string]string{"team": "a"} })
+	tests := []struct {
+		name     string
+		cache    *apiextensionsv1.CustomResourceDefinition // nil: the CRD as the API server has it
+		crd      *apiextensionsv1.CustomResourceDefinition
+		op       admissionv1.Operation
+		old, new Instance
+		dryRun   bool
+		refused  bool
+	}{
+		{name: "create", crd: marked, op: admissionv1.Create, new: instance("small", ""), refused: true},
+		{name: "dry-run create", crd: marked, op: admissionv1.Create, new: instance("small", ""), dryRun: true, refused: true},
+		{name: "create, the cache without the mark yet", cache: typedCRD(t), crd: marked, op: admissionv1.Create, new: instance("small", ""), refused: true},
+		{name: "dry-run create of a kind not being deactivated", crd: typedCRD(t), op: admissionv1.Create, new: instance("small", ""), dryRun: true},
+		{name: "update", crd: marked, op: admissionv1.Update, old: instance("small", ""), new: labelled},
+		{name: "delete", crd: marked, op: admissionv1.Delete, old: instance("small", "")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, tt.crd)
+			defer h.answers.Wait()
+			kinds := &TypedKinds{Reader: h.client, Direct: h.client}
+			if tt.cache != nil {
+				kinds.Reader = newHarness(t, tt.cache).client
+			}
+			resp := TypedValidatorWebhook(kinds, h.validator).Handle(context.Background(), typed.request(t, tt.op, tt.old, tt.new, tt.dryRun))
+			if !tt.refused {
+				assert.True(t, resp.Allowed, resp.Result)
+				return
+			}
+			require.False(t, resp.Allowed)
+			assert.Equal(t, int32(http.StatusForbidden), resp.Result.Code)
+			for _, m := range []string{`kind Db (service "db") is being deactivated on ServiceBroker "acme"`, "nothing was created and the broker was not called",
+				`keep the service in ServiceBroker "acme" spec.typedKinds`, `or create a ServiceInstance of service "db" instead`} {
+				assert.Contains(t, resp.Result.Message, m)
+			}
+			assert.Empty(t, h.broker.Calls())
+		})
 	}
 }

@@ -181,6 +181,7 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 	}
 	if err := (&marketplace.Reconciler{
 		Client: mgr.GetClient(), Catalogs: catalogs, Reader: mgr.GetAPIReader(), Kinds: kinds, AggregateRoles: c.TypedKindRoleAggregation,
+		RetireGrace: c.AdmissionBudget + c.CommitGrace,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the marketplace controller: %w", err)
 	}

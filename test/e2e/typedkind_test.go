@@ -111,7 +111,8 @@ spec:
 // nothing up; a catalog change updates the CRD, keeping parameters an
 // object still sets, a nested one too; an update the API server refuses keeps the CRD as it
 // was, with a condition; deactivation is refused while an object of the
-// kind exists, naming it, and otherwise deletes the CRD and its roles.
+// kind exists, naming it, and otherwise refuses new objects of the kind
+// for a while, then deletes the CRD and its roles.
 func TestTypedKindLife(t *testing.T) {
 	const name = "life"
 	b := marketBroker(t, name)
@@ -194,11 +195,16 @@ func TestTypedKindLife(t *testing.T) {
 	assert.Contains(t, r.Stderr, `kind LifePg of service "life-pg" has 1 object(s): `+ns+"/one")
 	assert.Contains(t, r.Stderr, "delete the objects first")
 
-	// Without it, the CRD and its roles go.
+	// Without it, the CRD is marked retiring, new objects of the kind are
+	// refused, and then the CRD and its roles go.
 	r = kubectl(t, "", "delete", "lifepg", "one", "-n", ns, "--timeout=30s")
 	require.Equal(t, 0, r.ExitCode, r.Output())
 	r = kubectl(t, "", "patch", "servicebroker", name, "--type=merge", "-p", deactivate)
 	require.Equal(t, 0, r.ExitCode, r.Output())
+	eventually("a new object of the kind is refused while its CRD is retiring", func() bool {
+		r := kubectl(t, strings.Replace(object, "name: one", "name: two", 1), "create", "-f", "-")
+		return r.ExitCode != 0 && strings.Contains(r.Stderr, `kind LifePg (service "life-pg") is being deactivated on ServiceBroker "life"`)
+	})
 	eventually("the CRD goes", func() bool {
 		r := kubectl(t, "", "get", "crd", "lifepgs.services.lockstep.dev", "--ignore-not-found", "-o", "name")
 		return r.ExitCode == 0 && r.Stdout == ""

@@ -14,16 +14,19 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/typed/inuse"
+	typedobject "github.com/lockstep-dev/lockstep/internal/typed/object"
 	"github.com/lockstep-dev/lockstep/internal/typed/render"
 )
 
@@ -33,9 +36,9 @@ const FieldManager = "lockstep"
 // Annotations lockstep sets on a typed kind's CRD, beside render's.
 const (
 	// AnnotationAppliedFrom is what the CRD was applied from: the kind's
-	// renderedFrom and whether its roles aggregate. The CRD is applied
-	// again only when it changes (or while it keeps deprecated
-	// parameters).
+	// renderedFrom (which holds the renderer's revision) and whether its
+	// roles aggregate. The CRD is applied again only when it changes (or
+	// while it keeps deprecated parameters).
 	AnnotationAppliedFrom = render.Group + "/applied-from"
 	// AnnotationDeprecated lists the parameters the CRD keeps, deprecated,
 	// because objects still set them: their paths below spec.parameters,
@@ -67,6 +70,14 @@ func (s *sync) settleKind(ctx context.Context, cur *v1alpha1.ServiceOffering, id
 // retire deletes the CRD of kind tk of service id and the kind's roles,
 // unless objects of the kind remain: then it returns what the offering
 // shows while they do, and true.
+//
+// An object created between the list that finds none and the CRD's
+// deletion would go with the CRD. So when a list finds none, the CRD is
+// marked retiring first (typedobject.AnnotationRetiring; lockstep's webhook
+// then refuses creates of the kind) and listed again only once the mark
+// is retireGrace old: by then every create admitted before the mark is
+// stored or given up. An object that shows up after all keeps the CRD and
+// removes the mark; activating the kind again removes it too (apply).
 func (s *sync) retire(ctx context.Context, id string, tk *v1alpha1.TypedKindStatus) (typedKind, bool) {
 	kept := tk.DeepCopy()
 	live, err := s.liveCRD(ctx, tk.CRDName)
@@ -83,15 +94,35 @@ func (s *sync) retire(ctx context.Context, id string, tk *v1alpha1.TypedKindStat
 	if live.Annotations[render.AnnotationOfferingID] != id {
 		return typedKind{}, false // another offering's: not this one's to delete
 	}
+	kept.Established = established(live)
+	since, marked := typedobject.Retiring(live)
+	if !marked {
+		objs, err := inuse.Objects(ctx, s.kinds, tk)
+		if err != nil {
+			return s.failed(kept, err), true
+		}
+		if len(objs) > 0 {
+			return s.inUse(kept, objs), true
+		}
+		if since, err = s.markRetiring(ctx, live, true); err != nil {
+			return s.failed(kept, err), true
+		}
+	}
+	if wait := min(s.retireGrace-time.Since(since), s.retireGrace); wait > 0 {
+		s.requeue(wait)
+		return typedKind{status: kept, condition: condition(metav1.ConditionFalse, ReasonRetiring, fmt.Sprintf(
+			"the service no longer has kind %s in ServiceBroker %q spec.typedKinds, and no object of the kind is left: its CRD is marked retiring, new objects of the kind are refused, and %s after the mark the CRD and its roles are deleted, unless an object created just before shows up; activate the kind again to keep it",
+			tk.Kind, s.broker.Name, s.retireGrace))}, true
+	}
 	objs, err := inuse.Objects(ctx, s.kinds, tk)
 	if err != nil {
 		return s.failed(kept, err), true
 	}
 	if len(objs) > 0 {
-		kept.Established = established(live)
-		return typedKind{status: kept, condition: condition(metav1.ConditionFalse, ReasonInUse, fmt.Sprintf(
-			"the service no longer has kind %s in ServiceBroker %q spec.typedKinds, but %d object(s) of the kind remain (%s): deleting its CRD would delete them, so the CRD stays; delete them, or activate the kind again",
-			tk.Kind, s.broker.Name, len(objs), inuse.Some(inuse.Names(objs), maxObjectsNamed)))}, true
+		if _, err := s.markRetiring(ctx, live, false); err != nil {
+			return s.failed(kept, err), true
+		}
+		return s.inUse(kept, objs), true
 	}
 	if !s.deleteRoles(ctx, tk.Plural) {
 		return s.failed(kept, errors.New("the kind's roles could not be deleted")), true
@@ -101,6 +132,34 @@ func (s *sync) retire(ctx context.Context, id string, tk *v1alpha1.TypedKindStat
 	}
 	s.count("CustomResourceDefinition", "delete")
 	return typedKind{}, false
+}
+
+// inUse is what the offering of kind tk shows while objs, objects of the
+// kind, keep its CRD.
+func (s *sync) inUse(tk *v1alpha1.TypedKindStatus, objs []unstructured.Unstructured) typedKind {
+	return typedKind{status: tk, condition: condition(metav1.ConditionFalse, ReasonInUse, fmt.Sprintf(
+		"the service no longer has kind %s in ServiceBroker %q spec.typedKinds, but %d object(s) of the kind remain (%s): deleting its CRD would delete them, so the CRD stays; delete them, or activate the kind again",
+		tk.Kind, s.broker.Name, len(objs), inuse.Some(inuse.Names(objs), maxObjectsNamed)))}
+}
+
+// markRetiring sets typedobject.AnnotationRetiring on crd to the time now
+// (rounded up to the second, so that the grace counted from it is never
+// shorter), or removes it, and returns the time set.
+func (s *sync) markRetiring(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, retiring bool) (time.Time, error) {
+	now := time.Now().UTC().Truncate(time.Second).Add(time.Second)
+	var value any // nil removes it
+	if retiring {
+		value = now.Format(time.RFC3339)
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{typedobject.AnnotationRetiring: value}}})
+	if err != nil {
+		return now, err
+	}
+	if err := s.client.Patch(ctx, crd, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return now, fmt.Errorf("marking CRD %s retiring (%t): %w", crd.Name, retiring, err)
+	}
+	s.count("CustomResourceDefinition", "patch")
+	return now, nil
 }
 
 // apply applies the CRD of k, unless the CRD the API server holds was
@@ -122,6 +181,14 @@ func (s *sync) apply(ctx context.Context, id string, k typedKind) typedKind {
 		return withCondition(k, metav1.ConditionFalse, ReasonCRDTaken, fmt.Sprintf(
 			"CRD %s belongs to service %q of ServiceBroker %q, whose objects keep it: the kind is not served for this service; give this service another kind in ServiceBroker %q spec.typedKinds, or delete the other kind's objects",
 			tk.CRDName, live.Annotations[render.AnnotationServiceName], live.Annotations[render.AnnotationBroker], s.broker.Name))
+	}
+	if live != nil {
+		if _, retiring := typedobject.Retiring(live); retiring {
+			// Activated again while being retired.
+			if _, err := s.markRetiring(ctx, live, false); err != nil {
+				return s.failed(tk, err)
+			}
+		}
 	}
 	from := appliedFrom(tk, s.aggregate)
 	if live == nil || live.Annotations[AnnotationAppliedFrom] != from || live.Annotations[AnnotationDeprecated] != "" {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -16,11 +17,14 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/dynamic"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/broker/osbapi"
+	"github.com/lockstep-dev/lockstep/internal/typed/inuse"
+	typedobject "github.com/lockstep-dev/lockstep/internal/typed/object"
 	"github.com/lockstep-dev/lockstep/internal/typed/render"
 )
 
@@ -390,4 +394,133 @@ func TestDeprecatedOf(t *testing.T) {
 	assert.Nil(t, deprecatedOf(with("")))
 	assert.Equal(t, []string{"backup.window", "a,b"}, deprecatedOf(with(`["backup.window","a,b"]`)))
 	assert.Equal(t, []string{"labels", "tier"}, deprecatedOf(with("labels,tier")))
+}
+
+// listing serves the objects of typed kinds as inuse.Static does, and
+// calls before ahead of each list.
+type listing struct {
+	inuse.Static
+	before func(schema.GroupVersionResource)
+}
+
+func (l listing) Resource(gvr schema.GroupVersionResource) dynamic.NamespaceableResourceInterface {
+	return listingResource{NamespaceableResourceInterface: l.Static.Resource(gvr), before: func() { l.before(gvr) }}
+}
+
+type listingResource struct {
+	dynamic.NamespaceableResourceInterface
+	before func()
+}
+
+func (r listingResource) List(ctx context.Context, opts metav1.ListOptions) (*unstructured.UnstructuredList, error) {
+	r.before()
+	return r.NamespaceableResourceInterface.List(ctx, opts)
+}
+
+// Deactivating a kind that has no objects marks its CRD retiring before
+// the last list of its objects: an object created just before the mark,
+// found by that list, keeps the CRD and the mark goes; without one, the
+// CRD and its roles go. The last list waits until the mark is the grace
+// old; meanwhile the CRD stays, the offering says so, and activating the
+// kind again removes the mark.
+func TestTypedKindRetiringMark(t *testing.T) {
+	const crd = "postgresqldbs.services.lockstep.dev"
+	h := newHarness(t)
+	var lists []string // at each list of the kind's objects (each pass lists them for the plans they use, too): was its CRD marked?
+	var late []unstructured.Unstructured
+	h.r.Kinds = listing{Static: h.kinds, before: func(gvr schema.GroupVersionResource) {
+		if gvr != pgResource {
+			return
+		}
+		_, marked := typedobject.Retiring(h.crd(crd))
+		lists = append(lists, fmt.Sprint(marked))
+		if marked && late != nil {
+			h.kinds[pgResource] = late // created while the kind was listed as empty
+		}
+	}}
+	deactivate := func() { h.activate("acme", activation("", "db", "queue")) }
+	h.activate("acme", activation("", "*"))
+	h.sync(typedCatalog())
+	h.establish(crd)
+	h.sync(typedCatalog())
+	require.Equal(t, "True Established established", ready(h.offering("acme.postgresql-db")))
+
+	// Without grace: marked, listed again at once, and the late object
+	// keeps the CRD.
+	late = []unstructured.Unstructured{object("team", "late", nil)}
+	deactivate()
+	h.sync(typedCatalog())
+	require.NotEmpty(t, lists)
+	assert.Equal(t, "true", lists[len(lists)-1], "the last list sees the CRD marked")
+	assert.Equal(t, "False InUse established", ready(h.offering("acme.postgresql-db")))
+	assert.Contains(t, h.crds(), crd)
+	assert.NotContains(t, h.crd(crd).Annotations, typedobject.AnnotationRetiring, "the mark goes with the CRD kept")
+
+	late, lists, h.kinds[pgResource] = nil, nil, nil
+	h.sync(typedCatalog())
+	require.NotEmpty(t, lists)
+	assert.Equal(t, "true", lists[len(lists)-1], "the last list before the delete sees the CRD marked")
+	assert.Equal(t, "none", ready(h.offering("acme.postgresql-db")))
+	assert.NotContains(t, h.crds(), crd)
+	assert.NotContains(t, strings.Join(h.roles(), " "), "postgresqldbs")
+
+	// With a grace: marked, and not listed again until the mark is that old.
+	h.r.RetireGrace = time.Hour
+	h.activate("acme", activation("", "*"))
+	h.sync(typedCatalog())
+	h.establish(crd)
+	h.sync(typedCatalog())
+	deactivate()
+	h.sync(typedCatalog())
+	res, err := h.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKey{Name: "acme"}})
+	require.NoError(t, err)
+	assert.InDelta(t, time.Hour, res.RequeueAfter, float64(time.Minute), "the pass runs again when the mark is the grace old")
+	o := h.offering("acme.postgresql-db")
+	assert.Equal(t, "False Retiring established", ready(o))
+	assert.Contains(t, meta.FindStatusCondition(o.Status.Conditions, v1alpha1.ConditionTypedKindReady).Message, "new objects of the kind are refused")
+	assert.Contains(t, h.crd(crd).Annotations, typedobject.AnnotationRetiring)
+
+	// Activated again: the mark goes.
+	h.activate("acme", activation("", "*"))
+	h.sync(typedCatalog())
+	assert.Equal(t, "True Established established", ready(h.offering("acme.postgresql-db")))
+	assert.NotContains(t, h.crd(crd).Annotations, typedobject.AnnotationRetiring)
+
+	// Deactivated again, and the grace passed: the CRD goes.
+	lists = nil
+	deactivate()
+	h.sync(typedCatalog())
+	marked := h.crd(crd)
+	marked.Annotations[typedobject.AnnotationRetiring] = time.Now().Add(-2 * time.Hour).UTC().Format(time.RFC3339)
+	require.NoError(t, h.client.Update(context.Background(), marked))
+	h.sync(typedCatalog())
+	require.NotEmpty(t, lists)
+	assert.Equal(t, "true", lists[len(lists)-1])
+	assert.Equal(t, "none", ready(h.offering("acme.postgresql-db")))
+	assert.NotContains(t, h.crds(), crd)
+}
+
+// An upgrade of lockstep whose renderer makes something else of the same
+// service (a new render.Revision) renders the kind and applies its CRD
+// again, with the catalog unchanged.
+func TestTypedKindRendererRevisionAppliesAgain(t *testing.T) {
+	const crd = "postgresqldbs.services.lockstep.dev"
+	h := newHarness(t)
+	h.activate("acme", activation("", "postgresql-db"))
+	h.sync(typedCatalog())
+	h.establish(crd)
+	h.sync(typedCatalog())
+	before := h.crd(crd)
+	renderedBefore := h.offering("acme.postgresql-db").Status.TypedKind.RenderedFrom
+	assert.Equal(t, 0, h.sync(typedCatalog()), "settled")
+	assert.Equal(t, before.ResourceVersion, h.crd(crd).ResourceVersion, "not applied again while nothing changes")
+
+	defer func(was int) { rendererRevision = was }(rendererRevision)
+	rendererRevision++
+	h.sync(typedCatalog())
+	after := h.crd(crd)
+	assert.NotEqual(t, renderedBefore, h.offering("acme.postgresql-db").Status.TypedKind.RenderedFrom, "rendered again")
+	assert.NotEqual(t, before.Annotations[AnnotationAppliedFrom], after.Annotations[AnnotationAppliedFrom], "applied again")
+	assert.NotEqual(t, before.ResourceVersion, after.ResourceVersion)
+	assert.Equal(t, "True Established established", ready(h.offering("acme.postgresql-db")))
 }

@@ -23,7 +23,9 @@
 // with an edit and a view ClusterRole (roles.go), keeps a parameter a new
 // schema drops while objects of the kind set it, and retires a kind the
 // offering no longer has: its CRD and roles are deleted once no object of
-// it is left. The offering's TypedKindReady condition says which of these
+// it is left, the CRD first marked retiring for a grace (lockstep's
+// webhook refuses creates of the kind meanwhile) so that no object is
+// created that the deletion would take with it. The offering's TypedKindReady condition says which of these
 // it is at; CRDs lockstep applied are watched, so it follows the API
 // server establishing them.
 package marketplace

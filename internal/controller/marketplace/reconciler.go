@@ -42,6 +42,12 @@ type Reconciler struct {
 	// AggregateRoles labels the typed kinds' ClusterRoles so that they
 	// aggregate into the standard edit, admin and view roles.
 	AggregateRoles bool
+	// RetireGrace is how long the CRD of a typed kind being retired stays
+	// marked retiring (creates of the kind refused) before its objects are
+	// listed for the last time and it is deleted: at least how long an
+	// admitted create may take to be stored or given up (the validating
+	// webhook's budget and the commit grace).
+	RetireGrace time.Duration
 }
 
 // retryAfter is how soon a pass runs again after it could not settle a
@@ -127,8 +133,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if errors.Is(err, errStale) {
 		return ctrl.Result{RequeueAfter: staleRetry}, nil
 	}
-	if err == nil && s.retry {
-		return ctrl.Result{RequeueAfter: retryAfter}, nil
+	if err == nil && (s.retry || s.after > 0) {
+		return s.result(), nil
 	}
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("writing the marketplace of ServiceBroker %q (%d writes done): %w", sb.Name, s.writes, err)
@@ -140,12 +146,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 func (r *Reconciler) newSync(sb *v1alpha1.ServiceBroker, entry *catalog.Entry) *sync {
-	return &sync{client: r.Client, reader: r.Reader, kinds: r.Kinds, aggregate: r.AggregateRoles, broker: sb, entry: entry}
+	return &sync{client: r.Client, reader: r.Reader, kinds: r.Kinds, aggregate: r.AggregateRoles, retireGrace: r.RetireGrace, broker: sb, entry: entry}
 }
 
 // retireAll retires the typed kinds of broker sb, which is gone or being
 // deleted: their CRDs and roles are deleted, except where objects of a
-// kind remain (then the CRD stays, and it is looked at again later).
+// kind remain (then the CRD stays, and it is looked at again later) or
+// while a CRD is marked retiring.
 func (r *Reconciler) retireAll(ctx context.Context, sb *v1alpha1.ServiceBroker) (ctrl.Result, error) {
 	var crds apiextensionsv1.CustomResourceDefinitionList
 	if err := r.Client.List(ctx, &crds, client.MatchingLabels{render.LabelManagedBy: render.ManagedBy}); err != nil {
@@ -158,14 +165,13 @@ func (r *Reconciler) retireAll(ctx context.Context, sb *v1alpha1.ServiceBroker) 
 			continue
 		}
 		if k, held := s.retire(ctx, crd.Annotations[render.AnnotationOfferingID], kindOf(crd)); held {
-			s.retry = true
-			log.FromContext(ctx).Info("the CRD of a typed kind of a ServiceBroker that is gone stays while objects of it remain", "crd", crd.Name, "why", k.condition.Message)
+			if k.condition.Reason != ReasonRetiring {
+				s.retry = true
+			}
+			log.FromContext(ctx).Info("the CRD of a typed kind of a ServiceBroker that is gone stays for now", "crd", crd.Name, "why", k.condition.Message)
 		}
 	}
-	if s.retry {
-		return ctrl.Result{RequeueAfter: retryAfter}, nil
-	}
-	return ctrl.Result{}, nil
+	return s.result(), nil
 }
 
 // ignoreGone treats an object that is already gone as deleted.

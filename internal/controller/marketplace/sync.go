@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -38,6 +40,28 @@ type sync struct {
 	// retry: something failed that a later pass may do; the offerings
 	// say what.
 	retry bool
+	// after, when set, is how soon a later pass is to go on with what
+	// this one started (the retirement of a kind).
+	after time.Duration
+	// retireGrace is how long the CRD of a kind being retired stays
+	// marked before its objects are listed for the last time.
+	retireGrace time.Duration
+}
+
+// requeue asks for a pass again in d at the latest.
+func (s *sync) requeue(d time.Duration) {
+	if s.after == 0 || d < s.after {
+		s.after = d
+	}
+}
+
+// result is when the pass is to run again, if at all.
+func (s *sync) result() ctrl.Result {
+	after := s.after
+	if s.retry && (after == 0 || retryAfter < after) {
+		after = retryAfter
+	}
+	return ctrl.Result{RequeueAfter: after}
 }
 
 // errStale says the cache was behind the API server (an object created or

@@ -54,6 +54,11 @@ const (
 	// ReasonInUse: the service is deactivated (or given another kind), and
 	// objects of its kind remain: the CRD stays until they are deleted.
 	ReasonInUse = "InUse"
+	// ReasonRetiring: the service is deactivated (or given another kind),
+	// and no object of its kind is left: the CRD is marked retiring, so
+	// that lockstep refuses new objects of the kind, and is deleted once
+	// the mark is the Reconciler's RetireGrace old and still no object is.
+	ReasonRetiring = "Retiring"
 	// ReasonCRDTaken: a CRD of the kind's name exists that is not this
 	// offering's.
 	ReasonCRDTaken = "CRDTaken"
@@ -326,13 +331,20 @@ func notReady(reason, msg string) typedKind {
 	return typedKind{condition: condition(metav1.ConditionFalse, reason, msg)}
 }
 
+// rendererRevision is render.Revision; a test stands for an upgrade of
+// lockstep by changing it.
+var rendererRevision = render.Revision
+
 // renderedFrom identifies what a kind is rendered from: the service as the
-// catalog has it, and the kind's names.
+// catalog has it, the kind's names, and the renderer's revision (a kind is
+// rendered, and its CRD applied, again after an upgrade that changes what
+// the renderer makes of the same service).
 func renderedFrom(svc *osbapi.Service, names render.Names) string {
 	h := sha256.New()
-	// Neither marshals with an error: they are plain data read from JSON.
+	// None marshals with an error: they are plain data read from JSON.
 	_ = json.NewEncoder(h).Encode(svc)
 	_ = json.NewEncoder(h).Encode(names)
+	_ = json.NewEncoder(h).Encode(rendererRevision)
 	return hex.EncodeToString(h.Sum(nil))[:32]
 }
 

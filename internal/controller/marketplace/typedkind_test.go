@@ -293,7 +293,7 @@ func TestTypedKindDeactivationClears(t *testing.T) {
 	}, h.roles())
 
 	h.activate("acme", activation("", "db"))
-	assert.Equal(t, 8, h.sync(typedCatalog()), "a status write, and the deletes of the CRD and its two roles, for each offering deactivated")
+	assert.Equal(t, 10, h.sync(typedCatalog()), "a status write, the CRD marked retiring, and the deletes of the CRD and its two roles, for each offering deactivated")
 	assert.Equal(t, []string{"dbs.services.lockstep.dev"}, h.crds())
 	assert.Equal(t, []string{"lockstep:services:dbs:edit admin,edit", "lockstep:services:dbs:view view"}, h.roles())
 	assert.Equal(t, "Db Applying", typedKindOf(t, h.offering("acme.db")))
@@ -302,7 +302,7 @@ func TestTypedKindDeactivationClears(t *testing.T) {
 	assert.Empty(t, h.offering("acme.postgresql-db").Status.Conditions)
 
 	h.activate("acme")
-	assert.Equal(t, 4, h.sync(typedCatalog()))
+	assert.Equal(t, 5, h.sync(typedCatalog()))
 	assert.Equal(t, "none", typedKindOf(t, h.offering("acme.db")))
 	assert.Empty(t, h.crds())
 	assert.Empty(t, h.roles())

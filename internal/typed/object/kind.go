@@ -1,11 +1,33 @@
 package object
 
 import (
+	"time"
+
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/lockstep-dev/lockstep/internal/typed/render"
 )
+
+// AnnotationRetiring marks the CRD of a typed kind whose service its
+// ServiceBroker no longer activates, from the moment the marketplace
+// controller has found no object of the kind until it deletes the CRD or,
+// finding objects after all, removes the mark. Its value is when the mark
+// was set (RFC 3339). lockstep's webhook refuses to create objects of a
+// kind whose CRD has it, so that no object is created that the CRD's
+// deletion would take with it.
+const AnnotationRetiring = render.Group + "/retiring"
+
+// Retiring reports whether crd has AnnotationRetiring, and since when: the
+// zero time when its value is not a time.
+func Retiring(crd *apiextensionsv1.CustomResourceDefinition) (since time.Time, ok bool) {
+	v, ok := crd.Annotations[AnnotationRetiring]
+	if !ok {
+		return time.Time{}, false
+	}
+	since, _ = time.Parse(time.RFC3339, v)
+	return since, true
+}
 
 // Kind is a typed kind: its group, version and kind, its resource, its
 // CRD, and the service of the broker it is for.

@@ -16,6 +16,14 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/validate/schema"
 )
 
+// Revision is the revision of what Render renders. Bump it with every
+// change of this package that changes a CRD or a Report rendered from some
+// service (a translation, a drop, a rule, a description, a column): the
+// marketplace controller renders a kind, and applies its CRD, again when
+// the revision changes, so that an upgrade of lockstep brings every typed
+// kind in line without waiting for its catalog to change.
+const Revision = 1
+
 // Options are the administrator's and the cluster's say in a kind.
 type Options struct {
 	// Kind overrides the kind name made from the service name. Pass the
