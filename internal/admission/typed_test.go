@@ -230,8 +230,18 @@ func TestTypedKindIsAdmittedAsServiceInstance(t *testing.T) {
 				if tt.script != nil {
 					tt.script(h.broker)
 				}
+				counted := func() (n float64) {
+					for k, v := range decisions(t) {
+						if strings.HasPrefix(k, s.kind.Kind+"/"+string(tt.op)+"/") {
+							n += v
+						}
+					}
+					return n
+				}
+				before := counted()
 				resp := s.validator(h).Handle(context.Background(), s.request(t, tt.op, tt.old, tt.new, tt.dryRun))
 				h.answers.Wait()
+				assert.Equal(t, before+1, counted(), "the decision is counted under the object's own kind")
 				a := answer{Allowed: resp.Allowed, Calls: map[fakebroker.Op]int{}}
 				if r := resp.Result; r != nil && !resp.Allowed {
 					a.Code, a.Message = r.Code, s.normal(r.Message)

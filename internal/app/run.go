@@ -235,6 +235,7 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 	if err := mgr.Add(typed); err != nil {
 		return fmt.Errorf("setting up the controllers of typed kinds: %w", err)
 	}
+	metrics.ServeTypedObjects(typed)
 
 	deps := admission.Deps{
 		Reader: mgr.GetClient(), Typed: typed, APIReader: mgr.GetAPIReader(), Writer: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Catalogs: catalogs, AccessRules: rules,
