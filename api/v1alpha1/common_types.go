@@ -94,9 +94,11 @@ const AnnotationAdopt = "lockstep.dev/adopt"
 // generated from this marker; no default or aggregated role grants it.
 //
 // +kubebuilder:rbac:groups=lockstep.dev,resources=serviceinstances;servicebindings,verbs=adopt
+// +kubebuilder:rbac:groups=services.lockstep.dev,resources=*,verbs=adopt
 
 // PermissionAdopt is the RBAC verb that adopting needs, on serviceinstances
-// or servicebindings in the object's namespace: adopting takes over what a
+// or servicebindings, or the resource of a typed kind (group
+// services.lockstep.dev), in the object's namespace: adopting takes over what a
 // broker holds, which lockstep did not create for this object, so the
 // right to create objects does not imply it.
 const PermissionAdopt = "adopt"

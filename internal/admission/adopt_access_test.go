@@ -11,6 +11,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
@@ -42,6 +43,8 @@ func TestAdoptionNeedsItsOwnPermission(t *testing.T) {
 		dryRun   bool
 		wantCode int32
 		wantMsg  string
+		// resource is the request's resource; empty: serviceinstances.
+		resource metav1.GroupVersionResource
 		// wantAsked is the one question asked, "" for none.
 		wantAsked string
 	}{
@@ -55,6 +58,13 @@ func TestAdoptionNeedsItsOwnPermission(t *testing.T) {
 			wantCode: http.StatusForbidden, wantMsg: `user "ben" may not adopt`, wantAsked: "adopt serviceinstances team/db"},
 		{name: "the permission: adopted", grants: grants{"ben adopt serviceinstances.lockstep.dev team/db"}, new: instance("small", "", adopt),
 			wantAsked: "adopt serviceinstances team/db"},
+		{name: "a typed kind: the permission on its own resource is asked", new: instance("small", "", adopt),
+			resource: metav1.GroupVersionResource{Group: "services.lockstep.dev", Version: "v1alpha1", Resource: "dbs"},
+			grants:   grants{"ben adopt serviceinstances.lockstep.dev team/db"}, wantAsked: "adopt dbs.services.lockstep.dev team/db",
+			wantCode: http.StatusForbidden, wantMsg: `needs the permission "adopt" on dbs.services.lockstep.dev in namespace "team"`},
+		{name: "a typed kind with the permission on its resource: adopted", new: instance("small", "", adopt),
+			resource: metav1.GroupVersionResource{Group: "services.lockstep.dev", Version: "v1alpha1", Resource: "dbs"},
+			grants:   grants{"ben adopt dbs.services.lockstep.dev team/db"}, wantAsked: "adopt dbs.services.lockstep.dev team/db"},
 		{name: "no adoption: nothing asked", new: instance("small", "", func(si *v1alpha1.ServiceInstance) { si.Spec.ExternalID = "ext-2" })},
 	}
 	for _, tt := range tests {
@@ -67,12 +77,16 @@ func TestAdoptionNeedsItsOwnPermission(t *testing.T) {
 			v := NewInstanceValidator(d, nil)
 			defer h.answers.Wait()
 			ctx := admission.NewContextWithRequest(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
-				Operation: admissionv1.Create, DryRun: &tt.dryRun, UserInfo: authenticationv1.UserInfo{Username: "ben"},
+				Operation: admissionv1.Create, DryRun: &tt.dryRun, UserInfo: authenticationv1.UserInfo{Username: "ben"}, Resource: tt.resource,
 			}})
 			_, err := v.ValidateCreate(ctx, tt.new)
 			var questions []string
 			for _, q := range access.questions {
-				questions = append(questions, q.Verb+" "+q.Resource+" "+q.Namespace+"/"+q.Name)
+				resource := q.Resource
+				if q.Group != v1alpha1.GroupVersion.Group {
+					resource = resourceName(q)
+				}
+				questions = append(questions, q.Verb+" "+resource+" "+q.Namespace+"/"+q.Name)
 			}
 			if tt.wantAsked == "" {
 				assert.Empty(t, questions)

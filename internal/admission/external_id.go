@@ -80,6 +80,8 @@ type externalIDs struct {
 	cache client.Reader
 	// direct reads the API server, past the cache.
 	direct client.Reader
+	// typed looks up the objects of typed kinds; nil asks the API server.
+	typed TypedIndex
 	// access says whether the requester may get the object that holds an
 	// id, before a refusal names it.
 	access Authorizer
@@ -172,10 +174,13 @@ func (e *externalIDs) cachedHolder(ctx context.Context, kind v1alpha1.TargetKind
 }
 
 // typedHolder returns the object of a typed kind, other than obj, that
-// holds instance id id, or nil. Objects of typed kinds are not cached: the
-// API server is asked, one list per typed kind, by the field spec.externalID
-// that every typed kind's CRD declares selectable, as ServiceInstance's
-// does. A cluster without typed kinds asks nothing.
+// holds instance id id, or nil. The typed kinds are the CRDs in the cache;
+// each kind's objects are looked up in this replica's index of the kind
+// (TypedIndex), and what it names is confirmed at the API server, as for
+// ServiceInstances. A kind the index does not hold yet (its CRD was
+// established a moment ago) is asked at the API server instead, with one
+// list by the field spec.externalID, which every typed kind's CRD declares
+// selectable. A cluster without typed kinds asks nothing.
 func (e *externalIDs) typedHolder(ctx context.Context, obj client.Object, id string) (client.Object, error) {
 	var crds apiextensionsv1.CustomResourceDefinitionList
 	if err := e.cache.List(ctx, &crds, client.MatchingLabels{render.LabelManagedBy: render.ManagedBy}); err != nil {
@@ -190,34 +195,86 @@ func (e *externalIDs) typedHolder(ctx context.Context, obj client.Object, id str
 		if !ok {
 			continue
 		}
-		list := &unstructured.UnstructuredList{}
-		list.SetGroupVersionKind(k.GVK.GroupVersion().WithKind(crds.Items[i].Spec.Names.ListKind))
-		if err := e.direct.List(ctx, list, client.MatchingFields{v1alpha1.FieldExternalID: id}); err != nil {
-			if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
-				continue // the kind is not served (yet, or any more)
-			}
+		found, err := e.typedHolders(ctx, k, crds.Items[i].Spec.Names.ListKind, id)
+		if err != nil {
 			return nil, err
 		}
-		for j := range list.Items {
-			if list.Items[j].GetUID() != obj.GetUID() {
-				held = append(held, typedHeld{Unstructured: &list.Items[j], plural: k.Plural})
+		for _, h := range found {
+			if h.GetUID() != obj.GetUID() {
+				held = append(held, h)
 			}
 		}
-	}
-	if len(held) == 0 {
-		return nil, nil
 	}
 	slices.SortFunc(held, func(a, b typedHeld) int {
 		return a.GetCreationTimestamp().Compare(b.GetCreationTimestamp().Time)
 	})
-	return held[0], nil
+	for _, h := range held {
+		if !h.cached {
+			return h, nil
+		}
+		current := &unstructured.Unstructured{}
+		current.SetGroupVersionKind(h.GroupVersionKind())
+		if err := e.direct.Get(ctx, client.ObjectKeyFromObject(h), current); err != nil {
+			if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+				continue // gone; the index has not heard yet
+			}
+			return nil, err
+		}
+		if current.GetUID() == h.GetUID() {
+			return typedHeld{Unstructured: current, plural: h.plural}, nil
+		}
+	}
+	return nil, nil
+}
+
+// typedHolders returns the objects of kind k (whose list kind is listKind)
+// that hold id: from the index when it holds k's objects, else from the
+// API server.
+func (e *externalIDs) typedHolders(ctx context.Context, k object.Kind, listKind, id string) ([]typedHeld, error) {
+	if e.typed != nil {
+		found, cached, err := e.typed.ExternalIDHolders(k, id)
+		if err != nil {
+			return nil, err
+		}
+		if cached {
+			held := make([]typedHeld, 0, len(found))
+			for _, u := range found {
+				held = append(held, typedHeld{Unstructured: u, plural: k.Plural, cached: true})
+			}
+			return held, nil
+		}
+	}
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(k.GVK.GroupVersion().WithKind(listKind))
+	if err := e.direct.List(ctx, list, client.MatchingFields{v1alpha1.FieldExternalID: id}); err != nil {
+		if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
+			return nil, nil // the kind is not served (yet, or any more)
+		}
+		return nil, err
+	}
+	held := make([]typedHeld, 0, len(list.Items))
+	for j := range list.Items {
+		held = append(held, typedHeld{Unstructured: &list.Items[j], plural: k.Plural})
+	}
+	return held, nil
 }
 
 // typedHeld is an object of a typed kind that holds an external id, with
-// its kind's resource.
+// its kind's resource; cached when it was read from the index, and is
+// still to be confirmed at the API server.
 type typedHeld struct {
 	*unstructured.Unstructured
 	plural string
+	cached bool
+}
+
+// TypedIndex looks up the objects of a typed kind by external id in this
+// replica's informers (typedkinds.Watcher).
+type TypedIndex interface {
+	// ExternalIDHolders returns the objects of kind whose spec.externalID
+	// is id; cached is false when the replica holds no synced informer of
+	// kind, and the API server must be asked.
+	ExternalIDHolders(kind object.Kind, id string) (held []*unstructured.Unstructured, cached bool, _ error)
 }
 
 // inFlight refuses a change whose lock (keyed on the external id) is held

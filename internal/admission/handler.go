@@ -88,14 +88,14 @@ func (h *validatingHandler[T]) Handle(ctx context.Context, req admission.Request
 			return admission.Errored(http.StatusBadRequest, derr)
 		}
 		if old.GetDeletionTimestamp() != nil {
-			return h.unchanged(req)
+			return h.unchanged(ctx, req)
 		}
 		if object == nil {
 			return admission.Errored(http.StatusBadRequest, errors.New("the admission request carries no object"))
 		}
 		if oldSpec, ok := oldObject.Spec.single(); ok {
 			if spec, ok := object.Spec.single(); ok && bytes.Equal(oldSpec, spec) {
-				return h.unchanged(req)
+				return h.unchanged(ctx, req)
 			}
 		}
 		if object, oldObject, answer = h.modelOf(ctx, req, object, oldObject); answer != nil {
@@ -165,8 +165,8 @@ func (h *validatingHandler[T]) modelOf(ctx context.Context, req admission.Reques
 // unchanged allows an UPDATE that passes through on its raw objects alone:
 // the persisted object is being deleted, or the spec bytes are equal. See
 // passThrough for why nothing else is looked at then.
-func (h *validatingHandler[T]) unchanged(req admission.Request) admission.Response {
-	h.validator.count(req.Operation, metrics.ReasonUnchanged, nil)
+func (h *validatingHandler[T]) unchanged(ctx context.Context, req admission.Request) admission.Response {
+	h.validator.count(ctx, req.Operation, metrics.ReasonUnchanged, nil)
 	return admission.Allowed("")
 }
 

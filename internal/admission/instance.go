@@ -30,6 +30,9 @@ type Deps struct {
 	// Reader reads lockstep objects from the manager's cache, which has
 	// the index of IndexExternalIDs.
 	Reader client.Reader
+	// Typed looks up the objects of typed kinds by external id in this
+	// replica's informers; nil asks the API server, one list per kind.
+	Typed TypedIndex
 	// APIReader reads lockstep objects from the API server, past the
 	// cache: it confirms which object holds an external id.
 	APIReader client.Reader
@@ -69,7 +72,7 @@ type Deps struct {
 
 // externalIDs finds which object holds an external id.
 func (d Deps) externalIDs() *externalIDs {
-	return &externalIDs{cache: d.Reader, direct: d.APIReader, access: d.Access}
+	return &externalIDs{cache: d.Reader, direct: d.APIReader, typed: d.Typed, access: d.Access}
 }
 
 // NewInstanceDefaulter returns the mutating handler for ServiceInstances:

@@ -18,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
@@ -231,8 +233,18 @@ func TestTypedKindIsAdmittedAsServiceInstance(t *testing.T) {
 				if tt.script != nil {
 					tt.script(h.broker)
 				}
+				counted := func() (n float64) {
+					for k, v := range decisions(t) {
+						if strings.HasPrefix(k, s.kind.Kind+"/"+string(tt.op)+"/") {
+							n += v
+						}
+					}
+					return n
+				}
+				before := counted()
 				resp := s.validator(h).Handle(context.Background(), s.request(t, tt.op, tt.old, tt.new, tt.dryRun))
 				h.answers.Wait()
+				assert.Equal(t, before+1, counted(), "the decision is counted under the object's own kind")
 				a := answer{Allowed: resp.Allowed, Calls: map[fakebroker.Op]int{}}
 				if r := resp.Result; r != nil && !resp.Allowed {
 					a.Code, a.Message = r.Code, s.normal(r.Message)
@@ -449,6 +461,84 @@ func TestTypedKindAndServiceInstanceNeverShareAnExternalID(t *testing.T) {
 			assert.Contains(t, resp.Result.Message, `external id "ext-1" is already `+tt.message)
 			assert.Empty(t, h.broker.Calls())
 		})
+	}
+}
+
+// typedIndex is a TypedIndex over held; not synced, it answers nothing.
+type typedIndex struct {
+	held   []*unstructured.Unstructured
+	synced bool
+	asked  int
+}
+
+func (i *typedIndex) ExternalIDHolders(_ object.Kind, id string) ([]*unstructured.Unstructured, bool, error) {
+	i.asked++
+	if !i.synced {
+		return nil, false, nil
+	}
+	var out []*unstructured.Unstructured
+	for _, u := range i.held {
+		if got, _, _ := unstructured.NestedString(u.Object, "spec", "externalID"); got == id {
+			out = append(out, u.DeepCopy())
+		}
+	}
+	return out, true, nil
+}
+
+// TestTypedExternalIDsAreLookedUpInTheIndex: the objects of a typed kind
+// that hold an external id are looked up in the replica's index, and what
+// it names is confirmed at the API server; only a kind whose index has
+// not synced is listed at the API server.
+func TestTypedExternalIDsAreLookedUpInTheIndex(t *testing.T) {
+	held := &unstructured.Unstructured{}
+	require.NoError(t, held.UnmarshalJSON(typedRaw(t, instance("small", "", func(si *v1alpha1.ServiceInstance) {
+		si.Name, si.Namespace, si.UID = "held", "other", "uid-held"
+	}))))
+	tests := []struct {
+		name string
+		// stored is whether the API server holds the object.
+		stored    bool
+		index     typedIndex
+		refused   bool
+		wantLists int
+	}{
+		{name: "the index names the holder: refused without a list", stored: true,
+			index: typedIndex{held: []*unstructured.Unstructured{held}, synced: true}, refused: true},
+		{name: "the index names an object that is gone: allowed", index: typedIndex{held: []*unstructured.Unstructured{held}, synced: true}},
+		{name: "the index names no holder: allowed without a list", index: typedIndex{synced: true}},
+		{name: "the index has not synced: the API server is asked", stored: true, index: typedIndex{}, refused: true, wantLists: 1},
+		{name: "the index has not synced, and nothing holds the id", index: typedIndex{}, wantLists: 1},
+	}
+	for _, side := range sides {
+		for _, tt := range tests {
+			t.Run(side.kind.Kind+": "+tt.name, func(t *testing.T) {
+				lists := 0
+				count := interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+					if _, ok := list.(*unstructured.UnstructuredList); ok {
+						lists++
+					}
+					return c.List(ctx, list, opts...)
+				}}
+				objects := []runtime.Object{typedCRD(t)}
+				if tt.stored {
+					objects = append(objects, held.DeepCopy())
+				}
+				h := newInterceptedHarness(t, count, objects...)
+				index := tt.index
+				h.deps.Typed = &index
+				h.validator = NewInstanceValidator(h.deps, nil)
+				resp := side.validator(h).Handle(context.Background(), side.request(t, admissionv1.Create, nil, instance("small", ""), true))
+				assert.Equal(t, 1, index.asked, "the index is asked once (dry run: the check before the lock only)")
+				assert.Equal(t, tt.wantLists, lists, "lists of typed objects at the API server")
+				if tt.refused {
+					require.False(t, resp.Allowed)
+					assert.Equal(t, int32(http.StatusConflict), resp.Result.Code)
+					assert.Contains(t, resp.Result.Message, `external id "ext-1" is already held by Db "held" in namespace "other"`)
+					return
+				}
+				assert.True(t, resp.Allowed, resp.Result)
+			})
+		}
 	}
 }
 

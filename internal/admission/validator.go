@@ -12,6 +12,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/internal/breaks"
 	"github.com/lockstep-dev/lockstep/internal/metrics"
+	"github.com/lockstep-dev/lockstep/internal/typed/render"
 )
 
 // Validator is the validating chain for one kind. It implements
@@ -74,7 +75,7 @@ func (v *Validator[T]) ValidateDelete(ctx context.Context, obj T) (admission.War
 // resolved Target. Every decision is counted (metrics).
 func (v *Validator[T]) admit(ctx context.Context, a *Attributes[T]) (_ admission.Warnings, err error) {
 	reason := metrics.ReasonBroker
-	defer func() { v.count(a.Operation, reason, err) }()
+	defer func() { v.count(ctx, a.Operation, reason, err) }()
 	if passThrough(a, v.SameSpec) {
 		reason = metrics.ReasonUnchanged
 		return nil, nil
@@ -159,13 +160,20 @@ func (v *Validator[T]) check(ctx context.Context, a *Attributes[T]) (*Target, fi
 }
 
 // count records a decision: denied with the rejection's reason, or
-// allowed for reason (unchanged, dry run, or carried out at the broker).
-func (v *Validator[T]) count(op admissionv1.Operation, reason string, err error) {
+// allowed for reason (unchanged, dry run, or carried out at the broker),
+// under the kind of the request in ctx when it is a typed kind (one of
+// the kinds lockstep renders, as many as the activated services), else
+// the chain's kind.
+func (v *Validator[T]) count(ctx context.Context, op admissionv1.Operation, reason string, err error) {
 	result := metrics.Allowed
 	if err != nil {
 		result, reason = metrics.Denied, metrics.ReasonOf(err)
 	}
-	metrics.AdmissionDecision(v.Kind.Kind, string(op), result, reason)
+	kind := v.Kind.Kind
+	if req, rerr := admission.RequestFromContext(ctx); rerr == nil && req.Kind.Group == render.Group && req.Kind.Kind != "" {
+		kind = req.Kind.Kind
+	}
+	metrics.AdmissionDecision(kind, string(op), result, reason)
 }
 
 // objectKind names obj's kind in messages and records: the kind its

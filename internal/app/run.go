@@ -228,14 +228,18 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 	if err := binding.New(brokeredConfig).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the binding controller: %w", err)
 	}
-	// The typed kinds' objects are reconciled as instances, each kind from
-	// the moment its CRD is established until before it goes.
-	if err := mgr.Add(&typedkinds.Watcher{Config: brokeredConfig, Cache: mgr.GetCache()}); err != nil {
+	// The typed kinds' objects are informed on in every replica (admission
+	// looks up their external ids) and reconciled as instances in the
+	// elected one, each kind from the moment its CRD is established until
+	// before it goes.
+	typed := &typedkinds.Watcher{Config: brokeredConfig, Cache: mgr.GetCache(), Elected: mgr.Elected()}
+	if err := mgr.Add(typed); err != nil {
 		return fmt.Errorf("setting up the controllers of typed kinds: %w", err)
 	}
+	metrics.ServeTypedObjects(typed)
 
 	deps := admission.Deps{
-		Reader: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Writer: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Catalogs: catalogs, AccessRules: rules,
+		Reader: mgr.GetClient(), Typed: typed, APIReader: mgr.GetAPIReader(), Writer: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Catalogs: catalogs, AccessRules: rules,
 		Access:  admission.SubjectAccessReviews{Client: mgr.GetClient()},
 		Journal: records, Leases: leases, Budget: c.AdmissionBudget, RefusalMemory: c.RefusalMemory, MaxParametersBytes: c.MaxParametersBytes,
 		Broker: admission.BrokerOptions{Poll: poll, ClusterID: clusterID, Log: ctrl.Log.WithName("broker")},

@@ -17,6 +17,7 @@
 // the webhook server's certificate (ServeCertificateExpiry) and what
 // lockstep's objects say, from the manager's cache (ServeObjects): brokers'
 // readiness and last catalog sync, the Ready and InSync conditions of
-// instances and bindings, the journal's records by phase and the oldest
+// instances and bindings (and of typed kinds' objects, from the informers
+// of ServeTypedObjects), the journal's records by phase and the oldest
 // one still under way.
 package metrics

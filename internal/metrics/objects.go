@@ -8,16 +8,19 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/typed/object"
 )
 
 // objects serves what lockstep's objects say now, read at every scrape
 // from the manager's cache (which every replica keeps anyway: admission
 // reads brokers, instances, bindings and operations from it), without
 // copying an object: ServiceBrokers' readiness and last catalog sync, the
-// Ready and InSync conditions of instances and bindings, and the journal's
+// Ready and InSync conditions of instances (ServiceInstances and the
+// objects of typed kinds, each under its own kind) and bindings, and the journal's
 // records by phase with the oldest one still under way. Every replica
 // serves the same numbers; alerts take the maximum.
 var objects = &objectsCollector{
@@ -28,7 +31,7 @@ var objects = &objectsCollector{
 		"When the ServiceBroker's catalog was last fetched successfully (status.lastCatalogSync), in seconds since the epoch, by broker.",
 		[]string{"broker"}, nil),
 	conditions: prometheus.NewDesc(prometheus.BuildFQName(namespace, "object", "conditions"),
-		"ServiceInstances and ServiceBindings by kind, condition (Ready, InSync), its status (True, False, Unknown) and reason.",
+		"ServiceInstances, objects of typed kinds and ServiceBindings by kind, condition (Ready, InSync), its status (True, False, Unknown) and reason.",
 		[]string{"kind", "condition", "status", "reason"}, nil),
 	records: prometheus.NewDesc(prometheus.BuildFQName(namespace, "operation", "records"),
 		"BrokerOperations in the journal, by phase (a record without a phase is Pending).",
@@ -49,11 +52,27 @@ func ServeObjects(r client.Reader) {
 	objects.set(r)
 }
 
+// TypedObjects are the objects of the typed kinds that a replica holds in
+// memory (typedkinds.Watcher).
+type TypedObjects interface {
+	// EachObject calls fn with every object of every typed kind held.
+	EachObject(fn func(kind object.Kind, u *unstructured.Unstructured))
+}
+
+// ServeTypedObjects makes /metrics also serve the conditions of the
+// objects of typed kinds, read from t at every scrape.
+func ServeTypedObjects(t TypedObjects) {
+	objects.mu.Lock()
+	defer objects.mu.Unlock()
+	objects.typed = t
+}
+
 type objectsCollector struct {
 	brokerReady, brokerSync, conditions, records, oldest *prometheus.Desc
 
 	mu     sync.Mutex
 	reader client.Reader
+	typed  TypedObjects
 }
 
 func (c *objectsCollector) set(r client.Reader) {
@@ -73,7 +92,7 @@ func (c *objectsCollector) Describe(ch chan<- *prometheus.Desc) {
 // (not synced yet) is left out; a scrape never fails for it.
 func (c *objectsCollector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
-	r := c.reader
+	r, typed := c.reader, c.typed
 	c.mu.Unlock()
 	if r == nil {
 		return
@@ -115,6 +134,11 @@ func (c *objectsCollector) Collect(ch chan<- prometheus.Metric) {
 		for i := range bindings.Items {
 			count(v1alpha1.KindServiceBinding, bindings.Items[i].Status.Conditions)
 		}
+	}
+	if typed != nil {
+		typed.EachObject(func(kind object.Kind, u *unstructured.Unstructured) {
+			count(v1alpha1.TargetKind(kind.GVK.Kind), conditionsOf(u))
+		})
 	}
 	for k, n := range counts {
 		ch <- prometheus.MustNewConstMetric(c.conditions, prometheus.GaugeValue, float64(n), k[0], k[1], k[2], k[3])
@@ -159,4 +183,23 @@ func underWay(phase v1alpha1.OperationPhase) bool {
 		return false
 	}
 	return true
+}
+
+// conditionsOf reads the conditions of an object of a typed kind (whose
+// status is a ServiceInstance's) without copying it; what is not a
+// condition is left out.
+func conditionsOf(u *unstructured.Unstructured) []metav1.Condition {
+	raw, _, _ := unstructured.NestedFieldNoCopy(u.Object, "status", "conditions")
+	list, _ := raw.([]any)
+	conds := make([]metav1.Condition, 0, len(list))
+	for _, item := range list {
+		m, _ := item.(map[string]any)
+		typ, _ := m["type"].(string)
+		status, _ := m["status"].(string)
+		reason, _ := m["reason"].(string)
+		if typ != "" {
+			conds = append(conds, metav1.Condition{Type: typ, Status: metav1.ConditionStatus(status), Reason: reason})
+		}
+	}
+	return conds
 }

@@ -6,11 +6,14 @@
 //
 //   - watcher.go: Watcher, the controller of lockstep's CRDs (labelled
 //     app.kubernetes.io/managed-by=lockstep, in the typed kinds' group),
-//     which starts one kind's controller when its CRD is established, and
-//     stops it, removing its informer from the cache, when the CRD is
-//     gone, no longer established, or being deleted with none of its
-//     objects left (the API server deletes a CRD's objects first, and
-//     lockstep's finalizer lets each go);
+//     which starts one kind's informer, and its controller once the
+//     replica is elected, when its CRD is established, and stops them,
+//     removing the informer from the cache, when the CRD is gone, no
+//     longer established, or being deleted with none of its objects left
+//     (the API server deletes a CRD's objects first, and lockstep's
+//     finalizer lets each go);
+//   - index.go: the informers' index of spec.externalID, which admission
+//     reads to find which object holds an external id;
 //   - kind.go: New, one kind's reconciler: internal/controller/instance's,
 //     over the model of the kind's objects (internal/typed/object);
 //   - objects.go: the reader and client through which that reconciler
@@ -19,7 +22,8 @@
 //   - source.go: the sources of a controller that starts and stops while
 //     the manager runs, which leave no handler behind on shared informers.
 //
-// It runs in the elected replica only.
+// The informers run in every replica (every replica serves admission);
+// the controllers in the elected replica only.
 //
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch
 // +kubebuilder:rbac:groups=services.lockstep.dev,resources=*,verbs=get;list;watch;patch

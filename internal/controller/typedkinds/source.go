@@ -21,19 +21,12 @@ import (
 // requests of mapFn. Unlike a source.Kind, it removes its handler from
 // the informer when the controller stops, so that a stopped controller
 // leaves nothing on an informer other controllers share. Start returns
-// once the informer holds every object, or ctx ends. The API server's
-// discovery may serve a kind a moment after its CRD is established: until
-// it does, the informer is asked for again.
+// once the informer holds every object, or ctx ends.
 func watch(c cache.Cache, obj client.Object, mapFn handler.MapFunc) source.Source {
 	return source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
-		var inf cache.Informer
-		var last error
-		err := wait.PollUntilContextCancel(ctx, informerRetry, true, func(ctx context.Context) (bool, error) {
-			inf, last = c.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
-			return last == nil, nil
-		})
+		inf, err := informer(ctx, c, obj)
 		if err != nil {
-			return fmt.Errorf("watching %T %s: %w", obj, obj.GetObjectKind().GroupVersionKind().Kind, errors.Join(err, last))
+			return err
 		}
 		enqueue := func(o any) {
 			if gone, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
@@ -58,6 +51,23 @@ func watch(c cache.Cache, obj client.Object, mapFn handler.MapFunc) source.Sourc
 		toolscache.WaitForCacheSync(ctx.Done(), reg.HasSynced)
 		return nil
 	})
+}
+
+// informer returns the informer of obj's kind in c, without waiting for
+// it to sync. The API server's discovery may serve a kind a moment after
+// its CRD is established: until it does, the informer is asked for again,
+// until ctx ends.
+func informer(ctx context.Context, c cache.Cache, obj client.Object) (cache.Informer, error) {
+	var inf cache.Informer
+	var last error
+	err := wait.PollUntilContextCancel(ctx, informerRetry, true, func(ctx context.Context) (bool, error) {
+		inf, last = c.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
+		return last == nil, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("watching %T %s: %w", obj, obj.GetObjectKind().GroupVersionKind().Kind, errors.Join(err, last))
+	}
+	return inf, nil
 }
 
 // informerRetry is how often an informer the cache could not start is

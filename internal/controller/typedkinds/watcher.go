@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,37 +29,54 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/typed/render"
 )
 
-// Watcher runs the instance reconciler of each typed kind while the
-// kind's CustomResourceDefinition is established, and stops it before the
-// CRD goes. It is a manager Runnable that needs leader election: like the
-// other reconcilers, the typed kinds' run in the elected replica only.
+// Watcher keeps an informer of each typed kind's objects, indexed by
+// spec.externalID, while the kind's CustomResourceDefinition is
+// established, and runs the kind's instance reconciler on top of it; it
+// stops both before the CRD goes. It is a manager Runnable that runs in
+// every replica, since every replica serves admission, which reads the
+// index (ExternalIDHolders); like the other reconcilers, the typed kinds'
+// start only once the replica is elected.
 type Watcher struct {
 	// Config is what each kind's reconciler is made with; its Client and
 	// APIReader are wrapped to read and write the kind's objects as the
 	// model.
 	Config brokered.Config
 	// Cache is the manager's cache: each kind's informer is started in
-	// it, and removed from it when the kind's reconciler stops.
+	// it, and removed from it when the kind stops.
 	Cache cache.Cache
+	// Elected is closed once this replica leads (the manager's Elected);
+	// the kinds' reconcilers start then. Nil: at once.
+	Elected <-chan struct{}
 
 	mu      sync.Mutex
 	ctx     context.Context // the Watcher's, while it runs
 	running map[string]*run // by CRD name
+	// informing is running without its lock, for admission and metrics,
+	// which must not wait while a kind stops: by CRD name.
+	informing sync.Map
 }
 
-// run is the reconciler of one typed kind, running.
+// run is the informer of one typed kind and, once elected, its
+// reconciler, running.
 type run struct {
 	kind   object.Kind
 	cancel context.CancelFunc
 	done   chan struct{}
+	// informer is the kind's informer once it is indexed; nil before.
+	informer atomic.Pointer[toolscache.SharedIndexInformer]
+	// reconciling is set once the kind's reconciler runs.
+	reconciling atomic.Bool
 }
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable: the
+// informers run in every replica, the reconcilers only once elected.
+func (w *Watcher) NeedLeaderElection() bool { return false }
 
 // terminatingRecheck is how often the CRD of a kind being deleted is
 // looked at again while objects of the kind are left.
 const terminatingRecheck = 2 * time.Second
 
-// Start watches lockstep's CRDs until ctx ends, then stops every kind's
-// reconciler.
+// Start watches lockstep's CRDs until ctx ends, then stops every kind.
 func (w *Watcher) Start(ctx context.Context) error {
 	w.mu.Lock()
 	w.ctx, w.running = ctx, map[string]*run{}
@@ -78,12 +97,13 @@ func (w *Watcher) Start(ctx context.Context) error {
 	return c.Start(ctx)
 }
 
-// Reconcile starts the reconciler of the kind of CRD req names once it is
-// established, and stops it once the CRD is gone, no longer established,
-// or being deleted with no object of the kind left. While a CRD is being
-// deleted the API server deletes its objects first: the reconciler keeps
-// running until they are gone, so that lockstep's finalizer lets each go
-// (removing it at its broker first), and the CRD's deletion finishes.
+// Reconcile starts the kind of CRD req names (its informer, and its
+// reconciler once elected) once it is established, and stops it once the
+// CRD is gone, no longer established, or being deleted with no object of
+// the kind left. While a CRD is being deleted the API server deletes its
+// objects first: the reconciler keeps running until they are gone, so
+// that lockstep's finalizer lets each go (removing it at its broker
+// first), and the CRD's deletion finishes.
 func (w *Watcher) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	crd := &apiextensionsv1.CustomResourceDefinition{}
 	if err := w.Cache.Get(ctx, req.NamespacedName, crd); err != nil {
@@ -147,8 +167,9 @@ func (w *Watcher) objectsLeft(ctx context.Context, kind object.Kind) (bool, erro
 	return len(list.Items) > 0, nil
 }
 
-// start starts the reconciler of kind, unless it runs already; one of
-// another kind under the same CRD is stopped first.
+// start starts kind, unless it runs already; another kind under the same
+// CRD is stopped first. Its informer is indexed and synced first; its
+// reconciler starts on top of it once the replica is elected.
 func (w *Watcher) start(ctx context.Context, crd string, kind object.Kind) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -182,12 +203,58 @@ func (w *Watcher) start(ctx context.Context, crd string, kind object.Kind) error
 	}
 	go func() {
 		defer close(r.done)
+		if err := w.index(rctx, r); err != nil {
+			if rctx.Err() == nil {
+				log.FromContext(ctx).Error(err, "indexing the objects of a typed kind", "kind", kind.GVK.Kind)
+			}
+			return
+		}
+		select {
+		case <-w.elected():
+		case <-rctx.Done():
+			return
+		}
+		r.reconciling.Store(true)
+		log.FromContext(ctx).Info("reconciling a typed kind", "kind", kind.GVK.Kind, "crd", crd)
 		if err := c.Start(rctx); err != nil {
 			log.FromContext(ctx).Error(err, "the controller of a typed kind stopped", "kind", kind.GVK.Kind)
 		}
 	}()
 	w.running[crd] = r
-	log.FromContext(ctx).Info("reconciling a typed kind", "kind", kind.GVK.Kind, "crd", crd)
+	w.informing.Store(crd, r)
+	log.FromContext(ctx).Info("informing on a typed kind", "kind", kind.GVK.Kind, "crd", crd)
+	return nil
+}
+
+// elected is closed once the replica leads.
+func (w *Watcher) elected() <-chan struct{} {
+	if w.Elected == nil {
+		closed := make(chan struct{})
+		close(closed)
+		return closed
+	}
+	return w.Elected
+}
+
+// index gets r's kind's informer from the cache, indexes it by
+// spec.externalID, and waits until it holds every object; ExternalIDHolders
+// reads it from then on.
+func (w *Watcher) index(ctx context.Context, r *run) error {
+	inf, err := informer(ctx, w.Cache, typedObject(r.kind))
+	if err != nil {
+		return err
+	}
+	shared, ok := inf.(toolscache.SharedIndexInformer)
+	if !ok {
+		return fmt.Errorf("the informer of %s is a %T, which cannot be indexed", r.kind.GVK.Kind, inf)
+	}
+	if err := shared.AddIndexers(toolscache.Indexers{externalIDIndex: externalIDOf}); err != nil {
+		return fmt.Errorf("indexing the objects of %s by spec.externalID: %w", r.kind.GVK.Kind, err)
+	}
+	if !toolscache.WaitForCacheSync(ctx.Done(), shared.HasSynced) {
+		return ctx.Err()
+	}
+	r.informer.Store(&shared)
 	return nil
 }
 
@@ -204,6 +271,7 @@ func (w *Watcher) stopLocked(ctx context.Context, crd, why string) {
 	if !ok {
 		return
 	}
+	w.informing.Delete(crd)
 	r.cancel()
 	<-r.done
 	if err := w.Cache.RemoveInformer(ctx, typedObject(r.kind)); err != nil {
@@ -228,7 +296,9 @@ func (w *Watcher) Running() []object.Kind {
 	defer w.mu.Unlock()
 	var kinds []object.Kind
 	for _, r := range w.running {
-		kinds = append(kinds, r.kind)
+		if r.reconciling.Load() {
+			kinds = append(kinds, r.kind)
+		}
 	}
 	return kinds
 }

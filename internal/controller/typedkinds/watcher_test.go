@@ -49,6 +49,13 @@ type running struct {
 
 func start(t *testing.T) *running {
 	t.Helper()
+	return startElected(t, nil)
+}
+
+// startElected is start with a replica that leads once elected is closed
+// (nil: at once).
+func startElected(t *testing.T, elected <-chan struct{}) *running {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	mgr, err := ctrl.NewManager(env.config, ctrl.Options{
 		Scheme:                 app.Scheme(),
@@ -65,7 +72,7 @@ func start(t *testing.T) *running {
 	leases := &journal.Leases{Client: env.client, Namespace: lockstepNamespace, Duration: time.Minute}
 	protocol := controllertest.Protocol(env.client, lockstepNamespace)
 	protocol.Catalogs = catalogs
-	w := &typedkinds.Watcher{Cache: mgr.GetCache(), Config: brokered.Config{
+	w := &typedkinds.Watcher{Cache: mgr.GetCache(), Elected: elected, Config: brokered.Config{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespace: lockstepNamespace, Catalogs: catalogs,
 		Leases: leases, Protocol: protocol, Recorder: record.NewFakeRecorder(1000), Timeout: 10 * time.Second,
 		ResyncInterval: time.Second, Limiter: &resync.Limiter{Concurrent: 2}, Workers: 2,
@@ -192,6 +199,59 @@ func TestANamespaceWithATypedObjectIsDeleted(t *testing.T) {
 	assert.Equal(t, 1, r.broker.Count(fakebroker.OpDeprovision), "the managed object is deprovisioned, once")
 	_, kept := r.broker.Instance(ns + "-kept")
 	assert.True(t, kept, "the broker keeps the detached object's instance")
+}
+
+// Every replica, elected or not, keeps the objects of an established kind
+// indexed by spec.externalID, and only the elected one reconciles them:
+// the index answers nothing before the kind is established (the caller
+// asks the API server), then finds an object by its id until it is
+// deleted, and answers nothing once the kind's CRD is gone, with no
+// informer left in the cache.
+func TestEveryReplicaIndexesATypedKindsExternalIDs(t *testing.T) {
+	ctx := context.Background()
+	elected := make(chan struct{})
+	r := startElected(t, elected)
+	kind, crd := installKind(t)
+	holders := func(id string) ([]string, bool) {
+		held, cached, err := r.watcher.ExternalIDHolders(kind, id)
+		require.NoError(t, err)
+		var names []string
+		for _, u := range held {
+			names = append(names, u.GetNamespace()+"/"+u.GetName())
+		}
+		return names, cached
+	}
+	require.Eventually(t, func() bool { _, cached := holders("any"); return cached }, 30*time.Second, 50*time.Millisecond,
+		"the kind's objects are indexed once its CRD is established")
+	assert.Empty(t, r.watcher.Running(), "a replica that does not lead reconciles nothing")
+
+	ns := namespace(t, "typed-index")
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(kind.GVK)
+	u.SetNamespace(ns)
+	u.SetName("db")
+	require.NoError(t, unstructured.SetNestedMap(u.Object, map[string]any{
+		"plan": fakebroker.PlanSmall, "brokerName": kind.Broker, "externalID": "ext-index-1",
+	}, "spec"))
+	require.NoError(t, env.client.Create(ctx, u))
+	require.Eventually(t, func() bool { names, _ := holders("ext-index-1"); return len(names) == 1 && names[0] == ns+"/db" },
+		30*time.Second, 50*time.Millisecond, "the object is found by its external id")
+	names, cached := holders("ext-index-2")
+	assert.True(t, cached)
+	assert.Empty(t, names, "no object holds another id")
+
+	require.NoError(t, env.client.Delete(ctx, u))
+	require.Eventually(t, func() bool { names, _ := holders("ext-index-1"); return len(names) == 0 },
+		30*time.Second, 50*time.Millisecond, "a deleted object holds no id")
+
+	close(elected)
+	require.Eventually(t, func() bool { return watching(r, kind) }, 30*time.Second, 50*time.Millisecond,
+		"once elected, the replica reconciles the kind on the same informer")
+
+	deleteKind(t, crd)
+	require.Eventually(t, func() bool { _, cached := holders("ext-index-1"); return !cached }, 30*time.Second, 50*time.Millisecond,
+		"once the CRD is gone, the index answers nothing")
+	assert.False(t, informed(t, r, kind), "no informer of the kind is left in the cache")
 }
 
 // deleteKind is controllertest.DeleteTypedKind.
