@@ -50,8 +50,9 @@ type Sizes struct {
 	// TypedOfferings are the services of the typed-kinds benchmark's
 	// broker, all activated at once; TypedActivations the activations of
 	// one of them timed; APIResourcesRuns the runs of kubectl
-	// api-resources timed with none and with all of them activated.
-	TypedOfferings, TypedActivations, APIResourcesRuns int
+	// api-resources timed with none and with all of them activated;
+	// TypedRefusals the create-only changes refused per arm.
+	TypedOfferings, TypedActivations, APIResourcesRuns, TypedRefusals int
 	// Benchtime and BenchCount are go test's -benchtime and -count for the
 	// Go benchmarks.
 	Benchtime  string
@@ -78,7 +79,7 @@ func Full() Sizes {
 		CatalogRequests: 3000,
 		EmbeddedOps:     2000, EmbeddedStored: 10000, EmbeddedSpecs: 10000,
 		BurstInstances: 2000, BurstClients: 16, BurstTimeout: 15 * time.Minute,
-		TypedOfferings: 50, TypedActivations: 7, APIResourcesRuns: 15,
+		TypedOfferings: 50, TypedActivations: 7, APIResourcesRuns: 15, TypedRefusals: 2000,
 		Benchtime: "1s", BenchCount: 3,
 		StepTimeout: 5 * time.Minute,
 	}
@@ -101,7 +102,7 @@ func Tiny() Sizes {
 		CatalogRequests: 20,
 		EmbeddedOps:     10, EmbeddedStored: 10, EmbeddedSpecs: 10,
 		BurstInstances: 3, BurstClients: 4, BurstTimeout: 2 * time.Minute,
-		TypedOfferings: 3, TypedActivations: 2, APIResourcesRuns: 2,
+		TypedOfferings: 3, TypedActivations: 2, APIResourcesRuns: 2, TypedRefusals: 8,
 		Benchtime: "1x", BenchCount: 1,
 		StepTimeout: time.Minute,
 	}

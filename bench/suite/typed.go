@@ -2,6 +2,7 @@ package suite
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -238,26 +239,36 @@ func (s *Suite) typedActivation(ctx context.Context, sec *report.Section, b *fak
 	return kind, nil
 }
 
+// typedRefusalBatch is how many changes each arm of the create-only
+// refusal sends in a row before the next arm's turn.
+const typedRefusalBatch = 10
+
 // typedRefusal measures a change of a create-only parameter of the typed
 // kind, refused by the API server's transition rule, against the change
 // of a create-only field refused by the hand-written CEL rule of the
-// end-to-end benchmark's CRD, alternating request by request.
+// end-to-end benchmark's CRD, the arms alternating in small batches.
 func (s *Suite) typedRefusal(ctx context.Context, sec *report.Section, kind *v1alpha1.TypedKindStatus) error {
-	n := s.Sizes.EndToEnd
+	n, changes, warm := s.Sizes.EndToEnd, s.Sizes.TypedRefusals, s.Sizes.Warmup
+	rounds := max(1, changes/typedRefusalBatch)
 	cel := e2eArms[celRule]
 	typed := typedGroupVersion.WithKind(kind.Kind)
-	sec.Text = append(sec.Text, fmt.Sprintf("**Create-only refusal.** %d objects of kind %s (plan %s, region eu) and %d objects of the "+
-		"end-to-end benchmark's CRD with the hand-written CEL rule (%s), then %d changes of each, sent one at a time through the real "+
-		"kube-apiserver with client-go, the arms alternating request by request in rotating order, as in the end-to-end "+
-		"benchmark: on the typed kind, a merge patch of spec.parameters.region to us, which the transition rule lockstep generates "+
-		"for the create-only parameter refuses (it holds the plan, parametersFrom and presence as well); on the CEL arm, its "+
-		"create-only change of spec.externalID, which `self == oldSelf` refuses. Both answers are the API server's 422. A third arm, "+
-		"for comparison only, sends the CEL arm's change of spec.externalID to the typed kind's objects, which the rules the kind "+
-		"takes from lockstep's ServiceInstance CRD refuse: the difference between it and the CEL arm is the kind (its typed schema "+
-		"and lockstep's rules), between it and the first arm the generated rule of the parameter. A fourth arm, for comparison too, is a copy of the "+
-		"typed kind's CRD in group "+handWrittenGroup+" whose generated rule on region is replaced by a hand-written `self == oldSelf` "+
-		"on spec.parameters.region: the same typed schema, so that the difference between it and the first arm is the generated rule alone.",
-		n, kind.Kind, typedPlan, n, cel.name, n))
+	sec.Text = append(sec.Text, fmt.Sprintf("**Create-only refusal.** %d objects of kind %s (plan %s, region eu), created through lockstep "+
+		"(provisioned at the test broker, status written by lockstep), and %d objects of the end-to-end benchmark's CRD with the "+
+		"hand-written CEL rule (%s); each of those gets the status lockstep wrote into the typed object of the same number (untimed), "+
+		"so that both arms refuse changes of objects of the same size. Then %d changes per arm, spread over the objects, sent one at a "+
+		"time through the real kube-apiserver with client-go, after %d unmeasured ones per arm; the arms alternate in batches of %d "+
+		"changes, in rotating order (%d rounds), so that every arm sees the same moments of the machine's load. On the typed kind, a "+
+		"merge patch of spec.parameters.region to us, which the transition rule lockstep generates for the create-only parameter refuses "+
+		"(it holds the plan, parametersFrom and presence as well); on the CEL arm, its create-only change of spec.externalID, which "+
+		"`self == oldSelf` refuses. Both answers are the API server's 422. A third arm, for comparison only, sends the CEL arm's change of "+
+		"spec.externalID to the typed kind's objects, which the rules the kind takes from lockstep's ServiceInstance CRD refuse: the "+
+		"difference between it and the CEL arm is the kind (its typed schema, lockstep's rules, and the match conditions of lockstep's "+
+		"webhooks for typed kinds), between it and the first arm the generated rule of the parameter. A fourth arm, for comparison too, "+
+		"is a copy of the typed kind's CRD in group "+handWrittenGroup+" whose generated rule on region is replaced by a hand-written "+
+		"`self == oldSelf` on spec.parameters.region, its objects with the same status: the same typed schema and inherited rules in a "+
+		"group no webhook matches, so that the difference between it and the CEL arm is the typed schema (and the inherited rules), "+
+		"between it and the first arm the generated rule and the webhooks' match conditions.",
+		n, kind.Kind, typedPlan, n, cel.name, changes, warm, typedRefusalBatch, rounds))
 	handWritten, err := s.handWrittenCopy(ctx, kind)
 	if err != nil {
 		return err
@@ -265,12 +276,13 @@ func (s *Suite) typedRefusal(ctx context.Context, sec *report.Section, kind *v1a
 	c := s.Env.Client
 	arms := []struct {
 		name   string
-		object func(i int) *unstructured.Unstructured
+		gvk    schema.GroupVersionKind
+		object func(i int) *unstructured.Unstructured // nil: the first arm's objects
 		change func(ctx context.Context, i int) error
 	}{
-		{"typed kind " + kind.Kind + ", generated rule", func(i int) *unstructured.Unstructured { return typedObject(typed, typedName(i)) },
+		{"typed kind " + kind.Kind + ", generated rule", typed, func(i int) *unstructured.Unstructured { return typedObject(typed, typedName(i)) },
 			func(ctx context.Context, i int) error {
-				err := patch(ctx, c, typed, typedNamespace, typedName(i), `{"spec":{"parameters":{"region":"us"}}}`)
+				err := patch(ctx, c, typed, typedNamespace, typedName(i%n), `{"spec":{"parameters":{"region":"us"}}}`)
 				if err := refusedInvalid(err); err != nil {
 					return err
 				}
@@ -279,22 +291,22 @@ func (s *Suite) typedRefusal(ctx context.Context, sec *report.Section, kind *v1a
 				}
 				return nil
 			}},
-		{cel.name, func(i int) *unstructured.Unstructured { return e2eObject(cel.gvk, typedNamespace, typedName(i)) },
+		{cel.name, cel.gvk, func(i int) *unstructured.Unstructured { return e2eObject(cel.gvk, typedNamespace, typedName(i)) },
 			func(ctx context.Context, i int) error {
-				return refusedInvalid(patch(ctx, c, cel.gvk, typedNamespace, typedName(i), createOnlyPatch()))
+				return refusedInvalid(patch(ctx, c, cel.gvk, typedNamespace, typedName(i%n), createOnlyPatch()))
 			}},
 		// The same objects as the first arm: a field whose rules the kind
 		// takes from ServiceInstance.
-		{"typed kind " + kind.Kind + ", spec.externalID (for comparison)", nil, func(ctx context.Context, i int) error {
-			return refusedInvalid(patch(ctx, c, typed, typedNamespace, typedName(i), createOnlyPatch()))
+		{"typed kind " + kind.Kind + ", spec.externalID (for comparison)", typed, nil, func(ctx context.Context, i int) error {
+			return refusedInvalid(patch(ctx, c, typed, typedNamespace, typedName(i%n), createOnlyPatch()))
 		}},
-		{"same typed schema, hand-written rule on region (for comparison)",
+		{"same typed schema, hand-written rule on region (for comparison)", handWritten,
 			func(i int) *unstructured.Unstructured { return typedObject(handWritten, typedName(i)) },
 			func(ctx context.Context, i int) error {
-				return refusedInvalid(patch(ctx, c, handWritten, typedNamespace, typedName(i), `{"spec":{"parameters":{"region":"us"}}}`))
+				return refusedInvalid(patch(ctx, c, handWritten, typedNamespace, typedName(i%n), `{"spec":{"parameters":{"region":"us"}}}`))
 			}},
 	}
-	for i := -1; i < n; i++ { // -1: the warm-up object
+	for i := range n {
 		for _, a := range arms {
 			if a.object == nil {
 				continue
@@ -304,14 +316,20 @@ func (s *Suite) typedRefusal(ctx context.Context, sec *report.Section, kind *v1a
 			}
 		}
 	}
-	for _, a := range arms {
-		if err := a.change(ctx, -1); err != nil {
-			return fmt.Errorf("typed kinds, warm-up of %s: %w", a.name, err)
-		}
-	}
 	if err := s.Env.Settle(ctx, typedNamespace, s.Sizes.StepTimeout); err != nil {
 		return err
 	}
+	if err := s.sameTypedStatus(ctx, n, typed, cel.gvk, handWritten); err != nil {
+		return err
+	}
+	var sizes []string
+	for _, a := range arms {
+		if a.object != nil {
+			sizes = append(sizes, s.refusalSizes(ctx, a.name, a.gvk))
+		}
+	}
+	sec.Notes = append(sec.Notes, "What the API server handles for each arm (the CRD's schema as JSON, its x-kubernetes-validations, and the "+
+		"object changed, as JSON, managedFields included): "+strings.Join(sizes, "; ")+".")
 
 	var load []loadgen.Arm
 	for _, a := range arms {
@@ -320,7 +338,7 @@ func (s *Suite) typedRefusal(ctx context.Context, sec *report.Section, kind *v1a
 	s.Logf("typed: create-only refusal")
 	before := s.scrape(ctx)
 	res, err := loadgen.Alternate(ctx, load, loadgen.Plan{
-		Load: loadgen.Load{Concurrency: 1, Requests: n, MaxDuration: s.Sizes.StepTimeout}, Rounds: n,
+		Load: loadgen.Load{Concurrency: 1, Requests: changes, MaxDuration: s.Sizes.StepTimeout}, Rounds: rounds, Warmup: warm,
 	})
 	if err != nil {
 		return fmt.Errorf("typed kinds, create-only refusal: %w", err)
@@ -330,10 +348,10 @@ func (s *Suite) typedRefusal(ctx context.Context, sec *report.Section, kind *v1a
 	}
 	calls := "not read"
 	if after := s.scrape(ctx); before != nil && after != nil {
-		calls = webhookCalls(before.apiserver, after.apiserver, n)
+		calls = webhookCalls(before.apiserver, after.apiserver, changes)
 	}
 	t := report.Table{Caption: "**Create-only change, refused by the API server.** Admission webhook calls while the changes were " +
-		"sent, per request of the typed arm (from kube-apiserver's `apiserver_admission_webhook_admission_duration_seconds`; the " +
+		"sent, per change of the typed arm (from kube-apiserver's `apiserver_admission_webhook_admission_duration_seconds`; the " +
 		"CEL arm matches no webhook): " + calls + ".",
 		Header: []string{"arm", "p50", "p99", "throughput", "p50 vs CEL", "p99 vs CEL", "unexpected answers"}}
 	base := loadgen.Summarize(res[1])
@@ -343,13 +361,97 @@ func (s *Suite) typedRefusal(ctx context.Context, sec *report.Section, kind *v1a
 	}
 	sec.Tables = append(sec.Tables, t)
 	generated, same := loadgen.Summarize(res[0]), loadgen.Summarize(res[3])
-	sec.Notes = append(sec.Notes, fmt.Sprintf("The generated rule against the hand-written rule on the same typed schema: %s p50, %s p99.",
-		ratio(generated.P50, same.P50), ratio(generated.P99, same.P99)))
+	inherited := loadgen.Summarize(res[2])
+	sec.Notes = append(sec.Notes, fmt.Sprintf("The first arm against the fourth (the generated rule and the webhooks' match conditions): "+
+		"%s p50, %s p99. The first arm against the third (the same objects, the generated rule on spec against the field's rule "+
+		"`self == oldSelf` that the kind takes from ServiceInstance): %s p50, %s p99.",
+		ratio(generated.P50, same.P50), ratio(generated.P99, same.P99), ratio(generated.P50, inherited.P50), ratio(generated.P99, inherited.P99)))
 	sec.Targets = append(sec.Targets,
 		ratioTarget("typed kind's create-only refusal: vs "+cel.name, typedRefusalTarget, res[0], res[1]),
 		report.Check("typed kind's create-only refusal: webhook calls", "none", calls, calls == "none"))
 	return nil
 }
+
+// sameTypedStatus gives object i of each of the kinds others the status
+// lockstep wrote into object i of the typed kind, untimed, as sameStatus
+// does for the end-to-end benchmark.
+func (s *Suite) sameTypedStatus(ctx context.Context, n int, typed schema.GroupVersionKind, others ...schema.GroupVersionKind) error {
+	c := s.Env.Client
+	for i := range n {
+		src := kindObject(typed)
+		if err := c.Get(ctx, client.ObjectKey{Namespace: typedNamespace, Name: typedName(i)}, src); err != nil {
+			return fmt.Errorf("typed kinds: reading %s: %w", typedName(i), err)
+		}
+		status, ok := src.Object["status"]
+		if !ok {
+			continue
+		}
+		for _, gvk := range others {
+			dst := kindObject(gvk)
+			if err := c.Get(ctx, client.ObjectKey{Namespace: typedNamespace, Name: typedName(i)}, dst); err != nil {
+				return fmt.Errorf("typed kinds, %s: reading %s: %w", gvk.GroupKind(), typedName(i), err)
+			}
+			dst.Object["status"] = status
+			if err := c.Status().Update(ctx, dst); err != nil {
+				return fmt.Errorf("typed kinds, %s: writing the status of %s: %w", gvk.GroupKind(), typedName(i), err)
+			}
+		}
+	}
+	return nil
+}
+
+// refusalSizes says how large the CRD of gvk is (its schema as JSON and
+// its validation rules) and its first object (as JSON), for the arm name.
+func (s *Suite) refusalSizes(ctx context.Context, name string, gvk schema.GroupVersionKind) string {
+	c := s.Env.Client
+	var crds apiextensionsv1.CustomResourceDefinitionList
+	if err := c.List(ctx, &crds); err != nil {
+		return name + ": not read (" + err.Error() + ")"
+	}
+	schemaSize, rules := "not found", 0
+	for _, crd := range crds.Items {
+		if crd.Spec.Group != gvk.Group || crd.Spec.Names.Kind != gvk.Kind {
+			continue
+		}
+		root := crd.Spec.Versions[0].Schema.OpenAPIV3Schema
+		raw, err := json.Marshal(root)
+		if err != nil {
+			return name + ": not read (" + err.Error() + ")"
+		}
+		schemaSize, rules = kib(len(raw)), countRules(root)
+	}
+	obj := kindObject(gvk)
+	if err := c.Get(ctx, client.ObjectKey{Namespace: typedNamespace, Name: typedName(0)}, obj); err != nil {
+		return name + ": not read (" + err.Error() + ")"
+	}
+	raw, err := json.Marshal(obj.Object)
+	if err != nil {
+		return name + ": not read (" + err.Error() + ")"
+	}
+	return fmt.Sprintf("%s: schema %s, %d rules, object %s", name, schemaSize, rules, kib(len(raw)))
+}
+
+// countRules counts the x-kubernetes-validations of a schema and of every
+// schema below it.
+func countRules(s *apiextensionsv1.JSONSchemaProps) int {
+	if s == nil {
+		return 0
+	}
+	n := len(s.XValidations)
+	for _, p := range s.Properties {
+		n += countRules(&p)
+	}
+	if s.Items != nil {
+		n += countRules(s.Items.Schema)
+	}
+	if s.AdditionalProperties != nil {
+		n += countRules(s.AdditionalProperties.Schema)
+	}
+	return n
+}
+
+// kib is a size in bytes in KiB.
+func kib(n int) string { return fmt.Sprintf("%.1f KiB", float64(n)/1024) }
 
 // handWrittenGroup is the group of the copy of a typed kind's CRD whose
 // generated rule on region is replaced by a hand-written one.
@@ -403,12 +505,7 @@ func (s *Suite) handWrittenCopy(ctx context.Context, kind *v1alpha1.TypedKindSta
 // typedPlan is the plan of the typed kind's objects.
 const typedPlan = "plan-0"
 
-func typedName(i int) string {
-	if i < 0 {
-		return "typed-warmup"
-	}
-	return fmt.Sprintf("typed-%d", i)
-}
+func typedName(i int) string { return fmt.Sprintf("typed-%d", i) }
 
 // typedObject is an object of the typed kind gvk, valid against the
 // plans' create schema, with the create-only region.

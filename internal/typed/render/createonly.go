@@ -11,6 +11,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
 	"github.com/lockstep-dev/lockstep/internal/validate/celrules"
+	"github.com/lockstep-dev/lockstep/internal/validate/schema"
 )
 
 // usesSecrets holds when the old or the new object takes parameters from
@@ -67,17 +68,19 @@ func createOnlyRules(kind string, createOnly map[string][][]string, params *apie
 			quoted[i] = strconv.Quote(p)
 		}
 		what := "create-only parameter"
-		if !strings.ContainsAny(shown, `'\`) {
+		if !strings.ContainsAny(shown, "\r\n") { // a message is one line
 			what += " " + shown
 		}
-		what += " (in the create schema of the plan, not in its update schema)"
+		// The comparison comes first: an update that leaves the parameter
+		// as it was, the usual one, stops there. The message is fixed, as
+		// a hand-written rule's: the API server evaluates no expression to
+		// refuse.
 		r.rule = apiextensionsv1.ValidationRule{
-			Rule: fmt.Sprintf("!(self.plan in [%s]) || %s || (%s)", strings.Join(quoted, ", "), usesSecrets, presence.Unchanged),
-			Message: fmt.Sprintf("%s: it cannot be set, changed or removed after the %s is created; delete and recreate the %s to change it",
-				what, kind, kind),
-			MessageExpression: celrules.Messages(what, kind, presence.WasAbsent, presence.IsAbsent),
-			FieldPath:         fieldPath(r.path),
-			Reason:            ptr(apiextensionsv1.FieldValueForbidden),
+			Rule: fmt.Sprintf("(%s) || !(self.plan in [%s]) || %s", presence.Unchanged, strings.Join(quoted, ", "), usesSecrets),
+			Message: fmt.Sprintf("%s (%s): it cannot be set, changed or removed after the %s is created; leave it as it was at creation, or delete and recreate the %s",
+				what, schema.CreateOnlyReason, kind, kind),
+			FieldPath: fieldPath(r.path),
+			Reason:    ptr(apiextensionsv1.FieldValueForbidden),
 		}
 		rules = append(rules, *r)
 	}

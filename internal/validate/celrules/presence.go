@@ -14,9 +14,6 @@ type Presence struct {
 	// both and equal (CEL equality: numbers by value, lists in order,
 	// objects and maps member by member).
 	Unchanged string
-	// WasAbsent and IsAbsent hold when the value is absent from oldSelf
-	// and from self: the cases of Messages.
-	WasAbsent, IsAbsent string
 }
 
 // PresenceOf builds the Presence of the value at way, the member names
@@ -35,7 +32,5 @@ func PresenceOf(way []string) (Presence, bool) {
 	return Presence{
 		Unchanged: fmt.Sprintf("(%s) == (%s) && (!(%s) || %s == %s)",
 			f.has("self"), f.has("oldSelf"), f.has("self"), f.at("self"), f.at("oldSelf")),
-		WasAbsent: "!(" + f.has("oldSelf") + ")",
-		IsAbsent:  "!(" + f.has("self") + ")",
 	}, true
 }

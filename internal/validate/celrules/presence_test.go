@@ -31,10 +31,3 @@ func TestPresenceOf(t *testing.T) {
 		})
 	}
 }
-
-func TestMessagesNameWhatAndKind(t *testing.T) {
-	got := Messages("create-only parameter", "Db", "!has(oldSelf.x)", "!has(self.x)")
-	assert.Equal(t, "!has(oldSelf.x) ? 'create-only parameter: it cannot be set after the Db is created (it was not set then); delete and recreate the Db to set it' : "+
-		"!has(self.x) ? 'create-only parameter: it cannot be removed after the Db is created; put the old value back, or delete and recreate the Db' : "+
-		"'create-only parameter: it cannot be changed after the Db is created; delete and recreate the Db to change it'", got)
-}

@@ -306,19 +306,13 @@ func scalar(typ string) string {
 	}
 }
 
-// messages builds the message expression of a create-only rule: what was
-// refused (set, removed or changed) and what to do. It shows no values:
-// building a message from values of unbounded size costs more than the
-// API server's budget allows.
+// messages builds the message expression of a create-only field's rule
+// of a kind: set (when wasUnset holds), removed (when isUnset holds) or
+// changed, and what to do. It shows no values: building a message from
+// values of unbounded size costs more than the API server's budget
+// allows. kind must not hold a quote.
 func messages(kind, wasUnset, isUnset string) string {
-	return Messages("create-only field", kind, wasUnset, isUnset)
-}
-
-// Messages builds the message expression of a create-only rule on a
-// "what" (such as "create-only field") of a kind: set (when wasUnset
-// holds), removed (when isUnset holds) or changed, and what to do. what
-// and kind must not hold a quote.
-func Messages(what, kind, wasUnset, isUnset string) string {
+	const what = "create-only field"
 	set := fmt.Sprintf("'%s: it cannot be set after the %s is created (it was not set then); delete and recreate the %s to set it'", what, kind, kind)
 	removed := fmt.Sprintf("'%s: it cannot be removed after the %s is created; put the old value back, or delete and recreate the %s'", what, kind, kind)
 	changed := fmt.Sprintf("'%s: it cannot be changed after the %s is created; delete and recreate the %s to change it'", what, kind, kind)

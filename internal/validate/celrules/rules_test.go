@@ -353,3 +353,10 @@ func decodeInto(t *testing.T, obj map[string]any, into any) {
 	require.NoError(t, err)
 	require.NoError(t, utiljson.Unmarshal(raw, into))
 }
+
+func TestMessagesNameTheKind(t *testing.T) {
+	got := messages("Db", "!has(oldSelf.x)", "!has(self.x)")
+	assert.Equal(t, "!has(oldSelf.x) ? 'create-only field: it cannot be set after the Db is created (it was not set then); delete and recreate the Db to set it' : "+
+		"!has(self.x) ? 'create-only field: it cannot be removed after the Db is created; put the old value back, or delete and recreate the Db' : "+
+		"'create-only field: it cannot be changed after the Db is created; delete and recreate the Db to change it'", got)
+}

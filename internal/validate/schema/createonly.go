@@ -198,8 +198,12 @@ func valueAt(o object, p path) (any, bool) {
 	return v, true
 }
 
+// CreateOnlyReason says why a parameter is create-only, in lockstep's
+// messages and in those of the typed kinds' CRD rules alike.
+const CreateOnlyReason = "in the plan's create schema, not in its update schema"
+
 // createOnlyRule starts every create-only message.
-const createOnlyRule = "create-only parameter (in the plan's create schema, not in its update schema)"
+const createOnlyRule = "create-only parameter (" + CreateOnlyReason + ")"
 
 // checkCreateOnly reports each create-only parameter that old and new do
 // not agree on.
