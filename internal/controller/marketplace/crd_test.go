@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/broker/osbapi"
+	"github.com/lockstep-dev/lockstep/internal/catalog"
 )
 
 var pgResource = schema.GroupVersionResource{Group: "services.lockstep.dev", Version: "v1alpha1", Resource: "postgresqldbs"}
@@ -99,9 +101,16 @@ func TestTypedKindCRD(t *testing.T) {
 	assert.Equal(t, map[string]string{"size": "Size in GB.", "labels": ""}, h.parameters(crd))
 	assert.Equal(t, 0, h.sync(cat), "settled")
 
-	// Objects set labels; the catalog drops it.
+	// Objects set labels; the catalog drops it. While the objects cannot
+	// be listed, the CRD stays as it was.
+	assert.Empty(t, h.lists.listed, "no objects listed while nothing the objects could set left the schema")
 	h.kinds[pgResource] = []unstructured.Unstructured{object("team", "a", map[string]any{"labels": map[string]any{"x-a": "b"}}), object("team", "b", nil)}
 	cat.Services[2].Plans[0].Schemas.ServiceInstance.Create.Parameters = json.RawMessage(`{"type":"object","properties":{"size":{"type":"integer","description":"Size in GB."},"tier":{"type":"string"}}}`)
+	h.lists.err = apierrors.NewTooManyRequests("storage is (re)initializing", 1)
+	h.sync(cat)
+	assert.Equal(t, "False ApplyFailed", ready(h.offering("acme.postgresql-db")))
+	assert.Equal(t, map[string]string{"size": "Size in GB.", "labels": ""}, h.parameters(crd), "as it was")
+	h.lists.err = nil
 	h.sync(cat)
 	assert.Equal(t, "True Established established deprecated=labels", ready(h.offering("acme.postgresql-db")))
 	assert.Equal(t, map[string]string{"size": "Size in GB.", "tier": "", "labels": "Deprecated: no plan of the service has it any more"}, h.parameters(crd))
@@ -214,17 +223,33 @@ func TestTypedKindHostileSchemas(t *testing.T) {
 // A plan that leaves the catalog stays, marked removed, while an object of
 // a typed kind names it, as for a ServiceInstance; then it goes, and with
 // its service the kind's CRD.
+//
+// The objects are listed only then: not in the pass that applies the
+// kind's CRD, nor in the pass after it is established (a list of a kind
+// whose watch cache the API server is starting waits). A list that fails
+// stops the pass, and the plan stays as it was.
 func TestTypedKindObjectsKeepRemovedPlans(t *testing.T) {
 	h := newHarness(t)
 	h.activate("acme", activation("", "postgresql-db"))
 	h.sync(typedCatalog())
+	h.establish("postgresqldbs.services.lockstep.dev")
+	h.sync(typedCatalog())
+	assert.Empty(t, h.lists.listed, "no plan left the catalog")
 	h.kinds[pgResource] = []unstructured.Unstructured{object("team", "db", nil)}
 
 	cut := typedCatalog()
 	cut.Services = cut.Services[:2]
 	full := typedCatalog()
 	removed := osbapi.ServicePlan{Service: &full.Services[2], Plan: &full.Services[2].Plans[0]}
+	h.lists.err = apierrors.NewTooManyRequests("storage is (re)initializing", 1)
+	h.catalogs.Store(catalog.NewEntry("acme", nil, &cut, []osbapi.ServicePlan{removed}, time.Now()))
+	_, err := h.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKey{Name: "acme"}})
+	assert.ErrorContains(t, err, "listing the objects of typed kind PostgresqlDb")
+	assert.False(t, h.plans()["acme.postgresql-db.small"].Status.RemovedFromCatalog, "as it was")
+
+	h.lists.err = nil
 	h.sync(cut, removed)
+	assert.Equal(t, []string{"postgresqldbs", "postgresqldbs"}, h.lists.listed)
 	assert.Contains(t, h.offerings(), "acme.postgresql-db (removed)")
 	assert.True(t, h.plans()["acme.postgresql-db.small"].Status.RemovedFromCatalog)
 	assert.Equal(t, []string{"postgresqldbs.services.lockstep.dev"}, h.crds())
