@@ -13,6 +13,7 @@ package marketplace
 import (
 	"context"
 	"errors"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -26,6 +27,10 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/marketplace"
 	"github.com/lockstep-dev/lockstep/internal/typed/render"
 )
+
+// establishedRetry is how soon the status of an established kind is
+// written again after the offering changed under it.
+const establishedRetry = 50 * time.Millisecond
 
 // setupEstablished registers the controller that writes the status of a
 // typed kind once its CRD is established. Like the broker's pass, it
@@ -68,9 +73,12 @@ func (r *Reconciler) reconcileEstablished(ctx context.Context, req reconcile.Req
 		return reconcile.Result{}, nil // the broker's pass settles it
 	}
 	s := r.newSync(&sb, entry)
-	err := s.showEstablished(ctx, marketplace.Desired(&sb, entry).Offerings, &crd)
+	err := s.showEstablished(ctx, marketplace.Offerings(&sb, entry), &crd)
 	if errors.Is(err, errStale) {
-		return reconcile.Result{RequeueAfter: staleRetry}, nil
+		// The offering was written since the cache read it (most often
+		// by the pass that applied the CRD, a moment ago): the cache
+		// catches up within moments.
+		return reconcile.Result{RequeueAfter: establishedRetry}, nil
 	}
 	return reconcile.Result{}, err
 }
