@@ -26,19 +26,10 @@ type Catalog struct {
 // is owned by sb (deleted with it by the garbage collector) and labelled
 // with its name.
 func Desired(sb *v1alpha1.ServiceBroker, e *catalog.Entry) Catalog {
-	var out Catalog
+	out := Catalog{Offerings: Offerings(sb, e)}
 	rules := access.Compile(sb.Name, sb.Spec.Access)
-	offerings := map[string]bool{} // by service id
-	addOffering := func(s *osbapi.Service, removed bool) {
-		if offerings[s.ID] {
-			return
-		}
-		offerings[s.ID] = true
-		out.Offerings = append(out.Offerings, Offering(sb, s, removed))
-	}
 	for i := range e.Catalog.Services {
 		s := &e.Catalog.Services[i]
-		addOffering(s, false)
 		for j := range s.Plans {
 			sp := osbapi.ServicePlan{Service: s, Plan: &s.Plans[j]}
 			schemas, err := e.PlanSchemas(sp.Plan.ID)
@@ -46,9 +37,29 @@ func Desired(sb *v1alpha1.ServiceBroker, e *catalog.Entry) Catalog {
 		}
 	}
 	for _, sp := range e.Removed {
-		addOffering(sp.Service, true)
 		schemas, err := e.PlanSchemas(sp.Plan.ID)
 		out.Plans = append(out.Plans, Plan(sb, sp, schemas.CreateOnly(), err, rules, true))
+	}
+	return out
+}
+
+// Offerings are the ServiceOfferings of Desired alone: one per service of
+// the catalog, then one marked removed per service that left it with a
+// plan in use.
+func Offerings(sb *v1alpha1.ServiceBroker, e *catalog.Entry) []v1alpha1.ServiceOffering {
+	var out []v1alpha1.ServiceOffering
+	seen := map[string]bool{} // by service id
+	add := func(s *osbapi.Service, removed bool) {
+		if !seen[s.ID] {
+			seen[s.ID] = true
+			out = append(out, Offering(sb, s, removed))
+		}
+	}
+	for i := range e.Catalog.Services {
+		add(&e.Catalog.Services[i], false)
+	}
+	for _, sp := range e.Removed {
+		add(sp.Service, true)
 	}
 	return out
 }

@@ -209,8 +209,8 @@ func TestTransitionRules(t *testing.T) {
 		apiRefuses       string
 	}{
 		{name: "create-only changed", kind: "azure-postgresql", plan: "basic",
-			params:     map[string]any{"location": "westeurope", "resourceGroup": "rg"},
-			change:     func(spec map[string]any) { spec["parameters"].(map[string]any)["location"] = "northeurope" },
+			params: map[string]any{"location": "westeurope", "resourceGroup": "rg"},
+			change: func(spec map[string]any) { spec["parameters"].(map[string]any)["location"] = "northeurope" },
 			apiRefuses: "spec.parameters.location: Forbidden: create-only parameter spec.parameters.location (in the plan's create schema, not in its update schema): " +
 				"it cannot be set, changed or removed after the AzurePostgresql96 is created; leave it as it was at creation, or delete and recreate the AzurePostgresql96"},
 		{name: "create-only set", kind: "azure-postgresql", plan: "basic",

@@ -217,6 +217,15 @@ func (s *sync) apply(ctx context.Context, id string, k typedKind) typedKind {
 		}
 		live = next
 	}
+	return shown(k, live)
+}
+
+// shown is k, whose CRD is live (applied from what k is applied from),
+// with what live says: whether the API server serves the kind, and the
+// parameters the CRD keeps, deprecated.
+func shown(k typedKind, live *apiextensionsv1.CustomResourceDefinition) typedKind {
+	tk := k.status.DeepCopy()
+	k.status = tk
 	tk.Established = established(live)
 	tk.DeprecatedParameters = deprecatedOf(live)
 	if !tk.Established {

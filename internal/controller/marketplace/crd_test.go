@@ -17,13 +17,12 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"k8s.io/client-go/dynamic"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/broker/osbapi"
-	"github.com/lockstep-dev/lockstep/internal/typed/inuse"
+	"github.com/lockstep-dev/lockstep/internal/catalog"
 	typedobject "github.com/lockstep-dev/lockstep/internal/typed/object"
 	"github.com/lockstep-dev/lockstep/internal/typed/render"
 )
@@ -104,9 +103,16 @@ func TestTypedKindCRD(t *testing.T) {
 	assert.Equal(t, map[string]string{"size": "Size in GB.", "labels": ""}, h.parameters(crd))
 	assert.Equal(t, 0, h.sync(cat), "settled")
 
-	// Objects set labels; the catalog drops it.
+	// Objects set labels; the catalog drops it. While the objects cannot
+	// be listed, the CRD stays as it was.
+	assert.Empty(t, h.lists.listed, "no objects listed while nothing the objects could set left the schema")
 	h.kinds[pgResource] = []unstructured.Unstructured{object("team", "a", map[string]any{"labels": map[string]any{"x-a": "b"}}), object("team", "b", nil)}
 	cat.Services[2].Plans[0].Schemas.ServiceInstance.Create.Parameters = json.RawMessage(`{"type":"object","properties":{"size":{"type":"integer","description":"Size in GB."},"tier":{"type":"string"}}}`)
+	h.lists.err = apierrors.NewTooManyRequests("storage is (re)initializing", 1)
+	h.sync(cat)
+	assert.Equal(t, "False ApplyFailed", ready(h.offering("acme.postgresql-db")))
+	assert.Equal(t, map[string]string{"size": "Size in GB.", "labels": ""}, h.parameters(crd), "as it was")
+	h.lists.err = nil
 	h.sync(cat)
 	assert.Equal(t, "True Established established deprecated=labels", ready(h.offering("acme.postgresql-db")))
 	assert.Equal(t, map[string]string{"size": "Size in GB.", "tier": "", "labels": "Deprecated: no plan of the service has it any more"}, h.parameters(crd))
@@ -344,17 +350,33 @@ func TestTypedKindHostileSchemas(t *testing.T) {
 // A plan that leaves the catalog stays, marked removed, while an object of
 // a typed kind names it, as for a ServiceInstance; then it goes, and with
 // its service the kind's CRD.
+//
+// The objects are listed only then: not in the pass that applies the
+// kind's CRD, nor in the pass after it is established (a list of a kind
+// whose watch cache the API server is starting waits). A list that fails
+// stops the pass, and the plan stays as it was.
 func TestTypedKindObjectsKeepRemovedPlans(t *testing.T) {
 	h := newHarness(t)
 	h.activate("acme", activation("", "postgresql-db"))
 	h.sync(typedCatalog())
+	h.establish("postgresqldbs.services.lockstep.dev")
+	h.sync(typedCatalog())
+	assert.Empty(t, h.lists.listed, "no plan left the catalog")
 	h.kinds[pgResource] = []unstructured.Unstructured{object("team", "db", nil)}
 
 	cut := typedCatalog()
 	cut.Services = cut.Services[:2]
 	full := typedCatalog()
 	removed := osbapi.ServicePlan{Service: &full.Services[2], Plan: &full.Services[2].Plans[0]}
+	h.lists.err = apierrors.NewTooManyRequests("storage is (re)initializing", 1)
+	h.catalogs.Store(catalog.NewEntry("acme", nil, &cut, []osbapi.ServicePlan{removed}, time.Now()))
+	_, err := h.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKey{Name: "acme"}})
+	assert.ErrorContains(t, err, "listing the objects of typed kind PostgresqlDb")
+	assert.False(t, h.plans()["acme.postgresql-db.small"].Status.RemovedFromCatalog, "as it was")
+
+	h.lists.err = nil
 	h.sync(cut, removed)
+	assert.Equal(t, []string{"postgresqldbs", "postgresqldbs"}, h.lists.listed)
 	assert.Contains(t, h.offerings(), "acme.postgresql-db (removed)")
 	assert.True(t, h.plans()["acme.postgresql-db.small"].Status.RemovedFromCatalog)
 	assert.Equal(t, []string{"postgresqldbs.services.lockstep.dev"}, h.crds())
@@ -396,27 +418,6 @@ func TestDeprecatedOf(t *testing.T) {
 	assert.Equal(t, []string{"labels", "tier"}, deprecatedOf(with("labels,tier")))
 }
 
-// listing serves the objects of typed kinds as inuse.Static does, and
-// calls before ahead of each list.
-type listing struct {
-	inuse.Static
-	before func(schema.GroupVersionResource)
-}
-
-func (l listing) Resource(gvr schema.GroupVersionResource) dynamic.NamespaceableResourceInterface {
-	return listingResource{NamespaceableResourceInterface: l.Static.Resource(gvr), before: func() { l.before(gvr) }}
-}
-
-type listingResource struct {
-	dynamic.NamespaceableResourceInterface
-	before func()
-}
-
-func (r listingResource) List(ctx context.Context, opts metav1.ListOptions) (*unstructured.UnstructuredList, error) {
-	r.before()
-	return r.NamespaceableResourceInterface.List(ctx, opts)
-}
-
 // Deactivating a kind that has no objects marks its CRD retiring before
 // the last list of its objects: an object created just before the mark,
 // found by that list, keeps the CRD and the mark goes; without one, the
@@ -426,9 +427,9 @@ func (r listingResource) List(ctx context.Context, opts metav1.ListOptions) (*un
 func TestTypedKindRetiringMark(t *testing.T) {
 	const crd = "postgresqldbs.services.lockstep.dev"
 	h := newHarness(t)
-	var lists []string // at each list of the kind's objects (each pass lists them for the plans they use, too): was its CRD marked?
+	var lists []string // at each list of the kind's objects: was its CRD marked?
 	var late []unstructured.Unstructured
-	h.r.Kinds = listing{Static: h.kinds, before: func(gvr schema.GroupVersionResource) {
+	h.lists.before = func(gvr schema.GroupVersionResource) {
 		if gvr != pgResource {
 			return
 		}
@@ -437,7 +438,7 @@ func TestTypedKindRetiringMark(t *testing.T) {
 		if marked && late != nil {
 			h.kinds[pgResource] = late // created while the kind was listed as empty
 		}
-	}}
+	}
 	deactivate := func() { h.activate("acme", activation("", "db", "queue")) }
 	h.activate("acme", activation("", "*"))
 	h.sync(typedCatalog())

@@ -27,7 +27,10 @@
 // webhook refuses creates of the kind meanwhile) so that no object is
 // created that the deletion would take with it. The offering's TypedKindReady condition says which of these
 // it is at; CRDs lockstep applied are watched, so it follows the API
-// server establishing them.
+// server establishing them, kind by kind (established.go). The objects of
+// a kind are listed only when the answer matters: a plan leaves the
+// catalog, a parameter leaves an applied CRD's schema, or the kind is
+// retired.
 package marketplace
 
 // The catalog sync (leader only) writes every broker's catalog as

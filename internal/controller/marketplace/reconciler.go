@@ -64,7 +64,13 @@ const retryAfter = 30 * time.Second
 // changes or an offering with one goes (a name one of its services wants
 // may have been taken or freed), and when a typed kind's CRD changes (it
 // became established, or was changed or deleted behind lockstep's back).
+//
+// A second controller writes a typed kind's status as soon as its CRD is
+// established (established.go).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := r.setupEstablished(mgr); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).Named("marketplace").
 		For(&v1alpha1.ServiceBroker{}).
 		Watches(&v1alpha1.ServiceInstance{}, handler.EnqueueRequestsFromMapFunc(brokerOf),

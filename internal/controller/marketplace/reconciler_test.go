@@ -12,7 +12,10 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -33,8 +36,9 @@ type harness struct {
 	catalogs *catalog.Cache
 	r        *Reconciler
 	writes   int
-	// kinds are the objects of typed kinds, by resource.
+	// kinds are the objects of typed kinds, by resource; lists lists them.
 	kinds inuse.Static
+	lists *listing
 	// refuse, when set, is the API server's answer to a dry run.
 	refuse error
 }
@@ -45,6 +49,7 @@ func newHarness(t *testing.T, objs ...client.Object) *harness {
 	require.NoError(t, apiextensionsv1.AddToScheme(scheme))
 	require.NoError(t, rbacv1.AddToScheme(scheme))
 	h := &harness{t: t, catalogs: catalog.NewCache(time.Second), kinds: inuse.Static{}}
+	h.lists = &listing{objects: h.kinds}
 	sb := &v1alpha1.ServiceBroker{ObjectMeta: metav1.ObjectMeta{Name: "acme", UID: "acme-uid"}}
 	count := func() { h.writes++ }
 	h.client = fake.NewClientBuilder().WithScheme(scheme).
@@ -80,8 +85,39 @@ func newHarness(t *testing.T, objs ...client.Object) *harness {
 				return c.SubResource(sub).Update(ctx, obj, opts...)
 			},
 		}).Build()
-	h.r = &Reconciler{Client: h.client, Catalogs: h.catalogs, Reader: h.client, Kinds: h.kinds, AggregateRoles: true}
+	h.r = &Reconciler{Client: h.client, Catalogs: h.catalogs, Reader: h.client, Kinds: h.lists, AggregateRoles: true}
 	return h
+}
+
+// listing is a dynamic client over objects that records the resources it
+// lists, calls before (when set) ahead of each list, and answers err to
+// each list while err is set.
+type listing struct {
+	objects inuse.Static
+	listed  []string
+	err     error
+	before  func(schema.GroupVersionResource)
+}
+
+func (l *listing) Resource(gvr schema.GroupVersionResource) dynamic.NamespaceableResourceInterface {
+	return listingResource{NamespaceableResourceInterface: l.objects.Resource(gvr), l: l, gvr: gvr}
+}
+
+type listingResource struct {
+	dynamic.NamespaceableResourceInterface
+	l   *listing
+	gvr schema.GroupVersionResource
+}
+
+func (r listingResource) List(ctx context.Context, opts metav1.ListOptions) (*unstructured.UnstructuredList, error) {
+	if r.l.before != nil {
+		r.l.before(r.gvr)
+	}
+	r.l.listed = append(r.l.listed, r.gvr.Resource)
+	if r.l.err != nil {
+		return nil, r.l.err
+	}
+	return r.NamespaceableResourceInterface.List(ctx, opts)
 }
 
 // sync stores cat (with the removed plans in use) as the catalog of

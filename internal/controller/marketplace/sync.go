@@ -65,23 +65,43 @@ func (s *sync) result() ctrl.Result {
 }
 
 // errStale says the cache was behind the API server (an object created or
-// changed by the previous pass is not in it yet): the pass stops and runs
-// again shortly, with nothing logged as an error.
+// changed by the previous pass is not in it yet): the pass stops (after
+// the other offerings, when it is an offering's write) and runs again
+// shortly, with nothing logged as an error.
 var errStale = errors.New("the cache is behind the API server")
 
 // planKey is what ServiceInstances name a plan by.
 type planKey struct{ service, plan string }
 
 func (s *sync) run(ctx context.Context, want marketplace.Catalog) error {
-	inUse, err := s.plansInUse(ctx)
-	if err != nil {
-		return err
-	}
-	keptServices, err := s.syncPlans(ctx, want.Plans, inUse)
+	keptServices, err := s.syncPlans(ctx, want.Plans, &usedPlans{s: s})
 	if err != nil {
 		return err
 	}
 	return s.syncOfferings(ctx, want.Offerings, keptServices)
+}
+
+// usedPlans are the plans of this broker that some ServiceInstance or
+// object of a typed kind names. Only a plan that leaves the catalog asks,
+// so they are read when one first does, once per pass: a list of a typed
+// kind's objects goes to the API server, which makes it wait while the
+// kind's watch cache starts (a kind just established), and a pass that
+// activates kinds has no plan leaving.
+type usedPlans struct {
+	s     *sync
+	plans map[planKey]bool
+	err   error
+	read  bool
+}
+
+// has reports whether a ServiceInstance or an object of a typed kind names
+// plan k.
+func (u *usedPlans) has(ctx context.Context, k planKey) (bool, error) {
+	if !u.read {
+		u.plans, u.err = u.s.plansInUse(ctx)
+		u.read = true
+	}
+	return u.plans[k], u.err
 }
 
 // plansInUse are the plans of this broker that some ServiceInstance names.
@@ -128,7 +148,7 @@ func (s *sync) typedPlansInUse(ctx context.Context, inUse map[planKey]bool) erro
 
 // syncPlans writes the broker's ServicePlans, matched to catalog plans by
 // OSB id, and returns the ids of the services that keep a ServicePlan.
-func (s *sync) syncPlans(ctx context.Context, want []v1alpha1.ServicePlan, inUse map[planKey]bool) (map[string]bool, error) {
+func (s *sync) syncPlans(ctx context.Context, want []v1alpha1.ServicePlan, inUse *usedPlans) (map[string]bool, error) {
 	var list v1alpha1.ServicePlanList
 	if err := s.client.List(ctx, &list); err != nil {
 		return nil, fmt.Errorf("listing ServicePlans: %w", err)
@@ -146,7 +166,6 @@ func (s *sync) syncPlans(ctx context.Context, want []v1alpha1.ServicePlan, inUse
 	for i := range want {
 		d := &want[i]
 		wanted[d.Spec.ID] = true
-		used := inUse[planKey{d.Spec.ServiceName, d.Spec.Name}]
 		cur := stored[d.Spec.ID]
 		if prev := named[d.Name]; cur == nil && prev != nil && stored[prev.Spec.ID] == prev && !wantsID(want, prev.Spec.ID) {
 			// The same plan under a new id (the broker was restarted
@@ -154,13 +173,19 @@ func (s *sync) syncPlans(ctx context.Context, want []v1alpha1.ServicePlan, inUse
 			cur = prev
 			wanted[prev.Spec.ID] = true
 		}
-		if d.Status.RemovedFromCatalog && !used {
-			if cur != nil {
-				if err := s.delete(ctx, cur, "ServicePlan"); err != nil {
-					return nil, err
-				}
+		if d.Status.RemovedFromCatalog {
+			used, err := inUse.has(ctx, planKey{d.Spec.ServiceName, d.Spec.Name})
+			if err != nil {
+				return nil, err
 			}
-			continue
+			if !used {
+				if cur != nil {
+					if err := s.delete(ctx, cur, "ServicePlan"); err != nil {
+						return nil, err
+					}
+				}
+				continue
+			}
 		}
 		kept[d.Spec.ServiceID] = true
 		if err := s.writePlan(ctx, cur, d); err != nil {
@@ -172,7 +197,11 @@ func (s *sync) syncPlans(ctx context.Context, want []v1alpha1.ServicePlan, inUse
 		if wanted[id] {
 			continue
 		}
-		if !inUse[planKey{cur.Spec.ServiceName, cur.Spec.Name}] {
+		used, err := inUse.has(ctx, planKey{cur.Spec.ServiceName, cur.Spec.Name})
+		if err != nil {
+			return nil, err
+		}
+		if !used {
 			if err := s.delete(ctx, cur, "ServicePlan"); err != nil {
 				return nil, err
 			}
@@ -215,6 +244,7 @@ func (s *sync) syncOfferings(ctx context.Context, want []v1alpha1.ServiceOfferin
 		}
 	}
 	wanted := map[string]bool{}
+	stale := false
 	for i := range want {
 		d := &want[i]
 		wanted[d.Spec.ID] = true
@@ -234,7 +264,13 @@ func (s *sync) syncOfferings(ctx context.Context, want []v1alpha1.ServiceOfferin
 		}
 		withTypedKind(d, s.settleKind(ctx, cur, d.Spec.ID, kinds[d.Spec.ID]))
 		if err := s.writeOffering(ctx, cur, d); err != nil {
-			return err
+			if !errors.Is(err, errStale) {
+				return err
+			}
+			// Written since the pass read it (its kind was established
+			// meanwhile, see established.go): the other offerings go
+			// on, and the next pass looks at this one again.
+			stale = true
 		}
 	}
 	for id, cur := range stored {
@@ -257,6 +293,9 @@ func (s *sync) syncOfferings(ctx context.Context, want []v1alpha1.ServiceOfferin
 		if err := s.writeOffering(ctx, cur, d); err != nil {
 			return err
 		}
+	}
+	if stale {
+		return errStale
 	}
 	return nil
 }

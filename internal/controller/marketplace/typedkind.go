@@ -219,6 +219,21 @@ func without(taken map[string]bool, keys []string) map[string]bool {
 // ServiceOfferings as the API server holds them; the other brokers'
 // activated services are read from them.
 func (s *sync) typedKinds(ctx context.Context, want []v1alpha1.ServiceOffering, stored []v1alpha1.ServiceOffering) (map[string]typedKind, error) {
+	decide, err := s.kindDecider(ctx, want, stored)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]typedKind, len(want))
+	for i := range want {
+		out[want[i].Spec.ID] = decide(want[i].Spec.ID)
+	}
+	return out, nil
+}
+
+// kindDecider settles which activated service of any broker has which
+// kind name (see typedKinds) and returns decide, which gives the typed
+// kind of the broker's service id, rendered only when asked.
+func (s *sync) kindDecider(ctx context.Context, want []v1alpha1.ServiceOffering, stored []v1alpha1.ServiceOffering) (decide func(id string) typedKind, err error) {
 	var brokers v1alpha1.ServiceBrokerList
 	if err := s.client.List(ctx, &brokers); err != nil {
 		return nil, fmt.Errorf("listing ServiceBrokers to find the typed kinds they activate: %w", err)
@@ -254,21 +269,17 @@ func (s *sync) typedKinds(ctx context.Context, want []v1alpha1.ServiceOffering, 
 	settleNames(claims)
 
 	services := servicesOf(s.entry)
-	out := make(map[string]typedKind, len(want))
-	for i := range want {
-		id := want[i].Spec.ID
+	return func(id string) typedKind {
 		c := mine[id]
 		if c == nil {
-			out[id] = typedKind{}
-			continue
+			return typedKind{}
 		}
 		var prev *v1alpha1.TypedKindStatus
 		if o := ours[id]; o != nil {
 			prev = o.Status.TypedKind
 		}
-		out[id] = c.decide(services[id], prev)
-	}
-	return out, nil
+		return c.decide(services[id], prev)
+	}, nil
 }
 
 // servicesOf are the services of a catalog entry by id: the catalog's, and
