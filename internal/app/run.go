@@ -206,13 +206,6 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 		Carrier:  &journal.Carrier{Leases: &noWait, Journal: records, Objects: mgr.GetClient(), Log: ctrl.Log.WithName("broker")},
 		Catalogs: catalogs, ClusterID: clusterID, Self: self, Poll: poll, Log: ctrl.Log.WithName("broker"),
 	}
-	if err := (&operations.Reconciler{
-		Client: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Catalogs: catalogs, Leases: leases, Journal: records, Protocol: own,
-		Poll: c.PollInterval, Grace: c.CommitGrace, PendingTimeout: c.AdmissionBudget + c.CommitGrace,
-		Keep: c.KeepOperations, Retention: c.OperationRetention, Timeout: c.AdmissionBudget, Workers: operationWorkers,
-	}).SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("setting up the operations reconciler: %w", err)
-	}
 	if err := mgr.Add(&operations.Locks{Leases: leases, Journal: records, After: c.AdmissionBudget + c.CommitGrace,
 		Every: c.AdmissionBudget}); err != nil {
 		return fmt.Errorf("setting up the recovery of operations cut short: %w", err)
@@ -237,6 +230,13 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 		return fmt.Errorf("setting up the controllers of typed kinds: %w", err)
 	}
 	metrics.ServeTypedObjects(typed)
+	if err := (&operations.Reconciler{
+		Client: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Catalogs: catalogs, Leases: leases, Journal: records, Protocol: own,
+		Poll: c.PollInterval, Grace: c.CommitGrace, PendingTimeout: c.AdmissionBudget + c.CommitGrace,
+		Keep: c.KeepOperations, Retention: c.OperationRetention, Timeout: c.AdmissionBudget, Workers: operationWorkers, Typed: typed,
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the operations reconciler: %w", err)
+	}
 
 	deps := admission.Deps{
 		Reader: mgr.GetClient(), Typed: typed, APIReader: mgr.GetAPIReader(), Writer: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Catalogs: catalogs, AccessRules: rules,

@@ -108,6 +108,9 @@ type Reconciler struct {
 	Timeout time.Duration
 	// Clock tells the records' ages; nil means the real clock.
 	Clock clock.PassiveClock
+	// Typed tells whether this replica's informers of typed kinds hold an
+	// object; nil when there are none to ask. See indexed.
+	Typed TypedIndex
 	// Workers is how many records are settled at once (at least 1). Each
 	// object's lock admits one operation in flight, so records settle
 	// independently of each other; settling one is mostly waiting for the
@@ -440,6 +443,10 @@ func (r *Reconciler) commit(ctx context.Context, op *v1alpha1.BrokerOperation) (
 		}
 		return ctrl.Result{}, r.Journal.SetPhase(ctx, op, nil, journal.Answer{Phase: v1alpha1.PhaseOrphaned,
 			Description: fmt.Sprintf("the broker carried out the %s but the API server did not persist it (rejected after lockstep allowed it, or lost); undoing it", op.Spec.Verb)})
+	}
+	if !r.indexed(op) && r.clock().Now().Sub(completed(op)) < r.Grace {
+		log.FromContext(ctx).V(1).Info("operation persisted, not yet in this replica's informer of its kind", "operation", op.Name)
+		return ctrl.Result{RequeueAfter: persistRecheck}, nil
 	}
 	if err := r.Journal.SetPhase(ctx, op, nil, journal.Answer{Phase: v1alpha1.PhaseCommitted}); err != nil {
 		return ctrl.Result{}, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 
@@ -11,8 +12,10 @@ import (
 	"github.com/stretchr/testify/require"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -24,10 +27,12 @@ import (
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/broker/fakebroker"
+	"github.com/lockstep-dev/lockstep/internal/broker/osbapi"
 	"github.com/lockstep-dev/lockstep/internal/broker/osbclient"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
 	"github.com/lockstep-dev/lockstep/internal/controller/controllertest"
 	"github.com/lockstep-dev/lockstep/internal/journal"
+	"github.com/lockstep-dev/lockstep/internal/typed/render"
 )
 
 type opsHarness struct {
@@ -43,6 +48,7 @@ func newOpsHarness(t *testing.T, objects ...client.Object) *opsHarness {
 	require.NoError(t, v1alpha1.AddToScheme(scheme))
 	require.NoError(t, coordinationv1.AddToScheme(scheme))
 	require.NoError(t, corev1.AddToScheme(scheme))
+	require.NoError(t, apiextensionsv1.AddToScheme(scheme))
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objects...).
 		WithStatusSubresource(&v1alpha1.BrokerOperation{}, &v1alpha1.ServiceInstance{}).
 		WithIndex(&v1alpha1.BrokerOperation{}, journal.TargetUIDIndex, journal.TargetUID).Build()
@@ -611,4 +617,63 @@ func TestOperationsAsyncBindWhoseCredentialsDoNotFitIsUndone(t *testing.T) {
 	assert.Equal(t, v1alpha1.PhaseCompensated, h.phase(t, "op"))
 	_, held := h.broker.Binding("ext-1", "bind-1")
 	assert.False(t, held, "the broker's binding is unbound")
+}
+
+// typedIndex answers Holds as its fields say.
+type typedIndex struct{ held, cached bool }
+
+func (i *typedIndex) Holds(_, _, _, _ string, _ types.UID) (bool, bool) { return i.held, i.cached }
+
+// A provision of a typed kind that the API server persisted is committed,
+// and its lock released, only once this replica's informer of the kind
+// holds the object (admission's index then finds it), or when there is no
+// informer to wait for, or when the grace has gone by.
+func TestOperationsCommitOfATypedCreateWaitsForTheIndex(t *testing.T) {
+	cat := fakebroker.DefaultCatalog()
+	i := slices.IndexFunc(cat.Services, func(s osbapi.Service) bool { return s.Name == fakebroker.ServiceDB })
+	require.GreaterOrEqual(t, i, 0)
+	crd, _, err := render.Render("acme", &cat.Services[i], render.Options{})
+	require.NoError(t, err)
+	spec := v1alpha1.ServiceInstanceSpec{BrokerName: "acme", ServiceName: "db", PlanName: "small", ExternalID: "ext-1"}
+	db := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": render.Group + "/" + render.Version, "kind": crd.Spec.Names.Kind,
+		"metadata": map[string]any{"name": "db", "namespace": "team", "uid": "uid-1", "generation": int64(1)},
+		"spec":     map[string]any{"brokerName": "acme", "plan": "small", "externalID": "ext-1"},
+	}}
+	for _, tc := range []struct {
+		name      string
+		index     *typedIndex
+		after     time.Duration
+		committed bool
+	}{
+		{name: "the informer holds it", index: &typedIndex{held: true, cached: true}, committed: true},
+		{name: "the informer does not hold it yet", index: &typedIndex{cached: true}, committed: false},
+		{name: "no informer of the kind in this replica", index: &typedIndex{}, committed: true},
+		{name: "the informer lags past the grace", index: &typedIndex{cached: true}, after: 10 * time.Second, committed: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			op := opRecord("op", v1alpha1.VerbProvision, v1alpha1.PhaseSucceeded, spec, time.Now())
+			op.Spec.Target.APIGroup = render.Group
+			op.Spec.Target.Kind = v1alpha1.TargetKind(crd.Spec.Names.Kind)
+			h := newOpsHarness(t, crd.DeepCopy(), db.DeepCopy(), op)
+			h.r.Typed = tc.index
+			h.clock.Step(tc.after)
+			key := journal.KeyOfRecord(op)
+			_, ok, err := h.r.Leases.Acquire(context.Background(), key, &journal.Operation{Record: "op", Started: h.clock.Now()})
+			require.NoError(t, err)
+			require.True(t, ok)
+
+			res := h.reconcile(t, "op")
+			holder, err := h.r.Leases.Holder(context.Background(), key)
+			require.NoError(t, err)
+			if tc.committed {
+				assert.Equal(t, v1alpha1.PhaseCommitted, h.phase(t, "op"))
+				assert.Nil(t, holder, "the lock is released")
+				return
+			}
+			assert.Equal(t, v1alpha1.PhaseSucceeded, h.phase(t, "op"))
+			assert.NotNil(t, holder, "the lock is kept until admission's index holds the object")
+			assert.Positive(t, res.RequeueAfter, "looked at again soon")
+		})
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
@@ -70,12 +71,34 @@ func (w *Watcher) EachObject(fn func(kind object.Kind, u *unstructured.Unstructu
 	})
 }
 
+// Holds reports whether this replica's informer of the typed kind of
+// group and kind holds namespace/name with uid; cached is false when the
+// replica has no synced informer of that kind.
+func (w *Watcher) Holds(group, kind, namespace, name string, uid types.UID) (held, cached bool) {
+	inf := w.informerWhere(func(k object.Kind) bool { return k.GVK.Group == group && k.GVK.Kind == kind })
+	if inf == nil {
+		return false, false
+	}
+	item, exists, err := inf.GetStore().GetByKey(namespace + "/" + name)
+	if err != nil || !exists {
+		return false, true
+	}
+	u, ok := item.(*unstructured.Unstructured)
+	return ok && u.GetUID() == uid, true
+}
+
 // informerOf is the synced informer of kind, or nil.
 func (w *Watcher) informerOf(kind object.Kind) toolscache.SharedIndexInformer {
+	return w.informerWhere(func(k object.Kind) bool { return k == kind })
+}
+
+// informerWhere is the synced informer of the first kind match accepts,
+// or nil.
+func (w *Watcher) informerWhere(match func(object.Kind) bool) toolscache.SharedIndexInformer {
 	var found toolscache.SharedIndexInformer
 	w.informing.Range(func(_, v any) bool {
 		r := v.(*run)
-		if r.kind != kind {
+		if !match(r.kind) {
 			return true
 		}
 		if inf := r.informer.Load(); inf != nil {

@@ -239,6 +239,10 @@ func TestEveryReplicaIndexesATypedKindsExternalIDs(t *testing.T) {
 	names, cached := holders("ext-index-2")
 	assert.True(t, cached)
 	assert.Empty(t, names, "no object holds another id")
+	held, cached := r.watcher.Holds(kind.GVK.Group, kind.GVK.Kind, ns, "db", u.GetUID())
+	assert.True(t, held && cached, "the informer holds the object by its name and uid")
+	held, _ = r.watcher.Holds(kind.GVK.Group, kind.GVK.Kind, ns, "db", "another-uid")
+	assert.False(t, held, "not an object of the same name with another uid")
 
 	require.NoError(t, env.client.Delete(ctx, u))
 	require.Eventually(t, func() bool { names, _ := holders("ext-index-1"); return len(names) == 0 },
