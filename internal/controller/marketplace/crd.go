@@ -199,6 +199,11 @@ func (s *sync) apply(ctx context.Context, id string, k typedKind) typedKind {
 			s.retry = true // objects may stop setting them
 			tk.Established = established(live)
 			tk.DeprecatedParameters = deprecatedOf(live)
+			if len(held.retyped) > 0 {
+				return withCondition(k, metav1.ConditionFalse, ReasonCRDUpdateHeld, fmt.Sprintf(
+					"the catalog as it is now changes the type of parameters that objects of kind %s set as objects (%s), and the API server would drop what the objects hold there: the CRD as it was stays, and its objects keep working. Remove those parameters from the objects (kubectl get %s -A), or have the broker's schema keep their type, and lockstep applies the new CRD",
+					tk.Kind, inuse.Some(held.retyped, maxObjectsNamed), tk.Plural))
+			}
 			return withCondition(k, metav1.ConditionFalse, ReasonCRDUpdateHeld, fmt.Sprintf(
 				"the catalog as it is now drops parameters that objects of kind %s set (%s), and the CRD that keeps them, deprecated, is beyond what a kind takes or what the API server accepts (%s): the CRD as it was stays, and its objects keep working. Remove those parameters from the objects (kubectl get %s -A), and lockstep applies the new CRD",
 				tk.Kind, inuse.Some(held.kept, maxObjectsNamed), held.why, tk.Plural))
@@ -300,7 +305,8 @@ func (s *sync) applyCRD(ctx context.Context, live *apiextensionsv1.CustomResourc
 // render.DeprecatedPrefix (see render.Keep): the API server would
 // otherwise prune it from the objects. It returns their paths, sorted, or
 // errHeld when the CRD that keeps them goes beyond what a kind takes or is
-// one the API server would refuse.
+// one the API server would refuse, or when crd changes the type of values
+// objects set so that the API server would prune their members.
 func (s *sync) keepDeprecated(ctx context.Context, live, crd *apiextensionsv1.CustomResourceDefinition, tk *v1alpha1.TypedKindStatus) ([]string, error) {
 	if live == nil {
 		return nil, nil
@@ -314,7 +320,11 @@ func (s *sync) keepDeprecated(ctx context.Context, live, crd *apiextensionsv1.Cu
 		return nil, err
 	}
 	params, kept, err := render.Keep(was, now, inuse.Parameters(objs))
-	if err != nil {
+	var retyped *render.RetypedError
+	switch {
+	case errors.As(err, &retyped):
+		return nil, &errHeld{retyped: retyped.Paths, why: err.Error()}
+	case err != nil:
 		return nil, &errHeld{kept: kept, why: err.Error()}
 	}
 	if len(kept) == 0 {
@@ -334,14 +344,18 @@ func (s *sync) keepDeprecated(ctx context.Context, live, crd *apiextensionsv1.Cu
 }
 
 // errHeld says that the CRD rendered from the catalog is not applied: it
-// drops parameters objects set, and the CRD that keeps them is not one to
-// apply.
+// drops parameters objects set (kept) and the CRD that keeps them is not
+// one to apply, or it changes the type of values objects set (retyped)
+// so that the API server would prune their members.
 type errHeld struct {
-	kept []string
-	why  string
+	kept, retyped []string
+	why           string
 }
 
 func (e *errHeld) Error() string {
+	if len(e.retyped) > 0 {
+		return e.why
+	}
 	return fmt.Sprintf("keeping parameters %s: %s", inuse.Some(e.kept, maxObjectsNamed), e.why)
 }
 

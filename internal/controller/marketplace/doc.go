@@ -21,7 +21,8 @@
 // The same pass applies each kind's CRD (crd.go: a server-side dry run,
 // then a server-side apply; a refused update keeps the CRD as it was)
 // with an edit and a view ClusterRole (roles.go), keeps a parameter a new
-// schema drops while objects of the kind set it, and retires a kind the
+// schema drops while objects of the kind set it (and holds one that would
+// prune what they set by changing its type), and retires a kind the
 // offering no longer has: its CRD and roles are deleted once no object of
 // it is left, the CRD first marked retiring for a grace (lockstep's
 // webhook refuses creates of the kind meanwhile) so that no object is

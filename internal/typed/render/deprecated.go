@@ -65,31 +65,58 @@ func Loses(was, now *apiextensionsv1.JSONSchemaProps) bool {
 // "labels.*.owner"), sorted, and an error when what it returns goes
 // beyond the limits of a rendering (nesting, properties, size); now is not
 // changed.
+//
+// A change of type keeping cannot mend: where an object sets an object
+// (members) and now gives the value another type (a string for an
+// object, a string for an array of objects), the API server would prune
+// its members. Keep then returns a *RetypedError naming where. A change
+// of type that prunes nothing (no object sets the value, or a scalar
+// for a scalar: integer to string) is no error: the API server keeps the
+// values, and may refuse a write that leaves them of the old type.
 func Keep(was, now *apiextensionsv1.JSONSchemaProps, values []any) (*apiextensionsv1.JSONSchemaProps, []string, error) {
 	out := now.DeepCopy()
-	k := keeper{kept: map[string]bool{}}
+	k := keeper{kept: map[string]bool{}, retyped: map[string]bool{}}
 	for _, v := range values {
 		k.walk(v, was, out, nil)
 	}
 	kept := slices.Sorted(maps.Keys(k.kept))
+	if len(k.retyped) > 0 {
+		return out, kept, &RetypedError{Paths: slices.Sorted(maps.Keys(k.retyped))}
+	}
 	if len(kept) == 0 {
 		return out, nil, nil
 	}
 	return out, kept, withinLimits(out)
 }
 
+// RetypedError says that the schema rendered from the catalog gives
+// values objects set another type, and that the API server would prune
+// their members: Paths, below spec.parameters, sorted.
+type RetypedError struct {
+	Paths []string
+}
+
+func (e *RetypedError) Error() string {
+	return fmt.Sprintf("the type of %s changes, and the API server would drop the members objects set there", strings.Join(e.Paths, ", "))
+}
+
 // keeper walks the objects' values with the schemas.
 type keeper struct {
-	kept map[string]bool
+	kept    map[string]bool
+	retyped map[string]bool
 }
 
 // walk keeps in now (the schema of v, at path at) what v sets that was
-// has and now does not.
+// has and now does not, and notes where now, of another type, would prune
+// the members v sets.
 func (k keeper) walk(v any, was, now *apiextensionsv1.JSONSchemaProps, at []string) {
 	switch v := v.(type) {
 	case map[string]any:
 		if now.Type != "object" {
-			return // free, or not an object any more (a change of type, which keeping cannot mend)
+			if len(v) > 0 && !preserves(now) {
+				k.retyped[memberPath(at)] = true // not an object any more: its members would go
+			}
+			return
 		}
 		for _, name := range slices.Sorted(maps.Keys(v)) {
 			below := append(at[:len(at):len(at)], name)
@@ -125,7 +152,11 @@ func (k keeper) walk(v any, was, now *apiextensionsv1.JSONSchemaProps, at []stri
 			k.kept[memberPath(below)] = true
 		}
 	case []any:
-		if now.Items == nil || now.Items.Schema == nil {
+		each := &apiextensionsv1.JSONSchemaProps{} // not an array any more: the API server prunes the members of its objects
+		switch {
+		case now.Items != nil && now.Items.Schema != nil:
+			each = now.Items.Schema
+		case preserves(now):
 			return
 		}
 		var items *apiextensionsv1.JSONSchemaProps
@@ -133,7 +164,7 @@ func (k keeper) walk(v any, was, now *apiextensionsv1.JSONSchemaProps, at []stri
 			items = was.Items.Schema
 		}
 		for _, e := range v {
-			k.walk(e, items, now.Items.Schema, append(at[:len(at):len(at)], "[*]"))
+			k.walk(e, items, each, append(at[:len(at):len(at)], "[*]"))
 		}
 	}
 }

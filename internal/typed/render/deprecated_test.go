@@ -38,9 +38,12 @@ func TestKeep(t *testing.T) {
 		values         []string
 		// want is the schema Keep returns, DeprecatedPrefix written "~";
 		// empty: now as it is.
-		want  string
-		kept  []string
-		loses bool
+		want string
+		kept []string
+		// retyped, when set, is where Keep finds a change of type that
+		// would prune what objects set (a *RetypedError).
+		retyped []string
+		loses   bool
 	}{{
 		name: "a top-level property objects set is kept",
 		was:  `{"type":"object","properties":{"size":{"type":"integer"},"tier":{"type":"string","description":"Tier."}}}`,
@@ -106,8 +109,33 @@ func TestKeep(t *testing.T) {
 		want: `{"type":"object","properties":{"tier":{"type":"string","description":"~Tier."}}}`,
 		kept: []string{"tier"}, loses: true,
 	}, {
-		name: "a change of type is not mended",
-		was:  backup, now: `{"type":"object","properties":{"backup":{"type":"string"}}}`, values: []string{`{"backup":{"window":"02:00"}}`}, loses: true,
+		name: "an object that becomes a string is held",
+		was:  backup, now: `{"type":"object","properties":{"backup":{"type":"string"}}}`, values: []string{`{"backup":{"window":"02:00"}}`, `{}`},
+		retyped: []string{"backup"}, loses: true,
+	}, {
+		name: "an object no object sets may become a string",
+		was:  backup, now: `{"type":"object","properties":{"backup":{"type":"string"}}}`, values: []string{`{"backup":{}}`, `{}`}, loses: true,
+	}, {
+		name: "an array of objects that becomes a string is held",
+		was:  nodes, now: `{"type":"object","properties":{"nodes":{"type":"string"}}}`, values: []string{`{"nodes":[{"name":"a"}]}`},
+		retyped: []string{"nodes[*]"}, loses: true,
+	}, {
+		name: "an array of objects that becomes an array of strings is held",
+		was:  nodes, now: `{"type":"object","properties":{"nodes":{"type":"array","items":{"type":"string"}}}}`, values: []string{`{"nodes":[{"name":"a"}]}`},
+		retyped: []string{"nodes[*]"}, loses: true,
+	}, {
+		name: "a map of objects that becomes a map of strings is held, with what else is kept",
+		was:  `{"type":"object","properties":{"tier":{"type":"string"},"labels":{"type":"object","additionalProperties":{"type":"object","properties":{"owner":{"type":"string"}}}}}}`,
+		now:  `{"type":"object","properties":{"labels":{"type":"object","additionalProperties":{"type":"string"}}}}`, values: []string{`{"tier":"gold","labels":{"a":{"owner":"x"},"b":{}}}`},
+		kept: []string{"tier"}, retyped: []string{"labels.*"}, loses: true,
+	}, {
+		name: "an array of strings that becomes a string loses nothing",
+		was:  `{"type":"object","properties":{"zones":{"type":"array","items":{"type":"string"}}}}`,
+		now:  `{"type":"object","properties":{"zones":{"type":"string"}}}`, values: []string{`{"zones":["eu","us"]}`}, loses: true,
+	}, {
+		name: "a scalar of another type loses nothing",
+		was:  `{"type":"object","properties":{"size":{"type":"integer"}}}`,
+		now:  `{"type":"object","properties":{"size":{"type":"string"}}}`, values: []string{`{"size":3}`},
 	}, {
 		name: "names that need brackets",
 		was:  `{"type":"object","properties":{"a.b":{"type":"object","properties":{"c":{"type":"string"}}}}}`,
@@ -126,9 +154,15 @@ func TestKeep(t *testing.T) {
 				values = append(values, value)
 			}
 			got, kept, err := Keep(was, now, values)
-			require.NoError(t, err)
 			assert.Equal(t, tc.kept, kept)
 			assert.Equal(t, before, now, "now is not changed")
+			if tc.retyped != nil {
+				var retyped *RetypedError
+				require.ErrorAs(t, err, &retyped)
+				assert.Equal(t, tc.retyped, retyped.Paths)
+				return
+			}
+			require.NoError(t, err)
 			want := tc.want
 			if want == "" {
 				want = tc.now

@@ -53,8 +53,9 @@
 // Keep keeps in a newly rendered schema of spec.parameters what objects of
 // the kind set that the CRD's schema has and the new one does not, at any
 // depth, marked deprecated (the API server would otherwise prune it from
-// the objects); Loses says, from the two schemas, whether there can be
-// any.
+// the objects), and names the values objects set whose members the new
+// schema would prune because it gives them another type (RetypedError);
+// Loses says, from the two schemas, whether there can be any.
 //
 // # The rest of the kind
 //
