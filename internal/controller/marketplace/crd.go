@@ -94,7 +94,7 @@ func (s *sync) retire(ctx context.Context, id string, tk *v1alpha1.TypedKindStat
 	if live.Annotations[render.AnnotationOfferingID] != id {
 		return typedKind{}, false // another offering's: not this one's to delete
 	}
-	kept.Established = established(live)
+	kept.Established = typedobject.Established(live)
 	since, marked := typedobject.Retiring(live)
 	if !marked {
 		objs, err := inuse.Objects(ctx, s.kinds, tk)
@@ -197,7 +197,7 @@ func (s *sync) apply(ctx context.Context, id string, k typedKind) typedKind {
 		switch {
 		case errors.As(err, &held):
 			s.retry = true // objects may stop setting them
-			tk.Established = established(live)
+			tk.Established = typedobject.Established(live)
 			tk.DeprecatedParameters = deprecatedOf(live)
 			if len(held.retyped) > 0 {
 				return withCondition(k, metav1.ConditionFalse, ReasonCRDUpdateHeld, fmt.Sprintf(
@@ -214,7 +214,7 @@ func (s *sync) apply(ctx context.Context, id string, k typedKind) typedKind {
 				"the API server refuses the CRD of kind %s: %s; the kind is not served. A CRD lockstep renders should be accepted: report it, and look for a policy of the cluster that refuses CRDs",
 				tk.Kind, refusal))
 		case refusal != "":
-			tk.Established = established(live)
+			tk.Established = typedobject.Established(live)
 			tk.DeprecatedParameters = deprecatedOf(live)
 			return withCondition(k, metav1.ConditionFalse, ReasonCRDUpdateRefused, fmt.Sprintf(
 				"the API server refuses the CRD of kind %s rendered from the catalog as it is now: %s; the CRD as it was stays, and its objects keep working. A CRD lockstep renders should be accepted: report it, and look for a policy of the cluster that refuses CRDs",
@@ -231,7 +231,7 @@ func (s *sync) apply(ctx context.Context, id string, k typedKind) typedKind {
 func shown(k typedKind, live *apiextensionsv1.CustomResourceDefinition) typedKind {
 	tk := k.status.DeepCopy()
 	k.status = tk
-	tk.Established = established(live)
+	tk.Established = typedobject.Established(live)
 	tk.DeprecatedParameters = deprecatedOf(live)
 	if !tk.Established {
 		return withCondition(k, metav1.ConditionFalse, ReasonApplying, fmt.Sprintf(
@@ -425,19 +425,6 @@ func (s *sync) liveCRD(ctx context.Context, name string) (*apiextensionsv1.Custo
 // kindOf is the typed kind of crd, as far as its CRD says.
 func kindOf(crd *apiextensionsv1.CustomResourceDefinition) *v1alpha1.TypedKindStatus {
 	return &v1alpha1.TypedKindStatus{Kind: crd.Spec.Names.Kind, Plural: crd.Spec.Names.Plural, APIVersion: render.Group + "/" + render.Version, CRDName: crd.Name}
-}
-
-// established reports whether the API server serves crd's kind.
-func established(crd *apiextensionsv1.CustomResourceDefinition) bool {
-	if crd == nil {
-		return false
-	}
-	for _, c := range crd.Status.Conditions {
-		if c.Type == apiextensionsv1.Established {
-			return c.Status == apiextensionsv1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // deprecatedOf are the deprecated parameters crd keeps (an annotation

@@ -25,6 +25,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/marketplace"
+	typedobject "github.com/lockstep-dev/lockstep/internal/typed/object"
 	"github.com/lockstep-dev/lockstep/internal/typed/render"
 )
 
@@ -51,7 +52,7 @@ func (r *Reconciler) setupEstablished(mgr ctrl.Manager) error {
 func becameEstablished(old, cur client.Object) bool {
 	o, oldOK := old.(*apiextensionsv1.CustomResourceDefinition)
 	c, curOK := cur.(*apiextensionsv1.CustomResourceDefinition)
-	return oldOK && curOK && brokerOfCRD(context.Background(), c) != nil && !established(o) && established(c)
+	return oldOK && curOK && brokerOfCRD(context.Background(), c) != nil && !typedobject.Established(o) && typedobject.Established(c)
 }
 
 // reconcileEstablished writes the typed kind status of the offering whose
@@ -61,7 +62,7 @@ func (r *Reconciler) reconcileEstablished(ctx context.Context, req reconcile.Req
 	if err := r.Client.Get(ctx, req.NamespacedName, &crd); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	if !established(&crd) || crd.Labels[render.LabelManagedBy] != render.ManagedBy {
+	if !typedobject.Established(&crd) || crd.Labels[render.LabelManagedBy] != render.ManagedBy {
 		return reconcile.Result{}, nil
 	}
 	var sb v1alpha1.ServiceBroker

@@ -126,7 +126,7 @@ func (w *Watcher) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 			w.stop(ctx, crd.Name, "its CustomResourceDefinition is being deleted and no object of the kind is left")
 			return reconcile.Result{}, nil
 		}
-		if established(crd) {
+		if object.Established(crd) {
 			// Also in a replica that takes the lead while a CRD is
 			// being deleted: its objects are let go.
 			if err := w.start(ctx, crd.Name, kind); err != nil {
@@ -134,22 +134,12 @@ func (w *Watcher) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 			}
 		}
 		return reconcile.Result{RequeueAfter: terminatingRecheck}, nil
-	case !established(crd):
+	case !object.Established(crd):
 		w.stop(ctx, crd.Name, "its CustomResourceDefinition is not established")
 	default:
 		return reconcile.Result{}, w.start(ctx, crd.Name, kind)
 	}
 	return reconcile.Result{}, nil
-}
-
-// established reports whether the API server serves crd's kind.
-func established(crd *apiextensionsv1.CustomResourceDefinition) bool {
-	for _, c := range crd.Status.Conditions {
-		if c.Type == apiextensionsv1.Established {
-			return c.Status == apiextensionsv1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // objectsLeft reports whether the API server still holds objects of

@@ -77,3 +77,17 @@ func KindOf(crd *apiextensionsv1.CustomResourceDefinition) (Kind, bool) {
 	}
 	return Kind{}, false
 }
+
+// Established reports whether crd's Established condition is True: the
+// API server serves its kind. A nil crd is not established.
+func Established(crd *apiextensionsv1.CustomResourceDefinition) bool {
+	if crd == nil {
+		return false
+	}
+	for _, c := range crd.Status.Conditions {
+		if c.Type == apiextensionsv1.Established {
+			return c.Status == apiextensionsv1.ConditionTrue
+		}
+	}
+	return false
+}
