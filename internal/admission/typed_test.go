@@ -291,7 +291,9 @@ func TestTypedKindIsAdmittedAsServiceInstance(t *testing.T) {
 
 // TestTypedKindDefaults: the typed kind's defaults are the instance
 // defaulter's, as a patch of the typed object (spec.brokerName is the
-// kind's broker), and an object being deleted is left alone.
+// kind's broker), and an object being deleted is left alone. The typed
+// object is labelled as defaulted besides, so that the API server sends
+// its later updates only when the label is gone.
 func TestTypedKindDefaults(t *testing.T) {
 	fresh := instance("small", "", func(si *v1alpha1.ServiceInstance) {
 		si.Finalizers, si.Spec.ExternalID, si.Spec.BrokerName = nil, "", ""
@@ -301,11 +303,14 @@ func TestTypedKindDefaults(t *testing.T) {
 		op       admissionv1.Operation
 		old, new Instance
 		paths    []string
+		labelled bool // the typed object gets the defaulted label besides
 	}{
 		{name: "create", op: admissionv1.Create, new: fresh,
-			paths: []string{"/metadata/finalizers", "/spec/brokerName", "/spec/externalID"}},
+			paths: []string{"/metadata/finalizers", "/spec/brokerName", "/spec/externalID"}, labelled: true},
 		{name: "update that leaves defaulted fields out", op: admissionv1.Update, old: instance("small", ""), new: fresh,
-			paths: []string{"/metadata/finalizers", "/spec/brokerName", "/spec/externalID"}},
+			paths: []string{"/metadata/finalizers", "/spec/brokerName", "/spec/externalID"}, labelled: true},
+		{name: "update of a defaulted object written before the label", op: admissionv1.Update,
+			old: instance("small", ""), new: instance("small", ""), labelled: true},
 		{name: "update of an object being deleted", op: admissionv1.Update,
 			old: instance("small", "", func(si *v1alpha1.ServiceInstance) { si.DeletionTimestamp = &metav1.Time{Time: time.Now()} }),
 			new: instance("small", "", func(si *v1alpha1.ServiceInstance) {
@@ -322,11 +327,19 @@ func TestTypedKindDefaults(t *testing.T) {
 				for _, p := range resp.Patches {
 					paths = append(paths, s.normal(p.Path))
 				}
+				want := slices.Clone(tt.paths)
+				if tt.labelled && s.name == sides[1].name {
+					want = append(want, "/metadata/labels")
+				}
 				slices.Sort(paths)
-				assert.Equal(t, tt.paths, paths, s.name)
+				slices.Sort(want)
+				assert.Equal(t, want, paths, s.name)
 				for _, p := range resp.Patches {
 					if p.Path == "/spec/brokerName" {
 						assert.Equal(t, "acme", p.Value, s.name)
+					}
+					if p.Path == "/metadata/labels" {
+						assert.Equal(t, map[string]any{v1alpha1.DefaultedLabel: "true"}, p.Value, s.name)
 					}
 				}
 			}

@@ -365,8 +365,10 @@ func callsOf(b *fakebroker.Broker, id string) []fakebroker.Call {
 // TestTypedKindCreateOnlyChangeNeverReachesTheWebhook: the API server
 // itself refuses a change of a create-only parameter and a plan change the
 // catalog forbids on an object of a typed kind (the CRD's rules); lockstep's
-// webhooks are not called for them. Its status is lockstep's only, as a
-// ServiceInstance's.
+// webhooks are not called for them, and the API server does not even
+// evaluate the mutating webhooks' match conditions (the objectSelector on
+// the defaulted label leaves them out first). Its status is lockstep's
+// only, as a ServiceInstance's.
 func TestTypedKindCreateOnlyChangeNeverReachesTheWebhook(t *testing.T) {
 	freshBroker(t)
 	addKVService(t)
@@ -391,7 +393,9 @@ func TestTypedKindCreateOnlyChangeNeverReachesTheWebhook(t *testing.T) {
 		}, 10*time.Second, 50*time.Millisecond, "the fence is counted")
 		return got
 	}
+	mutating := []string{"typed.mutate.lockstep.dev", "typedupdate.mutate.lockstep.dev"}
 	before := fenced()
+	evaluated := matchConditionEvaluations(t, mutating...)
 	for name, patch := range map[string]string{"kv1": `{"spec":{"parameters":{"region":"us"}}}`, "kv2": `{"spec":{"plan":"standard"}}`} {
 		r := kubectl(t, "", "patch", "kvs.services.lockstep.dev", name, "-n", ns, "--type=merge", "-p", patch)
 		require.NotEqual(t, 0, r.ExitCode, r.Output())
@@ -402,6 +406,8 @@ func TestTypedKindCreateOnlyChangeNeverReachesTheWebhook(t *testing.T) {
 	for _, p := range []string{admission.MutateTypedPath, admission.ValidateTypedPath} {
 		assert.Equal(t, before[p], after[p], "%s is not called for a change the API server refuses", p)
 	}
+	assert.Equal(t, evaluated, matchConditionEvaluations(t, mutating...),
+		"no match condition of the mutating webhooks is evaluated for the updates of a defaulted object")
 	read := func(name string, fields ...string) string {
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(kv.GVK)

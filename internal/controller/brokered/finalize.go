@@ -96,6 +96,22 @@ func Finalize(ctx context.Context, j JournalReaders, obj client.Object, r Remova
 	return ctrl.Result{}, nil
 }
 
+// RestoreFinalizer puts lockstep's finalizer back on obj, not being
+// deleted, when an update took it off an object that lockstep's mutating
+// webhook defaulted and labelled (v1alpha1.DefaultedLabel): the webhook
+// no longer sees the updates of such an object, so it is the reconciler
+// that keeps the finalizer on. An object without the label is left as it
+// is (the webhook puts the finalizer back on its updates, or never saw
+// it).
+func RestoreFinalizer(ctx context.Context, c client.Client, obj client.Object) error {
+	if obj.GetLabels()[v1alpha1.DefaultedLabel] != "true" || controllerutil.ContainsFinalizer(obj, v1alpha1.Finalizer) {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(obj.DeepCopyObject().(client.Object), client.MergeFromWithOptimisticLock{})
+	controllerutil.AddFinalizer(obj, v1alpha1.Finalizer)
+	return c.Patch(ctx, obj, patch)
+}
+
 // Removed is what the result of a finalizer's removal (a deprovision or
 // unbind carried out with brokercall.Protocol.Carry) means to Finalize:
 // done once the broker confirmed; not done while the broker works or

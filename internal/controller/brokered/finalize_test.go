@@ -106,3 +106,36 @@ func TestPatchStatus(t *testing.T) {
 	want.DashboardURL = "https://dash/3"
 	assert.NoError(t, PatchStatus(ctx, c, v1alpha1.KindServiceInstance, si, &si.Status, want), "a gone object needs no status")
 }
+
+// TestRestoreFinalizer: the reconciler puts lockstep's finalizer back on
+// an object the mutating webhook labelled as defaulted (it no longer sees
+// that object's updates), and leaves every other object as it is.
+func TestRestoreFinalizer(t *testing.T) {
+	defaulted := map[string]string{v1alpha1.DefaultedLabel: "true"}
+	tests := []struct {
+		name       string
+		labels     map[string]string
+		finalizers []string
+		want       []string
+	}{
+		{name: "defaulted, finalizer taken off: put back", labels: defaulted, want: []string{v1alpha1.Finalizer}},
+		{name: "defaulted, another finalizer kept beside it", labels: defaulted, finalizers: []string{"example.com/other"},
+			want: []string{"example.com/other", v1alpha1.Finalizer}},
+		{name: "defaulted, finalizer on: unchanged", labels: defaulted, finalizers: []string{v1alpha1.Finalizer}, want: []string{v1alpha1.Finalizer}},
+		{name: "not labelled: unchanged (the webhook sees its updates)"},
+		{name: "label with another value: unchanged", labels: map[string]string{v1alpha1.DefaultedLabel: "no"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			si := &v1alpha1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{
+				Namespace: "team", Name: "db", Labels: tt.labels, Finalizers: tt.finalizers}}
+			c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(si).Build()
+			obj := &v1alpha1.ServiceInstance{}
+			require.NoError(t, c.Get(context.Background(), client.ObjectKeyFromObject(si), obj))
+			require.NoError(t, RestoreFinalizer(context.Background(), c, obj))
+			stored := &v1alpha1.ServiceInstance{}
+			require.NoError(t, c.Get(context.Background(), client.ObjectKeyFromObject(si), stored))
+			assert.Equal(t, tt.want, stored.Finalizers)
+		})
+	}
+}

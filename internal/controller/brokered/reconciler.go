@@ -101,6 +101,9 @@ func (r *Reconciler[T, S]) Reconcile(ctx context.Context, req reconcile.Request)
 	if obj.GetDeletionTimestamp() != nil {
 		return r.finalize(ctx, obj)
 	}
+	if err := RestoreFinalizer(ctx, r.Client, obj); err != nil {
+		return reconcile.Result{}, fmt.Errorf("restoring lockstep's finalizer on %s: %w", r.named(obj), err)
+	}
 	status := r.Kind.Status(obj.DeepCopyObject().(T))
 	records, err := journal.CachedRecords(ctx, r.Client, r.Namespace, obj.GetNamespace(), string(obj.GetUID()))
 	if err != nil {
