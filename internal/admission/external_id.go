@@ -136,7 +136,8 @@ type heldKind struct {
 	group, resource string
 }
 
-// lockstepKind is kind of lockstep.dev, ServiceInstance or ServiceBinding.
+// lockstepKind is how a refusal names an object of kind, a ServiceInstance
+// or a ServiceBinding of lockstep.dev.
 func lockstepKind(kind v1alpha1.TargetKind) heldKind {
 	return heldKind{word: kindWord(kind), group: v1alpha1.GroupVersion.Group, resource: resourceOf(kind)}
 }

@@ -479,8 +479,8 @@ func TestExternalIDInFlightForAnObjectOfAnotherKind(t *testing.T) {
 		name   string
 		side   side
 		holder journal.Key
-		// older strips the holder's kind from its lock, as a lockstep
-		// that did not write it left it.
+		// older strips the holder's kind from its lock, as a replica of
+		// a release that does not write it leaves it.
 		older bool
 		// unserved leaves the typed kind's CRD out.
 		unserved bool

@@ -392,8 +392,8 @@ func (l *Leases) expired(lease *coordinationv1.Lease) bool {
 }
 
 // holderOf is the operation that holds lease. A lock written without its
-// object's kind (by a lockstep that did not write it) names the kind its
-// carried record names, if any.
+// object's kind (by a replica of a release that does not write it) names
+// the kind its carried record names, if any.
 func holderOf(lease *coordinationv1.Lease) *Operation {
 	op := &Operation{
 		Verb:      v1alpha1.Verb(lease.Annotations[annotationVerb]),

@@ -253,8 +253,8 @@ func TestLeaseReleaseAtTheVersionWritten(t *testing.T) {
 // A holder read back from a lock names the kind of the object it
 // changes, and its group when that is a typed kind's: a ServiceInstance
 // and the objects of typed kinds share the locks of instance ids. A lock
-// written without the kind (by a lockstep that did not write it) names
-// the kind of the record it carries, or none.
+// written without the kind (by a replica of a release that does not
+// write it) names the kind of the record it carries, or none.
 func TestLeaseHolderNamesItsKind(t *testing.T) {
 	typed := &v1alpha1.BrokerOperation{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "db-provision-1"},
 		Spec: v1alpha1.BrokerOperationSpec{Target: v1alpha1.OperationTarget{Kind: "Db", APIGroup: "services.lockstep.dev", Name: "db", ExternalID: "ext-1"}}}

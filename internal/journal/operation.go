@@ -27,9 +27,9 @@ type Operation struct {
 	Namespace, Name string
 	// Kind and APIGroup are the kind of that object, and its group when
 	// that is not lockstep.dev (a typed kind); Kind is empty for a holder
-	// read back from a lock that does not say (written by a lockstep that
-	// did not write it), which is taken to be of the kind of the object
-	// asking.
+	// read back from a lock that does not say (written by a replica of a
+	// release that does not write it), which is taken to be of the kind of
+	// the object asking.
 	Kind     v1alpha1.TargetKind
 	APIGroup string
 	// Carried is the operation's record as it is to be written, carried
