@@ -95,13 +95,14 @@ func (c *bindingInstance) Check(ctx context.Context, a *Attributes[Binding], t *
 	if si.DeletionTimestamp != nil {
 		return nil, nil, conflict("instance %q is being deleted; it takes no new bindings", si.Name)
 	}
-	holder, err := c.leases.AwaitFree(ctx, journal.KeyOf(v1alpha1.InstanceKind(si), si))
+	key := journal.KeyOf(v1alpha1.InstanceKind(si), si)
+	holder, err := c.leases.AwaitFree(ctx, key)
 	if err != nil {
 		return nil, nil, unavailable("could not read the lock of instance %q: %v; nothing was changed: retry", si.Name, err)
 	}
 	if holder != nil {
 		metrics.LockContention(string(v1alpha1.InstanceKind(si)))
-		if !holder.About(si) {
+		if !holder.About(key) {
 			// A create elsewhere that names the instance's external id
 			// holds its lock for a moment, until it is refused.
 			return nil, nil, conflict("instance %q has a broker operation in flight (another object's, naming its external id); bind in a moment", si.Name)

@@ -102,25 +102,64 @@ func (e *externalIDs) free(ctx context.Context, user authenticationv1.UserInfo, 
 	if holder == nil {
 		return nil
 	}
-	word, group, resource := kindWord(kind), v1alpha1.GroupVersion.Group, resourceOf(kind)
+	held := lockstepKind(kind)
 	if t, ok := holder.(typedHeld); ok {
-		word, group, resource = t.GetKind(), t.GroupVersionKind().Group, t.plural
+		held = heldKind{word: t.GetKind(), group: t.GroupVersionKind().Group, resource: t.plural}
 	}
-	named, err := e.mayGet(ctx, user, group, resource, holder.GetNamespace(), holder.GetName())
+	named, err := e.mayName(ctx, user, held, holder.GetNamespace(), holder.GetName())
 	if err != nil {
 		return err
 	}
-	what := "another " + word + " in this cluster"
+	what := "another " + held.word + " in this cluster"
 	if named {
-		what = fmt.Sprintf("%s %q in namespace %q", word, holder.GetName(), holder.GetNamespace())
+		what = fmt.Sprintf("%s %q in namespace %q", held.word, holder.GetName(), holder.GetNamespace())
 	}
 	msg := fmt.Sprintf("external id %q is already held by %s: a broker's id belongs to one object; nothing was created and the broker was not called; "+
 		"leave spec.externalID out to get a new id, or name another one", id, what)
 	if named && v1alpha1.Adopting(obj) {
 		msg += fmt.Sprintf("; to adopt it here, let that %s go first without its broker: kubectl annotate %s %s -n %s %s=%s, then delete it",
-			word, resource, holder.GetName(), holder.GetNamespace(), v1alpha1.AnnotationReconcilePolicy, v1alpha1.PolicyDetachOnDelete)
+			held.word, held.resource, holder.GetName(), holder.GetNamespace(), v1alpha1.AnnotationReconcilePolicy, v1alpha1.PolicyDetachOnDelete)
 	}
 	return conflict("%s", msg)
+}
+
+// heldKind is the kind of an object that holds an external id, as a
+// refusal names it.
+type heldKind struct {
+	// word is the kind as a person reads it: instance, binding, or the
+	// name of a typed kind.
+	word string
+	// group and resource are what the requester is asked permission to
+	// get before the object is named; resource is empty when the kind is
+	// not known (a typed kind no longer served), and the object is not
+	// named then.
+	group, resource string
+}
+
+// lockstepKind is how a refusal names an object of kind, a ServiceInstance
+// or a ServiceBinding of lockstep.dev.
+func lockstepKind(kind v1alpha1.TargetKind) heldKind {
+	return heldKind{word: kindWord(kind), group: v1alpha1.GroupVersion.Group, resource: resourceOf(kind)}
+}
+
+// lockHolderKind is the kind of the object whose operation, holder, holds
+// the lock req asks for: the kind the lock names, or, for a lock written
+// without it, req's own. A typed kind's resource is its CRD's, from the
+// cache; a kind whose CRD cannot be read there is named without it, and
+// its object is not named.
+func (e *externalIDs) lockHolderKind(ctx context.Context, req brokercall.Request, holder *journal.Operation) heldKind {
+	kind, group := holder.Kind, holder.APIGroup
+	if kind == "" {
+		kind, group = req.Kind, req.APIGroup
+	}
+	if group == "" || group == v1alpha1.GroupVersion.Group {
+		return lockstepKind(kind)
+	}
+	held := heldKind{word: string(kind), group: group}
+	if k, ok, err := object.KindNamed(ctx, e.cache, group, string(kind)); err == nil && ok {
+		held.resource = k.Plural
+	}
+	return held
 }
 
 // holder returns the object of kind, other than obj, that holds id, or nil:
@@ -281,33 +320,38 @@ type TypedIndex interface {
 // by an operation on another object: a create that names the id of an
 // object being created or deleted (a create does not wait for it: see
 // journal.Intent.Creates), or any change of an object while such a create
-// holds its lock for a moment. It names the other object only to a
-// requester who may get it; nil when the holder is about the intent's
-// object itself.
+// holds its lock for a moment. The other object may be of another kind (a
+// ServiceInstance and the objects of typed kinds share the locks of
+// instance ids); it is named, with its kind, only to a requester who may
+// get it. Nil when the holder is about the intent's object itself.
 func (e *externalIDs) inFlight(ctx context.Context, req brokercall.Request, holder *journal.Operation) error {
-	if holder == nil || holder.About(req.Object) {
+	if holder == nil || holder.About(journal.KeyOf(req.Kind, req.Object)) {
 		return nil
 	}
-	named, err := e.mayGet(ctx, req.Who.User, v1alpha1.GroupVersion.Group, resourceOf(req.Kind), holder.Namespace, holder.Name)
+	held := e.lockHolderKind(ctx, req, holder)
+	named, err := e.mayName(ctx, req.Who.User, held, holder.Namespace, holder.Name)
 	if err != nil {
 		return err
 	}
-	what := "a change of another " + kindWord(req.Kind) + " that names it"
+	what := "a change of another " + held.word + " that names it"
 	if named {
-		what = fmt.Sprintf("a change of %s %q in namespace %q that names it (%s)", kindWord(req.Kind), holder.Name, holder.Namespace, holder)
+		what = fmt.Sprintf("a change of %s %q in namespace %q that names it (%s)", held.word, holder.Name, holder.Namespace, holder)
 	}
 	next := "retry when it has finished"
 	if req.ClaimsID() {
-		next += fmt.Sprintf(" (if the other %s keeps the id, name another one)", kindWord(req.Kind))
+		next += fmt.Sprintf(" (if the other %s keeps the id, name another one)", held.word)
 	}
 	return conflict("external id %q is in use: %s is in flight at the broker; nothing was changed: %s", v1alpha1.ExternalIDOf(req.Object), what, next)
 }
 
-// mayGet reports whether user may get the object namespace/name of
-// resource in group.
-func (e *externalIDs) mayGet(ctx context.Context, user authenticationv1.UserInfo, group, resource, namespace, name string) (bool, error) {
+// mayName reports whether user may get the object namespace/name of kind
+// held, and so be told which it is.
+func (e *externalIDs) mayName(ctx context.Context, user authenticationv1.UserInfo, held heldKind, namespace, name string) (bool, error) {
+	if held.resource == "" {
+		return false, nil
+	}
 	ok, err := allowed(ctx, e.access, user, authorizationv1.ResourceAttributes{
-		Namespace: namespace, Verb: "get", Group: group, Resource: resource, Name: name})
+		Namespace: namespace, Verb: "get", Group: held.group, Resource: held.resource, Name: name})
 	if err != nil {
 		return false, unavailable("%v; nothing was changed and the broker was not called: retry", err)
 	}

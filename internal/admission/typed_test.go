@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -26,6 +27,7 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/broker/fakebroker"
 	"github.com/lockstep-dev/lockstep/internal/broker/osbapi"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
+	"github.com/lockstep-dev/lockstep/internal/journal"
 	"github.com/lockstep-dev/lockstep/internal/typed/object"
 	"github.com/lockstep-dev/lockstep/internal/typed/render"
 )
@@ -472,6 +474,85 @@ func TestTypedKindAndServiceInstanceNeverShareAnExternalID(t *testing.T) {
 			require.False(t, resp.Allowed)
 			assert.Equal(t, int32(http.StatusConflict), resp.Result.Code)
 			assert.Contains(t, resp.Result.Message, `external id "ext-1" is already `+tt.message)
+			assert.Empty(t, h.broker.Calls())
+		})
+	}
+}
+
+// TestExternalIDInFlightForAnObjectOfAnotherKind: a ServiceInstance and
+// the objects of typed kinds share the locks of instance ids. A create
+// that finds the lock held for an object of another kind names that
+// object, with its kind, only to a requester who may get it as what it
+// is: the access check asks about the holder's resource, not the
+// requester's.
+func TestExternalIDInFlightForAnObjectOfAnotherKind(t *testing.T) {
+	typedHolder := journal.Key{Kind: "Db", APIGroup: render.Group, Namespace: "other", Name: "held", ExternalID: "ext-1"}
+	siHolder := journal.Key{Kind: v1alpha1.KindServiceInstance, Namespace: "other", Name: "held", ExternalID: "ext-1"}
+	tests := []struct {
+		name   string
+		side   side
+		holder journal.Key
+		// older strips the holder's kind from its lock, as a replica of
+		// a release that does not write it leaves it.
+		older bool
+		// unserved leaves the typed kind's CRD out.
+		unserved bool
+		access   grants
+		want     string
+		notWant  []string
+	}{
+		{name: "a ServiceInstance, a typed holder it may get", side: sides[0], holder: typedHolder, access: grants{"alice get dbs.services.lockstep.dev other/held"},
+			want: `external id "ext-1" is in use: a change of Db "held" in namespace "other" that names it (provision by "bob"`},
+		{name: "a ServiceInstance, a typed holder it may not get", side: sides[0], holder: typedHolder, access: grants{"alice get serviceinstances.lockstep.dev other/held"},
+			want:    `external id "ext-1" is in use: a change of another Db that names it is in flight at the broker; nothing was changed: retry when it has finished (if the other Db keeps the id, name another one)`,
+			notWant: []string{`"other"`, `"held"`, "bob"}},
+		{name: "a typed object, a ServiceInstance holder it may get", side: sides[1], holder: siHolder, access: grants{"alice get serviceinstances.lockstep.dev other/held"},
+			want: `external id "ext-1" is in use: a change of instance "held" in namespace "other" that names it (provision by "bob"`},
+		{name: "a typed object, a ServiceInstance holder it may not get", side: sides[1], holder: siHolder, access: grants{"alice get dbs.services.lockstep.dev other/held"},
+			want:    `external id "ext-1" is in use: a change of another instance that names it is in flight at the broker`,
+			notWant: []string{`"other"`, `"held"`, "bob"}},
+		{name: "a typed object, a typed holder it may get", side: sides[1], holder: typedHolder, access: grants{"alice get dbs.services.lockstep.dev other/held"},
+			want: `external id "ext-1" is in use: a change of Db "held" in namespace "other" that names it (provision by "bob"`},
+		{name: "a ServiceInstance, a typed holder of the same namespace and name", side: sides[0],
+			holder: journal.Key{Kind: "Db", APIGroup: render.Group, Namespace: "team", Name: "db", ExternalID: "ext-1"}, access: grants{"alice get dbs.services.lockstep.dev team/db"},
+			want: `external id "ext-1" is in use: a change of Db "db" in namespace "team" that names it (provision by "bob"`},
+		{name: "a ServiceInstance, a holder of a kind no longer served", side: sides[0], holder: typedHolder, unserved: true, access: grants{"* * * *"},
+			want:    `external id "ext-1" is in use: a change of another Db that names it is in flight at the broker`,
+			notWant: []string{`"held"`}},
+		{name: "a ServiceInstance, an older lock that names no kind: taken to be a ServiceInstance", side: sides[0], holder: siHolder, older: true,
+			access: grants{"alice get serviceinstances.lockstep.dev other/held"},
+			want:   `external id "ext-1" is in use: a change of instance "held" in namespace "other" that names it (provision by "bob"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var objects []runtime.Object
+			if !tt.unserved {
+				objects = append(objects, typedCRD(t))
+			}
+			h := newHarness(t, objects...)
+			h.deps.Access = tt.access
+			h.deps.Leases = &journal.Leases{Client: h.client, Namespace: "lockstep-system", Duration: time.Minute, Wait: time.Minute}
+			h.validator = NewInstanceValidator(h.deps, nil)
+			ctx := context.Background()
+			_, ok, err := h.deps.Leases.Acquire(ctx, tt.holder,
+				&journal.Operation{Verb: v1alpha1.VerbProvision, User: "bob", Started: time.Now(), Record: "held-provision-1"})
+			require.NoError(t, err)
+			require.True(t, ok)
+			if tt.older {
+				var lease coordinationv1.Lease
+				require.NoError(t, h.client.Get(ctx, client.ObjectKey{Namespace: "lockstep-system", Name: tt.holder.LeaseName()}, &lease))
+				delete(lease.Annotations, "lockstep.dev/kind")
+				delete(lease.Annotations, "lockstep.dev/group")
+				require.NoError(t, h.client.Update(ctx, &lease))
+			}
+			resp := tt.side.validator(h).Handle(ctx, tt.side.request(t, admissionv1.Create, nil, instance("small", ""), false))
+			h.answers.Wait()
+			require.False(t, resp.Allowed)
+			assert.Equal(t, int32(http.StatusConflict), resp.Result.Code)
+			assert.Contains(t, resp.Result.Message, tt.want)
+			for _, s := range tt.notWant {
+				assert.NotContains(t, resp.Result.Message, s)
+			}
 			assert.Empty(t, h.broker.Calls())
 		})
 	}

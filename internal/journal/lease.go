@@ -30,6 +30,12 @@ const (
 	// (locks all live in lockstep's namespace).
 	AnnotationNamespace = "lockstep.dev/namespace"
 	annotationName      = "lockstep.dev/name"
+	// annotationKind and annotationGroup name the kind of the object a
+	// lock locks, and its group when that is not lockstep.dev (a typed
+	// kind): objects of different kinds that name one external id share
+	// its lock.
+	annotationKind  = "lockstep.dev/kind"
+	annotationGroup = "lockstep.dev/group"
 	// annotationCarried holds the operation's record as it is to be
 	// written (JSON): the lock is the write-ahead record until the record
 	// itself is written. Every release reads it under this key, so that
@@ -50,9 +56,13 @@ const retryInterval = 50 * time.Millisecond
 // creates that name the same id, in any namespaces, contend for one lock,
 // so that at most one of them reaches the broker. Namespace and name say
 // which object holds the lock, for messages and for the operations
-// reconciler.
+// reconciler; Kind and APIGroup say of which kind it is (ServiceInstances
+// and the objects of typed kinds share the locks of instance ids).
 type Key struct {
-	Kind       v1alpha1.TargetKind
+	Kind v1alpha1.TargetKind
+	// APIGroup is Kind's group when it is not lockstep.dev: the group of
+	// typed kinds.
+	APIGroup   string
 	Namespace  string
 	Name       string
 	ExternalID string
@@ -61,15 +71,21 @@ type Key struct {
 // String is "Kind namespace/name".
 func (k Key) String() string { return string(k.Kind) + " " + k.Namespace + "/" + k.Name }
 
-// KeyOf is the key of the lock of obj, of kind.
+// KeyOf is the key of the lock of obj, of kind; its group is obj's (an
+// object of a typed kind, or its model, carries it in its TypeMeta).
 func KeyOf(kind v1alpha1.TargetKind, obj client.Object) Key {
-	return Key{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), ExternalID: v1alpha1.ExternalIDOf(obj)}
+	key := Key{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), ExternalID: v1alpha1.ExternalIDOf(obj)}
+	if group := obj.GetObjectKind().GroupVersionKind().Group; group != v1alpha1.GroupVersion.Group {
+		key.APIGroup = group
+	}
+	return key
 }
 
 // KeyOfRecord is the key of the lock of the object an operation's record
 // is about.
 func KeyOfRecord(op *v1alpha1.BrokerOperation) Key {
-	return Key{Kind: op.Spec.Target.Kind, Namespace: TargetNamespace(op), Name: op.Spec.Target.Name, ExternalID: op.Spec.Target.ExternalID}
+	t := op.Spec.Target
+	return Key{Kind: t.Kind, APIGroup: t.APIGroup, Namespace: TargetNamespace(op), Name: t.Name, ExternalID: t.ExternalID}
 }
 
 // LeaseName is the deterministic name of the key's Lease (all locks share
@@ -348,6 +364,11 @@ func (l *Leases) fill(lease *coordinationv1.Lease, key Key, op *Operation) {
 	lease.Annotations[annotationUser] = op.User
 	lease.Annotations[AnnotationNamespace] = key.Namespace
 	lease.Annotations[annotationName] = key.Name
+	lease.Annotations[annotationKind] = string(key.Kind)
+	delete(lease.Annotations, annotationGroup)
+	if key.APIGroup != "" {
+		lease.Annotations[annotationGroup] = key.APIGroup
+	}
 }
 
 // namespace is where the lock of key lives.
@@ -370,6 +391,9 @@ func (l *Leases) expired(lease *coordinationv1.Lease) bool {
 	return !l.clock().Now().Before(end)
 }
 
+// holderOf is the operation that holds lease. A lock written without its
+// object's kind (by a replica of a release that does not write it) names
+// the kind its carried record names, if any.
 func holderOf(lease *coordinationv1.Lease) *Operation {
 	op := &Operation{
 		Verb:      v1alpha1.Verb(lease.Annotations[annotationVerb]),
@@ -377,11 +401,16 @@ func holderOf(lease *coordinationv1.Lease) *Operation {
 		Record:    ptr.Deref(lease.Spec.HolderIdentity, ""),
 		Namespace: lease.Annotations[AnnotationNamespace],
 		Name:      lease.Annotations[annotationName],
+		Kind:      v1alpha1.TargetKind(lease.Annotations[annotationKind]),
+		APIGroup:  lease.Annotations[annotationGroup],
 	}
 	if lease.Spec.AcquireTime != nil {
 		op.Started = lease.Spec.AcquireTime.Time
 	}
 	op.Carried, _ = CarriedRecord(lease) // a lock whose record cannot be read carries none
+	if op.Kind == "" && op.Carried != nil {
+		op.Kind, op.APIGroup = op.Carried.Spec.Target.Kind, op.Carried.Spec.Target.APIGroup
+	}
 	return op
 }
 

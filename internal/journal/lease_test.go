@@ -249,3 +249,67 @@ func TestLeaseReleaseAtTheVersionWritten(t *testing.T) {
 		})
 	}
 }
+
+// A holder read back from a lock names the kind of the object it
+// changes, and its group when that is a typed kind's: a ServiceInstance
+// and the objects of typed kinds share the locks of instance ids. A lock
+// written without the kind (by a replica of a release that does not
+// write it) names the kind of the record it carries, or none.
+func TestLeaseHolderNamesItsKind(t *testing.T) {
+	typed := &v1alpha1.BrokerOperation{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "db-provision-1"},
+		Spec: v1alpha1.BrokerOperationSpec{Target: v1alpha1.OperationTarget{Kind: "Db", APIGroup: "services.lockstep.dev", Name: "db", ExternalID: "ext-1"}}}
+	tests := []struct {
+		name      string
+		key       Key
+		carried   *v1alpha1.BrokerOperation
+		older     bool
+		wantKind  v1alpha1.TargetKind
+		wantGroup string
+	}{
+		{name: "a ServiceInstance", key: Key{Kind: v1alpha1.KindServiceInstance, Namespace: "team", Name: "db", ExternalID: "ext-1"},
+			wantKind: v1alpha1.KindServiceInstance},
+		{name: "an object of a typed kind", key: Key{Kind: "Db", APIGroup: "services.lockstep.dev", Namespace: "team", Name: "db", ExternalID: "ext-1"},
+			wantKind: "Db", wantGroup: "services.lockstep.dev"},
+		{name: "an older lock, carrying its record", key: Key{Kind: "Db", APIGroup: "services.lockstep.dev", Namespace: "team", Name: "db", ExternalID: "ext-1"},
+			carried: typed, older: true, wantKind: "Db", wantGroup: "services.lockstep.dev"},
+		{name: "an older lock, carrying no record", key: Key{Kind: "Db", APIGroup: "services.lockstep.dev", Namespace: "team", Name: "db", ExternalID: "ext-1"},
+			older: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+			l := newLeases(t, clk)
+			ctx := context.Background()
+			_, ok, err := l.Acquire(ctx, tt.key, &Operation{Record: "db-provision-1", Verb: v1alpha1.VerbProvision, User: "bob", Started: clk.Now(), Carried: tt.carried})
+			require.NoError(t, err)
+			require.True(t, ok)
+			if tt.older {
+				var lease coordinationv1.Lease
+				require.NoError(t, l.Client.Get(ctx, l.objectKey(tt.key), &lease))
+				delete(lease.Annotations, annotationKind)
+				delete(lease.Annotations, annotationGroup)
+				require.NoError(t, l.Client.Update(ctx, &lease))
+			}
+			holder, err := l.Holder(ctx, tt.key)
+			require.NoError(t, err)
+			require.NotNil(t, holder)
+			assert.Equal(t, tt.wantKind, holder.Kind)
+			assert.Equal(t, tt.wantGroup, holder.APIGroup)
+			assert.Equal(t, "team", holder.Namespace)
+			assert.Equal(t, "db", holder.Name)
+		})
+	}
+}
+
+// KeyOf takes the group of a typed kind from the object (or its model),
+// and leaves lockstep.dev's empty.
+func TestKeyOfNamesTheGroupOfATypedKind(t *testing.T) {
+	si := &v1alpha1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "db"}, Spec: v1alpha1.ServiceInstanceSpec{ExternalID: "ext-1"}}
+	assert.Equal(t, Key{Kind: v1alpha1.KindServiceInstance, Namespace: "team", Name: "db", ExternalID: "ext-1"}, KeyOf(v1alpha1.KindServiceInstance, si))
+	si.APIVersion, si.Kind = "lockstep.dev/v1alpha1", "ServiceInstance"
+	assert.Empty(t, KeyOf(v1alpha1.KindServiceInstance, si).APIGroup)
+	si.APIVersion, si.Kind = "services.lockstep.dev/v1alpha1", "Db"
+	assert.Equal(t, Key{Kind: "Db", APIGroup: "services.lockstep.dev", Namespace: "team", Name: "db", ExternalID: "ext-1"}, KeyOf(v1alpha1.InstanceKind(si), si))
+	assert.Equal(t, KeyOf(v1alpha1.InstanceKind(si), si).LeaseName(), KeyOf(v1alpha1.KindServiceInstance, si).LeaseName(),
+		"a typed object and a ServiceInstance that name one id share its lock")
+}

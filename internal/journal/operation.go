@@ -5,7 +5,6 @@ import (
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 )
@@ -26,6 +25,13 @@ type Operation struct {
 	// holder read back from a lock: a lock keyed by an external id may be
 	// held for another object than the one asking for it.
 	Namespace, Name string
+	// Kind and APIGroup are the kind of that object, and its group when
+	// that is not lockstep.dev (a typed kind); Kind is empty for a holder
+	// read back from a lock that does not say (written by a replica of a
+	// release that does not write it), which is taken to be of the kind of
+	// the object asking.
+	Kind     v1alpha1.TargetKind
+	APIGroup string
 	// Carried is the operation's record as it is to be written, carried
 	// by the lock until the record itself is (see Carrier.Run); nil for
 	// a holder read back from a lock that carries none.
@@ -49,10 +55,16 @@ func (o *Operation) Repeats(change Change, user authenticationv1.UserInfo) bool 
 	return ChangeOf(o.Carried) == change && who.Username == user.Username && who.UID == user.UID
 }
 
-// About reports whether the operation changes obj (a holder read back
-// from a lock that does not name its object is taken to).
-func (o *Operation) About(obj client.Object) bool {
-	return o.Name == "" || (o.Namespace == obj.GetNamespace() && o.Name == obj.GetName())
+// About reports whether the operation changes the object key names (a
+// holder read back from a lock that does not name its object is taken
+// to; one that does not name its kind is taken to be of key's): objects
+// of different kinds may share a namespace, a name and a lock.
+func (o *Operation) About(key Key) bool {
+	if o.Name == "" {
+		return true
+	}
+	sameKind := o.Kind == "" || (o.Kind == key.Kind && o.APIGroup == key.APIGroup)
+	return sameKind && o.Namespace == key.Namespace && o.Name == key.Name
 }
 
 // String describes the operation for a person: verb, user, age, record.

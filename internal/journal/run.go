@@ -122,9 +122,10 @@ func (c *Carrier) Run(ctx context.Context, in Intent, call Call) Outcome {
 	leases.Client = counted
 	change := in.Change()
 	identical := false
-	holder, ok, err := leases.AcquireUnless(ctx, KeyOf(in.Kind, in.Target), op, func(holder *Operation) bool {
+	key := KeyOf(in.Kind, in.Target)
+	holder, ok, err := leases.AcquireUnless(ctx, key, op, func(holder *Operation) bool {
 		identical = c.identicalDone(ctx, in.Target.GetNamespace(), change, holder)
-		return identical || (in.Creates() && holder != nil && !holder.About(in.Target))
+		return identical || (in.Creates() && holder != nil && !holder.About(key))
 	})
 	out := Outcome{Writes: counted.taken()}
 	switch {
