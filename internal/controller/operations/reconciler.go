@@ -535,7 +535,9 @@ func (r *Reconciler) remove(ctx context.Context, op *v1alpha1.BrokerOperation, v
 // reapply sends the persisted spec of an instance back to the broker after
 // an update that the API server did not persist, as an update on behalf
 // of the operation's requester (brokercall.Reapply), with the instance's
-// context. The orphaned update may have left the broker on its plan: that
+// context. When the broker refuses it, and its instance
+// can be read, a 404 or 410 on reading it says that the broker no longer
+// holds the instance. The orphaned update may have left the broker on its plan: that
 // one is sent as the previous plan.
 func (r *Reconciler) reapply(ctx context.Context, op *v1alpha1.BrokerOperation, target client.Object) error {
 	si, ok := target.(*v1alpha1.ServiceInstance)
@@ -554,7 +556,16 @@ func (r *Reconciler) reapply(ctx context.Context, op *v1alpha1.BrokerOperation, 
 	if err != nil {
 		return err
 	}
-	return compensated(r.Protocol.Send(ctx, req, string(op.UID)), "apply the persisted spec again")
+	res := r.Protocol.Send(ctx, req, string(op.UID))
+	if res.Verdict == brokercall.Refused && req.Retrievable && !osbclient.IsNotFound(res.Err) && !osbclient.IsGone(res.Err) {
+		// A broker may refuse an update of an instance it no longer holds
+		// with another status than 404 (400 "does not exist"): its
+		// instance tells.
+		if _, err := r.Protocol.Fetch(ctx, req, string(op.UID)); osbclient.IsNotFound(err) || osbclient.IsGone(err) {
+			return err
+		}
+	}
+	return compensated(res, "apply the persisted spec again")
 }
 
 // namespaceGone reports whether the namespace name no longer exists; any

@@ -552,24 +552,31 @@ func TestOperationsOrphanedUpdateInANamespaceGone(t *testing.T) {
 // TestOperationsOrphanedUpdateOfAnInstanceTheBrokerNoLongerHolds: an
 // orphaned update is compensated by applying the persisted spec again;
 // when the broker answers that it no longer holds the instance (a delete
-// whose answer was lost carried it out), there is nothing to re-apply: the
+// whose answer was lost carried it out), or refuses the update and answers
+// 404 when its instance is read, there is nothing to re-apply: the
 // operation ends, and its lock goes, instead of asking for ever. Resync
 // reports the instance gone.
 func TestOperationsOrphanedUpdateOfAnInstanceTheBrokerNoLongerHolds(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		status int
+		held   bool // the broker still holds the instance (a read of it answers 200)
 		want   v1alpha1.OperationPhase
 	}{
 		{name: "404", status: http.StatusNotFound, want: v1alpha1.PhaseCompensated},
 		{name: "410", status: http.StatusGone, want: v1alpha1.PhaseCompensated},
-		{name: "another refusal is tried again", status: http.StatusUnprocessableEntity, want: v1alpha1.PhaseOrphaned},
+		{name: "400, and a read of the instance answers 404", status: http.StatusBadRequest, want: v1alpha1.PhaseCompensated},
+		{name: "another refusal of an instance the broker holds is tried again", status: http.StatusUnprocessableEntity, held: true, want: v1alpha1.PhaseOrphaned},
+		{name: "400 of an instance the broker holds is tried again", status: http.StatusBadRequest, held: true, want: v1alpha1.PhaseOrphaned},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			spec := v1alpha1.ServiceInstanceSpec{BrokerName: "acme", ServiceName: "db", PlanName: "small", ExternalID: "ext-1"}
 			si := &v1alpha1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "team", UID: "uid-1", Generation: 1}, Spec: spec}
 			h := newOpsHarness(t, si, opRecord("op", v1alpha1.VerbUpdate, v1alpha1.PhaseOrphaned, spec, time.Now()),
 				&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"}})
+			if tc.held {
+				h.broker.PutInstance(fakebroker.Instance{ID: "ext-1", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID})
+			}
 			h.broker.Script(fakebroker.OpUpdate, fakebroker.Respond{Status: tc.status, Description: "instance ext-1 does not exist"})
 
 			h.reconcile(t, "op")
