@@ -8,12 +8,13 @@ import (
 // delete that bypassed admission is still carried out at the broker.
 const Finalizer = "lockstep.dev/broker"
 
-// DefaultedLabel is put, with the value "true", on every object of a typed
-// kind when lockstep's mutating webhook has defaulted it. The webhook that
-// refills defaults on UPDATE selects only objects without it (an
-// objectSelector), so that the API server spends nothing on matching the
-// updates of objects already defaulted; a request that drops the label
-// gets it back with the defaults.
+// DefaultedLabel is put, with the value "true", on every ServiceInstance,
+// ServiceBinding and object of a typed kind when lockstep's mutating
+// webhook has defaulted it. The webhooks that refill defaults on UPDATE
+// select only objects without it (an objectSelector), so that the API
+// server spends nothing on matching the updates of objects already
+// defaulted; a request that drops the label gets it back with the
+// defaults.
 const DefaultedLabel = "lockstep.dev/defaulted"
 
 // Condition types used in the status of lockstep objects.

@@ -17,11 +17,13 @@ import (
 // admission.WithDefaulter, which decodes the request's object and answers
 // with the JSON patch from it to the defaulted one.
 //
-// On CREATE it fills in defaults and adds the lockstep.dev/broker finalizer.
-// On UPDATE it keeps defaulted fields a request left empty (so that a
-// `kubectl replace` without them does not look like a change) and restores
-// the finalizer, unless the object is being deleted: then it changes
-// nothing, so that finalizer removal is never undone.
+// On CREATE it fills in defaults, adds the lockstep.dev/broker finalizer
+// and labels the object v1alpha1.DefaultedLabel. On UPDATE (the API server
+// sends only those of objects without the label) it keeps defaulted fields
+// a request left empty (so that a `kubectl replace` without them does not
+// look like a change), restores the finalizer and the label, unless the
+// object is being deleted: then it changes nothing, so that finalizer
+// removal is never undone.
 type Defaulter[T client.Object] struct {
 	// New returns an empty object of the kind, to decode the old object into.
 	New func() T
@@ -46,6 +48,7 @@ func (d *Defaulter[T]) Default(ctx context.Context, obj T) error {
 	switch req.Operation {
 	case admissionv1.Create:
 		controllerutil.AddFinalizer(obj, v1alpha1.Finalizer)
+		labelDefaulted(obj)
 		return d.Defaults(ctx, obj)
 	case admissionv1.Update:
 		if obj.GetDeletionTimestamp() != nil {
@@ -62,7 +65,18 @@ func (d *Defaulter[T]) Default(ctx context.Context, obj T) error {
 			return nil
 		}
 		controllerutil.AddFinalizer(obj, v1alpha1.Finalizer)
+		labelDefaulted(obj)
 		d.Keep(old, obj)
 	}
 	return nil
+}
+
+// labelDefaulted labels obj as defaulted (v1alpha1.DefaultedLabel).
+func labelDefaulted(obj client.Object) {
+	labels := obj.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[v1alpha1.DefaultedLabel] = "true"
+	obj.SetLabels(labels)
 }

@@ -98,8 +98,11 @@ func TestInstanceDefaulter(t *testing.T) {
 			&v1alpha1.ServiceInstance{ObjectMeta: meta, Spec: v1alpha1.ServiceInstanceSpec{BrokerName: "acme", ExternalID: "x"}},
 			&v1alpha1.ServiceInstance{ObjectMeta: meta, Spec: v1alpha1.ServiceInstanceSpec{BrokerName: "acme", ExternalID: "x"}}, "acme", "x", []string{v1alpha1.Finalizer}, true},
 		{"update with every default set changes nothing", admissionv1.Update, nil,
+			&v1alpha1.ServiceInstance{ObjectMeta: defaultedMeta(meta), Spec: v1alpha1.ServiceInstanceSpec{BrokerName: "acme", ExternalID: "x"}},
+			&v1alpha1.ServiceInstance{ObjectMeta: defaultedMeta(meta), Spec: v1alpha1.ServiceInstanceSpec{BrokerName: "acme", ExternalID: "x"}}, "acme", "x", []string{v1alpha1.Finalizer}, false},
+		{"update of an object defaulted before the label: labelled", admissionv1.Update, nil,
 			&v1alpha1.ServiceInstance{ObjectMeta: withFinalizer(meta), Spec: v1alpha1.ServiceInstanceSpec{BrokerName: "acme", ExternalID: "x"}},
-			&v1alpha1.ServiceInstance{ObjectMeta: withFinalizer(meta), Spec: v1alpha1.ServiceInstanceSpec{BrokerName: "acme", ExternalID: "x"}}, "acme", "x", []string{v1alpha1.Finalizer}, false},
+			&v1alpha1.ServiceInstance{ObjectMeta: withFinalizer(meta), Spec: v1alpha1.ServiceInstanceSpec{BrokerName: "acme", ExternalID: "x"}}, "acme", "x", []string{v1alpha1.Finalizer}, true},
 		{"update of an object being deleted changes nothing", admissionv1.Update, nil,
 			&v1alpha1.ServiceInstance{ObjectMeta: deleting, Spec: v1alpha1.ServiceInstanceSpec{ExternalID: "x"}},
 			&v1alpha1.ServiceInstance{ObjectMeta: deleting}, "", "", []string{"example.com/other"}, false},
@@ -120,6 +123,7 @@ func TestInstanceDefaulter(t *testing.T) {
 				assert.Equal(t, tt.wantID, got.Spec.ExternalID)
 			}
 			assert.Equal(t, tt.finalizers, got.Finalizers)
+			assert.Equal(t, tt.obj.DeletionTimestamp == nil, got.Labels[v1alpha1.DefaultedLabel] == "true", "labelled as defaulted, unless being deleted")
 			assert.Equal(t, tt.obj.Name, got.Name, "the rest of the object is as sent")
 		})
 	}
@@ -148,7 +152,7 @@ func TestBindingDefaulter(t *testing.T) {
 			old: &v1alpha1.ServiceBinding{ObjectMeta: withFinalizer(meta), Spec: spec}, obj: &v1alpha1.ServiceBinding{ObjectMeta: withFinalizer(meta), Spec: v1alpha1.ServiceBindingSpec{InstanceName: "db"}},
 			want: spec, finalizers: []string{v1alpha1.Finalizer}, patched: true},
 		{name: "update with every default set changes nothing", op: admissionv1.Update,
-			old: &v1alpha1.ServiceBinding{ObjectMeta: withFinalizer(meta), Spec: spec}, obj: &v1alpha1.ServiceBinding{ObjectMeta: withFinalizer(meta), Spec: spec},
+			old: &v1alpha1.ServiceBinding{ObjectMeta: defaultedMeta(meta), Spec: spec}, obj: &v1alpha1.ServiceBinding{ObjectMeta: defaultedMeta(meta), Spec: spec},
 			want: spec, finalizers: []string{v1alpha1.Finalizer}},
 	}
 	for _, tt := range tests {
@@ -171,12 +175,21 @@ func TestBindingDefaulter(t *testing.T) {
 			}
 			assert.Equal(t, tt.want, got.Spec)
 			assert.Equal(t, tt.finalizers, got.Finalizers)
+			assert.Equal(t, "true", got.Labels[v1alpha1.DefaultedLabel], "labelled as defaulted")
 		})
 	}
 }
 
 func withFinalizer(m metav1.ObjectMeta) metav1.ObjectMeta {
 	m.Finalizers = []string{v1alpha1.Finalizer}
+	return m
+}
+
+// defaultedMeta is m as the defaulter leaves it: with lockstep's finalizer
+// and the defaulted label.
+func defaultedMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
+	m = withFinalizer(m)
+	m.Labels = map[string]string{v1alpha1.DefaultedLabel: "true"}
 	return m
 }
 

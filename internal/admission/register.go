@@ -107,21 +107,32 @@ func Register(srv webhook.Server, scheme *runtime.Scheme, h Handlers) {
 }
 
 // The mutating webhooks default on CREATE, and on UPDATE only restore the
-// finalizer and refill the defaulted fields a request left empty; they
-// change nothing on an object being deleted. Their matchCondition sends an
-// UPDATE only when there is something to restore or refill. timeoutSeconds
-// 5: defaulting is in-memory work (a UUID, a finalizer, a cached broker
-// list); if it takes longer something is wrong, and failing fast keeps
-// kubectl responsive. sideEffects None: they never call the broker.
+// finalizer, the defaulted label and the defaulted fields a request left
+// empty; they change nothing on an object being deleted. Each is two
+// entries on one path: every CREATE, and only the UPDATEs of objects
+// without v1alpha1.DefaultedLabel (an objectSelector, not a
+// matchCondition), not being deleted. An objectSelector is read from the
+// objects' labels as they are; a matchCondition makes the API server copy
+// the object and the old object for every update it matches, spec
+// changes and metadata-only ones alike. An update that drops the label is
+// sent, and gets the label back with the defaults; one that keeps it and
+// leaves out a defaulted field is refused by the CRD's create-only rules;
+// the reconcilers put back a finalizer taken off a labelled object
+// (brokered.RestoreFinalizer). timeoutSeconds 5: defaulting is in-memory
+// work (a UUID, a finalizer, a cached broker list); if it takes longer
+// something is wrong, and failing fast keeps kubectl responsive.
+// sideEffects None: they never call the broker.
 
-// +kubebuilder:webhook:path=/mutate-lockstep-dev-v1alpha1-serviceinstance,mutating=true,failurePolicy=fail,sideEffects=None,timeoutSeconds=5,reinvocationPolicy=Never,groups=lockstep.dev,resources=serviceinstances,verbs=create;update,versions=v1alpha1,name=serviceinstances.mutate.lockstep.dev,admissionReviewVersions=v1,serviceName=lockstep-webhook,serviceNamespace=LOCKSTEP_NAMESPACE,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","LOCKSTEP_NAMESPACE"]}]},"matchConditions":[{"name":"create-or-not-yet-defaulted","expression":"request.operation != 'UPDATE' || !(has(object.metadata.deletionTimestamp) || (has(object.metadata.finalizers) && 'lockstep.dev/broker' in object.metadata.finalizers && has(object.spec) && has(object.spec.externalID) && object.spec.externalID != '' && has(object.spec.brokerName) && object.spec.brokerName != ''))"}]}`
+// +kubebuilder:webhook:path=/mutate-lockstep-dev-v1alpha1-serviceinstance,mutating=true,failurePolicy=fail,sideEffects=None,timeoutSeconds=5,reinvocationPolicy=Never,groups=lockstep.dev,resources=serviceinstances,verbs=create,versions=v1alpha1,name=serviceinstances.mutate.lockstep.dev,admissionReviewVersions=v1,serviceName=lockstep-webhook,serviceNamespace=LOCKSTEP_NAMESPACE,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","LOCKSTEP_NAMESPACE"]}]}}`
+// +kubebuilder:webhook:path=/mutate-lockstep-dev-v1alpha1-serviceinstance,mutating=true,failurePolicy=fail,sideEffects=None,timeoutSeconds=5,reinvocationPolicy=Never,groups=lockstep.dev,resources=serviceinstances,verbs=update,versions=v1alpha1,name=serviceinstances-update.mutate.lockstep.dev,admissionReviewVersions=v1,serviceName=lockstep-webhook,serviceNamespace=LOCKSTEP_NAMESPACE,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","LOCKSTEP_NAMESPACE"]}]},"objectSelector":{"matchExpressions":[{"key":"lockstep.dev/defaulted","operator":"NotIn","values":["true"]}]},"matchConditions":[{"name":"not-being-deleted","expression":"!has(object.metadata.deletionTimestamp)"}]}`
 
 // InstanceDefaulterWebhook serves the ServiceInstance defaulter.
 func InstanceDefaulterWebhook(scheme *runtime.Scheme, d *Defaulter[Instance]) *admission.Webhook {
 	return defaulterWebhook(scheme, d, instanceKind)
 }
 
-// +kubebuilder:webhook:path=/mutate-lockstep-dev-v1alpha1-servicebinding,mutating=true,failurePolicy=fail,sideEffects=None,timeoutSeconds=5,reinvocationPolicy=Never,groups=lockstep.dev,resources=servicebindings,verbs=create;update,versions=v1alpha1,name=servicebindings.mutate.lockstep.dev,admissionReviewVersions=v1,serviceName=lockstep-webhook,serviceNamespace=LOCKSTEP_NAMESPACE,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","LOCKSTEP_NAMESPACE"]}]},"matchConditions":[{"name":"create-or-not-yet-defaulted","expression":"request.operation != 'UPDATE' || !(has(object.metadata.deletionTimestamp) || (has(object.metadata.finalizers) && 'lockstep.dev/broker' in object.metadata.finalizers && has(object.spec) && has(object.spec.externalID) && object.spec.externalID != '' && has(object.spec.secretName) && object.spec.secretName != ''))"}]}`
+// +kubebuilder:webhook:path=/mutate-lockstep-dev-v1alpha1-servicebinding,mutating=true,failurePolicy=fail,sideEffects=None,timeoutSeconds=5,reinvocationPolicy=Never,groups=lockstep.dev,resources=servicebindings,verbs=create,versions=v1alpha1,name=servicebindings.mutate.lockstep.dev,admissionReviewVersions=v1,serviceName=lockstep-webhook,serviceNamespace=LOCKSTEP_NAMESPACE,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","LOCKSTEP_NAMESPACE"]}]}}`
+// +kubebuilder:webhook:path=/mutate-lockstep-dev-v1alpha1-servicebinding,mutating=true,failurePolicy=fail,sideEffects=None,timeoutSeconds=5,reinvocationPolicy=Never,groups=lockstep.dev,resources=servicebindings,verbs=update,versions=v1alpha1,name=servicebindings-update.mutate.lockstep.dev,admissionReviewVersions=v1,serviceName=lockstep-webhook,serviceNamespace=LOCKSTEP_NAMESPACE,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","LOCKSTEP_NAMESPACE"]}]},"objectSelector":{"matchExpressions":[{"key":"lockstep.dev/defaulted","operator":"NotIn","values":["true"]}]},"matchConditions":[{"name":"not-being-deleted","expression":"!has(object.metadata.deletionTimestamp)"}]}`
 
 // BindingDefaulterWebhook serves the ServiceBinding defaulter.
 func BindingDefaulterWebhook(scheme *runtime.Scheme, d *Defaulter[Binding]) *admission.Webhook {
@@ -144,20 +155,13 @@ func BindingDefaulterWebhook(scheme *runtime.Scheme, d *Defaulter[Binding]) *adm
 // +kubebuilder:webhook:path=/validate-lockstep-dev-v1alpha1-serviceinstance,mutating=false,failurePolicy=fail,sideEffects=NoneOnDryRun,timeoutSeconds=30,groups=lockstep.dev,resources=serviceinstances,verbs=create;update;delete,versions=v1alpha1,name=serviceinstances.validate.lockstep.dev,admissionReviewVersions=v1,serviceName=lockstep-webhook,serviceNamespace=LOCKSTEP_NAMESPACE,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","LOCKSTEP_NAMESPACE"]}]},"matchConditions":[{"name":"not-metadata-only","expression":"request.operation != 'UPDATE' || (!has(oldObject.metadata.deletionTimestamp) && (!has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec))"}]}`
 
 // The webhooks of typed kinds are the instance webhooks for every resource
-// of group services.lockstep.dev, with the same settings: one rule covers
-// every kind lockstep renders, present and future, so that no webhook
-// configuration changes when an offering is activated. The status guard
-// covers their status too. The mutating webhook is two entries on one
-// path: every CREATE, and only the UPDATEs of objects without
-// v1alpha1.DefaultedLabel (an objectSelector, not a matchCondition), not
-// being deleted. An objectSelector is read from the objects' labels as
-// they are; a matchCondition makes the API server copy the object and the
-// old object for every update it matches, which is most of what an update
-// the CRD's own rules refuse would otherwise cost. An update that drops
-// the label is sent, and gets the label back with the defaults.
+// of group services.lockstep.dev, with the same settings and selectors:
+// one rule covers every kind lockstep renders, present and future, so
+// that no webhook configuration changes when an offering is activated.
+// The status guard covers their status too.
 
 // +kubebuilder:webhook:path=/mutate-services-lockstep-dev-v1alpha1-typed,mutating=true,failurePolicy=fail,sideEffects=None,timeoutSeconds=5,reinvocationPolicy=Never,groups=services.lockstep.dev,resources=*,verbs=create,versions=v1alpha1,name=typed.mutate.lockstep.dev,admissionReviewVersions=v1,serviceName=lockstep-webhook,serviceNamespace=LOCKSTEP_NAMESPACE,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","LOCKSTEP_NAMESPACE"]}]}}`
-// +kubebuilder:webhook:path=/mutate-services-lockstep-dev-v1alpha1-typed,mutating=true,failurePolicy=fail,sideEffects=None,timeoutSeconds=5,reinvocationPolicy=Never,groups=services.lockstep.dev,resources=*,verbs=update,versions=v1alpha1,name=typedupdate.mutate.lockstep.dev,admissionReviewVersions=v1,serviceName=lockstep-webhook,serviceNamespace=LOCKSTEP_NAMESPACE,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","LOCKSTEP_NAMESPACE"]}]},"objectSelector":{"matchExpressions":[{"key":"lockstep.dev/defaulted","operator":"NotIn","values":["true"]}]},"matchConditions":[{"name":"not-being-deleted","expression":"!has(object.metadata.deletionTimestamp)"}]}`
+// +kubebuilder:webhook:path=/mutate-services-lockstep-dev-v1alpha1-typed,mutating=true,failurePolicy=fail,sideEffects=None,timeoutSeconds=5,reinvocationPolicy=Never,groups=services.lockstep.dev,resources=*,verbs=update,versions=v1alpha1,name=typed-update.mutate.lockstep.dev,admissionReviewVersions=v1,serviceName=lockstep-webhook,serviceNamespace=LOCKSTEP_NAMESPACE,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","LOCKSTEP_NAMESPACE"]}]},"objectSelector":{"matchExpressions":[{"key":"lockstep.dev/defaulted","operator":"NotIn","values":["true"]}]},"matchConditions":[{"name":"not-being-deleted","expression":"!has(object.metadata.deletionTimestamp)"}]}`
 // +kubebuilder:webhook:path=/validate-services-lockstep-dev-v1alpha1-typed,mutating=false,failurePolicy=fail,sideEffects=NoneOnDryRun,timeoutSeconds=30,groups=services.lockstep.dev,resources=*,verbs=create;update;delete,versions=v1alpha1,name=typed.validate.lockstep.dev,admissionReviewVersions=v1,serviceName=lockstep-webhook,serviceNamespace=LOCKSTEP_NAMESPACE,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","LOCKSTEP_NAMESPACE"]}]},"matchConditions":[{"name":"not-metadata-only","expression":"request.operation != 'UPDATE' || (!has(oldObject.metadata.deletionTimestamp) && (!has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec))"}]}`
 // +kubebuilder:webhook:path=/validate-lockstep-dev-v1alpha1-status,mutating=false,failurePolicy=fail,sideEffects=None,timeoutSeconds=5,groups=services.lockstep.dev,resources=*/status,verbs=update,versions=v1alpha1,name=typedstatus.validate.lockstep.dev,admissionReviewVersions=v1,serviceName=lockstep-webhook,serviceNamespace=LOCKSTEP_NAMESPACE,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","LOCKSTEP_NAMESPACE"]}]},"matchConditions":[{"name":"not-lockstep","expression":"request.userInfo.username != \"system:serviceaccount:LOCKSTEP_NAMESPACE:lockstep\""}]}`
 

@@ -74,9 +74,7 @@ func (k *TypedKinds) model(ctx context.Context, req admission.Request) (admissio
 }
 
 // typedDefaulter is the mutating handler of typed kinds: the instance
-// Defaulter on the model, answered as a patch of the typed object. It
-// labels what it defaulted (v1alpha1.DefaultedLabel): on UPDATE the API
-// server sends it only objects without the label.
+// Defaulter on the model, answered as a patch of the typed object.
 type typedDefaulter struct {
 	kinds     *TypedKinds
 	defaulter *Defaulter[Instance]
@@ -112,7 +110,6 @@ func (h *typedDefaulter) Handle(ctx context.Context, req admission.Request) admi
 	if err := h.defaulter.Default(admission.NewContextWithRequest(ctx, modelReq), t.newModel); err != nil {
 		return refusal(err, nil)
 	}
-	metav1.SetMetaDataLabel(&t.newModel.ObjectMeta, v1alpha1.DefaultedLabel, "true")
 	if err := object.FromInstance(t.newModel, t.new); err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
 	}

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -41,6 +42,10 @@ func webhookRequests(t *testing.T) map[string]int {
 	return out
 }
 
+// dropDefaulted is a JSON patch that drops the defaulted label and
+// spec.externalID: the mutating webhook is sent it, and refills both.
+const dropDefaulted = `[{"op":"remove","path":"/metadata/labels/lockstep.dev~1defaulted"},{"op":"remove","path":"/spec/externalID"}]`
+
 // brokerDown makes every change at the test broker fail without an answer
 // (the connection closes).
 func brokerDown(b *fakebroker.Broker) {
@@ -57,9 +62,9 @@ func brokerDown(b *fakebroker.Broker) {
 //
 // A request lockstep answers is counted once its answer is written, which
 // may be just after kubectl has its result. So before and after each row
-// two fence requests follow that lockstep answers (a dry-run update leaving
-// a defaulted field empty, for the mutating webhook; a dry-run spec change,
-// for the validating one), and the counts are read once the fences are
+// two fence requests follow that lockstep answers (a dry-run update that
+// drops the defaulted label and a defaulted field, for the mutating
+// webhook; a dry-run spec change, for the validating one), and the counts are read once the fences are
 // counted: a call before them would have been counted first.
 func TestAPIServerSkipsRequestsWhoseAnswerIsKnown(t *testing.T) {
 	b := freshBroker(t)
@@ -72,7 +77,7 @@ func TestAPIServerSkipsRequestsWhoseAnswerIsKnown(t *testing.T) {
 	// at least from plus the fences.
 	fences := map[string]int{admission.MutateInstancePath: 1, admission.ValidateInstancePath: 1}
 	fenced := func(t *testing.T, from map[string]int) map[string]int {
-		r := kubectl(t, "", "patch", "serviceinstance", "fence", "-n", ns, "--dry-run=server", "--type=json", "-p", `[{"op":"remove","path":"/spec/externalID"}]`)
+		r := kubectl(t, "", "patch", "serviceinstance", "fence", "-n", ns, "--dry-run=server", "--type=json", "-p", dropDefaulted)
 		require.Equal(t, 0, r.ExitCode, r.Output())
 		r = kubectl(t, "", "patch", "serviceinstance", "fence", "-n", ns, "--dry-run=server", "--type=merge", "-p", `{"spec":{"planName":"large"}}`)
 		require.Equal(t, 0, r.ExitCode, r.Output())
@@ -151,13 +156,36 @@ func TestAPIServerSkipsRequestsWhoseAnswerIsKnown(t *testing.T) {
 			},
 		},
 		{
-			name: "update that leaves a defaulted field empty: refilled by the mutating webhook, then unchanged",
+			name: "update that drops the defaulted label and leaves a defaulted field empty: refilled by the mutating webhook, then unchanged",
 			do: func(t *testing.T, name string) result {
-				return kubectl(t, "", "patch", "serviceinstance", name, "-n", ns, "--type=json", "-p", `[{"op":"remove","path":"/spec/externalID"}]`)
+				return kubectl(t, "", "patch", "serviceinstance", name, "-n", ns, "--type=json", "-p", dropDefaulted)
 			},
 			calls: map[string]int{admission.MutateInstancePath: 1},
 			check: func(t *testing.T, name string) {
+				si := getInstance(t, ns, name)
+				assert.Equal(t, ns+"-"+name, si.Spec.ExternalID)
+				assert.Equal(t, "true", si.Labels[v1alpha1.DefaultedLabel])
+			},
+		},
+		{
+			name: "update of a defaulted object that leaves a defaulted field empty: refused by the API server's own rules",
+			do: func(t *testing.T, name string) result {
+				return kubectl(t, "", "patch", "serviceinstance", name, "-n", ns, "--type=json", "-p", `[{"op":"remove","path":"/spec/externalID"}]`)
+			},
+			refused: "spec.externalID: Forbidden: create-only field: it cannot be removed after the ServiceInstance is created; put the old value back",
+			check: func(t *testing.T, name string) {
 				assert.Equal(t, ns+"-"+name, getInstance(t, ns, name).Spec.ExternalID)
+			},
+		},
+		{
+			name: "lockstep's finalizer taken off an object not being deleted: put back by the reconciler",
+			do: func(t *testing.T, name string) result {
+				return kubectl(t, "", "patch", "serviceinstance", name, "-n", ns, "--type=json", "-p", `[{"op":"remove","path":"/metadata/finalizers"}]`)
+			},
+			check: func(t *testing.T, name string) {
+				assert.Eventually(t, func() bool {
+					return slices.Equal(getInstance(t, ns, name).Finalizers, []string{v1alpha1.Finalizer})
+				}, 20*time.Second, 100*time.Millisecond)
 			},
 		},
 		{

@@ -393,7 +393,7 @@ func TestTypedKindCreateOnlyChangeNeverReachesTheWebhook(t *testing.T) {
 		}, 10*time.Second, 50*time.Millisecond, "the fence is counted")
 		return got
 	}
-	mutating := []string{"typed.mutate.lockstep.dev", "typedupdate.mutate.lockstep.dev"}
+	mutating := []string{"typed.mutate.lockstep.dev", "typed-update.mutate.lockstep.dev"}
 	before := fenced()
 	evaluated := matchConditionEvaluations(t, mutating...)
 	for name, patch := range map[string]string{"kv1": `{"spec":{"parameters":{"region":"us"}}}`, "kv2": `{"spec":{"plan":"standard"}}`} {
