@@ -2,6 +2,7 @@ package env
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -59,7 +60,7 @@ func TestWebhookConfigsSkipLabelledNamespacesForInstancesOnly(t *testing.T) {
 	seen := map[string]bool{}
 	check := func(name string, sel *metav1.LabelSelector) {
 		seen[name] = true
-		if name == "serviceinstances.mutate.lockstep.dev" || name == "serviceinstances.validate.lockstep.dev" {
+		if strings.HasPrefix(name, "serviceinstances.") || strings.HasPrefix(name, "serviceinstances-update.") {
 			require.NotNil(t, sel, name)
 			assert.Contains(t, sel.MatchExpressions, skip, name)
 			return
@@ -78,7 +79,7 @@ func TestWebhookConfigsSkipLabelledNamespacesForInstancesOnly(t *testing.T) {
 			check(w.Name, w.NamespaceSelector)
 		}
 	}
-	for _, name := range []string{"serviceinstances.mutate.lockstep.dev", "serviceinstances.validate.lockstep.dev", "status.validate.lockstep.dev"} {
+	for _, name := range []string{"serviceinstances.mutate.lockstep.dev", "serviceinstances-update.mutate.lockstep.dev", "serviceinstances.validate.lockstep.dev", "status.validate.lockstep.dev"} {
 		assert.True(t, seen[name], "webhook %s is in deploy/webhook", name)
 	}
 }
