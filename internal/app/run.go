@@ -225,7 +225,7 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 	if err := instance.New(brokeredConfig).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the instance controller: %w", err)
 	}
-	if err := binding.New(brokeredConfig).SetupWithManager(mgr); err != nil {
+	if err := binding.New(brokeredConfig, mgr.GetCache()).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the binding controller: %w", err)
 	}
 	// The typed kinds' objects are informed on in every replica (admission
