@@ -116,6 +116,13 @@ func Logger(c Config) zap.Opts {
 // then, and committing one is mostly API server round trips.
 const operationWorkers = 8
 
+// brokeredWorkers is how many instances, bindings and typed kinds' objects
+// their controllers reconcile at once. It is not resync's broker-call
+// concurrency: resync.Limiter bounds the fetches at each broker, and a
+// reconcile is mostly API server round trips (a burst of new objects
+// waits on those, not on brokers).
+const brokeredWorkers = 8
+
 // Run starts the manager with the webhook server and blocks until ctx ends.
 func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 	scheme := Scheme()
@@ -213,12 +220,12 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 	brokeredConfig := brokered.Config{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespace: c.Namespace, Catalogs: catalogs,
 		Leases: leases, Protocol: own, Recorder: mgr.GetEventRecorderFor("lockstep"), Timeout: c.AdmissionBudget,
-		ResyncInterval: c.ResyncInterval, Limiter: limiter, Workers: c.ResyncBrokerConcurrency,
+		ResyncInterval: c.ResyncInterval, Limiter: limiter, Workers: brokeredWorkers,
 	}
 	if err := instance.New(brokeredConfig).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the instance controller: %w", err)
 	}
-	if err := binding.New(brokeredConfig).SetupWithManager(mgr); err != nil {
+	if err := binding.New(brokeredConfig, mgr.GetCache()).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the binding controller: %w", err)
 	}
 	// The typed kinds' objects are informed on in every replica (admission

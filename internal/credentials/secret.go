@@ -152,10 +152,11 @@ func Write(ctx context.Context, c client.Client, b *v1alpha1.ServiceBinding, o O
 }
 
 // Adopt gives the binding's Secret its controller ownerReference, once the
-// binding exists, so that the Secret goes with the binding.
-func Adopt(ctx context.Context, c client.Client, b *v1alpha1.ServiceBinding) error {
+// binding exists, so that the Secret goes with the binding (reader reads
+// it, c patches it).
+func Adopt(ctx context.Context, reader client.Reader, c client.Client, b *v1alpha1.ServiceBinding) error {
 	var s corev1.Secret
-	if err := c.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: b.Spec.SecretName}, &s); err != nil {
+	if err := reader.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: b.Spec.SecretName}, &s); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	if !Owned(&s, b) || metav1.GetControllerOf(&s) != nil {
@@ -173,10 +174,11 @@ func Adopt(ctx context.Context, c client.Client, b *v1alpha1.ServiceBinding) err
 
 // Delete removes the binding's Secret if lockstep owns it. The garbage
 // collector would do it too in a full cluster; doing it here makes the
-// credentials go with the unbind even where no garbage collector runs.
-func Delete(ctx context.Context, c client.Client, b *v1alpha1.ServiceBinding) error {
+// credentials go with the unbind even where no garbage collector runs
+// (reader reads it, c deletes it).
+func Delete(ctx context.Context, reader client.Reader, c client.Client, b *v1alpha1.ServiceBinding) error {
 	var s corev1.Secret
-	if err := c.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: b.Spec.SecretName}, &s); err != nil {
+	if err := reader.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: b.Spec.SecretName}, &s); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	if !Owned(&s, b) {

@@ -98,7 +98,7 @@ func TestAdoptGivesTheSecretItsController(t *testing.T) {
 	b := binding(strings.Repeat("b", 80), "1")
 	c := newClient(t)
 	require.NoError(t, Write(context.Background(), c, b, Offering{}, map[string]any{"k": "v"}))
-	require.NoError(t, Adopt(context.Background(), c, b))
+	require.NoError(t, Adopt(context.Background(), c, c, b))
 	var got corev1.Secret
 	require.NoError(t, c.Get(context.Background(), client.ObjectKey{Namespace: "team", Name: b.Spec.SecretName}, &got))
 	ref := metav1.GetControllerOf(&got)
@@ -108,7 +108,7 @@ func TestAdoptGivesTheSecretItsController(t *testing.T) {
 	assert.Equal(t, v1alpha1.GroupVersion.String(), ref.APIVersion)
 	assert.True(t, ref.BlockOwnerDeletion != nil && *ref.BlockOwnerDeletion, "the binding is deleted only after its Secret")
 	assert.Equal(t, b.Name, BindingName(&got))
-	require.NoError(t, Adopt(context.Background(), c, b), "adopting twice changes nothing")
+	require.NoError(t, Adopt(context.Background(), c, c, b), "adopting twice changes nothing")
 	require.NoError(t, c.Get(context.Background(), client.ObjectKey{Namespace: "team", Name: b.Spec.SecretName}, &got))
 	assert.Len(t, got.OwnerReferences, 1)
 }

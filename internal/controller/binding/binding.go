@@ -31,15 +31,20 @@ import (
 )
 
 // New returns the controller of ServiceBindings: the reconciler of
-// broker-backed objects, of this Kind.
-func New(c brokered.Config) *brokered.Reconciler[*v1alpha1.ServiceBinding, v1alpha1.ServiceBindingStatus] {
-	return &brokered.Reconciler[*v1alpha1.ServiceBinding, v1alpha1.ServiceBindingStatus]{Config: c, Kind: Kind{Client: c.Client}}
+// broker-backed objects, of this Kind. secrets reads the binding Secrets
+// lockstep wrote (the manager's cache, which holds only those); a Secret
+// not there is read through c.Client.
+func New(c brokered.Config, secrets client.Reader) *brokered.Reconciler[*v1alpha1.ServiceBinding, v1alpha1.ServiceBindingStatus] {
+	return &brokered.Reconciler[*v1alpha1.ServiceBinding, v1alpha1.ServiceBindingStatus]{Config: c,
+		Kind: Kind{Client: c.Client, Secrets: credentials.CacheFirst{Cache: secrets, Direct: c.Client}}}
 }
 
 // Kind is what is particular to ServiceBindings (see brokered.Kind).
 type Kind struct {
-	// Client reads a binding's instance, and reads and writes its Secret.
+	// Client reads a binding's instance, and writes its Secret.
 	Client client.Client
+	// Secrets reads the binding's Secret.
+	Secrets client.Reader
 }
 
 var _ brokered.Kind[*v1alpha1.ServiceBinding, v1alpha1.ServiceBindingStatus] = Kind{}
@@ -70,7 +75,7 @@ func bindingOfSecret(_ context.Context, o client.Object) []reconcile.Request {
 
 // Release deletes the binding's Secret (never one lockstep did not write).
 func (k Kind) Release(ctx context.Context, b *v1alpha1.ServiceBinding) error {
-	return credentials.Delete(ctx, k.Client, b)
+	return credentials.Delete(ctx, k.Secrets, k.Client, b)
 }
 
 // Instance reads the binding's instance: a ServiceInstance, or the model

@@ -64,7 +64,7 @@ func TestBindingReadySaysWhatHappened(t *testing.T) {
 					Labels: map[string]string{credentials.LabelBindingUID: "b-uid"}}})
 			}
 			c := controllertest.Cluster(t, objects...)
-			r := New(brokered.Config{Client: c})
+			r := New(brokered.Config{Client: c}, c)
 			_, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "team", Name: "creds"}})
 			require.NoError(t, err)
 			require.NoError(t, c.Get(context.Background(), client.ObjectKeyFromObject(b), b))

@@ -77,7 +77,7 @@ func TestBindingFinalizerReleasesTheSecret(t *testing.T) {
 			c, apiReader := controllertest.Clients(controllertest.Scheme(t), objs, tt.record, "creds-unbind-1", v1alpha1.VerbUnbind,
 				v1alpha1.OperationTarget{Kind: "ServiceBinding", Name: "creds", Namespace: "team", UID: "uid-b"})
 			r := New(brokered.Config{Client: c, APIReader: apiReader, Namespace: "lockstep-system", Catalogs: cache, Timeout: 5 * time.Second,
-				Protocol: controllertest.Protocol(c, "lockstep-system")})
+				Protocol: controllertest.Protocol(c, "lockstep-system")}, c)
 
 			ctx := context.Background()
 			_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "team", Name: "creds"}})

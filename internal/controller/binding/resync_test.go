@@ -28,7 +28,7 @@ type harness struct {
 func newHarness(t *testing.T, objects ...client.Object) *harness {
 	t.Helper()
 	h := &harness{Harness: controllertest.NewHarness(t, nil, objects...)}
-	h.R = New(h.Config)
+	h.R = New(h.Config, h.Config.Client)
 	return h
 }
 

@@ -42,10 +42,10 @@ func (Kind) FromJournal(_ *v1alpha1.ServiceBinding, status *v1alpha1.ServiceBind
 // broker no longer holds the binding (resync found it gone: its
 // credentials may no longer work).
 func (k Kind) Observe(ctx context.Context, b *v1alpha1.ServiceBinding, status *v1alpha1.ServiceBindingStatus) error {
-	if err := credentials.Adopt(ctx, k.Client, b); err != nil {
+	if err := credentials.Adopt(ctx, k.Secrets, k.Client, b); err != nil {
 		return err
 	}
-	stored, err := credentials.Stored(ctx, k.Client, b)
+	stored, err := credentials.Stored(ctx, k.Secrets, b)
 	if err != nil {
 		return err
 	}

@@ -79,7 +79,7 @@ var kinds = []kindCase{
 	},
 	{
 		kind: v1alpha1.KindServiceBinding, word: "binding", name: "creds", uid: "uid-b", deleteVerb: v1alpha1.VerbUnbind,
-		new:    func(c brokered.Config) reconcile.Reconciler { return binding.New(c) },
+		new:    func(c brokered.Config) reconcile.Reconciler { return binding.New(c, c.Client) },
 		object: func() client.Object { return boundBinding() },
 		others: func() []client.Object {
 			secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds", Namespace: "team",
