@@ -201,7 +201,7 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 		return err
 	}
 	poll := osbclient.PollOptions{MinInterval: c.PollInterval, MaxInterval: c.PollMaxInterval}
-	leases := &journal.Leases{Client: mgr.GetClient(), Namespace: c.Namespace, Duration: c.LockDuration, Wait: c.LockWait, Released: journal.NewReleased()}
+	leases := &journal.Leases{Client: mgr.GetClient(), Namespace: c.Namespace, Duration: c.LockDuration, Wait: c.LockWait, Released: journal.NewRecent(), Deleted: journal.NewRecent()}
 	records := &journal.Journal{Client: mgr.GetClient(), Namespace: c.Namespace, Recorder: mgr.GetEventRecorderFor("lockstep")}
 	limiter := &resync.Limiter{Concurrent: c.ResyncBrokerConcurrency, PerSecond: c.ResyncBrokerQPS}
 	// The broker calls lockstep makes on its own (corrections, finalizers,

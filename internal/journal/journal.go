@@ -351,6 +351,14 @@ type Change struct {
 	SpecHash string
 }
 
+// Deletes reports whether the change takes the object away at the broker.
+func (c Change) Deletes() bool {
+	return c.Verb == v1alpha1.VerbDeprovision || c.Verb == v1alpha1.VerbUnbind
+}
+
+// deleted names a delete carried out, as Leases.Deleted remembers it.
+func (c Change) deleted() string { return string(c.UID) + "/" + string(c.Verb) }
+
 // Creates reports whether the intent creates something at the broker under
 // its external id, or takes over what the broker holds there: a create
 // that finds the id's lock held for another object does not wait for it
@@ -405,7 +413,9 @@ const (
 
 // DeleteRecorded says what the journal records of the delete of the object
 // key with uid, so that a finalizer never repeats a delete that admission
-// carried out. home is lockstep's namespace. It reads cached first; then
+// carried out. home is lockstep's namespace. A delete this process carried
+// out at the broker (leases.Deleted) is confirmed with no read; otherwise
+// it reads cached first; then
 // the object's lock (nil leases to skip), which carries the operation until
 // its record is written after the reply; then direct (past the cache; nil
 // to skip): a record written a moment ago may not have reached the cache
@@ -413,6 +423,9 @@ const (
 // time. The lock is released only once the record is written, so one of
 // them tells.
 func DeleteRecorded(ctx context.Context, cached, direct client.Reader, leases *Leases, home string, key Key, uid types.UID, verb v1alpha1.Verb) (DeleteRecord, error) {
+	if leases != nil && leases.Deleted.has(Change{UID: uid, Verb: verb}.deleted()) {
+		return DeleteConfirmed, nil
+	}
 	recorded, err := deleteRecorded(ctx, CachedRecords, cached, home, key.Namespace, uid, verb)
 	if err != nil || recorded != DeleteNotRecorded {
 		return recorded, err

@@ -147,7 +147,12 @@ type Leases struct {
 	// saw released, or is releasing, so that releasing one of them again
 	// (the operations reconciler looks at every final record) costs no
 	// request.
-	Released *Released
+	Released *Recent
+	// Deleted, when set, remembers the objects whose delete (deprovision
+	// or unbind) this process carried out at the broker, so that their
+	// finalizers go without reading the journal or the lock
+	// (DeleteRecorded).
+	Deleted *Recent
 }
 
 // Acquire takes the lock of key for op. When another live operation holds

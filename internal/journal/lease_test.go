@@ -216,7 +216,7 @@ func TestLeaseReleaseAtTheVersionWritten(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
 			l := newLeases(t, clk)
-			l.Released = NewReleased()
+			l.Released = NewRecent()
 			reads := 0
 			l.Client = interceptor.NewClient(l.Client.(client.WithWatch), interceptor.Funcs{
 				Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {

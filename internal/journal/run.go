@@ -153,6 +153,9 @@ func (c *Carrier) Run(ctx context.Context, in Intent, call Call) Outcome {
 	var done *Change
 	if ans.Phase == v1alpha1.PhaseSucceeded {
 		done = &change
+		if change.Deletes() {
+			c.Leases.Deleted.remember(change.deleted())
+		}
 	}
 	target, version := in.Target, op.Version
 	c.After.run(draft.Name, done, func() {

@@ -2,6 +2,7 @@ package journal
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 )
@@ -292,6 +294,58 @@ func TestRunCommitsASuccessTheAPIServerHolds(t *testing.T) {
 			} else {
 				require.Len(t, got, 1)
 				assert.True(t, strings.HasPrefix(got[0], tt.wantEvent), got[0])
+			}
+		})
+	}
+}
+
+// A delete that this process carried out at the broker is remembered, so
+// that the object's finalizer goes without reading the journal or the
+// lock; nothing else is.
+func TestRunRemembersTheDeletesItCarriedOut(t *testing.T) {
+	tests := []struct {
+		name       string
+		verb       v1alpha1.Verb
+		answer     v1alpha1.OperationPhase
+		remembered bool
+	}{
+		{"deprovision done", v1alpha1.VerbDeprovision, v1alpha1.PhaseSucceeded, true},
+		{"unbind done", v1alpha1.VerbUnbind, v1alpha1.PhaseSucceeded, true},
+		{"deprovision refused", v1alpha1.VerbDeprovision, v1alpha1.PhaseFailed, false},
+		{"deprovision still running, or outcome unknown", v1alpha1.VerbDeprovision, v1alpha1.PhaseInProgress, false},
+		{"update done", v1alpha1.VerbUpdate, v1alpha1.PhaseSucceeded, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, _ := newCarrier(t)
+			c.Leases.Deleted = NewRecent()
+			si := dbInstance()
+			out := c.Run(context.Background(), intentFor(si, tt.verb), func() Answer { return Answer{Phase: tt.answer} })
+			require.True(t, out.Called())
+
+			reads := 0
+			unreadable := interceptor.Funcs{
+				Get: func(context.Context, client.WithWatch, client.ObjectKey, client.Object, ...client.GetOption) error {
+					reads++
+					return errors.New("read")
+				},
+				List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
+					reads++
+					return errors.New("read")
+				},
+			}
+			api := fake.NewClientBuilder().WithInterceptorFuncs(unreadable).Build()
+			leases := *c.Leases
+			leases.Client = api
+			got, err := DeleteRecorded(context.Background(), api, api, &leases, "lockstep-system",
+				KeyOf(v1alpha1.KindServiceInstance, si), si.UID, tt.verb)
+			if tt.remembered {
+				require.NoError(t, err)
+				assert.Equal(t, DeleteConfirmed, got)
+				assert.Zero(t, reads, "confirmed without a read")
+			} else {
+				assert.Error(t, err, "not remembered: the journal is read")
+				assert.NotZero(t, reads)
 			}
 		})
 	}
