@@ -57,6 +57,9 @@ type Sizes struct {
 	// Go benchmarks.
 	Benchtime  string
 	BenchCount int
+	// IdleWindow is how long the broker path watches lockstep idle, to
+	// tell an operation's cost from what lockstep does with nothing to do.
+	IdleWindow time.Duration
 	// StepTimeout bounds each load loop and each wait.
 	StepTimeout time.Duration
 }
@@ -81,7 +84,7 @@ func Full() Sizes {
 		BurstInstances: 2000, BurstClients: 16, BurstTimeout: 15 * time.Minute,
 		TypedOfferings: 50, TypedActivations: 7, APIResourcesRuns: 15, TypedRefusals: 2000,
 		Benchtime: "1s", BenchCount: 3,
-		StepTimeout: 5 * time.Minute,
+		StepTimeout: 5 * time.Minute, IdleWindow: 20 * time.Second,
 	}
 }
 
@@ -104,6 +107,6 @@ func Tiny() Sizes {
 		BurstInstances: 3, BurstClients: 4, BurstTimeout: 2 * time.Minute,
 		TypedOfferings: 3, TypedActivations: 2, APIResourcesRuns: 2, TypedRefusals: 8,
 		Benchtime: "1x", BenchCount: 1,
-		StepTimeout: time.Minute,
+		StepTimeout: time.Minute, IdleWindow: time.Second,
 	}
 }
