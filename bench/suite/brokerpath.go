@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/bench/env"
 	"github.com/lockstep-dev/lockstep/bench/loadgen"
 	"github.com/lockstep-dev/lockstep/bench/report"
 	"github.com/lockstep-dev/lockstep/internal/admission"
@@ -53,7 +54,8 @@ func (s *Suite) BrokerPath(ctx context.Context) (report.Section, error) {
 			"lockstep's admission makes before the broker call, straight from the benchmark to the same kube-apiserver, then makes the direct call.", n),
 		"The benchmark plays the API server's part around each review, untimed: the object exists (with its uid) before the provision " +
 			"review, and each allowed update and delete is then persisted. Between steps it waits until lockstep's reconciler committed every " +
-			"operation and released every lock, so that each request measures one uncontended operation.",
+			"operation, released every lock and wrote every object's status (or let a deleted one go), so that each request measures one " +
+			"uncontended operation and each step counts its own writes.",
 	}}
 	b, err := s.acmeBroker(ctx)
 	if err != nil {
@@ -266,19 +268,29 @@ func (s *Suite) brokerPathObjects(ctx context.Context, ns string, latency time.D
 	return out, nil
 }
 
-// reload reads the objects back as the API server now holds them (status
-// and resourceVersion written by lockstep's reconciler).
+// reload waits until lockstep's reconciler is done with every object
+// (its status says the generation the broker confirmed, or it is gone),
+// so that no write of one step is counted in the next, and reads the
+// objects back as the API server now holds them.
 func (s *Suite) reload(ctx context.Context, objects []*v1alpha1.ServiceInstance) ([]*v1alpha1.ServiceInstance, error) {
 	for i, si := range objects {
 		fresh := &v1alpha1.ServiceInstance{}
-		if err := s.Env.Client.Get(ctx, client.ObjectKeyFromObject(si), fresh); err != nil {
-			if client.IgnoreNotFound(err) == nil {
-				continue // deleted: the last step is done
+		gone := false
+		err := env.Poll(ctx, s.Sizes.StepTimeout, 10*time.Millisecond, func(ctx context.Context) (bool, error) {
+			err := s.Env.Client.Get(ctx, client.ObjectKeyFromObject(si), fresh)
+			if client.IgnoreNotFound(err) == nil && err != nil {
+				gone = true // deleted: the last step is done
+				return true, nil
 			}
-			return nil, fmt.Errorf("reading instance %s: %w", si.Name, err)
+			return err == nil && fresh.Status.ObservedGeneration == fresh.Generation, err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("waiting for lockstep's status of instance %s: %w", si.Name, err)
 		}
-		fresh.TypeMeta = si.TypeMeta
-		objects[i] = fresh
+		if !gone {
+			fresh.TypeMeta = si.TypeMeta
+			objects[i] = fresh
+		}
 	}
 	return objects, nil
 }
