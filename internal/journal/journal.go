@@ -423,7 +423,7 @@ const (
 // time. The lock is released only once the record is written, so one of
 // them tells.
 func DeleteRecorded(ctx context.Context, cached, direct client.Reader, leases *Leases, home string, key Key, uid types.UID, verb v1alpha1.Verb) (DeleteRecord, error) {
-	if leases != nil && leases.Deleted.has(Change{UID: uid, Verb: verb}.deleted()) {
+	if leases != nil && leases.Deleted.Has(Change{UID: uid, Verb: verb}.deleted()) {
 		return DeleteConfirmed, nil
 	}
 	recorded, err := deleteRecorded(ctx, CachedRecords, cached, home, key.Namespace, uid, verb)

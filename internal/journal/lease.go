@@ -237,19 +237,19 @@ func (l *Leases) Renew(ctx context.Context, key Key, record string) error {
 // no longer names a record never names it again (every operation names a
 // record of its own).
 func (l *Leases) Release(ctx context.Context, key Key, record string) error {
-	if l.Released.has(record) {
+	if l.Released.Has(record) {
 		return nil
 	}
 	var lease coordinationv1.Lease
 	if err := l.Client.Get(ctx, l.objectKey(key), &lease); err != nil {
 		if apierrors.IsNotFound(err) {
-			l.Released.remember(record)
+			l.Released.Remember(record)
 			return nil
 		}
 		return err
 	}
 	if ptr.Deref(lease.Spec.HolderIdentity, "") != record {
-		l.Released.remember(record)
+		l.Released.Remember(record)
 		return nil
 	}
 	return l.ReleaseAt(ctx, key, record, lease.ResourceVersion)
@@ -268,7 +268,7 @@ func (l *Leases) ReleaseAt(ctx context.Context, key Key, record, version string)
 	err := l.Client.Delete(ctx, lease, &client.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &version}})
 	switch {
 	case err == nil || apierrors.IsNotFound(err):
-		l.Released.remember(record)
+		l.Released.Remember(record)
 		return nil
 	case apierrors.IsConflict(err):
 		var current coordinationv1.Lease
@@ -276,7 +276,7 @@ func (l *Leases) ReleaseAt(ctx context.Context, key Key, record, version string)
 			return client.IgnoreNotFound(err)
 		}
 		if ptr.Deref(current.Spec.HolderIdentity, "") != record || current.ResourceVersion == version {
-			l.Released.remember(record)
+			l.Released.Remember(record)
 			return nil
 		}
 		return l.ReleaseAt(ctx, key, record, current.ResourceVersion)

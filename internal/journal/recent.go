@@ -8,8 +8,9 @@ const recentMemory = 4096
 
 // Recent remembers the newest recentMemory names this process saw
 // something happen to: the records whose locks it released, the objects
-// whose delete it carried out at the broker. Forgetting one only costs a
-// read.
+// whose delete it carried out at the broker, those whose finalizer it
+// removed. Forgetting one only costs a request. The zero Recent is
+// empty; a nil one remembers nothing.
 type Recent struct {
 	mu    sync.Mutex
 	names map[string]struct{}
@@ -21,12 +22,16 @@ func NewRecent() *Recent {
 	return &Recent{names: map[string]struct{}{}}
 }
 
-func (r *Recent) remember(name string) {
+// Remember adds name, forgetting the oldest when it holds recentMemory.
+func (r *Recent) Remember(name string) {
 	if r == nil || name == "" {
 		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.names == nil {
+		r.names = map[string]struct{}{}
+	}
 	if _, ok := r.names[name]; ok {
 		return
 	}
@@ -38,7 +43,8 @@ func (r *Recent) remember(name string) {
 	r.order = append(r.order, name)
 }
 
-func (r *Recent) has(name string) bool {
+// Has reports whether name is remembered.
+func (r *Recent) Has(name string) bool {
 	if r == nil {
 		return false
 	}
@@ -48,8 +54,8 @@ func (r *Recent) has(name string) bool {
 	return ok
 }
 
-// forget drops name: what was remembered did not happen after all.
-func (r *Recent) forget(name string) {
+// Forget drops name: what was remembered did not happen after all.
+func (r *Recent) Forget(name string) {
 	if r == nil {
 		return
 	}

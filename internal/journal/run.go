@@ -154,7 +154,7 @@ func (c *Carrier) Run(ctx context.Context, in Intent, call Call) Outcome {
 	if ans.Phase == v1alpha1.PhaseSucceeded {
 		done = &change
 		if change.Deletes() {
-			c.Leases.Deleted.remember(change.deleted())
+			c.Leases.Deleted.Remember(change.deleted())
 		}
 	}
 	target, version := in.Target, op.Version
@@ -207,10 +207,10 @@ func (c *Carrier) settle(ctx context.Context, draft *v1alpha1.BrokerOperation, t
 		// is written, and releases the lock of every final record: this
 		// release is announced first, so that it does not read the lock
 		// and release it a second time.
-		c.Leases.Released.remember(draft.Name)
+		c.Leases.Released.Remember(draft.Name)
 	}
 	if err := c.Journal.SetPhase(ctx, draft, about, ans); err != nil {
-		c.Leases.Released.forget(draft.Name)
+		c.Leases.Released.Forget(draft.Name)
 		c.Log.Info("could not record a broker answer; the operations reconciler settles it", "operation", draft.Name, "error", err.Error())
 		return
 	}
@@ -219,7 +219,7 @@ func (c *Carrier) settle(ctx context.Context, draft *v1alpha1.BrokerOperation, t
 	}
 	key := KeyOfRecord(draft)
 	if err := c.Leases.ReleaseAt(ctx, key, draft.Name, version); err != nil {
-		c.Leases.Released.forget(draft.Name)
+		c.Leases.Released.Forget(draft.Name)
 		c.Log.Info("could not release a lock; it is released at the next look at its record, or expires by itself", "lock", key.String(), "error", err.Error())
 	}
 }

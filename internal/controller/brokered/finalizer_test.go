@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -117,5 +118,48 @@ func TestFinalizer(t *testing.T) {
 				assert.Equal(t, []v1alpha1.OperationPhase{tt.wantRecord}, phases, "one record of the finalizer's delete")
 			})
 		}
+	}
+}
+
+// TestFinalizerRemovedOnce: a reconcile queued before the object went
+// (its record's writes queue one) may still find it, finalizer and all,
+// in the cache: the finalizer lockstep removed is not removed again.
+func TestFinalizerRemovedOnce(t *testing.T) {
+	for _, k := range kinds {
+		t.Run(k.word, func(t *testing.T) {
+			b, cache := controllertest.Broker(t, nil)
+			k.hold(b)
+			obj := k.object()
+			now := metav1.Now()
+			obj.SetDeletionTimestamp(&now)
+			obj.SetFinalizers([]string{v1alpha1.Finalizer, "keep"})
+			stale := obj.DeepCopyObject().(client.Object)
+			c, apiReader := controllertest.Clients(controllertest.Scheme(t), append([]client.Object{obj}, k.others()...),
+				&controllertest.Record{Namespace: "team", Phase: v1alpha1.PhaseCommitted}, k.name+"-delete-1", k.deleteVerb, k.target())
+			patches := 0
+			staleCache := interceptor.NewClient(c.(client.WithWatch), interceptor.Funcs{
+				Get: func(ctx context.Context, cl client.WithWatch, key client.ObjectKey, o client.Object, opts ...client.GetOption) error {
+					if key == k.key() && patches > 0 {
+						return cl.Scheme().Convert(stale.DeepCopyObject(), o, nil)
+					}
+					return cl.Get(ctx, key, o, opts...)
+				},
+				Patch: func(ctx context.Context, cl client.WithWatch, o client.Object, p client.Patch, opts ...client.PatchOption) error {
+					patches++
+					return cl.Patch(ctx, o, p, opts...)
+				},
+			})
+			r := k.new(brokered.Config{Client: staleCache, APIReader: apiReader, Namespace: "lockstep-system", Catalogs: cache,
+				Timeout: 5 * time.Second, Protocol: controllertest.Protocol(c, "lockstep-system")})
+
+			for range 2 {
+				_, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: k.key()})
+				require.NoError(t, err)
+			}
+			assert.Equal(t, 1, patches, "the finalizer removed once; the stale copy costs no request")
+			got := k.empty()
+			require.NoError(t, c.Get(context.Background(), k.key(), got))
+			assert.False(t, controllerutil.ContainsFinalizer(got, v1alpha1.Finalizer))
+		})
 	}
 }

@@ -13,6 +13,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	runtimecontroller "sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -62,6 +63,11 @@ type Reconciler[T client.Object, S any] struct {
 	Kind Kind[T, S]
 
 	schedule resync.Schedule
+	// finalized remembers the objects whose finalizer this process
+	// removed: a reconcile queued before the object went (by its
+	// record's writes) finds it in the cache a moment longer, and has
+	// nothing left to do.
+	finalized journal.Recent
 }
 
 // SetupWithManager registers the controller; it watches the objects, their
@@ -99,7 +105,14 @@ func (r *Reconciler[T, S]) Reconcile(ctx context.Context, req reconcile.Request)
 		return reconcile.Result{}, err
 	}
 	if obj.GetDeletionTimestamp() != nil {
-		return r.finalize(ctx, obj)
+		if r.finalized.Has(string(obj.GetUID())) {
+			return reconcile.Result{}, nil
+		}
+		res, err := r.finalize(ctx, obj)
+		if err == nil && !controllerutil.ContainsFinalizer(obj, v1alpha1.Finalizer) {
+			r.finalized.Remember(string(obj.GetUID()))
+		}
+		return res, err
 	}
 	if err := RestoreFinalizer(ctx, r.Client, obj); err != nil {
 		return reconcile.Result{}, fmt.Errorf("restoring lockstep's finalizer on %s: %w", r.named(obj), err)
