@@ -152,8 +152,33 @@ func NewInstanceValidator(d Deps, hooks *validate.Hooks[Instance]) *Validator[In
 
 // liveBindings refuses to delete an instance that still has bindings: the
 // broker would be asked to deprovision an instance with credentials out.
+// It reads the bindings of the instance's name only, through the index of
+// IndexBindingInstances: a namespace of thousands of bindings costs each
+// delete a lookup, not a copy of them all.
 type liveBindings struct {
 	reader client.Reader
+}
+
+// BindingInstanceField is the index of ServiceBindings by the name of the
+// instance they bind (spec.instanceName), of any kind.
+const BindingInstanceField = "spec.instanceName"
+
+// IndexBindingInstances registers BindingInstanceField with a cache's
+// indexer, before the cache starts.
+func IndexBindingInstances(ctx context.Context, indexer client.FieldIndexer) error {
+	if err := indexer.IndexField(ctx, &v1alpha1.ServiceBinding{}, BindingInstanceField, BindingInstance); err != nil {
+		return fmt.Errorf("indexing ServiceBindings by spec.instanceName: %w", err)
+	}
+	return nil
+}
+
+// BindingInstance is the index value of a binding: the name of the
+// instance it binds (for a fake client's WithIndex in tests too).
+func BindingInstance(o client.Object) []string {
+	if b, ok := o.(*v1alpha1.ServiceBinding); ok && b.Spec.InstanceName != "" {
+		return []string{b.Spec.InstanceName}
+	}
+	return nil
 }
 
 func (c *liveBindings) Name() string { return "live-bindings" }
@@ -164,7 +189,7 @@ func (c *liveBindings) Check(ctx context.Context, a *Attributes[Instance]) (fiel
 		return nil, nil, nil
 	}
 	var bindings v1alpha1.ServiceBindingList
-	if err := c.reader.List(ctx, &bindings, client.InNamespace(si.Namespace)); err != nil {
+	if err := c.reader.List(ctx, &bindings, client.InNamespace(si.Namespace), client.MatchingFields{BindingInstanceField: si.Name}); err != nil {
 		return nil, nil, unavailable("could not list the bindings of instance %q: %v; nothing was changed: retry", si.Name, err)
 	}
 	var names []string

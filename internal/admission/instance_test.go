@@ -65,7 +65,8 @@ func newInterceptedHarness(t testing.TB, funcs interceptor.Funcs, objects ...run
 	require.NoError(t, apiextensionsv1.AddToScheme(scheme))
 	builder := fake.NewClientBuilder().WithScheme(scheme).WithRuntimeObjects(objects...).
 		WithIndex(&v1alpha1.ServiceInstance{}, v1alpha1.FieldExternalID, ExternalIDIndex).
-		WithIndex(&v1alpha1.ServiceBinding{}, v1alpha1.FieldExternalID, ExternalIDIndex)
+		WithIndex(&v1alpha1.ServiceBinding{}, v1alpha1.FieldExternalID, ExternalIDIndex).
+		WithIndex(&v1alpha1.ServiceBinding{}, BindingInstanceField, BindingInstance)
 	// The objects of typed kinds are selectable by spec.externalID, as
 	// their CRDs declare.
 	for _, o := range objects {

@@ -170,6 +170,10 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 	if err := admission.IndexExternalIDs(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
+	// An instance's delete finds its bindings through this one.
+	if err := admission.IndexBindingInstances(ctx, mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
 	// /metrics also serves the serving certificate's expiry and what
 	// lockstep's objects say, read from the cache at every scrape.
 	metrics.ServeCertificateExpiry(c.CertDir)
