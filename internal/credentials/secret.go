@@ -126,18 +126,18 @@ func Write(ctx context.Context, c client.Client, b *v1alpha1.ServiceBinding, o O
 	if err != nil {
 		return err
 	}
-	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: b.Namespace, Name: b.Spec.SecretName}}
-	_, err = controllerutil.CreateOrUpdate(ctx, c, s, func() error {
-		if s.ResourceVersion == "" { // new: lockstep's from the start
-			s.Labels = map[string]string{LabelBindingUID: string(b.UID)}
-			s.Type = corev1.SecretTypeOpaque
-		} else if !Owned(s, b) {
-			return &TakenError{Namespace: b.Namespace, Name: s.Name}
-		}
-		s.Data = data
-		metav1.SetMetaDataAnnotation(&s.ObjectMeta, AnnotationBinding, b.Name)
-		return nil
-	})
+	// Created first, lockstep's from the start: a bind's Secret is almost
+	// always new, and the create needs no read before it. One that exists
+	// is read and rewritten only if lockstep wrote it for this binding.
+	s := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: b.Namespace, Name: b.Spec.SecretName,
+			Labels: map[string]string{LabelBindingUID: string(b.UID)}, Annotations: map[string]string{AnnotationBinding: b.Name}},
+		Type: corev1.SecretTypeOpaque, Data: data,
+	}
+	err = c.Create(ctx, s)
+	if apierrors.IsAlreadyExists(err) {
+		err = rewrite(ctx, c, b, data)
+	}
 	var taken *TakenError
 	if errors.As(err, &taken) {
 		return taken
@@ -149,6 +149,25 @@ func Write(ctx context.Context, c client.Client, b *v1alpha1.ServiceBinding, o O
 		ctrl.Log.WithName("credentials").Info("wrote a binding's credentials", "secret", s.Name, "credentials", creds)
 	}
 	return nil
+}
+
+// rewrite replaces the data of the binding's Secret that exists, if
+// lockstep wrote it for this binding.
+func rewrite(ctx context.Context, c client.Client, b *v1alpha1.ServiceBinding, data map[string][]byte) error {
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: b.Namespace, Name: b.Spec.SecretName}}
+	_, err := controllerutil.CreateOrUpdate(ctx, c, s, func() error {
+		if s.ResourceVersion != "" && !Owned(s, b) {
+			return &TakenError{Namespace: b.Namespace, Name: s.Name}
+		}
+		if s.ResourceVersion == "" { // gone since: lockstep's again
+			s.Labels = map[string]string{LabelBindingUID: string(b.UID)}
+			s.Type = corev1.SecretTypeOpaque
+		}
+		s.Data = data
+		metav1.SetMetaDataAnnotation(&s.ObjectMeta, AnnotationBinding, b.Name)
+		return nil
+	})
+	return err
 }
 
 // Adopt gives the binding's Secret its controller ownerReference, once the

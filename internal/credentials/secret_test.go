@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 )
@@ -40,19 +41,22 @@ func TestWrite(t *testing.T) {
 		binding  *v1alpha1.ServiceBinding
 		existing *corev1.Secret
 		wantErr  string
+		// wantGets are the reads before the write: none for a new Secret,
+		// which is created at once.
+		wantGets int
 	}{
 		{name: "a new Secret", binding: binding("db", "1")},
 		{name: "a binding name longer than a label value", binding: binding(long, "1")},
-		{name: "a Secret lockstep wrote for the same binding is rewritten", binding: binding("db", "1"),
+		{name: "a Secret lockstep wrote for the same binding is rewritten", binding: binding("db", "1"), wantGets: 1,
 			existing: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "db",
 				Labels: map[string]string{LabelBindingUID: "uid-1"}}, Data: map[string][]byte{"old": []byte("x")}}},
 		{name: "a Secret lockstep did not write is never overwritten", binding: binding("db", "1"),
 			existing: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "db"}, Data: map[string][]byte{"theirs": []byte("x")}},
-			wantErr:  `Secret "db" already exists in namespace "team" and lockstep did not write it for this binding`},
+			wantGets: 1, wantErr: `Secret "db" already exists in namespace "team" and lockstep did not write it for this binding`},
 		{name: "a Secret written for another binding is never overwritten", binding: binding("db", "1"),
 			existing: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "db",
 				Labels: map[string]string{LabelBindingUID: "uid-2"}}},
-			wantErr: "lockstep never overwrites it"},
+			wantGets: 1, wantErr: "lockstep never overwrites it"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -61,7 +65,15 @@ func TestWrite(t *testing.T) {
 				objects = append(objects, tt.existing)
 			}
 			c := newClient(t, objects...)
-			err := Write(context.Background(), c, tt.binding, Offering{}, map[string]any{"password": "s3cret", "port": 5432})
+			gets := 0
+			counted := interceptor.NewClient(c.(client.WithWatch), interceptor.Funcs{
+				Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+					gets++
+					return c.Get(ctx, key, obj, opts...)
+				},
+			})
+			err := Write(context.Background(), counted, tt.binding, Offering{}, map[string]any{"password": "s3cret", "port": 5432})
+			assert.Equal(t, tt.wantGets, gets, "reads before the write")
 
 			var got corev1.Secret
 			require.NoError(t, c.Get(context.Background(), client.ObjectKey{Namespace: "team", Name: tt.binding.Spec.SecretName}, &got))
