@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -48,6 +50,42 @@ func namespaceGone(err error) bool {
 	}
 	d := status.Status().Details
 	return d != nil && d.Kind == "namespaces"
+}
+
+// closingMemory is how long a namespace that refused a record, being
+// deleted or gone, has the records of its objects written straight to
+// lockstep's namespace: long enough for the deletes of a namespace's
+// objects, short enough that a namespace made again under the same name
+// soon has its records next to its objects again.
+const closingMemory = 30 * time.Second
+
+// closing remembers the namespaces that refused a record lately: the
+// deletion of a namespace of thousands of objects would otherwise ask it
+// once per record, each time refused, before writing the record at home.
+type closing struct {
+	mu   sync.Mutex
+	seen map[string]time.Time
+}
+
+func (c *closing) remember(namespace string, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.seen == nil {
+		c.seen = map[string]time.Time{}
+	}
+	for ns, at := range c.seen {
+		if now.Sub(at) > closingMemory {
+			delete(c.seen, ns)
+		}
+	}
+	c.seen[namespace] = now
+}
+
+func (c *closing) has(namespace string, now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	at, ok := c.seen[namespace]
+	return ok && now.Sub(at) <= closingMemory
 }
 
 // findRecord reads the record called name of an object in namespace: next

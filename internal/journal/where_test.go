@@ -211,3 +211,37 @@ func TestCachedRecordsReadTheIndex(t *testing.T) {
 	_, err = CachedRecords(context.Background(), noIndex, "lockstep-system", "team", "uid-1")
 	assert.Error(t, err, "a reader without the index (the API server) is read with Records")
 }
+
+// TestRecordsOfANamespaceBeingDeletedGoHomeAtOnce: once a namespace
+// refused a record because it is being deleted, the next records of its
+// objects are written in lockstep's namespace with one request, not two;
+// after a while the namespace is asked again (it may have been made anew).
+func TestRecordsOfANamespaceBeingDeletedGoHomeAtOnce(t *testing.T) {
+	api := terminatingNamespaces(t, "team")
+	creates := 0
+	counted := interceptor.NewClient(api.(client.WithWatch), interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			creates++
+			return c.Create(ctx, obj, opts...)
+		},
+	})
+	clk := clocktesting.NewFakePassiveClock(time.Now())
+	j := &Journal{Client: counted, Namespace: "lockstep-system", Clock: clk}
+	ctx := context.Background()
+	write := func(id string) *v1alpha1.BrokerOperation {
+		in := deleteIntent("team")
+		in.ID = id
+		op, err := j.Begin(ctx, in)
+		require.NoError(t, err)
+		return op
+	}
+
+	assert.Equal(t, "lockstep-system", write("0b6c5e2a-0001").Namespace)
+	assert.Equal(t, 2, creates, "refused next to the object, then written at home")
+	assert.Equal(t, "lockstep-system", write("0b6c5e2a-0002").Namespace)
+	assert.Equal(t, 3, creates, "written at home at once")
+
+	clk.SetTime(clk.Now().Add(closingMemory + time.Second))
+	assert.Equal(t, "lockstep-system", write("0b6c5e2a-0003").Namespace)
+	assert.Equal(t, 5, creates, "asked again after a while")
+}
