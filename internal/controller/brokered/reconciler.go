@@ -122,6 +122,9 @@ func (r *Reconciler[T, S]) Reconcile(ctx context.Context, req reconcile.Request)
 	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("reading the operation records of %s: %w", r.named(obj), err)
 	}
+	if waiting, after := awaitingAnswer(obj, records, time.Now()); waiting {
+		return reconcile.Result{RequeueAfter: after}, nil
+	}
 	r.Kind.FromJournal(obj, status, records)
 	var res reconcile.Result
 	if r.ResyncInterval > 0 {
@@ -133,6 +136,29 @@ func (r *Reconciler[T, S]) Reconcile(ctx context.Context, req reconcile.Request)
 		return reconcile.Result{}, err
 	}
 	return res, PatchStatus(ctx, r.Client, r.Kind.Kind(), obj, r.Kind.Status(obj), status)
+}
+
+// answerWait is how long a new object's status waits for the broker's
+// answer to reach its record: admission writes the record a moment after
+// its reply, and the object's first status then says it at once, in one
+// write, instead of a first write without it and a second with it.
+const answerWait = 5 * time.Second
+
+// awaitingAnswer reports whether obj, created less than answerWait ago,
+// has no record with the broker's answer yet, and when to look again (its
+// record's write queues it before that). An object created past
+// admission never gets one, and has its status written after the wait.
+func awaitingAnswer(obj client.Object, records []v1alpha1.BrokerOperation, now time.Time) (bool, time.Duration) {
+	for _, op := range records {
+		if op.Status.Phase != "" {
+			return false, 0
+		}
+	}
+	age := now.Sub(obj.GetCreationTimestamp().Time)
+	if age < 0 || age >= answerWait {
+		return false, 0
+	}
+	return true, answerWait - age
 }
 
 // target resolves where obj lives at its broker. wait says to wait for
