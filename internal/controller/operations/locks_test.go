@@ -100,8 +100,7 @@ func TestLocksScanGoesOnPastALockItCannotRestore(t *testing.T) {
 			return c.Create(ctx, obj, opts...)
 		},
 	})
-	j := *h.r.Journal
-	j.Client = failing
+	j := journal.Journal{Client: failing, Namespace: h.r.Journal.Namespace, Recorder: h.r.Journal.Recorder, Clock: h.r.Journal.Clock}
 	later := clocktesting.NewFakePassiveClock(h.clock.Now().Add(time.Minute))
 	locks := &Locks{Leases: h.r.Leases, Journal: &j, After: 30 * time.Second, Clock: later}
 
