@@ -166,6 +166,12 @@ func (a apiRequests) total() float64 {
 
 // perOperation formats the requests per operation, by method.
 func (a apiRequests) perOperation(ops int) string {
+	return a.per(float64(ops), 1, "in all")
+}
+
+// per formats the requests divided by divisor, with digits decimals, the
+// sum first (followed by all) and then by method.
+func (a apiRequests) per(divisor float64, digits int, all string) string {
 	if len(a) == 0 {
 		return "none"
 	}
@@ -174,9 +180,9 @@ func (a apiRequests) perOperation(ops int) string {
 		methods = append(methods, m)
 	}
 	sort.Strings(methods)
-	parts := []string{fmt.Sprintf("%.1f in all", a.total()/float64(ops))}
+	parts := []string{fmt.Sprintf("%.*f %s", digits, a.total()/divisor, all)}
 	for _, m := range methods {
-		parts = append(parts, fmt.Sprintf("%s %.1f", m, a[m]/float64(ops)))
+		parts = append(parts, fmt.Sprintf("%s %.*f", m, digits, a[m]/divisor))
 	}
 	return strings.Join(parts, ", ")
 }

@@ -3,8 +3,6 @@ package suite
 import (
 	"context"
 	"fmt"
-	"sort"
-	"strings"
 	"time"
 )
 
@@ -66,14 +64,5 @@ func (i *idle) String() string {
 	if i == nil {
 		return "not measured"
 	}
-	var methods []string
-	for m := range i.api {
-		methods = append(methods, m)
-	}
-	sort.Strings(methods)
-	parts := []string{fmt.Sprintf("%.2f requests a second", i.api.total())}
-	for _, m := range methods {
-		parts = append(parts, fmt.Sprintf("%s %.2f", m, i.api[m]))
-	}
-	return fmt.Sprintf("%s of CPU a second, %s (measured over %s)", dur(i.cpu), strings.Join(parts, ", "), i.over.Round(100*time.Millisecond))
+	return fmt.Sprintf("%s of CPU a second, requests a second: %s (measured over %s)", dur(i.cpu), i.api.per(1, 2, "in all"), i.over.Round(100*time.Millisecond))
 }

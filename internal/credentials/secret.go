@@ -134,9 +134,9 @@ func Write(ctx context.Context, c client.Client, b *v1alpha1.ServiceBinding, o O
 			Labels: map[string]string{LabelBindingUID: string(b.UID)}, Annotations: map[string]string{AnnotationBinding: b.Name}},
 		Type: corev1.SecretTypeOpaque, Data: data,
 	}
-	err = c.Create(ctx, s)
+	err = c.Create(ctx, s.DeepCopy())
 	if apierrors.IsAlreadyExists(err) {
-		err = rewrite(ctx, c, b, data)
+		err = rewrite(ctx, c, b, s)
 	}
 	var taken *TakenError
 	if errors.As(err, &taken) {
@@ -151,20 +151,21 @@ func Write(ctx context.Context, c client.Client, b *v1alpha1.ServiceBinding, o O
 	return nil
 }
 
-// rewrite replaces the data of the binding's Secret that exists, if
-// lockstep wrote it for this binding.
-func rewrite(ctx context.Context, c client.Client, b *v1alpha1.ServiceBinding, data map[string][]byte) error {
-	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: b.Namespace, Name: b.Spec.SecretName}}
+// rewrite gives the binding's Secret that exists the data of want, the
+// Secret as Write would create it, if lockstep wrote it for this binding
+// (and creates want, should it be gone since).
+func rewrite(ctx context.Context, c client.Client, b *v1alpha1.ServiceBinding, want *corev1.Secret) error {
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: want.Namespace, Name: want.Name}}
 	_, err := controllerutil.CreateOrUpdate(ctx, c, s, func() error {
-		if s.ResourceVersion != "" && !Owned(s, b) {
-			return &TakenError{Namespace: b.Namespace, Name: s.Name}
+		switch {
+		case s.ResourceVersion == "":
+			want.DeepCopyInto(s)
+		case !Owned(s, b):
+			return &TakenError{Namespace: s.Namespace, Name: s.Name}
+		default:
+			s.Data = want.Data
+			metav1.SetMetaDataAnnotation(&s.ObjectMeta, AnnotationBinding, b.Name)
 		}
-		if s.ResourceVersion == "" { // gone since: lockstep's again
-			s.Labels = map[string]string{LabelBindingUID: string(b.UID)}
-			s.Type = corev1.SecretTypeOpaque
-		}
-		s.Data = data
-		metav1.SetMetaDataAnnotation(&s.ObjectMeta, AnnotationBinding, b.Name)
 		return nil
 	})
 	return err

@@ -147,12 +147,11 @@ func (j *Journal) Begin(ctx context.Context, in Intent) (*v1alpha1.BrokerOperati
 // the lock first) is read into op instead.
 func (j *Journal) Write(ctx context.Context, op *v1alpha1.BrokerOperation) error {
 	draft := op.DeepCopy()
-	away := j.Namespace != "" && j.Namespace != op.Namespace
-	if away && j.closing.has(op.Namespace, j.clock().Now()) {
+	if j.Namespace != "" && j.closing.has(op.Namespace, j.clock().Now()) {
 		op.Namespace = j.Namespace // refused a moment ago: see below
 	}
 	err := j.Client.Create(ctx, op)
-	if err != nil && (terminating(err) || namespaceGone(err)) && away && op.Namespace != j.Namespace {
+	if err != nil && (terminating(err) || namespaceGone(err)) && j.Namespace != "" && j.Namespace != op.Namespace {
 		// The object's namespace is being deleted and takes no new
 		// objects, or is gone (a record written from the lock of an
 		// operation cut short); it is recorded in lockstep's namespace,
