@@ -39,6 +39,10 @@ type Options struct {
 	// BuildFlags are extra go build flags for the binaries (the harness
 	// test passes -race when it runs under it, to reuse its build cache).
 	BuildFlags []string
+	// Settings are LOCKSTEP_*=value variables given to every lockstep
+	// process the benchmarks start (LOCKSTEP_PPROF_ADDR=127.0.0.1:6060 to
+	// take a profile while one runs); a benchmark's own settings win.
+	Settings []string
 }
 
 // Env is a running benchmark environment. Stop it when done.
@@ -231,7 +235,7 @@ func (e *Env) MetricsURL() string {
 // benchmark's user allowed to write status (to seed objects as lockstep
 // would have left them).
 func (e *Env) lockstepEnv() []string {
-	return append(slices.Clone(e.runtimeEnv),
+	return append(append(slices.Clone(e.runtimeEnv),
 		"KUBECONFIG="+e.lockstepKubeconfig,
 		"LOCKSTEP_WEBHOOK_HOST=127.0.0.1",
 		"LOCKSTEP_WEBHOOK_PORT="+strconv.Itoa(e.webhookPort),
@@ -239,7 +243,7 @@ func (e *Env) lockstepEnv() []string {
 		"LOCKSTEP_METRICS_ADDR=127.0.0.1:"+strconv.Itoa(e.metricsPort),
 		"LOCKSTEP_HEALTH_ADDR=127.0.0.1:"+strconv.Itoa(e.healthPort),
 		"LOCKSTEP_STATUS_WRITERS="+e.Username,
-	)
+	), e.opts.Settings...)
 }
 
 // StartLockstep starts lockstep's webhook binary and waits until it is

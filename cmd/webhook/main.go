@@ -21,7 +21,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "lockstep:", err)
 		os.Exit(2)
 	}
-	ctrl.SetLogger(zap.New(app.Logger(cfg)))
+	ctrl.SetLogger(app.LazyValues(zap.New(app.Logger(cfg))))
 	restConfig, err := ctrl.GetConfig()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "lockstep: no cluster to talk to (set KUBECONFIG or run in a pod):", err)

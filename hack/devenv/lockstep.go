@@ -85,7 +85,7 @@ func startLockstep(ctx context.Context, o options, s *state, ports Ports, cp *co
 	if err != nil {
 		return nil, err
 	}
-	logger := zap.New(zap.WriteTo(logs.lockstep), app.Logger(cfg))
+	logger := app.LazyValues(zap.New(zap.WriteTo(logs.lockstep), app.Logger(cfg)))
 	ctrl.SetLogger(logger)
 	klog.SetLogger(logger.WithName("client-go"))
 	slog.SetDefault(slog.New(slog.NewTextHandler(logs.lockstep, nil)))

@@ -31,6 +31,16 @@ type stopSink struct {
 	stopping func() bool
 }
 
+// Init does nothing: the sink underneath was initialized when base was
+// made, and initializing it again would count logr's frame twice.
+func (s *stopSink) Init(logr.RuntimeInfo) {}
+
+// Info is written out, not promoted, so that this sink's frame is one
+// frame whatever the compiler does with promoted methods.
+func (s *stopSink) Info(level int, msg string, keysAndValues ...any) {
+	s.LogSink.Info(level, msg, keysAndValues...)
+}
+
 func (s *stopSink) Error(err error, msg string, keysAndValues ...any) {
 	if err != nil && err.Error() == errLeaderElectionLost && s.stopping() {
 		s.LogSink.Info(0, "stopped: gave the lead up", keysAndValues...)

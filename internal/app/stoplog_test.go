@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	"github.com/stretchr/testify/assert"
 )
@@ -28,4 +29,19 @@ func TestLeadGivenUpOnStopIsNoError(t *testing.T) {
 	assert.Contains(t, lines[1], `"msg"="stopped: gave the lead up"`)
 	assert.NotContains(t, lines[1], `"error"`, "on a normal stop: information")
 	assert.Contains(t, lines[2], `"error"="something else"`)
+}
+
+// The stop-aware logger names the line that logged, not a frame of its own.
+func TestQuietStopKeepsTheCaller(t *testing.T) {
+	record := func(lines *[]string) logr.Logger {
+		return funcr.New(func(prefix, args string) { *lines = append(*lines, prefix+" "+args) }, funcr.Options{LogCaller: funcr.All})
+	}
+	var want, got []string
+	logTwo := func(l logr.Logger) {
+		l.WithValues("a", 1).Info("hello")
+		l.WithName("n").Error(errors.New("boom"), "failed")
+	}
+	logTwo(record(&want))
+	logTwo(quietStop(context.Background(), record(&got)))
+	assert.Equal(t, want, got)
 }

@@ -37,7 +37,7 @@ func (cp *ControlPlane) RunLockstep(ctx context.Context, cfg app.Config, restCon
 	cfg.WebhookHost, cfg.WebhookPort, cfg.CertDir = wh.LocalServingHost, wh.LocalServingPort, wh.LocalServingCertDir
 
 	l := &Lockstep{Logs: &LogBuffer{}, done: make(chan struct{})}
-	logger := zap.New(zap.WriteTo(l.Logs), zap.UseDevMode(true))
+	logger := app.LazyValues(zap.New(zap.WriteTo(l.Logs), zap.UseDevMode(true)))
 	ctrl.SetLogger(logger)
 	klog.SetLogger(logger.WithName("client-go"))
 	// The embedded broker logs through slog's default logger.

@@ -54,6 +54,15 @@ func run(args []string) error {
 	keep := flags.Bool("keep", false, "keep the working directory (binaries, lockstep's log) for inspection")
 	before := flags.String("before", "", "a commit to compare with: its lockstep runs the admission, e2e, broker, journal and burst benchmarks first, "+
 		"and the results end with their targets side by side")
+	var settings []string
+	flags.Func("set", "a LOCKSTEP_*=value setting for every lockstep the benchmarks start, repeatable "+
+		"(-set LOCKSTEP_PPROF_ADDR=127.0.0.1:6060 serves Go's profiles while they run)", func(v string) error {
+		if !strings.HasPrefix(v, "LOCKSTEP_") || !strings.Contains(v, "=") {
+			return fmt.Errorf("%q: want LOCKSTEP_NAME=value", v)
+		}
+		settings = append(settings, v)
+		return nil
+	})
 	if err := flags.Parse(args); err != nil {
 		return err
 	}
@@ -110,7 +119,7 @@ func run(args []string) error {
 			return errors.New("no control plane binaries for " + strings.Join(envNames(benchmarks), ", ") +
 				": set KUBEBUILDER_ASSETS or -assets (`bash hack/testbin.sh` prints the directory)")
 		}
-		e, err := env.Start(ctx, env.Options{Root: *root, Assets: *assets, Progress: os.Stderr, Keep: *keep})
+		e, err := env.Start(ctx, env.Options{Root: *root, Assets: *assets, Progress: os.Stderr, Keep: *keep, Settings: settings})
 		if err != nil {
 			return err
 		}
