@@ -439,6 +439,10 @@ func admissionWritesTarget(what string, before, after *scrapes) report.Target {
 const (
 	maxRequestsPerOperation = 5
 	maxCPUPerOperation      = 3 * time.Millisecond
+	// idleResolution is how many requests a step's count beyond idle may
+	// be off by: one renewal of the leader's Lease, estimated from the
+	// idle rate rather than counted.
+	idleResolution = 1.0
 )
 
 // operationCostTargets checks what one operation cost, all of lockstep's
@@ -446,9 +450,14 @@ const (
 // what lockstep does idling in the same time.
 func operationCostTargets(what string, api apiRequests, cpu time.Duration, ops int) []report.Target {
 	requests := api.total() / float64(ops)
+	// What idling would have sent is estimated from a rate (Lease renewals
+	// on their own timers), so a step's count beyond idle is known to about
+	// one request: the target holds within one request over
+	// the whole step, not one per operation.
+	within := api.total() <= float64(maxRequestsPerOperation*ops)+idleResolution
 	return []report.Target{
-		report.Check(what+": lockstep's requests to kube-apiserver, per operation", fmt.Sprintf("<= %d", maxRequestsPerOperation),
-			fmt.Sprintf("%.2f (%s)", requests, api.perOperation(ops)), requests <= maxRequestsPerOperation),
+		report.Check(what+": lockstep's requests to kube-apiserver, per operation", fmt.Sprintf("<= %d (to within %.0f request over the step's %d)", maxRequestsPerOperation, idleResolution, ops),
+			fmt.Sprintf("%.2f (%s)", requests, api.perOperation(ops)), within),
 		report.Check(what+": lockstep's CPU, per operation", "<= "+dur(maxCPUPerOperation), dur(cpu), cpu <= maxCPUPerOperation),
 	}
 }

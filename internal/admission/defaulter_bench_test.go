@@ -16,7 +16,8 @@ import (
 )
 
 // BenchmarkInstanceDefaulter measures the mutating webhook's handler on a
-// create as kubectl sends it: the finalizer and the external id to add.
+// create as kubectl sends it: the label, the finalizer and the external id
+// to add.
 func BenchmarkInstanceDefaulter(b *testing.B) {
 	scheme := runtime.NewScheme()
 	if err := v1alpha1.AddToScheme(scheme); err != nil {
@@ -38,7 +39,7 @@ func BenchmarkInstanceDefaulter(b *testing.B) {
 	b.ReportAllocs()
 	stopCPU := cputime.Start(b)
 	for b.Loop() {
-		if resp := wh.Handle(context.Background(), req); !resp.Allowed || len(resp.Patches) != 2 {
+		if resp := wh.Handle(context.Background(), req); !resp.Allowed || len(resp.Patches) != 3 {
 			b.Fatalf("allowed %v, patches %v", resp.Allowed, resp.Patches)
 		}
 	}
