@@ -102,7 +102,7 @@ func (k Key) LeaseName() string {
 	}
 	if k.ExternalID != "" {
 		name := prefix + k.ExternalID
-		if len(validation.IsDNS1123Subdomain(name)) == 0 {
+		if plainName(name) || len(validation.IsDNS1123Subdomain(name)) == 0 {
 			return name
 		}
 		sum := sha256.Sum256([]byte(k.ExternalID))
@@ -114,6 +114,23 @@ func (k Key) LeaseName() string {
 	}
 	sum := sha256.Sum256([]byte(k.Namespace + "/" + k.Name))
 	return strings.TrimRight(name[:253-17], "-.") + "-" + hex.EncodeToString(sum[:8])
+}
+
+// plainName reports, without a regular expression, whether name is a
+// valid object name made of lowercase letters, digits and inner dashes
+// only, as every lock of a generated (UUID) external id is; a name it
+// does not recognize is checked by the API machinery's validation.
+func plainName(name string) bool {
+	if name == "" || len(name) > validation.DNS1123SubdomainMaxLength || name[len(name)-1] == '-' || name[0] == '-' {
+		return false
+	}
+	for i := range len(name) {
+		c := name[i]
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' {
+			return false
+		}
+	}
+	return true
 }
 
 // notNameChars are the runs of characters of a lowercased external id

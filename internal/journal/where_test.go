@@ -3,6 +3,7 @@ package journal
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -244,4 +245,26 @@ func TestRecordsOfANamespaceBeingDeletedGoHomeAtOnce(t *testing.T) {
 	clk.SetTime(clk.Now().Add(closingMemory + time.Second))
 	assert.Equal(t, "lockstep-system", write("0b6c5e2a-0003").Namespace)
 	assert.Equal(t, 5, creates, "asked again after a while")
+}
+
+// plainName never calls a name valid that the API machinery refuses: it
+// is a shortcut for the common lock name, not a second rule.
+func TestPlainNameIsNeverLooserThanValidation(t *testing.T) {
+	for _, name := range []string{"lockstep-instance-0f764f28-a291-41a2-b60e-c19171f95d27", "a", "a-", "-a", "a.b", "A", "a_b", "", strings.Repeat("a", 253), strings.Repeat("a", 254)} {
+		if plainName(name) {
+			assert.Empty(t, validation.IsDNS1123Subdomain(name), name)
+		}
+	}
+	assert.True(t, plainName("lockstep-instance-0f764f28-a291-41a2-b60e-c19171f95d27"), "a generated id takes the shortcut")
+	rnd := rand.New(rand.NewPCG(1, 2))
+	const alphabet = "ab09-._A"
+	for range 5000 {
+		b := make([]byte, 1+rnd.IntN(260))
+		for i := range b {
+			b[i] = alphabet[rnd.IntN(len(alphabet))]
+		}
+		if name := string(b); plainName(name) {
+			assert.Empty(t, validation.IsDNS1123Subdomain(name), name)
+		}
+	}
 }
