@@ -171,22 +171,33 @@ func rewrite(ctx context.Context, c client.Client, b *v1alpha1.ServiceBinding, w
 	return err
 }
 
-// Adopt gives the binding's Secret its controller ownerReference, once the
-// binding exists, so that the Secret goes with the binding (reader reads
-// it, c patches it).
-func Adopt(ctx context.Context, reader client.Reader, c client.Client, b *v1alpha1.ServiceBinding) error {
+// Find reads the binding's Secret (reader reads it): nil when there is
+// none.
+func Find(ctx context.Context, reader client.Reader, b *v1alpha1.ServiceBinding) (*corev1.Secret, error) {
 	var s corev1.Secret
-	if err := reader.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: b.Spec.SecretName}, &s); err != nil {
-		return client.IgnoreNotFound(err)
+	err := reader.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: b.Spec.SecretName}, &s)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
 	}
-	if !Owned(&s, b) || metav1.GetControllerOf(&s) != nil {
+	if err != nil {
+		return nil, fmt.Errorf("reading Secret %q: %w", b.Spec.SecretName, err)
+	}
+	return &s, nil
+}
+
+// Adopt gives s, the binding's Secret as Find read it, its controller
+// ownerReference once the binding exists, so that the Secret goes with the
+// binding (c patches it). A Secret that is not lockstep's for this
+// binding, already adopted, or none (nil), is left as it is.
+func Adopt(ctx context.Context, c client.Client, b *v1alpha1.ServiceBinding, s *corev1.Secret) error {
+	if s == nil || !Owned(s, b) || metav1.GetControllerOf(s) != nil {
 		return nil
 	}
 	patch := client.MergeFrom(s.DeepCopy())
-	if err := controllerutil.SetControllerReference(b, &s, c.Scheme()); err != nil {
+	if err := controllerutil.SetControllerReference(b, s, c.Scheme()); err != nil {
 		return fmt.Errorf("adopting Secret %q: %w", s.Name, err)
 	}
-	if err := c.Patch(ctx, &s, patch); err != nil {
+	if err := c.Patch(ctx, s, patch); err != nil {
 		return fmt.Errorf("adopting Secret %q: %w", s.Name, err)
 	}
 	return nil
@@ -212,18 +223,10 @@ func Delete(ctx context.Context, reader client.Reader, c client.Client, b *v1alp
 	return nil
 }
 
-// Stored reports whether the binding's Secret exists and lockstep wrote it
-// for this binding.
-func Stored(ctx context.Context, reader client.Reader, b *v1alpha1.ServiceBinding) (bool, error) {
-	var s corev1.Secret
-	err := reader.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: b.Spec.SecretName}, &s)
-	if apierrors.IsNotFound(err) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("reading Secret %q: %w", b.Spec.SecretName, err)
-	}
-	return Owned(&s, b), nil
+// Stored reports whether s, the binding's Secret as Find read it, exists
+// and lockstep wrote it for this binding.
+func Stored(s *corev1.Secret, b *v1alpha1.ServiceBinding) bool {
+	return s != nil && Owned(s, b)
 }
 
 // DeleteByUID removes the Secret lockstep wrote for the binding with uid,

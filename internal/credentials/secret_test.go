@@ -110,7 +110,7 @@ func TestAdoptGivesTheSecretItsController(t *testing.T) {
 	b := binding(strings.Repeat("b", 80), "1")
 	c := newClient(t)
 	require.NoError(t, Write(context.Background(), c, b, Offering{}, map[string]any{"k": "v"}))
-	require.NoError(t, Adopt(context.Background(), c, c, b))
+	require.NoError(t, Adopt(context.Background(), c, b, find(t, c, b)))
 	var got corev1.Secret
 	require.NoError(t, c.Get(context.Background(), client.ObjectKey{Namespace: "team", Name: b.Spec.SecretName}, &got))
 	ref := metav1.GetControllerOf(&got)
@@ -120,7 +120,15 @@ func TestAdoptGivesTheSecretItsController(t *testing.T) {
 	assert.Equal(t, v1alpha1.GroupVersion.String(), ref.APIVersion)
 	assert.True(t, ref.BlockOwnerDeletion != nil && *ref.BlockOwnerDeletion, "the binding is deleted only after its Secret")
 	assert.Equal(t, b.Name, BindingName(&got))
-	require.NoError(t, Adopt(context.Background(), c, c, b), "adopting twice changes nothing")
+	require.NoError(t, Adopt(context.Background(), c, b, find(t, c, b)), "adopting twice changes nothing")
 	require.NoError(t, c.Get(context.Background(), client.ObjectKey{Namespace: "team", Name: b.Spec.SecretName}, &got))
 	assert.Len(t, got.OwnerReferences, 1)
+}
+
+// find reads the binding's Secret with Find.
+func find(t *testing.T, r client.Reader, b *v1alpha1.ServiceBinding) *corev1.Secret {
+	t.Helper()
+	s, err := Find(context.Background(), r, b)
+	require.NoError(t, err)
+	return s
 }

@@ -42,13 +42,14 @@ func (Kind) FromJournal(_ *v1alpha1.ServiceBinding, status *v1alpha1.ServiceBind
 // broker no longer holds the binding (resync found it gone: its
 // credentials may no longer work).
 func (k Kind) Observe(ctx context.Context, b *v1alpha1.ServiceBinding, status *v1alpha1.ServiceBindingStatus) error {
-	if err := credentials.Adopt(ctx, k.Secrets, k.Client, b); err != nil {
-		return err
-	}
-	stored, err := credentials.Stored(ctx, k.Secrets, b)
+	secret, err := credentials.Find(ctx, k.Secrets, b)
 	if err != nil {
 		return err
 	}
+	if err := credentials.Adopt(ctx, k.Client, b, secret); err != nil {
+		return err
+	}
+	stored := credentials.Stored(secret, b)
 	cond := metav1.Condition{Type: v1alpha1.ConditionReady, ObservedGeneration: b.Generation,
 		Status: metav1.ConditionFalse, Reason: "CredentialsPending", Message: "waiting for the broker to finish the bind"}
 	switch {
