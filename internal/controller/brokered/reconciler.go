@@ -148,9 +148,13 @@ const answerWait = 5 * time.Second
 // has no record with the broker's answer yet, and when to look again (its
 // record's write queues it before that). An object created past
 // admission never gets one, and has its status written after the wait.
+// A success not committed yet waits too: admission commits it once it sees
+// the object persisted, or, when it could not wait that long (a burst),
+// the operations reconciler does a moment later, and the status written
+// before that would be written again.
 func awaitingAnswer(obj client.Object, records []v1alpha1.BrokerOperation, now time.Time) (bool, time.Duration) {
 	for _, op := range records {
-		if op.Status.Phase != "" {
+		if op.Status.Phase != "" && op.Status.Phase != v1alpha1.PhaseSucceeded {
 			return false, 0
 		}
 	}
