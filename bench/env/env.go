@@ -68,6 +68,9 @@ type Env struct {
 	bins               Binaries
 	cp                 *framework.ControlPlane
 	lockstepKubeconfig string
+	// lockstepStarts counts StartLockstep's processes, which log to
+	// lockstep-1.log, lockstep-2.log, and so on.
+	lockstepStarts int
 	// runtimeEnv are the Go runtime settings of deploy/'s Deployment.
 	runtimeEnv    []string
 	certDir       string
@@ -251,7 +254,9 @@ func (e *Env) lockstepEnv() []string {
 // LOCKSTEP_*=value variables that override the defaults for this process
 // only (a benchmark that needs another resync interval, say).
 func (e *Env) StartLockstep(ctx context.Context, settings ...string) error {
-	p, err := framework.StartProcess("lockstep", e.bins.Webhook, nil, framework.CleanEnviron(append(e.lockstepEnv(), settings...)), filepath.Join(e.Dir, "lockstep.log"))
+	e.lockstepStarts++
+	logPath := filepath.Join(e.Dir, fmt.Sprintf("lockstep-%d.log", e.lockstepStarts)) // one per start: a restart keeps the last one's
+	p, err := framework.StartProcess("lockstep", e.bins.Webhook, nil, framework.CleanEnviron(append(e.lockstepEnv(), settings...)), logPath)
 	if err != nil {
 		return err
 	}

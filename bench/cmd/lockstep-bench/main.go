@@ -51,7 +51,7 @@ func run(args []string) error {
 	assets := flags.String("assets", os.Getenv("KUBEBUILDER_ASSETS"), "directory with kube-apiserver, etcd and kubectl")
 	root := flags.String("root", "", "repository root; empty: found from the working directory")
 	timeout := flags.Duration("timeout", 40*time.Minute, "stop everything after this long")
-	keep := flags.Bool("keep", false, "keep the working directory (binaries, lockstep's log) for inspection")
+	keep := flags.Bool("keep", false, "keep the working directory (binaries, lockstep-N.log of each lockstep started) for inspection")
 	before := flags.String("before", "", "a commit to compare with: its lockstep runs the admission, e2e, broker, journal and burst benchmarks first, "+
 		"and the results end with their targets side by side")
 	var settings []string
