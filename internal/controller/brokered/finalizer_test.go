@@ -3,6 +3,7 @@ package brokered_test
 import (
 	"context"
 	"net/http"
+	"reflect"
 	"testing"
 	"time"
 
@@ -160,6 +161,52 @@ func TestFinalizerRemovedOnce(t *testing.T) {
 			got := k.empty()
 			require.NoError(t, c.Get(context.Background(), k.key(), got))
 			assert.False(t, controllerutil.ContainsFinalizer(got, v1alpha1.Finalizer))
+		})
+	}
+}
+
+// TestStatusNotWrittenFromBehindItsOwnWrite: a reconcile queued by this
+// process's own writes (the binding's Secret adopted, a record answered)
+// may read the object from a cache that does not hold the status this
+// process just wrote: it does not write it again over the version it
+// already wrote over (which kube-apiserver refuses with a conflict).
+func TestStatusNotWrittenFromBehindItsOwnWrite(t *testing.T) {
+	for _, k := range kinds {
+		t.Run(k.word, func(t *testing.T) {
+			b, cache := controllertest.Broker(t, nil)
+			k.hold(b)
+			obj := k.object()
+			k.unconfirmed(obj)
+			create := v1alpha1.VerbProvision
+			if k.kind == v1alpha1.KindServiceBinding {
+				create = v1alpha1.VerbBind
+			}
+			// The create's answer, committed: a status to write.
+			c, apiReader := controllertest.Clients(controllertest.Scheme(t), append([]client.Object{obj}, k.others()...),
+				&controllertest.Record{Namespace: "team", Phase: v1alpha1.PhaseCommitted}, k.name+"-create-1", create, k.target())
+			stale := k.empty()
+			require.NoError(t, c.Get(context.Background(), k.key(), stale))
+			statusPatches := 0
+			behind := interceptor.NewClient(c.(client.WithWatch), interceptor.Funcs{
+				Get: func(ctx context.Context, cl client.WithWatch, key client.ObjectKey, o client.Object, opts ...client.GetOption) error {
+					if key == k.key() && statusPatches > 0 && reflect.TypeOf(o) == reflect.TypeOf(stale) {
+						return cl.Scheme().Convert(stale.DeepCopyObject(), o, nil)
+					}
+					return cl.Get(ctx, key, o, opts...)
+				},
+				SubResourcePatch: func(ctx context.Context, cl client.Client, sub string, o client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+					statusPatches++
+					return cl.SubResource(sub).Patch(ctx, o, p, opts...)
+				},
+			})
+			r := k.new(brokered.Config{Client: behind, APIReader: apiReader, Namespace: "lockstep-system", Catalogs: cache,
+				Timeout: 5 * time.Second, Protocol: controllertest.Protocol(c, "lockstep-system")})
+
+			for range 2 {
+				_, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: k.key()})
+				require.NoError(t, err, "no conflict: the stale copy is not written over")
+			}
+			assert.Equal(t, 1, statusPatches, "the status written once")
 		})
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
@@ -68,6 +69,14 @@ type Reconciler[T client.Object, S any] struct {
 	// record's writes) finds it in the cache a moment longer, and has
 	// nothing left to do.
 	finalized journal.Recent
+	// overwritten remembers the versions of objects this process wrote a
+	// status over: a reconcile queued by its own writes (a binding's
+	// Secret adopted, a record answered) may find the object in the cache
+	// at such a version, before the status it wrote got there. It has
+	// nothing to write that this process did not write already, and a
+	// write over that version would be refused as a conflict; the watch
+	// event of the status written queues the object again.
+	overwritten journal.Recent
 }
 
 // SetupWithManager registers the controller; it watches the objects, their
@@ -114,6 +123,9 @@ func (r *Reconciler[T, S]) Reconcile(ctx context.Context, req reconcile.Request)
 		}
 		return res, err
 	}
+	if r.overwritten.Has(version(obj)) {
+		return reconcile.Result{}, nil
+	}
 	if err := RestoreFinalizer(ctx, r.Client, obj); err != nil {
 		return reconcile.Result{}, fmt.Errorf("restoring lockstep's finalizer on %s: %w", r.named(obj), err)
 	}
@@ -135,7 +147,19 @@ func (r *Reconciler[T, S]) Reconcile(ctx context.Context, req reconcile.Request)
 	if err := r.Kind.Observe(ctx, obj, status); err != nil {
 		return reconcile.Result{}, err
 	}
-	return res, PatchStatus(ctx, r.Client, r.Kind.Kind(), obj, r.Kind.Status(obj), status)
+	from, changed := version(obj), !equality.Semantic.DeepEqual(r.Kind.Status(obj), status)
+	if err := PatchStatus(ctx, r.Client, r.Kind.Kind(), obj, r.Kind.Status(obj), status); err != nil {
+		return reconcile.Result{}, err
+	}
+	if changed {
+		r.overwritten.Remember(from)
+	}
+	return res, nil
+}
+
+// version names one version of an object: its uid and resourceVersion.
+func version(obj client.Object) string {
+	return string(obj.GetUID()) + "@" + obj.GetResourceVersion()
 }
 
 // answerWait is how long a new object's status waits for the broker's
