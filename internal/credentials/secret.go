@@ -208,15 +208,12 @@ func Adopt(ctx context.Context, c client.Client, b *v1alpha1.ServiceBinding, s *
 // credentials go with the unbind even where no garbage collector runs
 // (reader reads it, c deletes it).
 func Delete(ctx context.Context, reader client.Reader, c client.Client, b *v1alpha1.ServiceBinding) error {
-	var s corev1.Secret
-	if err := reader.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: b.Spec.SecretName}, &s); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	if !Owned(&s, b) {
-		return nil
+	s, err := Find(ctx, reader, b)
+	if err != nil || !Stored(s, b) {
+		return err
 	}
 	uid := s.UID
-	err := c.Delete(ctx, &s, &client.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	err = c.Delete(ctx, s, &client.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting Secret %q: %w", s.Name, err)
 	}
