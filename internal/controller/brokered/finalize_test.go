@@ -84,12 +84,14 @@ func TestPatchStatus(t *testing.T) {
 	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(si), si))
 
 	read := si.ResourceVersion
-	require.NoError(t, PatchStatus(ctx, c, v1alpha1.KindServiceInstance, si, &si.Status, si.Status.DeepCopy()))
+	_, err := PatchStatus(ctx, c, v1alpha1.KindServiceInstance, si, &si.Status, si.Status.DeepCopy())
+	require.NoError(t, err)
 	assert.Equal(t, read, si.ResourceVersion, "an unchanged status is not written")
 
 	want := si.Status.DeepCopy()
 	want.DashboardURL = "https://dash/1"
-	require.NoError(t, PatchStatus(ctx, c, v1alpha1.KindServiceInstance, si, &si.Status, want))
+	_, err = PatchStatus(ctx, c, v1alpha1.KindServiceInstance, si, &si.Status, want)
+	require.NoError(t, err)
 	var got v1alpha1.ServiceInstance
 	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(si), &got))
 	assert.Equal(t, "https://dash/1", got.Status.DashboardURL)
@@ -98,13 +100,14 @@ func TestPatchStatus(t *testing.T) {
 	stale.ResourceVersion = read
 	want = stale.Status.DeepCopy()
 	want.DashboardURL = "https://dash/2"
-	err := PatchStatus(ctx, c, v1alpha1.KindServiceInstance, stale, &stale.Status, want)
+	_, err = PatchStatus(ctx, c, v1alpha1.KindServiceInstance, stale, &stale.Status, want)
 	assert.True(t, apierrors.IsConflict(err), "a status computed from an old version is not written: %v", err)
 
 	require.NoError(t, c.Delete(ctx, &got))
 	want = si.Status.DeepCopy()
 	want.DashboardURL = "https://dash/3"
-	assert.NoError(t, PatchStatus(ctx, c, v1alpha1.KindServiceInstance, si, &si.Status, want), "a gone object needs no status")
+	_, err = PatchStatus(ctx, c, v1alpha1.KindServiceInstance, si, &si.Status, want)
+	assert.NoError(t, err, "a gone object needs no status")
 }
 
 // TestRestoreFinalizer: the reconciler puts lockstep's finalizer back on

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
@@ -147,11 +146,12 @@ func (r *Reconciler[T, S]) Reconcile(ctx context.Context, req reconcile.Request)
 	if err := r.Kind.Observe(ctx, obj, status); err != nil {
 		return reconcile.Result{}, err
 	}
-	from, changed := version(obj), !equality.Semantic.DeepEqual(r.Kind.Status(obj), status)
-	if err := PatchStatus(ctx, r.Client, r.Kind.Kind(), obj, r.Kind.Status(obj), status); err != nil {
+	from := version(obj)
+	wrote, err := PatchStatus(ctx, r.Client, r.Kind.Kind(), obj, r.Kind.Status(obj), status)
+	if err != nil {
 		return reconcile.Result{}, err
 	}
-	if changed {
+	if wrote {
 		r.overwritten.Remember(from)
 	}
 	return res, nil
