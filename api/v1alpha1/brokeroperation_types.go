@@ -123,8 +123,8 @@ type BrokerOperationSpec struct {
 
 // BrokerOperationStatus is the broker's answer and the operation's phase.
 type BrokerOperationStatus struct {
-	// Phase of the operation. Empty means Pending: the record is written
-	// without a status before the broker is called.
+	// Phase of the operation. Empty means Pending: a record written from
+	// its lock after lockstep stopped, whose answer is not known yet.
 	// +optional
 	Phase OperationPhase `json:"phase,omitempty" lockstep:"readonly"`
 	// OperationKey is the OSB operation key of an asynchronous operation.
@@ -163,9 +163,14 @@ type InSyncNote struct {
 
 // BrokerOperation is the journal entry of one state change at a broker.
 //
+// Unlike lockstep's other kinds it has no status subresource: only
+// lockstep writes records (its admission refuses anyone else's create or
+// update; a delete is allowed), and a create keeps its status, so that a
+// record is written once, with the broker's answer, where a status
+// subresource would take a create and then a write of its status.
+//
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:shortName=bop,categories=lockstep
-// +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Kind",type=string,JSONPath=`.spec.target.kind`
 // +kubebuilder:printcolumn:name="Group",type=string,priority=1,JSONPath=`.spec.target.apiGroup`
 // +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.spec.target.name`

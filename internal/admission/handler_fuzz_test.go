@@ -138,7 +138,7 @@ func handlerResponse(t *testing.T, kind, verdict int, req admission.Request, sto
 	}
 	if w.worlds[i] == nil {
 		c := fake.NewClientBuilder().WithScheme(w.scheme).WithObjects(handlerWorld()...).
-			WithIndex(&v1alpha1.ServiceBinding{}, BindingInstanceField, BindingInstance).WithStatusSubresource(&v1alpha1.BrokerOperation{}).Build()
+			WithIndex(&v1alpha1.ServiceBinding{}, BindingInstanceField, BindingInstance).Build()
 		deps := Deps{
 			Reader: c, Writer: c, Secrets: c, Catalogs: w.cache, Journal: &journal.Journal{Client: c},
 			Leases: &journal.Leases{Client: c, Duration: time.Minute, Wait: time.Millisecond}, Budget: 5 * time.Second,

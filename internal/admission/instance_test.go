@@ -79,7 +79,7 @@ func newInterceptedHarness(t testing.TB, funcs interceptor.Funcs, objects ...run
 			})
 		}
 	}
-	reader := builder.WithStatusSubresource(&v1alpha1.BrokerOperation{}).WithInterceptorFuncs(funcs).Build()
+	reader := builder.WithInterceptorFuncs(funcs).Build()
 
 	c, err := osbclient.New(b.Config())
 	require.NoError(t, err)

@@ -108,7 +108,7 @@ func (g *reconcilePolicy[T]) Pass(ctx context.Context, a *Attributes[T]) (bool, 
 // delete: it runs admission again when the delete's write conflicts with
 // another write of the object (its status, say). The record's name derives
 // from the object's uid, so a second ask finds the record written, and
-// only commits it should the first ask have failed to.
+// only commits it should the first ask have left it Pending.
 func (g *reconcilePolicy[T]) detach(ctx context.Context, a *Attributes[T], policy v1alpha1.ReconcilePolicy) error {
 	obj := a.Old
 	kind := objectKind(obj, g.kind)
@@ -120,14 +120,11 @@ func (g *reconcilePolicy[T]) detach(ctx context.Context, a *Attributes[T], polic
 		ID: string(obj.GetUID()), Target: obj, Kind: v1alpha1.TargetKind(kind.Kind), APIGroup: group, ExternalID: v1alpha1.ExternalIDOf(obj), Broker: g.brokerOf(ctx, obj),
 		Verb: v1alpha1.VerbDetach, User: a.User,
 	}
-	rec, err := g.journal.Begin(ctx, in) // reads the record when it exists
-	if err != nil || rec.Status.Phase == v1alpha1.PhaseCommitted {
-		return err
-	}
 	recordCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	return g.journal.SetPhase(recordCtx, rec, obj, journal.Answer{Phase: v1alpha1.PhaseCommitted,
+	_, err := g.journal.Record(recordCtx, g.journal.Draft(in), obj, journal.Answer{Phase: v1alpha1.PhaseCommitted,
 		Description: fmt.Sprintf("deleted without its broker (%s=%s); the broker keeps what it holds", v1alpha1.AnnotationReconcilePolicy, policy)})
+	return err // a record found answered (a second ask) keeps its answer
 }
 
 // brokerOf names the ServiceBroker of an instance, or of a binding's

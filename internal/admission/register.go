@@ -183,10 +183,12 @@ func BindingValidatorWebhook(v *Validator[Binding]) *admission.Webhook {
 	}})
 }
 
-// +kubebuilder:webhook:path=/validate-lockstep-dev-v1alpha1-status,mutating=false,failurePolicy=fail,sideEffects=None,timeoutSeconds=5,groups=lockstep.dev,resources=serviceinstances/status;servicebindings/status;servicebrokers/status;brokeroperations/status,verbs=update,versions=v1alpha1,name=status.validate.lockstep.dev,admissionReviewVersions=v1,serviceName=lockstep-webhook,serviceNamespace=LOCKSTEP_NAMESPACE,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","LOCKSTEP_NAMESPACE"]}]},"matchConditions":[{"name":"not-lockstep","expression":"request.userInfo.username != \"system:serviceaccount:LOCKSTEP_NAMESPACE:lockstep\""}]}`
+// +kubebuilder:webhook:path=/validate-lockstep-dev-v1alpha1-status,mutating=false,failurePolicy=fail,sideEffects=None,timeoutSeconds=5,groups=lockstep.dev,resources=serviceinstances/status;servicebindings/status;servicebrokers/status;brokeroperations,verbs=create;update,versions=v1alpha1,name=status.validate.lockstep.dev,admissionReviewVersions=v1,serviceName=lockstep-webhook,serviceNamespace=LOCKSTEP_NAMESPACE,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","LOCKSTEP_NAMESPACE"]}]},"matchConditions":[{"name":"not-lockstep","expression":"request.userInfo.username != \"system:serviceaccount:LOCKSTEP_NAMESPACE:lockstep\""}]}`
 
 // StatusGuardWebhook serves the status guard: status says what the broker
-// confirmed, so only lockstep writes it. Its matchCondition skips
+// confirmed, so only lockstep writes it, and only lockstep writes the
+// operation records, which carry their status with them. (A create of a
+// status subresource is never sent: the rule's create is for the records.) Its matchCondition skips
 // lockstep's own status writes, which the guard lets through anyway: a
 // round trip saved per write. Installed under another namespace or service
 // account, lockstep is still asked about its own writes, and allows them,

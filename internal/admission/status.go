@@ -13,7 +13,10 @@ import (
 
 // StatusGuard refuses changes to the status of lockstep's objects by anyone
 // but lockstep itself: status says what the broker confirmed, and a user
-// who could write it could make the cluster lie about the broker.
+// who could write it could make the cluster lie about the broker. The
+// operation records (BrokerOperation) have no status subresource (each is
+// written once, with its answer): no one but lockstep creates or changes
+// one at all. Deleting a record stays open to whoever RBAC lets.
 type StatusGuard struct {
 	// Writers are the usernames allowed to write status: lockstep's own
 	// identity, found at start, and any configured in addition.
@@ -24,7 +27,15 @@ var _ admission.Handler = &StatusGuard{}
 
 // Handle implements admission.Handler.
 func (g *StatusGuard) Handle(_ context.Context, req admission.Request) admission.Response {
-	if req.SubResource != "status" || g.Writers[req.UserInfo.Username] {
+	if g.Writers[req.UserInfo.Username] {
+		return admission.Allowed("")
+	}
+	if req.Resource.Resource == "brokeroperations" && req.SubResource == "" {
+		return admission.Response{AdmissionResponse: admissionResponse(http.StatusForbidden, metav1.StatusReasonForbidden, fmt.Sprintf(
+			"the operation record %q is written by lockstep only, with what the broker answered; user %q may read or delete records, not %s them (lockstep's identity: %s)",
+			req.Name, req.UserInfo.Username, strings.ToLower(string(req.Operation)), g.writers()))}
+	}
+	if req.SubResource != "status" {
 		return admission.Allowed("")
 	}
 	return admission.Response{AdmissionResponse: admissionResponse(http.StatusForbidden, metav1.StatusReasonForbidden, fmt.Sprintf(

@@ -28,4 +28,20 @@ func TestStatusGuard(t *testing.T) {
 	assert.Equal(t, int32(403), r.Result.Code)
 	assert.Contains(t, r.Result.Message, `the status of ServiceInstance "db" is written by lockstep only`)
 	assert.Contains(t, r.Result.Message, `user "alice" may change the spec instead`)
+
+	record := func(user string, op admissionv1.Operation) admission.Request {
+		return admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+			Name: "db-provision-1", Operation: op,
+			Kind:     metav1.GroupVersionKind{Kind: "BrokerOperation"},
+			Resource: metav1.GroupVersionResource{Group: "lockstep.dev", Version: "v1alpha1", Resource: "brokeroperations"},
+			UserInfo: authenticationv1.UserInfo{Username: user},
+		}}
+	}
+	assert.True(t, g.Handle(context.Background(), record("system:serviceaccount:lockstep-system:lockstep", admissionv1.Create)).Allowed)
+	for _, op := range []admissionv1.Operation{admissionv1.Create, admissionv1.Update} {
+		r := g.Handle(context.Background(), record("alice", op))
+		assert.False(t, r.Allowed, "a record written by someone else: %s", op)
+		assert.Equal(t, int32(403), r.Result.Code)
+		assert.Contains(t, r.Result.Message, `the operation record "db-provision-1" is written by lockstep only`)
+	}
 }

@@ -146,6 +146,37 @@ func (j *Journal) Begin(ctx context.Context, in Intent) (*v1alpha1.BrokerOperati
 // record that exists already (the operations reconciler restored it from
 // the lock first) is read into op instead.
 func (j *Journal) Write(ctx context.Context, op *v1alpha1.BrokerOperation) error {
+	_, err := j.create(ctx, op)
+	return err
+}
+
+// Record writes the record op (a Draft) with the broker's answer a, in
+// one write, and reports it on target as SetPhase does. A record that
+// exists already is read into op: one still Pending (the operations
+// reconciler restored it from the lock first) is given the answer then; one
+// with an answer keeps it, and Record reports false.
+func (j *Journal) Record(ctx context.Context, op *v1alpha1.BrokerOperation, target client.Object, a Answer) (bool, error) {
+	answered := op.DeepCopy()
+	j.answer(answered, target, a)
+	existed, err := j.create(ctx, answered)
+	if err != nil {
+		return false, err
+	}
+	if !existed {
+		*op = *answered
+		metrics.OperationPhase(string(a.Phase))
+		return true, nil
+	}
+	*op = *answered // the record as it was found
+	if !IsPending(op) {
+		return false, nil
+	}
+	return true, j.SetPhase(ctx, op, nil, a) // reported above already
+}
+
+// create creates op; it reports whether the record existed already, and
+// reads it into op then.
+func (j *Journal) create(ctx context.Context, op *v1alpha1.BrokerOperation) (bool, error) {
 	draft := op.DeepCopy()
 	if j.Namespace != "" && j.closing.has(op.Namespace, j.clock().Now()) {
 		op.Namespace = j.Namespace // refused a moment ago: see below
@@ -165,17 +196,19 @@ func (j *Journal) Write(ctx context.Context, op *v1alpha1.BrokerOperation) error
 		found, ferr := j.Find(ctx, TargetNamespace(draft), draft.Name)
 		if ferr == nil && found != nil {
 			*op = *found
-			return nil
+			return true, nil
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("writing the operation record %s/%s: %w", op.Namespace, op.Name, err)
+		return false, fmt.Errorf("writing the operation record %s/%s: %w", op.Namespace, op.Name, err)
 	}
 	if op.CreationTimestamp.IsZero() { // a server that does not set it
 		op.CreationTimestamp = metav1.NewTime(j.clock().Now())
 	}
-	metrics.OperationPhase(string(v1alpha1.PhasePending))
-	return nil
+	if IsPending(op) {
+		metrics.OperationPhase(string(v1alpha1.PhasePending))
+	}
+	return false, nil
 }
 
 // Started is when the operation of a record began.
@@ -208,6 +241,20 @@ func (j *Journal) Discard(ctx context.Context, op *v1alpha1.BrokerOperation) err
 // the same record (a replica that lost the lead a moment ago, say) cannot
 // both move it; the second gets a conflict and reads it again.
 func (j *Journal) SetPhase(ctx context.Context, op *v1alpha1.BrokerOperation, target client.Object, a Answer) error {
+	from := op.Status.Phase
+	j.answer(op, target, a)
+	if err := j.patchStatus(ctx, op); err != nil {
+		return fmt.Errorf("recording the broker's answer in %s/%s: %w", op.Namespace, op.Name, err)
+	}
+	if from != a.Phase {
+		metrics.OperationPhase(string(a.Phase))
+	}
+	return nil
+}
+
+// answer moves op's status to a.Phase with the broker's answer, and
+// reports it as an event on target when target is not nil.
+func (j *Journal) answer(op *v1alpha1.BrokerOperation, target client.Object, a Answer) {
 	from := op.Status.Phase
 	op.Status.Phase = a.Phase
 	if start := Started(op); op.Status.StartTime == nil && !start.IsZero() {
@@ -247,13 +294,6 @@ func (j *Journal) SetPhase(ctx context.Context, op *v1alpha1.BrokerOperation, ta
 		}
 		j.Recorder.Event(target, eventType, reason, msg)
 	}
-	if err := j.patchStatus(ctx, op); err != nil {
-		return fmt.Errorf("recording the broker's answer in %s/%s: %w", op.Namespace, op.Name, err)
-	}
-	if from != a.Phase {
-		metrics.OperationPhase(string(a.Phase))
-	}
-	return nil
 }
 
 // NoteInSync hands the operation's target an InSync condition, without a
@@ -279,7 +319,8 @@ type statusPatch struct {
 	Status v1alpha1.BrokerOperationStatus `json:"status"`
 }
 
-// patchStatus writes op's status. SetPhase and NoteInSync only ever set
+// patchStatus writes op's status (records have no status subresource: see
+// v1alpha1.BrokerOperation). SetPhase and NoteInSync only ever set
 // fields, never remove one, so the status itself is the merge patch: it
 // is encoded once, where a patch computed from the record before and
 // after encodes both and compares them. Two writers that read the same
@@ -292,7 +333,7 @@ func (j *Journal) patchStatus(ctx context.Context, op *v1alpha1.BrokerOperation)
 	if err != nil {
 		return err
 	}
-	return j.Client.Status().Patch(ctx, op, client.RawPatch(types.MergePatchType, raw))
+	return j.Client.Patch(ctx, op, client.RawPatch(types.MergePatchType, raw))
 }
 
 // OperationName is the record's name: the target's name, the verb and the

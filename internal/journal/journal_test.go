@@ -22,7 +22,7 @@ import (
 func TestJournalBeginThenRecord(t *testing.T) {
 	scheme := runtime.NewScheme()
 	require.NoError(t, v1alpha1.AddToScheme(scheme))
-	c := fake.NewClientBuilder().WithScheme(scheme).WithIndex(&v1alpha1.BrokerOperation{}, TargetUIDIndex, TargetUID).WithStatusSubresource(&v1alpha1.BrokerOperation{}).Build()
+	c := fake.NewClientBuilder().WithScheme(scheme).WithIndex(&v1alpha1.BrokerOperation{}, TargetUIDIndex, TargetUID).Build()
 	events := record.NewFakeRecorder(10)
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	j := &Journal{Client: c, Recorder: events, Clock: clocktesting.NewFakePassiveClock(now)}
@@ -100,7 +100,7 @@ func TestSpecHashFollowsParametersFrom(t *testing.T) {
 func TestJournalCompensatedCompletesWhenCompensated(t *testing.T) {
 	scheme := runtime.NewScheme()
 	require.NoError(t, v1alpha1.AddToScheme(scheme))
-	c := fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&v1alpha1.BrokerOperation{}).Build()
+	c := fake.NewClientBuilder().WithScheme(scheme).Build()
 	orphaned := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	clk := clocktesting.NewFakePassiveClock(orphaned)
 	j := &Journal{Client: c, Clock: clk}

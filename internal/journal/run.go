@@ -22,8 +22,8 @@ import (
 //     the write-ahead record); a live holder makes Run return at once;
 //  2. the broker is called;
 //  3. Run returns, and the caller replies;
-//  4. the record is written with the broker's answer (After), and the lock
-//     is released when the broker refused; a success that the API server
+//  4. the record is written with the broker's answer, in one write
+//     (After), and the lock is released when the broker refused; a success that the API server
 //     already holds (Objects) is recorded committed, and its lock released,
 //     in the same steps; otherwise the operations reconciler commits or
 //     follows the record, then releases the lock.
@@ -176,24 +176,16 @@ const (
 )
 
 // settle writes the record with the broker's answer, with a context of
-// its own (the request's ends with the reply): the record, then its
-// status, once. A success that the API server holds by then is recorded
-// Committed, and its lock released, like a refusal's; an orphan, an
-// operation in progress and a success not persisted yet keep the lock for
-// the operations reconciler. The lock is released without reading it
-// first: it is as the operation wrote it, unless renewed. Should a write
-// fail, the lock stays, and the reconciler restores and settles the
-// record.
+// its own (the request's ends with the reply), in one write. A success
+// that the API server holds by then is recorded Committed, and its lock
+// released, like a refusal's; an orphan, an operation in progress and a
+// success not persisted yet keep the lock for the operations reconciler.
+// The lock is released without reading it first: it is as the operation
+// wrote it, unless renewed. Should the write fail, the lock stays, and the
+// reconciler restores and settles the record.
 func (c *Carrier) settle(ctx context.Context, draft *v1alpha1.BrokerOperation, target client.Object, version string, ans Answer) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if err := c.Journal.Write(ctx, draft); err != nil {
-		c.Log.Info("could not record a broker answer; the operations reconciler settles it", "operation", draft.Name, "error", err.Error())
-		return
-	}
-	if !IsPending(draft) {
-		return // the operations reconciler restored and settled it first; that answer stands
-	}
 	if ans.Phase == v1alpha1.PhaseSucceeded && c.persisted(ctx, draft) {
 		ans.Phase = v1alpha1.PhaseCommitted
 	}
@@ -209,10 +201,16 @@ func (c *Carrier) settle(ctx context.Context, draft *v1alpha1.BrokerOperation, t
 		// and release it a second time.
 		c.Leases.Released.Remember(draft.Name)
 	}
-	if err := c.Journal.SetPhase(ctx, draft, about, ans); err != nil {
+	settled, err := c.Journal.Record(ctx, draft, about, ans)
+	if err != nil || !settled {
 		c.Leases.Released.Forget(draft.Name)
+	}
+	if err != nil {
 		c.Log.Info("could not record a broker answer; the operations reconciler settles it", "operation", draft.Name, "error", err.Error())
 		return
+	}
+	if !settled {
+		return // the operations reconciler restored and settled it first; that answer stands
 	}
 	if !final {
 		return

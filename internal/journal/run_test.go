@@ -27,7 +27,7 @@ func newCarrier(t *testing.T) (*Carrier, client.Client) {
 	scheme := runtime.NewScheme()
 	require.NoError(t, coordinationv1.AddToScheme(scheme))
 	require.NoError(t, v1alpha1.AddToScheme(scheme))
-	c := fake.NewClientBuilder().WithScheme(scheme).WithIndex(&v1alpha1.BrokerOperation{}, TargetUIDIndex, TargetUID).WithStatusSubresource(&v1alpha1.BrokerOperation{}).Build()
+	c := fake.NewClientBuilder().WithScheme(scheme).WithIndex(&v1alpha1.BrokerOperation{}, TargetUIDIndex, TargetUID).Build()
 	return &Carrier{
 		Leases:  &Leases{Client: c, Namespace: "lockstep-system", Duration: time.Minute},
 		Journal: &Journal{Client: c, Namespace: "lockstep-system"},
@@ -347,6 +347,66 @@ func TestRunRemembersTheDeletesItCarriedOut(t *testing.T) {
 				assert.Error(t, err, "not remembered: the journal is read")
 				assert.NotZero(t, reads)
 			}
+		})
+	}
+}
+
+// The record is written once, with the broker's answer: one create. A
+// record the operations reconciler restored from the lock first is given
+// the answer while it is still Pending, and kept as it is once it has one.
+func TestRunWritesTheRecordOnce(t *testing.T) {
+	tests := []struct {
+		name        string
+		restored    v1alpha1.OperationPhase // "" and not restored: none
+		restore     bool
+		wantCreates int
+		wantPatches int
+		wantPhase   v1alpha1.OperationPhase
+		wantLock    bool
+	}{
+		{"nobody wrote it", "", false, 1, 0, v1alpha1.PhaseFailed, false},
+		{"restored, still Pending", "", true, 1, 1, v1alpha1.PhaseFailed, false},
+		{"restored and settled first", v1alpha1.PhaseOrphaned, true, 1, 0, v1alpha1.PhaseOrphaned, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, api := newCarrier(t)
+			creates, patches := 0, 0
+			counted := interceptor.NewClient(api.(client.WithWatch), interceptor.Funcs{
+				Create: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+					if _, ok := obj.(*v1alpha1.BrokerOperation); ok {
+						creates++
+					}
+					return cl.Create(ctx, obj, opts...)
+				},
+				Patch: func(ctx context.Context, cl client.WithWatch, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
+					if _, ok := obj.(*v1alpha1.BrokerOperation); ok {
+						patches++
+					}
+					return cl.Patch(ctx, obj, p, opts...)
+				},
+			})
+			c.Journal.Client = counted
+			si := dbInstance()
+			in := intentFor(si, v1alpha1.VerbUpdate)
+			out := c.Run(context.Background(), in, func() Answer {
+				if tt.restore {
+					restored := c.Journal.Draft(in)
+					restored.Status.Phase = tt.restored
+					require.NoError(t, api.Create(context.Background(), restored))
+				}
+				return Answer{Phase: v1alpha1.PhaseFailed, HTTPStatus: 422, Description: "no"}
+			})
+			require.True(t, out.Called())
+
+			assert.Equal(t, tt.wantCreates, creates, "records created")
+			assert.Equal(t, tt.wantPatches, patches, "records patched")
+			ops := records(t, api)
+			require.Len(t, ops, 1)
+			assert.Equal(t, tt.wantPhase, ops[0].Status.Phase)
+			held, err := c.Leases.HeldBy(context.Background(), KeyOf(v1alpha1.KindServiceInstance, si))
+			require.NoError(t, err)
+			assert.Equal(t, tt.wantLock, held != "", "a refusal's lock is released by the answer that settles its record, not by another's")
 		})
 	}
 }

@@ -181,7 +181,7 @@ func NamespaceGone(err error) bool {
 // never be settled, nor what it left at a broker undone. The copy is
 // followed from lockstep's namespace (Spec.Target.Namespace names the
 // object's); a record moved before is not written again, unless its copy
-// never got the status.
+// never got the status (it is written with the copy, in one create).
 func (j *Journal) Rehome(ctx context.Context, op *v1alpha1.BrokerOperation) error {
 	if j.Namespace == "" || op.Namespace == j.Namespace {
 		return fmt.Errorf("the namespace of the operation record %s/%s is gone, and lockstep has no namespace of its own to move it to", op.Namespace, op.Name)
@@ -189,6 +189,7 @@ func (j *Journal) Rehome(ctx context.Context, op *v1alpha1.BrokerOperation) erro
 	moved := &v1alpha1.BrokerOperation{
 		ObjectMeta: metav1.ObjectMeta{Namespace: j.Namespace, Name: op.Name, Labels: op.Labels, Annotations: op.Annotations},
 		Spec:       op.Spec,
+		Status:     op.Status,
 	}
 	if moved.Spec.Target.Namespace == "" {
 		moved.Spec.Target.Namespace = op.Namespace
@@ -202,7 +203,7 @@ func (j *Journal) Rehome(ctx context.Context, op *v1alpha1.BrokerOperation) erro
 	}
 	if IsPending(moved) && !IsPending(op) {
 		moved.Status = op.Status
-		if err := j.Client.Status().Update(ctx, moved); err != nil {
+		if err := j.Client.Update(ctx, moved); err != nil {
 			return fmt.Errorf("moving the status of the operation record %s/%s to %s, its namespace being gone: %w", op.Namespace, op.Name, j.Namespace, err)
 		}
 	}

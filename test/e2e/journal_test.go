@@ -65,6 +65,23 @@ func TestForgedStatusIsRejected(t *testing.T) {
 		"-p", `{"status":{"conditions":[]}}`)
 	assert.NotEqual(t, 0, r.ExitCode)
 	assert.Contains(t, r.Stderr, "is written by lockstep only")
+
+	// A record carries its status without a subresource: only lockstep
+	// writes it at all.
+	var record string
+	require.Eventually(t, func() bool {
+		record = strings.TrimSpace(kubectl(t, "", "get", "brokeroperations", "-n", ns, "-o", "name").Stdout)
+		return record != "" && !strings.Contains(record, "\n")
+	}, 10*time.Second, 200*time.Millisecond, "the provision's record")
+	phase := func() string {
+		return kubectl(t, "", "get", record, "-n", ns, "-o", "jsonpath={.status.phase}").Stdout
+	}
+	before := phase()
+	require.NotEmpty(t, before, "written with its answer")
+	r = kubectl(t, "", "patch", record, "-n", ns, "--type=merge", "-p", `{"status":{"phase":"Failed","description":"forged"}}`)
+	assert.NotEqual(t, 0, r.ExitCode)
+	assert.Contains(t, r.Stderr, "is written by lockstep only, with what the broker answered")
+	assert.Equal(t, before, phase(), "the record is as lockstep wrote it")
 }
 
 // writesPerOperation reads lockstep's histogram of the API server writes

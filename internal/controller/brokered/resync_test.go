@@ -255,9 +255,8 @@ func TestResyncUndoesNoChangeTheCacheHasNotSeen(t *testing.T) {
 			PlanID: fakebroker.PlanLargeID, Requester: v1alpha1.Requester{Username: "alice"}, Generation: 2,
 			SpecHash: journal.SpecHash(journal.SpecOf(obj))},
 	}
-	require.NoError(t, h.Client.Create(context.Background(), record))
 	record.Status.Phase = v1alpha1.PhaseCommitted
-	require.NoError(t, h.Client.Status().Update(context.Background(), record))
+	require.NoError(t, h.Client.Create(context.Background(), record))
 
 	res := h.pass(t)
 	assert.Equal(t, 1, h.Broker.Count(k.fetch))

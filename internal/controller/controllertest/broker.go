@@ -47,5 +47,5 @@ func Scheme(t testing.TB) *runtime.Scheme {
 func Cluster(t testing.TB, objs ...client.Object) client.Client {
 	t.Helper()
 	return builder(Scheme(t)).WithObjects(objs...).
-		WithStatusSubresource(&v1alpha1.ServiceInstance{}, &v1alpha1.ServiceBinding{}, &v1alpha1.BrokerOperation{}).Build()
+		WithStatusSubresource(&v1alpha1.ServiceInstance{}, &v1alpha1.ServiceBinding{}).Build()
 }

@@ -42,7 +42,7 @@ func Clients(scheme *runtime.Scheme, objs []client.Object, rec *Record, name str
 			inCache = append(inCache, op.DeepCopy())
 		}
 	}
-	cached = builder(scheme).WithStatusSubresource(&v1alpha1.BrokerOperation{}).WithObjects(inCache...).Build()
+	cached = builder(scheme).WithObjects(inCache...).Build()
 	direct = fake.NewClientBuilder().WithScheme(scheme).WithObjects(inServer...).Build()
 	return cached, direct
 }

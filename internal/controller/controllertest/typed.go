@@ -113,9 +113,8 @@ func ProvisionedTyped(t testing.TB, c client.Client, b *fakebroker.Broker, kind 
 			Requester: v1alpha1.Requester{Username: "alice"}, SpecHash: journal.SpecHash(si.Spec), Generation: u.GetGeneration(),
 		},
 	}
-	require.NoError(t, c.Create(ctx, op))
 	op.Status = v1alpha1.BrokerOperationStatus{Phase: v1alpha1.PhaseCommitted, StartTime: &now, CompletionTime: &now, HTTPStatus: 201}
-	require.NoError(t, c.Status().Update(ctx, op))
+	require.NoError(t, c.Create(ctx, op)) // a record is written with its status
 	b.PutInstance(fakebroker.Instance{ID: externalID, ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID,
 		Parameters: map[string]any{"storageGB": 10}})
 	return u

@@ -11,8 +11,7 @@ package operations
 // lockstep's namespace (create, delete).
 //
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=list
-// +kubebuilder:rbac:groups=lockstep.dev,resources=brokeroperations,verbs=list;watch;delete
-// +kubebuilder:rbac:groups=lockstep.dev,resources=brokeroperations/status,verbs=update;patch
+// +kubebuilder:rbac:groups=lockstep.dev,resources=brokeroperations,verbs=list;watch;delete;patch;update
 // +kubebuilder:rbac:groups=lockstep.dev,resources=serviceinstances;servicebindings,verbs=delete
 
 import (

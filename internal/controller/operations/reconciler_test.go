@@ -50,7 +50,7 @@ func newOpsHarness(t *testing.T, objects ...client.Object) *opsHarness {
 	require.NoError(t, corev1.AddToScheme(scheme))
 	require.NoError(t, apiextensionsv1.AddToScheme(scheme))
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objects...).
-		WithStatusSubresource(&v1alpha1.BrokerOperation{}, &v1alpha1.ServiceInstance{}).
+		WithStatusSubresource(&v1alpha1.ServiceInstance{}).
 		WithIndex(&v1alpha1.BrokerOperation{}, journal.TargetUIDIndex, journal.TargetUID).Build()
 	b := fakebroker.New(t)
 	bc, err := osbclient.New(b.Config())
@@ -479,11 +479,11 @@ func TestOperationsRecordOfANamespaceGoneIsMovedAndFollowed(t *testing.T) {
 			}
 			return c.Create(ctx, obj, opts...)
 		},
-		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
 			if err := gone(obj); err != nil {
 				return err
 			}
-			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+			return c.Patch(ctx, obj, patch, opts...)
 		},
 	})
 	h.r.Client = c
