@@ -16,16 +16,18 @@ import (
 
 // bindingSecret refuses a bind whose Secret name is taken by a Secret
 // lockstep did not write for this binding, before the broker is called. It
-// runs after the instance check, whose refusals come first.
+// runs after the instance check, whose refusals come first; a bind refused
+// already for its instance (a binding applied with its instance, before
+// the instance exists) reads no Secret.
 type bindingSecret struct {
 	reader client.Reader
 }
 
 func (c *bindingSecret) Name() string { return "secret" }
 
-func (c *bindingSecret) Check(ctx context.Context, a *Attributes[Binding], _ *Target) (field.ErrorList, admission.Warnings, error) {
-	if a.Operation != admissionv1.Create {
-		return nil, nil, nil
+func (c *bindingSecret) Check(ctx context.Context, a *Attributes[Binding], t *Target) (field.ErrorList, admission.Warnings, error) {
+	if a.Operation != admissionv1.Create || !t.found() {
+		return nil, nil, nil // no bind to make: the Resolver reported why, and the name is not read
 	}
 	err := credentials.CheckFree(ctx, c.reader, a.New)
 	var taken *credentials.TakenError
