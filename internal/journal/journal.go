@@ -154,24 +154,24 @@ func (j *Journal) Write(ctx context.Context, op *v1alpha1.BrokerOperation) error
 // one write, and reports it on target as SetPhase does. A record that
 // exists already is read into op: one still Pending (the operations
 // reconciler restored it from the lock first) is given the answer then; one
-// with an answer keeps it, and Record reports false.
+// with an answer keeps it, nothing is reported, and Record reports false.
 func (j *Journal) Record(ctx context.Context, op *v1alpha1.BrokerOperation, target client.Object, a Answer) (bool, error) {
 	answered := op.DeepCopy()
-	j.answer(answered, target, a)
+	j.answer(answered, a)
 	existed, err := j.create(ctx, answered)
 	if err != nil {
 		return false, err
 	}
-	if !existed {
-		*op = *answered
+	*op = *answered // as written, or as it was found
+	switch {
+	case !existed:
+		j.report(op, target, a)
 		metrics.OperationPhase(string(a.Phase))
 		return true, nil
-	}
-	*op = *answered // the record as it was found
-	if !IsPending(op) {
+	case !IsPending(op):
 		return false, nil
 	}
-	return true, j.SetPhase(ctx, op, nil, a) // reported above already
+	return true, j.SetPhase(ctx, op, target, a)
 }
 
 // create creates op; it reports whether the record existed already, and
@@ -242,7 +242,8 @@ func (j *Journal) Discard(ctx context.Context, op *v1alpha1.BrokerOperation) err
 // both move it; the second gets a conflict and reads it again.
 func (j *Journal) SetPhase(ctx context.Context, op *v1alpha1.BrokerOperation, target client.Object, a Answer) error {
 	from := op.Status.Phase
-	j.answer(op, target, a)
+	j.answer(op, a)
+	j.report(op, target, a)
 	if err := j.patchStatus(ctx, op); err != nil {
 		return fmt.Errorf("recording the broker's answer in %s/%s: %w", op.Namespace, op.Name, err)
 	}
@@ -252,9 +253,8 @@ func (j *Journal) SetPhase(ctx context.Context, op *v1alpha1.BrokerOperation, ta
 	return nil
 }
 
-// answer moves op's status to a.Phase with the broker's answer, and
-// reports it as an event on target when target is not nil.
-func (j *Journal) answer(op *v1alpha1.BrokerOperation, target client.Object, a Answer) {
+// answer moves op's status to a.Phase with the broker's answer.
+func (j *Journal) answer(op *v1alpha1.BrokerOperation, a Answer) {
 	from := op.Status.Phase
 	op.Status.Phase = a.Phase
 	if start := Started(op); op.Status.StartTime == nil && !start.IsZero() {
@@ -283,6 +283,11 @@ func (j *Journal) answer(op *v1alpha1.BrokerOperation, target client.Object, a A
 		now := metav1.NewTime(j.clock().Now())
 		op.Status.CompletionTime = &now
 	}
+}
+
+// report tells the answer a of op as an event on target, when target is
+// not nil.
+func (j *Journal) report(op *v1alpha1.BrokerOperation, target client.Object, a Answer) {
 	if j.Recorder != nil && target != nil {
 		eventType, reason := corev1.EventTypeNormal, eventReason(op.Spec.Verb, a.Phase)
 		if a.Phase == v1alpha1.PhaseFailed {

@@ -23,10 +23,11 @@ import (
 //  2. the broker is called;
 //  3. Run returns, and the caller replies;
 //  4. the record is written with the broker's answer, in one write
-//     (After), and the lock is released when the broker refused; a success that the API server
-//     already holds (Objects) is recorded committed, and its lock released,
-//     in the same steps; otherwise the operations reconciler commits or
-//     follows the record, then releases the lock.
+//     (After), and the lock is released when the broker refused; a
+//     success that the API server already holds (Objects) is recorded
+//     committed, and its lock released, in the same steps; otherwise the
+//     operations reconciler commits or follows the record, then releases
+//     the lock.
 //
 // Should lockstep stop after 1, the operations reconciler writes the
 // record from the lock (Journal.Restore) and settles it from what the API

@@ -363,10 +363,11 @@ func TestRunWritesTheRecordOnce(t *testing.T) {
 		wantPatches int
 		wantPhase   v1alpha1.OperationPhase
 		wantLock    bool
+		wantEvents  int
 	}{
-		{"nobody wrote it", "", false, 1, 0, v1alpha1.PhaseFailed, false},
-		{"restored, still Pending", "", true, 1, 1, v1alpha1.PhaseFailed, false},
-		{"restored and settled first", v1alpha1.PhaseOrphaned, true, 1, 0, v1alpha1.PhaseOrphaned, true},
+		{"nobody wrote it", "", false, 1, 0, v1alpha1.PhaseFailed, false, 1},
+		{"restored, still Pending", "", true, 1, 1, v1alpha1.PhaseFailed, false, 1},
+		{"restored and settled first", v1alpha1.PhaseOrphaned, true, 1, 0, v1alpha1.PhaseOrphaned, true, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -387,6 +388,8 @@ func TestRunWritesTheRecordOnce(t *testing.T) {
 				},
 			})
 			c.Journal.Client = counted
+			events := record.NewFakeRecorder(10)
+			c.Journal.Recorder = events
 			si := dbInstance()
 			in := intentFor(si, v1alpha1.VerbUpdate)
 			out := c.Run(context.Background(), in, func() Answer {
@@ -407,6 +410,7 @@ func TestRunWritesTheRecordOnce(t *testing.T) {
 			held, err := c.Leases.HeldBy(context.Background(), KeyOf(v1alpha1.KindServiceInstance, si))
 			require.NoError(t, err)
 			assert.Equal(t, tt.wantLock, held != "", "a refusal's lock is released by the answer that settles its record, not by another's")
+			assert.Len(t, events.Events, tt.wantEvents, "the refusal is an event only when its answer is the one recorded")
 		})
 	}
 }
