@@ -55,9 +55,9 @@ func TestIdenticalRetryOnAnotherReplicaWaitsForTheAnswer(t *testing.T) {
 	h.leases.Wait = 5 * time.Second
 	si := instance("small", `{"region":"eu"}`)
 	other := &journal.Journal{Client: h.client}
-	rec, err := other.Begin(context.Background(), journal.Intent{ID: "first", Target: si, Kind: v1alpha1.KindServiceInstance, ExternalID: "ext-1",
+	rec := other.Draft(journal.Intent{ID: "first", Target: si, Kind: v1alpha1.KindServiceInstance, ExternalID: "ext-1",
 		Broker: "acme", Verb: v1alpha1.VerbProvision, User: authenticationv1.UserInfo{Username: "alice"}, SpecHash: journal.SpecHash(si.Spec)})
-	require.NoError(t, err)
+	require.NoError(t, other.Write(context.Background(), rec)) // without its answer
 	_, ok, err := h.leases.Acquire(context.Background(), journal.Key{Kind: v1alpha1.KindServiceInstance, Namespace: "team", Name: "db", ExternalID: "ext-1"},
 		&journal.Operation{Verb: v1alpha1.VerbProvision, User: "alice", Record: rec.Name, Started: time.Now()})
 	require.NoError(t, err)

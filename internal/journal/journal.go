@@ -132,15 +132,6 @@ func (j *Journal) Draft(in Intent) *v1alpha1.BrokerOperation {
 	}
 }
 
-// Begin writes the record of an operation without its answer.
-func (j *Journal) Begin(ctx context.Context, in Intent) (*v1alpha1.BrokerOperation, error) {
-	op := j.Draft(in)
-	if err := j.Write(ctx, op); err != nil {
-		return nil, err
-	}
-	return op, nil
-}
-
 // Write creates the record op (a Draft), next to its object or, when the
 // object's namespace is being deleted or gone, in lockstep's namespace. A
 // record that exists already (the operations reconciler restored it from

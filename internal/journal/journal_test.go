@@ -31,7 +31,7 @@ func TestJournalBeginThenRecord(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "team", UID: "uid-1", Generation: 2},
 		Spec:       v1alpha1.ServiceInstanceSpec{ServiceName: "db", PlanName: "large", ExternalID: "ext-1"},
 	}
-	op, err := j.Begin(context.Background(), Intent{
+	op, err := begin(context.Background(), j, Intent{
 		ID: "0b6c5e2a-1111-2222-3333-444455556666", Target: si, Kind: "ServiceInstance", ExternalID: "ext-1",
 		Broker: "acme", Verb: v1alpha1.VerbUpdate, SpecHash: SpecHash(si.Spec),
 		User: authenticationv1.UserInfo{Username: "alice", UID: "u1", Groups: []string{"devs"}, Extra: map[string]authenticationv1.ExtraValue{"token": {"secret"}}},
@@ -105,7 +105,7 @@ func TestJournalCompensatedCompletesWhenCompensated(t *testing.T) {
 	clk := clocktesting.NewFakePassiveClock(orphaned)
 	j := &Journal{Client: c, Clock: clk}
 	si := &v1alpha1.ServiceInstance{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "team", UID: "uid-1", Generation: 2}}
-	op, err := j.Begin(context.Background(), Intent{ID: "0b6c5e2a-1111-2222-3333-444455556666", Target: si, Kind: "ServiceInstance",
+	op, err := begin(context.Background(), j, Intent{ID: "0b6c5e2a-1111-2222-3333-444455556666", Target: si, Kind: "ServiceInstance",
 		ExternalID: "ext-1", Broker: "acme", Verb: v1alpha1.VerbUpdate, User: authenticationv1.UserInfo{Username: "alice"}})
 	require.NoError(t, err)
 	require.NoError(t, j.SetPhase(context.Background(), op, nil, Answer{Phase: v1alpha1.PhaseOrphaned}))
@@ -124,4 +124,14 @@ func TestJournalCompensatedCompletesWhenCompensated(t *testing.T) {
 	conds := []metav1.Condition{{Type: v1alpha1.ConditionInSync, Status: metav1.ConditionFalse, Reason: "CompensationFailed", LastTransitionTime: failedAgain}}
 	ApplyNotes(&conds, nil, false, []v1alpha1.BrokerOperation{*op})
 	assert.Equal(t, "Compensated", conds[0].Reason, "the compensation's note replaces the failed attempt's")
+}
+
+// begin writes the record of an operation without its answer, as a
+// record restored from its lock is.
+func begin(ctx context.Context, j *Journal, in Intent) (*v1alpha1.BrokerOperation, error) {
+	op := j.Draft(in)
+	if err := j.Write(ctx, op); err != nil {
+		return nil, err
+	}
+	return op, nil
 }

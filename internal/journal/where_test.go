@@ -59,7 +59,7 @@ func TestBeginInATerminatingNamespaceRecordsInLockstepsNamespace(t *testing.T) {
 	j := &Journal{Client: c, Namespace: "lockstep-system"}
 	ctx := context.Background()
 
-	op, err := j.Begin(ctx, deleteIntent("team"))
+	op, err := begin(ctx, j, deleteIntent("team"))
 	require.NoError(t, err)
 	assert.Equal(t, "lockstep-system", op.Namespace)
 	assert.Equal(t, "team", TargetNamespace(op), "the record still names the object's namespace")
@@ -74,7 +74,7 @@ func TestBeginInATerminatingNamespaceRecordsInLockstepsNamespace(t *testing.T) {
 	assert.Equal(t, DeleteUnderWay, recorded, "a record without an answer is a delete under way")
 
 	// Elsewhere the record lives next to its object.
-	op, err = j.Begin(ctx, deleteIntent("other"))
+	op, err = begin(ctx, j, deleteIntent("other"))
 	require.NoError(t, err)
 	assert.Equal(t, "other", op.Namespace)
 }
@@ -105,7 +105,7 @@ func TestRecordOfANamespaceGoneGoesToLockstepsNamespace(t *testing.T) {
 func TestBeginFailsClearlyWithoutAPlaceToRecord(t *testing.T) {
 	c := terminatingNamespaces(t, "team", "lockstep-system")
 	j := &Journal{Client: c, Namespace: "lockstep-system"}
-	_, err := j.Begin(context.Background(), deleteIntent("team"))
+	_, err := begin(context.Background(), j, deleteIntent("team"))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "writing the operation record lockstep-system/db-deprovision-0b6c5e2a")
 }
@@ -118,7 +118,7 @@ func TestLocksLiveInLockstepsNamespace(t *testing.T) {
 	ctx := context.Background()
 	key := Key{Kind: "ServiceInstance", Namespace: "team", Name: "db"}
 
-	rec, err := j.Begin(ctx, deleteIntent("team"))
+	rec, err := begin(ctx, j, deleteIntent("team"))
 	require.NoError(t, err)
 	_, ok, err := l.TryAcquire(ctx, key, &Operation{Verb: v1alpha1.VerbDeprovision, User: "alice", Started: clk.Now(), Record: rec.Name})
 	require.NoError(t, err)
@@ -232,7 +232,7 @@ func TestRecordsOfANamespaceBeingDeletedGoHomeAtOnce(t *testing.T) {
 	write := func(id string) *v1alpha1.BrokerOperation {
 		in := deleteIntent("team")
 		in.ID = id
-		op, err := j.Begin(ctx, in)
+		op, err := begin(ctx, j, in)
 		require.NoError(t, err)
 		return op
 	}
