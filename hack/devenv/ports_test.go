@@ -50,3 +50,22 @@ func TestUnreadablePortsFileIsReported(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "delete it to choose new ports")
 }
+
+// The kernel gives ports of its ephemeral range to outgoing connections, so
+// a port chosen there can be taken between the check and the listen: every
+// chosen port lies below that range, and a remembered one inside it (state
+// of an earlier version) is replaced.
+func TestPortsAreChosenBelowTheEphemeralRange(t *testing.T) {
+	s := newState(t.TempDir())
+	ephemeral := ephemeralLow()
+	require.NoError(t, os.WriteFile(s.portsFile(), []byte(`{"webhook": `+strconv.Itoa(ephemeral+7)+`}`), 0o644))
+	p, err := s.ports()
+	require.NoError(t, err)
+	for _, port := range allPorts(p) {
+		if ephemeral <= 65535 {
+			assert.Less(t, port, ephemeral, "ports: %v", p)
+		}
+		assert.GreaterOrEqual(t, port, listenLow, "ports: %v", p)
+	}
+	assert.NotEqual(t, ephemeral+7, p.Webhook)
+}
