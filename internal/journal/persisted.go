@@ -14,8 +14,10 @@ import (
 // does not hold it with the operation's uid. An object of a typed kind
 // (the record names its group) is returned as its model, a
 // *v1alpha1.ServiceInstance with the typed kind in its TypeMeta
-// (object.ToInstance), whose spec is the one its records hash.
-func Target(ctx context.Context, reader client.Reader, op *v1alpha1.BrokerOperation) (client.Object, error) {
+// (object.ToInstance), whose spec is the one its records hash. opts are
+// for the read of a ServiceInstance or ServiceBinding (a typed kind's is
+// converted, a copy already).
+func Target(ctx context.Context, reader client.Reader, op *v1alpha1.BrokerOperation, opts ...client.GetOption) (client.Object, error) {
 	if op.Spec.Target.APIGroup != "" {
 		return typedTarget(ctx, reader, op)
 	}
@@ -23,7 +25,7 @@ func Target(ctx context.Context, reader client.Reader, op *v1alpha1.BrokerOperat
 	if op.Spec.Target.Kind == v1alpha1.KindServiceBinding {
 		obj = &v1alpha1.ServiceBinding{}
 	}
-	err := reader.Get(ctx, client.ObjectKey{Namespace: TargetNamespace(op), Name: op.Spec.Target.Name}, obj)
+	err := reader.Get(ctx, client.ObjectKey{Namespace: TargetNamespace(op), Name: op.Spec.Target.Name}, obj, opts...)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}

@@ -224,14 +224,15 @@ func (c *Carrier) settle(ctx context.Context, draft *v1alpha1.BrokerOperation, t
 }
 
 // persisted waits up to commitWait for Objects to hold the change of the
-// successful operation op, and reports whether it does.
+// successful operation op, and reports whether it does. It looks at the
+// cache's own copy (it polls, and only reads what it gets).
 func (c *Carrier) persisted(ctx context.Context, op *v1alpha1.BrokerOperation) bool {
 	if c.Objects == nil {
 		return false
 	}
 	held := false
 	_ = wait.PollUntilContextTimeout(ctx, commitPoll, commitWait, true, func(ctx context.Context) (bool, error) {
-		target, err := Target(ctx, c.Objects, op)
+		target, err := Target(ctx, c.Objects, op, client.UnsafeDisableDeepCopy)
 		held = err == nil && Persisted(op, target)
 		return held, nil
 	})

@@ -95,6 +95,20 @@ func TestPatchStatus(t *testing.T) {
 	var got v1alpha1.ServiceInstance
 	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(si), &got))
 	assert.Equal(t, "https://dash/1", got.Status.DashboardURL)
+	assert.Equal(t, got.ResourceVersion, si.ResourceVersion, "obj holds the version its write made")
+	assert.Equal(t, "https://dash/1", si.Status.DashboardURL, "obj holds the status written")
+
+	// A field the new status leaves out is removed, not kept.
+	want = si.Status.DeepCopy()
+	want.DashboardURL = ""
+	_, err = PatchStatus(ctx, c, v1alpha1.KindServiceInstance, si, &si.Status, want)
+	require.NoError(t, err)
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(si), &got))
+	assert.Empty(t, got.Status.DashboardURL)
+	want = si.Status.DeepCopy()
+	want.DashboardURL = "https://dash/1"
+	_, err = PatchStatus(ctx, c, v1alpha1.KindServiceInstance, si, &si.Status, want)
+	require.NoError(t, err)
 
 	stale := si.DeepCopy()
 	stale.ResourceVersion = read
@@ -139,6 +153,45 @@ func TestRestoreFinalizer(t *testing.T) {
 			stored := &v1alpha1.ServiceInstance{}
 			require.NoError(t, c.Get(context.Background(), client.ObjectKeyFromObject(si), stored))
 			assert.Equal(t, tt.want, stored.Finalizers)
+		})
+	}
+}
+
+// TestStatusPatch: the patch carries the version the status was computed
+// from and the difference of the two statuses only, a removed field as
+// null; statuses equal in JSON need no write.
+func TestStatusPatch(t *testing.T) {
+	tests := []struct {
+		name     string
+		from, to v1alpha1.ServiceInstanceStatus
+		want     string
+	}{
+		{
+			name: "a field set",
+			from: v1alpha1.ServiceInstanceStatus{},
+			to:   v1alpha1.ServiceInstanceStatus{DashboardURL: "https://dash"},
+			want: `{"metadata":{"resourceVersion":"7"},"status":{"dashboardURL":"https://dash"}}`,
+		},
+		{
+			name: "a field removed",
+			from: v1alpha1.ServiceInstanceStatus{DashboardURL: "https://dash", ObservedGeneration: 2},
+			to:   v1alpha1.ServiceInstanceStatus{ObservedGeneration: 3},
+			want: `{"metadata":{"resourceVersion":"7"},"status":{"dashboardURL":null,"observedGeneration":3}}`,
+		},
+		{
+			name: "equal in JSON",
+			from: v1alpha1.ServiceInstanceStatus{Conditions: nil},
+			to:   v1alpha1.ServiceInstanceStatus{Conditions: []metav1.Condition{}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			data, changed, err := statusPatch("7", &tt.from, &tt.to)
+			require.NoError(t, err)
+			assert.Equal(t, tt.want != "", changed)
+			if tt.want != "" {
+				assert.JSONEq(t, tt.want, string(data))
+			}
 		})
 	}
 }

@@ -2,11 +2,17 @@ package brokered
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
+	jsonpatch "github.com/evanphx/json-patch/v5"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
@@ -17,14 +23,34 @@ import (
 // version obj was read at: when the object changed in between, the
 // conflict is returned and the next pass computes the status again. An
 // object that is gone needs no status. It reports whether it wrote one.
+//
+// The patch is the difference of the two statuses alone, and the API
+// server answers with the object's metadata only: the status is written
+// on every change of every object, and encoding the whole object twice to
+// diff it, then decoding the whole object the server sends back, cost more
+// CPU than the request itself. On success obj holds want and the version
+// the write made.
 func PatchStatus[S any](ctx context.Context, c client.Client, kind v1alpha1.TargetKind, obj client.Object, current, want *S) (bool, error) {
 	if equality.Semantic.DeepEqual(current, want) {
 		return false, nil
 	}
+	data, changed, err := statusPatch(obj.GetResourceVersion(), current, want)
+	if err != nil {
+		return false, fmt.Errorf("writing the status of %s %s/%s: %w", word(kind), obj.GetNamespace(), obj.GetName(), err)
+	}
+	if !changed {
+		*current = *want
+		return false, nil
+	}
+	gvk, err := kindOf(c, obj)
+	if err != nil {
+		return false, fmt.Errorf("writing the status of %s %s/%s: %w", word(kind), obj.GetNamespace(), obj.GetName(), err)
+	}
+	written := &metav1.PartialObjectMetadata{}
+	written.SetGroupVersionKind(gvk)
+	written.Namespace, written.Name = obj.GetNamespace(), obj.GetName()
 	log.FromContext(ctx).V(1).Info("writing the status", "kind", kind)
-	patch := client.MergeFromWithOptions(obj.DeepCopyObject().(client.Object), client.MergeFromWithOptimisticLock{})
-	*current = *want
-	if err := c.Status().Patch(ctx, obj, patch); err != nil {
+	if err := c.Status().Patch(ctx, written, client.RawPatch(types.MergePatchType, data)); err != nil {
 		if apierrors.IsConflict(err) {
 			log.FromContext(ctx).V(1).Info("object changed while its status was computed; computed again", "kind", kind, "error", err.Error())
 			return false, err // requeued with backoff
@@ -34,5 +60,52 @@ func PatchStatus[S any](ctx context.Context, c client.Client, kind v1alpha1.Targ
 		}
 		return false, fmt.Errorf("writing the status of %s %s/%s: %w", word(kind), obj.GetNamespace(), obj.GetName(), err)
 	}
+	*current = *want
+	obj.SetResourceVersion(written.ResourceVersion)
 	return true, nil
+}
+
+// kindOf is the kind of the object obj stands for: the one its TypeMeta
+// names (the model of a typed kind's object names the typed kind), else
+// the one the scheme knows its Go type as.
+func kindOf(c client.Client, obj client.Object) (schema.GroupVersionKind, error) {
+	if gvk := obj.GetObjectKind().GroupVersionKind(); !gvk.Empty() {
+		return gvk, nil
+	}
+	return apiutil.GVKForObject(obj, c.Scheme())
+}
+
+// statusPatch is the merge patch that turns the status current into want
+// on the object at resourceVersion (a conflict when the object is no
+// longer there), and whether it changes anything: two statuses that
+// differ only where JSON does not (a nil and an empty list) need no write.
+func statusPatch(resourceVersion string, current, want any) ([]byte, bool, error) {
+	from, err := json.Marshal(current)
+	if err != nil {
+		return nil, false, err
+	}
+	to, err := json.Marshal(want)
+	if err != nil {
+		return nil, false, err
+	}
+	diff, err := jsonpatch.CreateMergePatch(from, to)
+	if err != nil {
+		return nil, false, err
+	}
+	if string(diff) == "{}" {
+		return nil, false, nil
+	}
+	data, err := json.Marshal(statusWrite{Metadata: writtenAt{resourceVersion}, Status: diff})
+	return data, true, err
+}
+
+// statusWrite is the body of a status merge patch: the version it
+// applies to, and what changes.
+type statusWrite struct {
+	Metadata writtenAt       `json:"metadata"`
+	Status   json.RawMessage `json:"status"`
+}
+
+type writtenAt struct {
+	ResourceVersion string `json:"resourceVersion"`
 }
