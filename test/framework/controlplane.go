@@ -46,7 +46,9 @@ type Options struct {
 	// NoWebhooks installs the CRDs only: the API server calls no webhook.
 	NoWebhooks bool
 	// WebhookPort is the port the webhook configurations call on loopback;
-	// a free port when zero.
+	// a free port below the ephemeral range when zero (see FreePort: the
+	// webhook server listens only after kube-apiserver has started and
+	// dialled out).
 	WebhookPort int
 	// Configure, when set, adjusts envtest's environment before it starts
 	// (etcd's data directory, fixed ports, where the processes log).
@@ -123,6 +125,11 @@ func Start(o Options) (_ *ControlPlane, err error) {
 			_ = cp.Stop()
 		}
 	}()
+	if o.WebhookPort == 0 && !o.NoWebhooks {
+		if o.WebhookPort, err = FreePort(); err != nil {
+			return nil, err
+		}
+	}
 	webhooks := envtest.WebhookInstallOptions{LocalServingHost: "127.0.0.1", LocalServingPort: o.WebhookPort}
 	switch {
 	case o.NoWebhooks:

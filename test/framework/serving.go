@@ -34,13 +34,3 @@ func WaitServing(ctx context.Context, addr string, timeout time.Duration, stoppe
 	}
 	return err
 }
-
-// FreePort asks the kernel for a free loopback port.
-func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("finding a free port: %w", err)
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
