@@ -77,11 +77,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			builder.WithPredicates(predicate.Funcs{
 				CreateFunc:  func(event.CreateEvent) bool { return false },
 				GenericFunc: func(event.GenericEvent) bool { return false },
-				DeleteFunc:  func(event.DeleteEvent) bool { return true },
+				DeleteFunc:  func(e event.DeleteEvent) bool { return r.planMayGo(e.Object) },
 				UpdateFunc: func(e event.UpdateEvent) bool {
 					old, oldOK := e.ObjectOld.(*v1alpha1.ServiceInstance)
 					cur, curOK := e.ObjectNew.(*v1alpha1.ServiceInstance)
-					return !oldOK || !curOK || old.Spec.PlanName != cur.Spec.PlanName || old.Spec.ServiceName != cur.Spec.ServiceName
+					return !oldOK || !curOK || (old.Spec.PlanName != cur.Spec.PlanName || old.Spec.ServiceName != cur.Spec.ServiceName) && r.planMayGo(old)
 				},
 			})).
 		Watches(&v1alpha1.ServiceOffering{}, handler.EnqueueRequestsFromMapFunc(r.otherTypedKindBrokers),
@@ -93,6 +93,25 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			})).
 		Watches(&apiextensionsv1.CustomResourceDefinition{}, handler.EnqueueRequestsFromMapFunc(brokerOfCRD)).
 		Complete(r)
+}
+
+// planMayGo reports whether the plan of obj, an instance that went or left
+// its plan, may have to leave the marketplace now: a plan its broker's
+// catalog no longer offers (kept, marked removed, while instances use it),
+// or one lockstep cannot tell (no catalog loaded). A plan the catalog
+// offers stays whatever its instances do, so the broker's marketplace is
+// not computed again for every instance deleted.
+func (r *Reconciler) planMayGo(obj client.Object) bool {
+	si, ok := obj.(*v1alpha1.ServiceInstance)
+	if !ok {
+		return true
+	}
+	entry, ok := r.Catalogs.Get(si.Spec.BrokerName)
+	if !ok {
+		return true
+	}
+	plan, err := entry.Find(si.Spec.ServiceName, si.Spec.PlanName)
+	return err != nil || plan.Removed
 }
 
 // brokerOf is the request for the ServiceBroker of an instance.

@@ -324,3 +324,35 @@ func TestPlansShowTheirAccess(t *testing.T) {
 	assert.Equal(t, v1alpha1.PlanAccess{Namespaces: "none"}, plans["acme.queue.shared"].Spec.Access)
 	assert.Equal(t, 0, h.sync(cat), "again, unchanged")
 }
+
+// TestOnlyAnInstanceOfARemovedPlanAsksForTheMarketplace: an instance that
+// goes (or leaves its plan) asks for its broker's marketplace again only
+// when its plan may leave it: the catalog no longer offers it, or no
+// catalog is loaded. A plan the catalog offers stays whatever its
+// instances do.
+func TestOnlyAnInstanceOfARemovedPlanAsksForTheMarketplace(t *testing.T) {
+	h := newHarness(t)
+	full := fakebroker.DefaultCatalog()
+	cut := fakebroker.DefaultCatalog()
+	small := cut.Services[0].Plans[0]
+	cut.Services[0].Plans = cut.Services[0].Plans[1:]
+	h.catalogs.Store(catalog.NewEntry("acme", nil, &cut, []osbapi.ServicePlan{{Service: &full.Services[0], Plan: &small}}, time.Now()))
+	of := func(broker, service, plan string) client.Object {
+		return &v1alpha1.ServiceInstance{Spec: v1alpha1.ServiceInstanceSpec{BrokerName: broker, ServiceName: service, PlanName: plan}}
+	}
+	tests := []struct {
+		name     string
+		instance client.Object
+		want     bool
+	}{
+		{"a plan the catalog offers", of("acme", "db", "large"), false},
+		{"a plan removed, kept while in use", of("acme", "db", "small"), true},
+		{"a plan no catalog knows", of("acme", "db", "gone"), true},
+		{"a broker with no catalog loaded", of("other", "db", "large"), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, h.r.planMayGo(tt.instance))
+		})
+	}
+}
