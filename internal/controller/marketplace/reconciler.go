@@ -58,12 +58,13 @@ const retryAfter = 30 * time.Second
 // SetupWithManager registers the controller. It needs the lead (the
 // default): one replica writes the marketplace. It runs for every change
 // of a ServiceBroker (the servicebroker controller writes its status after
-// every catalog load), when a ServiceInstance goes or changes plan (a
-// removed plan may have lost its last instance), and, for every other
-// broker that activates typed kinds, when a ServiceOffering's typed kind
-// changes or an offering with one goes (a name one of its services wants
-// may have been taken or freed), and when a typed kind's CRD changes (it
-// became established, or was changed or deleted behind lockstep's back).
+// every catalog load), when a ServiceInstance of a removed plan goes or
+// changes plan (the plan may have lost its last instance; planMayGo), and,
+// for every other broker that activates typed kinds, when a
+// ServiceOffering's typed kind changes or an offering with one goes (a
+// name one of its services wants may have been taken or freed), and when a
+// typed kind's CRD changes (it became established, or was changed or
+// deleted behind lockstep's back).
 //
 // A second controller writes a typed kind's status as soon as its CRD is
 // established (established.go).
