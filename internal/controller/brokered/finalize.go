@@ -88,9 +88,7 @@ func Finalize(ctx context.Context, j JournalReaders, obj client.Object, r Remova
 			return ctrl.Result{}, err
 		}
 	}
-	patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
-	controllerutil.RemoveFinalizer(obj, v1alpha1.Finalizer)
-	if err := j.Client.Patch(ctx, obj, patch); err != nil && !apierrors.IsNotFound(err) {
+	if err := setFinalizers(ctx, j.Client, obj, "", without(obj.GetFinalizers(), v1alpha1.Finalizer)); err != nil && !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, fmt.Errorf("removing the finalizer of %s %s/%s: %w", word(r.Kind), obj.GetNamespace(), obj.GetName(), err)
 	}
 	return ctrl.Result{}, nil
@@ -107,9 +105,33 @@ func RestoreFinalizer(ctx context.Context, c client.Client, obj client.Object) e
 	if obj.GetLabels()[v1alpha1.DefaultedLabel] != "true" || controllerutil.ContainsFinalizer(obj, v1alpha1.Finalizer) {
 		return nil
 	}
-	patch := client.MergeFromWithOptions(obj.DeepCopyObject().(client.Object), client.MergeFromWithOptimisticLock{})
-	controllerutil.AddFinalizer(obj, v1alpha1.Finalizer)
-	return c.Patch(ctx, obj, patch)
+	return setFinalizers(ctx, c, obj, obj.GetResourceVersion(), append(obj.GetFinalizers(), v1alpha1.Finalizer))
+}
+
+// setFinalizers makes finalizers the finalizers of obj, at
+// resourceVersion when one is given (a conflict when the object moved
+// since), and gives obj the finalizers and version written.
+func setFinalizers(ctx context.Context, c client.Client, obj client.Object, resourceVersion string, finalizers []string) error {
+	data, err := finalizersPatch(resourceVersion, finalizers)
+	if err != nil {
+		return err
+	}
+	if err := patch(ctx, c, obj, data, false); err != nil {
+		return err
+	}
+	obj.SetFinalizers(finalizers)
+	return nil
+}
+
+// without is list without name, in a new slice (nil when nothing is left).
+func without(list []string, name string) []string {
+	var out []string
+	for _, s := range list {
+		if s != name {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // Removed is what the result of a finalizer's removal (a deprovision or

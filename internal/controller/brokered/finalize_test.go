@@ -195,3 +195,26 @@ func TestStatusPatch(t *testing.T) {
 		})
 	}
 }
+
+// TestFinalizersPatch: the finalizers written are the whole list (a merge
+// patch replaces a list), none removes the field, and a version is sent
+// only when the write must not cross another.
+func TestFinalizersPatch(t *testing.T) {
+	tests := []struct {
+		name            string
+		resourceVersion string
+		finalizers      []string
+		want            string
+	}{
+		{"lockstep's removed, another kept", "", []string{"other.example/keep"}, `{"metadata":{"finalizers":["other.example/keep"]}}`},
+		{"the last removed", "", without([]string{v1alpha1.Finalizer}, v1alpha1.Finalizer), `{"metadata":{"finalizers":null}}`},
+		{"restored at a version", "7", []string{"other.example/keep", v1alpha1.Finalizer}, `{"metadata":{"resourceVersion":"7","finalizers":["other.example/keep","lockstep.dev/broker"]}}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			data, err := finalizersPatch(tt.resourceVersion, tt.finalizers)
+			require.NoError(t, err)
+			assert.JSONEq(t, tt.want, string(data))
+		})
+	}
+}

@@ -8,11 +8,7 @@ import (
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
@@ -24,12 +20,9 @@ import (
 // conflict is returned and the next pass computes the status again. An
 // object that is gone needs no status. It reports whether it wrote one.
 //
-// The patch is the difference of the two statuses alone, and the API
-// server answers with the object's metadata only: the status is written
-// on every change of every object, and encoding the whole object twice to
-// diff it, then decoding the whole object the server sends back, cost more
-// CPU than the request itself. On success obj holds want and the version
-// the write made.
+// The patch is the difference of the two statuses alone, answered with
+// the object's metadata only (see patch). On success obj holds want and
+// the version the write made.
 func PatchStatus[S any](ctx context.Context, c client.Client, kind v1alpha1.TargetKind, obj client.Object, current, want *S) (bool, error) {
 	if equality.Semantic.DeepEqual(current, want) {
 		return false, nil
@@ -42,15 +35,8 @@ func PatchStatus[S any](ctx context.Context, c client.Client, kind v1alpha1.Targ
 		*current = *want
 		return false, nil
 	}
-	gvk, err := kindOf(c, obj)
-	if err != nil {
-		return false, fmt.Errorf("writing the status of %s %s/%s: %w", word(kind), obj.GetNamespace(), obj.GetName(), err)
-	}
-	written := &metav1.PartialObjectMetadata{}
-	written.SetGroupVersionKind(gvk)
-	written.Namespace, written.Name = obj.GetNamespace(), obj.GetName()
 	log.FromContext(ctx).V(1).Info("writing the status", "kind", kind)
-	if err := c.Status().Patch(ctx, written, client.RawPatch(types.MergePatchType, data)); err != nil {
+	if err := patch(ctx, c, obj, data, true); err != nil {
 		if apierrors.IsConflict(err) {
 			log.FromContext(ctx).V(1).Info("object changed while its status was computed; computed again", "kind", kind, "error", err.Error())
 			return false, err // requeued with backoff
@@ -61,18 +47,7 @@ func PatchStatus[S any](ctx context.Context, c client.Client, kind v1alpha1.Targ
 		return false, fmt.Errorf("writing the status of %s %s/%s: %w", word(kind), obj.GetNamespace(), obj.GetName(), err)
 	}
 	*current = *want
-	obj.SetResourceVersion(written.ResourceVersion)
 	return true, nil
-}
-
-// kindOf is the kind of the object obj stands for: the one its TypeMeta
-// names (the model of a typed kind's object names the typed kind), else
-// the one the scheme knows its Go type as.
-func kindOf(c client.Client, obj client.Object) (schema.GroupVersionKind, error) {
-	if gvk := obj.GetObjectKind().GroupVersionKind(); !gvk.Empty() {
-		return gvk, nil
-	}
-	return apiutil.GVKForObject(obj, c.Scheme())
 }
 
 // statusPatch is the merge patch that turns the status current into want
