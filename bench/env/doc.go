@@ -8,7 +8,11 @@
 //     without webhooks (group plain.bench.lockstep.dev, with a copy of the
 //     ServiceBinding CRD beside it) and one whose create-only fields are
 //     CEL transition rules, self == oldSelf (group
-//     cel.bench.lockstep.dev); and kube-controller-manager (its
+//     cel.bench.lockstep.dev); copies of both CRDs behind webhooks that
+//     allow every request at once, served by the allow-all server below
+//     (group allowed.bench.lockstep.dev: what calling an admission webhook
+//     costs kube-apiserver, without any admission work); and
+//     kube-controller-manager (its
 //     namespace, garbage-collector and ClusterRole aggregation
 //     controllers) only while a benchmark that deletes a namespace runs;
 //   - lockstep itself, the real cmd/webhook binary built from the working

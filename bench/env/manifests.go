@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/admission"
 )
 
 // SkipAdmissionLabel on a namespace with the value "true" makes the API
@@ -41,6 +42,12 @@ var (
 	PlainBinding = schema.GroupVersionKind{Group: PlainInstance.Group, Version: "v1alpha1", Kind: "ServiceBinding"}
 	// LockstepBinding is lockstep's own ServiceBinding.
 	LockstepBinding = v1alpha1.GroupVersion.WithKind("ServiceBinding")
+	// AllowedInstance and AllowedBinding are the ServiceInstance and
+	// ServiceBinding CRDs behind webhooks that allow everything at once
+	// (bench/cmd/allow-all; see allowAllWebhooks): what kube-apiserver
+	// pays for calling an admission webhook, without any admission work.
+	AllowedInstance = schema.GroupVersionKind{Group: "allowed.bench.lockstep.dev", Version: "v1alpha1", Kind: "ServiceInstance"}
+	AllowedBinding  = schema.GroupVersionKind{Group: AllowedInstance.Group, Version: "v1alpha1", Kind: "ServiceBinding"}
 )
 
 // createOnlyFields are the spec fields api/v1alpha1 tags createonly.
@@ -52,7 +59,8 @@ const CELMessage = "create-only field: it cannot be changed after creation"
 
 // baselineCRDs reads lockstep's ServiceInstance and ServiceBinding CRDs
 // from root/deploy/crds and returns the plain and CEL copies of the first
-// and the plain copy of the second.
+// and the plain copy of the second, then the copies of both behind the
+// allow-all webhooks.
 func baselineCRDs(root string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	instances, err := readCRD(root, "lockstep.dev_serviceinstances.yaml")
 	if err != nil {
@@ -74,7 +82,49 @@ func baselineCRDs(root string) ([]*apiextensionsv1.CustomResourceDefinition, err
 	if err != nil {
 		return nil, err
 	}
-	return []*apiextensionsv1.CustomResourceDefinition{plain, cel, plainBindings}, nil
+	allowed, err := copyCRD(instances, AllowedInstance.Group, false)
+	if err != nil {
+		return nil, err
+	}
+	allowedBindings, err := copyCRD(bindings, AllowedBinding.Group, false)
+	if err != nil {
+		return nil, err
+	}
+	return []*apiextensionsv1.CustomResourceDefinition{plain, cel, plainBindings, allowed, allowedBindings}, nil
+}
+
+// allowAllWebhooks are the webhook configurations of AllowedInstance's
+// group: kube-apiserver calls them as it calls lockstep's for lockstep's
+// kinds (a mutating call on a create; a validating call on a create, an
+// update and a delete), and url(path) answers every call at once. It is
+// the least a synchronous admission that defaults fields on the server
+// costs the API server, whatever the admission then does.
+func allowAllWebhooks(url func(path string) string, ca []byte) (*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration) {
+	rules := func(ops ...admissionregistrationv1.OperationType) []admissionregistrationv1.RuleWithOperations {
+		return []admissionregistrationv1.RuleWithOperations{{Operations: ops, Rule: admissionregistrationv1.Rule{
+			APIGroups: []string{AllowedInstance.Group}, APIVersions: []string{AllowedInstance.Version},
+			Resources: []string{"serviceinstances", "servicebindings"},
+		}}}
+	}
+	client := func(path string) admissionregistrationv1.WebhookClientConfig {
+		u := url(path)
+		return admissionregistrationv1.WebhookClientConfig{URL: &u, CABundle: ca}
+	}
+	none, fail, timeout := admissionregistrationv1.SideEffectClassNone, admissionregistrationv1.Fail, int32(5)
+	name := "bench-allow-all"
+	mutating := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Webhooks: []admissionregistrationv1.MutatingWebhook{{
+			Name: "mutate." + AllowedInstance.Group, ClientConfig: client(admission.MutateInstancePath),
+			Rules: rules(admissionregistrationv1.Create), SideEffects: &none, FailurePolicy: &fail, TimeoutSeconds: &timeout,
+			AdmissionReviewVersions: []string{"v1"},
+		}}}
+	validating := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
+			Name: "validate." + AllowedInstance.Group, ClientConfig: client(admission.ValidateBindingPath),
+			Rules:       rules(admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete),
+			SideEffects: &none, FailurePolicy: &fail, TimeoutSeconds: &timeout, AdmissionReviewVersions: []string{"v1"},
+		}}}
+	return mutating, validating
 }
 
 // readCRD decodes the CRD in root/deploy/crds/file.

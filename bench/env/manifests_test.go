@@ -7,7 +7,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/lockstep-dev/lockstep/internal/admission"
 )
 
 func repoRoot(t *testing.T) string {
@@ -20,7 +23,7 @@ func repoRoot(t *testing.T) string {
 func TestBaselineCRDs(t *testing.T) {
 	crds, err := baselineCRDs(repoRoot(t))
 	require.NoError(t, err)
-	require.Len(t, crds, 3)
+	require.Len(t, crds, 5)
 	tests := []struct {
 		group, kind, plural string
 		withCEL             bool
@@ -28,6 +31,8 @@ func TestBaselineCRDs(t *testing.T) {
 		{PlainInstance.Group, "ServiceInstance", "serviceinstances", false},
 		{CELInstance.Group, "ServiceInstance", "serviceinstances", true},
 		{PlainBinding.Group, "ServiceBinding", "servicebindings", false},
+		{AllowedInstance.Group, "ServiceInstance", "serviceinstances", false},
+		{AllowedBinding.Group, "ServiceBinding", "servicebindings", false},
 	}
 	for i, tt := range tests {
 		t.Run(tt.group+"/"+tt.kind, func(t *testing.T) {
@@ -82,4 +87,25 @@ func TestWebhookConfigsSkipLabelledNamespacesForInstancesOnly(t *testing.T) {
 	for _, name := range []string{"serviceinstances.mutate.lockstep.dev", "serviceinstances-update.mutate.lockstep.dev", "serviceinstances.validate.lockstep.dev", "status.validate.lockstep.dev"} {
 		assert.True(t, seen[name], "webhook %s is in deploy/webhook", name)
 	}
+}
+
+func TestAllowAllWebhooksMatchTheAllowedGroupAsLockstepsMatchItsOwn(t *testing.T) {
+	url := func(path string) string { return "https://127.0.0.1:1" + path }
+	mutating, validating := allowAllWebhooks(url, []byte("ca"))
+	require.Len(t, mutating.Webhooks, 1)
+	require.Len(t, validating.Webhooks, 1)
+	m, v := mutating.Webhooks[0], validating.Webhooks[0]
+	assert.Equal(t, url(admission.MutateInstancePath), *m.ClientConfig.URL)
+	assert.Equal(t, url(admission.ValidateBindingPath), *v.ClientConfig.URL, "a path the allow-all server allows in every mode")
+	assert.Equal(t, []byte("ca"), v.ClientConfig.CABundle)
+	ops := func(rules []admissionregistrationv1.RuleWithOperations) []admissionregistrationv1.OperationType {
+		require.Len(t, rules, 1)
+		assert.Equal(t, []string{AllowedInstance.Group}, rules[0].APIGroups, "no other group is called")
+		assert.ElementsMatch(t, []string{"serviceinstances", "servicebindings"}, rules[0].Resources)
+		return rules[0].Operations
+	}
+	assert.Equal(t, []admissionregistrationv1.OperationType{admissionregistrationv1.Create}, ops(m.Rules),
+		"one mutating call per create, as lockstep's defaulting")
+	assert.Equal(t, []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete},
+		ops(v.Rules), "one validating call per create, update and delete, as lockstep's")
 }

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
@@ -36,6 +37,9 @@ type burstArm struct {
 	// floor takes each object's lock, carrying the operation's record,
 	// before the write (see writeAhead).
 	floor bool
+	// writesStatus writes each applied object's status, with a True Ready
+	// condition, right after the apply; the object is Ready once it has.
+	writesStatus bool
 }
 
 // The arms of the burst benchmark, each in its namespace.
@@ -44,12 +48,15 @@ var burstArms = []burstArm{
 	{name: "same CRDs, no webhooks", instance: env.PlainInstance, binding: env.PlainBinding, ns: "bench-burst-plain"},
 	{name: "write-ahead floor: lock with record, then no webhooks", instance: env.PlainInstance, binding: env.PlainBinding,
 		ns: "bench-burst-floor", floor: true},
+	{name: "admission floor: lock with record, webhooks that allow at once, status written", instance: env.AllowedInstance,
+		binding: env.AllowedBinding, ns: "bench-burst-admission", floor: true, writesStatus: true},
 }
 
 // The indexes of the baselines in burstArms.
 const (
-	burstPlain = 1
-	burstFloor = 2
+	burstPlain     = 1
+	burstFloor     = 2
+	burstAdmission = 3
 )
 
 // The burst's targets: lockstep's time against the floor's, and how often
@@ -93,10 +100,14 @@ func (s *Suite) Burst(ctx context.Context) (report.Section, error) {
 			"and one sent while its instance's provision still holds the instance's lock waits for it up to lockstep's lock wait and is then "+
 			"refused with a conflict (409): both are sent again. Time runs from the first apply until every object is Ready (lockstep's "+
 			"Ready condition, listed every %s).", env.EmbeddedBrokerName, n, 2*n, clients, burstManager, burstBackoff, burstPoll),
-		"The same objects go to two baselines, each in its own namespace: copies of the same CRDs in a group no webhook matches (Ready " +
-			"there means persisted), and the write-ahead floor: before each of those writes, the object's lock carrying the operation's " +
+		"The same objects go to three baselines, each in its own namespace: copies of the same CRDs in a group no webhook matches (Ready " +
+			"there means persisted); the write-ahead floor: before each of those writes, the object's lock carrying the operation's " +
 			"record, taken with lockstep's own journal code (the one API server write lockstep's admission makes before the broker call; " +
-			"the locks are released after the burst, untimed). Then every object of each arm is deleted the same way (deletes refused " +
+			"the locks are released after the burst, untimed); and the admission floor: the write-ahead floor's lock, then the object " +
+			"written to copies of the CRDs behind a mutating and a validating webhook that allow every request at once " +
+			"(bench/cmd/allow-all, called by kube-apiserver as lockstep's webhooks are: a mutating call on a create, a validating " +
+			"call on a create and a delete), then, on apply, its status written once with a True Ready condition (Ready there means that " +
+			"status). Then every object of each arm is deleted the same way (deletes refused " +
 			"are sent again; an instance is refused while its bindings exist), until all are gone; lockstep deprovisions and unbinds at the " +
 			"broker. Finally the objects are applied once more, lockstep's and the no-webhook copies each into a namespace of their own, " +
 			"and each namespace is deleted as one, with kube-controller-manager's namespace controller running, until it is gone.",
@@ -183,6 +194,10 @@ func (s *Suite) Burst(ctx context.Context) (report.Section, error) {
 		"Ratios are against the same burst on the arm named, in the same run. The floor is what no admission that writes a record "+
 			"before the broker call can go below: one API server write before each object's own. lockstep adds to it the webhook calls, "+
 			"its checks, the broker call, and after the answer the reconciler's commit (status, record, releasing the lock), which Ready waits for.",
+		"The admission floor is the least any synchronous admission that defaults fields on the server and reports Ready costs the "+
+			"API server, with no check, no broker call and nothing written after the answer: what lockstep takes beyond it is its own "+
+			"work (the checks, the broker call, the record, the lock's release, the Secrets, the refusals and their retries), what it "+
+			"takes beyond the write-ahead floor up to it is the price of webhooks and of a status.",
 		"Refusals are counted per object and by answer: 409 is a conflict (the object's or its instance's lock held by a broker "+
 			"operation in flight, or an instance whose bindings still exist), 422 a binding of an instance that does not exist yet; "+
 			"the target bounds the 409s any one object got.")
@@ -242,12 +257,15 @@ type burstOp struct {
 	// settled counts the objects of the arm in ns that are not yet as the
 	// operation leaves them (Ready; gone); nil when the answer is enough.
 	settled func(s *Suite, ctx context.Context, a burstArm, ns string, n int) (int, error)
+	// readies is true for the operation that leaves objects Ready: an arm
+	// that writesStatus writes the status after it.
+	readies bool
 }
 
 var (
 	apply = burstOp{name: "apply", send: func(ctx context.Context, c client.Client, u *unstructured.Unstructured) error {
 		return c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u.DeepCopy()), client.FieldOwner(burstManager), client.ForceOwnership)
-	}, settled: (*Suite).notReady}
+	}, settled: (*Suite).notReady, readies: true}
 	remove = burstOp{name: "delete", send: func(ctx context.Context, c client.Client, u *unstructured.Unstructured) error {
 		return client.IgnoreNotFound(c.Delete(ctx, u.DeepCopy()))
 	}, settled: (*Suite).notGone}
@@ -269,8 +287,11 @@ type burstPhase struct {
 	cpu      time.Duration
 	memory   framework.Memory
 	restarts int
-	// requests are kube-apiserver's, by "VERB resource[/subresource]".
-	requests map[string]float64
+	// requests are kube-apiserver's, by "VERB resource[/subresource]";
+	// webhookCalls the admission webhooks it called (lockstep's, the
+	// allow-all server's).
+	requests     map[string]float64
+	webhookCalls float64
 }
 
 func (p burstPhase) finished() bool { return p.settled > 0 }
@@ -284,6 +305,15 @@ func (s *Suite) burst(ctx context.Context, v *supervisor, a burstArm, ns string,
 	p := burstPhase{arm: a}
 	c := s.Env.Client
 	do := func(ctx context.Context, i int) error { return op.send(ctx, c, objs[i]) }
+	if a.writesStatus && op.readies {
+		send := do
+		do = func(ctx context.Context, i int) error {
+			if err := send(ctx, i); err != nil {
+				return err
+			}
+			return markReady(ctx, c, objs[i])
+		}
+	}
 	var release []loadgen.Do
 	if a.floor {
 		floor := (&writeAhead{client: c, namespace: ns}).arm(do)
@@ -342,6 +372,7 @@ func (s *Suite) burst(ctx context.Context, v *supervisor, a burstArm, ns string,
 	}
 	if after := s.scrape(ctx); before != nil && after != nil {
 		p.requests = requestsBetween(before.apiserver, after.apiserver, func(string) bool { return true })
+		p.webhookCalls = histogram(before.apiserver, after.apiserver, "apiserver_admission_webhook_admission_duration_seconds", nil).count
 	}
 	s.Logf("burst: %s, %s: %d of %d accepted, all %s; refusals %s; %d failed, %d stuck; lockstep CPU %s, %d restart(s)",
 		op.name, a.name, p.sent.Done(), len(objs), settledTime(p), refusalCounts(p.sent), p.failed(), p.unsettled, dur(p.cpu), p.restarts)
@@ -375,12 +406,24 @@ func (s *Suite) notReady(ctx context.Context, a burstArm, ns string, n int) (int
 			return 0, err
 		}
 		for _, u := range list.Items {
-			if !a.lockstep || conditionTrue(u, v1alpha1.ConditionReady) {
+			if !(a.lockstep || a.writesStatus) || conditionTrue(u, v1alpha1.ConditionReady) {
 				ready++
 			}
 		}
 	}
 	return 2*n - ready, nil
+}
+
+// markReady writes an object's status as the admission floor's single
+// status write: a True Ready condition, the one part of a status a reader
+// of Ready needs.
+func markReady(ctx context.Context, c client.Client, u *unstructured.Unstructured) error {
+	patch := fmt.Sprintf(`{"status":{"conditions":[{"type":%q,"status":"True","reason":"Admitted","message":"written by the benchmark","lastTransitionTime":%q}]}}`,
+		v1alpha1.ConditionReady, time.Now().UTC().Format(time.RFC3339))
+	if err := c.Status().Patch(ctx, u.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		return fmt.Errorf("writing the status of %s %s: %w", u.GetKind(), u.GetName(), err)
+	}
+	return nil
 }
 
 // notGone counts the objects of arm a left in ns.
@@ -463,8 +506,8 @@ func (s *Suite) deleteNamespace(ctx context.Context, v *supervisor, a burstArm, 
 
 // burstTable sets the arms of one kind of burst side by side.
 func burstTable(caption string, phases []burstPhase) report.Table {
-	t := report.Table{Caption: caption, Header: []string{"arm", "all accepted", "all settled", "vs floor", "vs no webhooks",
-		"requests sent", "refusals by answer (most for one object)", "failed", "stuck", "lockstep CPU", "lockstep RSS (peak)", "lockstep restarts"}}
+	t := report.Table{Caption: caption, Header: []string{"arm", "all accepted", "all settled", "vs floor", "vs admission floor", "vs no webhooks",
+		"requests sent", "webhook calls", "refusals by answer (most for one object)", "failed", "stuck", "lockstep CPU", "lockstep RSS (peak)", "lockstep restarts"}}
 	for _, p := range phases {
 		tries := 0
 		for _, o := range p.sent.Items {
@@ -474,8 +517,9 @@ func burstTable(caption string, phases []burstPhase) report.Table {
 		if p.failed() == 0 {
 			accepted = dur(p.sent.Last())
 		}
-		t.Rows = append(t.Rows, []string{p.arm.name, accepted, settledTime(p), burstRatio(p, phases[burstFloor]), burstRatio(p, phases[burstPlain]),
-			fmt.Sprintf("%d for %d objects", tries, len(p.sent.Items)), refusalCounts(p.sent), fmt.Sprint(p.failed()), fmt.Sprint(p.unsettled),
+		t.Rows = append(t.Rows, []string{p.arm.name, accepted, settledTime(p), burstRatio(p, phases[burstFloor]), burstRatio(p, phases[burstAdmission]),
+			burstRatio(p, phases[burstPlain]),
+			fmt.Sprintf("%d for %d objects", tries, len(p.sent.Items)), fmt.Sprintf("%.0f", p.webhookCalls), refusalCounts(p.sent), fmt.Sprint(p.failed()), fmt.Sprint(p.unsettled),
 			dur(p.cpu), fmt.Sprintf("%s (%s)", mib(p.memory.RSS), mib(p.memory.Peak)), fmt.Sprint(p.restarts)})
 	}
 	return t

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 
@@ -127,4 +128,36 @@ func TestMostCounts(t *testing.T) {
 	m := map[string]float64{"APPLY serviceinstances": 4, "POST leases": 3, "GET secrets": 2, "LIST pods": 1}
 	assert.Equal(t, "APPLY serviceinstances 4, POST leases 3; 2 other kinds; 10 in all", mostCounts(m, 2))
 	assert.Equal(t, counts(m), mostCounts(m, 4))
+}
+
+func TestBurstTableSetsLockstepBesideEachFloor(t *testing.T) {
+	phases := []burstPhase{phase(0, 12*time.Second, 0), phase(1, 2*time.Second, 0), phase(2, 3*time.Second, 0), phase(3, 6*time.Second, 0)}
+	table := burstTable("apply", phases)
+	require.Len(t, table.Rows, len(burstArms))
+	col := func(name string) int {
+		i := slices.Index(table.Header, name)
+		require.NotEqual(t, -1, i, name)
+		return i
+	}
+	lockstep, admission := table.Rows[0], table.Rows[burstAdmission]
+	assert.Equal(t, "4.00x", lockstep[col("vs floor")])
+	assert.Equal(t, "2.00x", lockstep[col("vs admission floor")])
+	assert.Equal(t, "6.00x", lockstep[col("vs no webhooks")])
+	assert.Equal(t, "2.00x", admission[col("vs floor")], "what webhooks and a status cost beyond the write-ahead floor")
+	assert.Equal(t, "1.00x", admission[col("vs admission floor")])
+}
+
+func TestOnlyTheAdmissionFloorWritesStatusAndTakesTheLock(t *testing.T) {
+	a := burstArms[burstAdmission]
+	assert.True(t, a.floor, "the admission floor takes the write-ahead floor's lock")
+	assert.True(t, a.writesStatus)
+	assert.Equal(t, env.AllowedInstance, a.instance)
+	assert.Equal(t, env.AllowedBinding, a.binding)
+	for k, other := range burstArms {
+		if k != burstAdmission {
+			assert.False(t, other.writesStatus, other.name)
+		}
+	}
+	assert.True(t, apply.readies)
+	assert.False(t, remove.readies, "a delete leaves no status to write")
 }
