@@ -2,9 +2,10 @@
 # bench.sh runs lockstep's benchmark suite and writes the results
 # to bench/RESULTS.md: admission overhead, end to end through
 # kube-apiserver, typed kinds, the broker path, the journal under churn, a GitOps
-# burst, scale, the embedded broker, and the Go micro-benchmarks. About an
-# hour on 2 cores, half of it the burst (with -before, the compared
-# benchmarks run twice); not part of `make test`.
+# burst, scale, the embedded broker, and the Go micro-benchmarks. About
+# 36 minutes on 2 cores, a quarter of it the burst (with -before, the
+# compared benchmarks run twice: about an hour and a half); not part of
+# `make test`.
 #
 #   bash hack/bench.sh                       # everything, bench/RESULTS.md
 #   bash hack/bench.sh -only admission -out /tmp/admission.md
