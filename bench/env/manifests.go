@@ -70,27 +70,26 @@ func baselineCRDs(root string) ([]*apiextensionsv1.CustomResourceDefinition, err
 	if err != nil {
 		return nil, err
 	}
-	plain, err := copyCRD(instances, PlainInstance.Group, false)
-	if err != nil {
-		return nil, err
+	copies := []struct {
+		orig    *apiextensionsv1.CustomResourceDefinition
+		group   string
+		withCEL bool
+	}{
+		{instances, PlainInstance.Group, false},
+		{instances, CELInstance.Group, true},
+		{bindings, PlainBinding.Group, false},
+		{instances, AllowedInstance.Group, false},
+		{bindings, AllowedBinding.Group, false},
 	}
-	cel, err := copyCRD(instances, CELInstance.Group, true)
-	if err != nil {
-		return nil, err
+	crds := make([]*apiextensionsv1.CustomResourceDefinition, 0, len(copies))
+	for _, c := range copies {
+		crd, err := copyCRD(c.orig, c.group, c.withCEL)
+		if err != nil {
+			return nil, err
+		}
+		crds = append(crds, crd)
 	}
-	plainBindings, err := copyCRD(bindings, PlainBinding.Group, false)
-	if err != nil {
-		return nil, err
-	}
-	allowed, err := copyCRD(instances, AllowedInstance.Group, false)
-	if err != nil {
-		return nil, err
-	}
-	allowedBindings, err := copyCRD(bindings, AllowedBinding.Group, false)
-	if err != nil {
-		return nil, err
-	}
-	return []*apiextensionsv1.CustomResourceDefinition{plain, cel, plainBindings, allowed, allowedBindings}, nil
+	return crds, nil
 }
 
 // allowAllWebhooks are the webhook configurations of AllowedInstance's
