@@ -2,7 +2,9 @@ package brokered
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -105,7 +107,7 @@ func RestoreFinalizer(ctx context.Context, c client.Client, obj client.Object) e
 	if obj.GetLabels()[v1alpha1.DefaultedLabel] != "true" || controllerutil.ContainsFinalizer(obj, v1alpha1.Finalizer) {
 		return nil
 	}
-	return setFinalizers(ctx, c, obj, obj.GetResourceVersion(), append(obj.GetFinalizers(), v1alpha1.Finalizer))
+	return setFinalizers(ctx, c, obj, obj.GetResourceVersion(), append(slices.Clip(obj.GetFinalizers()), v1alpha1.Finalizer))
 }
 
 // setFinalizers makes finalizers the finalizers of obj, at
@@ -121,6 +123,22 @@ func setFinalizers(ctx context.Context, c client.Client, obj client.Object, reso
 	}
 	obj.SetFinalizers(finalizers)
 	return nil
+}
+
+// finalizersPatch is the merge patch that makes the object's finalizers
+// finalizers (none: the field goes), at resourceVersion when one is given
+// (a conflict when the object moved) or whatever the object holds.
+func finalizersPatch(resourceVersion string, finalizers []string) ([]byte, error) {
+	return json.Marshal(metadataWrite{Metadata: finalizersAt{ResourceVersion: resourceVersion, Finalizers: finalizers}})
+}
+
+type metadataWrite struct {
+	Metadata finalizersAt `json:"metadata"`
+}
+
+type finalizersAt struct {
+	ResourceVersion string   `json:"resourceVersion,omitempty"`
+	Finalizers      []string `json:"finalizers"`
 }
 
 // without is list without name, in a new slice (nil when nothing is left).

@@ -2,7 +2,6 @@ package brokered
 
 import (
 	"context"
-	"encoding/json"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -49,20 +48,4 @@ func kindOf(c client.Client, obj client.Object) (schema.GroupVersionKind, error)
 		return gvk, nil
 	}
 	return apiutil.GVKForObject(obj, c.Scheme())
-}
-
-// finalizersPatch is the merge patch that makes the object's finalizers
-// finalizers (none: the field goes), at resourceVersion when one is given
-// (a conflict when the object moved) or whatever the object holds.
-func finalizersPatch(resourceVersion string, finalizers []string) ([]byte, error) {
-	return json.Marshal(metadataWrite{Metadata: finalizersAt{ResourceVersion: resourceVersion, Finalizers: finalizers}})
-}
-
-type metadataWrite struct {
-	Metadata finalizersAt `json:"metadata"`
-}
-
-type finalizersAt struct {
-	ResourceVersion string   `json:"resourceVersion,omitempty"`
-	Finalizers      []string `json:"finalizers"`
 }
