@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -56,6 +57,10 @@ func TestParseManifestErrors(t *testing.T) {
 		{"duplicate plans", `{"name":"a","id":"a","description":"a","plans":[{"id":"p","name":"p","description":"p"},{"id":"p","name":"p","description":"p"}]}`, []string{`id "p" is used by two plans`, `name "p" is used by two plans`}},
 		{"unknown action", `{"name":"a","id":"a","description":"a","actions":{"explode":"x"},"plans":[{"id":"p","name":"p","description":"p"}]}`, []string{`unknown action "explode"`}},
 		{"bad timeout", `{"name":"a","id":"a","description":"a","timeout":"soon","plans":[{"id":"p","name":"p","description":"p"}]}`, []string{"invalid duration"}},
+		{"limits out of range", `{"name":"a","id":"a","description":"a","limits":{"memory":"0","cpu":"-1s","processes":-1},"plans":[{"id":"p","name":"p","description":"p"}]}`,
+			[]string{"limits.memory 0 must be more than 0", "limits.cpu -1s must not be negative", "limits.processes must not be negative"}},
+		{"a misspelt limit", `{"name":"a","id":"a","description":"a","limits":{"memroy":"1Gi"},"plans":[{"id":"p","name":"p","description":"p"}]}`, []string{`unknown field "memroy"`}},
+		{"a memory that is no quantity", `{"name":"a","id":"a","description":"a","limits":{"memory":"lots"},"plans":[{"id":"p","name":"p","description":"p"}]}`, []string{"quantities must match"}},
 		{"schema not an object", `{"name":"a","id":"a","description":"a","plans":[{"id":"p","name":"p","description":"p","schemas":{"create":[1]}}]}`, []string{"must be a JSON object"}},
 	}
 	for _, tt := range tests {
@@ -268,4 +273,18 @@ func TestCatalog(t *testing.T) {
 	big := plans[1].(map[string]any)
 	assert.Nil(t, big["schemas"])
 	assert.Equal(t, false, big["bindable"])
+}
+
+func TestParseManifestLimits(t *testing.T) {
+	m, err := bundle.ParseManifest([]byte(`{"name":"a","id":"a","description":"a","limits":{"memory":"256Mi","cpu":"30s","processes":16},"plans":[{"id":"p","name":"p","description":"p"}]}`))
+	require.NoError(t, err)
+	require.NotNil(t, m.Limits)
+	assert.Equal(t, int64(256<<20), m.Limits.MemoryBytes())
+	assert.Equal(t, bundle.Duration(30*time.Second), m.Limits.CPU)
+	assert.Equal(t, 16, m.Limits.Processes)
+
+	m, err = bundle.ParseManifest([]byte(`{"name":"a","id":"a","description":"a","plans":[{"id":"p","name":"p","description":"p"}]}`))
+	require.NoError(t, err)
+	assert.Nil(t, m.Limits)
+	assert.Zero(t, m.Limits.MemoryBytes(), "no limits: the broker's maximum")
 }

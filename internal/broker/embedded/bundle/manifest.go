@@ -33,6 +33,9 @@ type Manifest struct {
 	// Timeout bounds every action of the bundle; zero means the broker's
 	// default.
 	Timeout Duration `json:"timeout,omitempty"`
+	// Limits bound each action's processes (memory, CPU time, how many);
+	// what is left out is the broker's maximum.
+	Limits *Limits `json:"limits,omitempty"`
 	// Actions maps an action name to the program that carries it out: a
 	// path relative to the bundle directory, or builtin:noop, builtin:echo.
 	// An action not listed is actions/<name> when that file exists, and a
@@ -124,6 +127,7 @@ func (m *Manifest) Validate() error {
 	if m.Timeout < 0 {
 		errs = append(errs, fmt.Errorf("timeout %s must not be negative", time.Duration(m.Timeout)))
 	}
+	errs = append(errs, m.Limits.validate()...)
 	for a, prog := range m.Actions {
 		if !a.Known() {
 			errs = append(errs, fmt.Errorf("actions: unknown action %q (known: %v)", a, Actions))
