@@ -11,6 +11,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/lockstep-dev/lockstep/internal/broker/embedded/bundle"
 	"github.com/lockstep-dev/lockstep/internal/broker/embedded/executor"
 	"github.com/lockstep-dev/lockstep/internal/broker/embedded/jobs"
 	"github.com/lockstep-dev/lockstep/internal/broker/embedded/lifecycle"
@@ -51,9 +52,15 @@ func New(cfg Config) (*Broker, error) {
 	if err := b.catalog.Reload(ctx, cfg.Store); err != nil {
 		return nil, fmt.Errorf("start the broker: %w", err)
 	}
-	if cfg.watchProcesses {
+	if cfg.process != nil {
+		if err := cfg.process.Prepare(); err != nil {
+			return nil, fmt.Errorf("start the broker: %w", err)
+		}
+		if !cfg.ActionUsers.Enabled() {
+			cfg.Logger.Warn("actions run as the broker's own user: they can read its store and environment (set ACTION_USERS)")
+		}
 		// Before any action can start: they end with this process.
-		unwatch, err := executor.Watch(cfg.RunnerID)
+		unwatch, err := executor.Watch(cfg.RunnerID, cfg.ActionUsers)
 		if err != nil {
 			cfg.Logger.Error("the broker's actions will not end with it if it is killed", "error", err)
 		} else {
@@ -63,10 +70,11 @@ func New(cfg Config) (*Broker, error) {
 	b.reconciler = specs.NewReconciler(specs.Options{
 		Store: cfg.Store, Catalog: b.catalog, Registries: cfg.Registries,
 		FailureThreshold: cfg.FailureThreshold, Clock: cfg.Clock, Logger: cfg.Logger,
+		Check: func(b *bundle.Bundle) error { return cfg.ActionMax.Check(&b.Manifest) },
 	})
 	b.runner = jobs.New(jobs.Options{
 		Store: cfg.Store, Catalog: b.catalog, Executor: cfg.Executor, Bootstrapped: b.reconciler.Bootstrapped,
-		RunnerID: cfg.RunnerID, Timeout: cfg.JobTimeout, RunnerTimeout: cfg.RunnerTimeout, Reap: executor.KillRunnerProcesses,
+		RunnerID: cfg.RunnerID, Timeout: cfg.JobTimeout, MaxTimeout: cfg.ActionMax.Time, RunnerTimeout: cfg.RunnerTimeout, Reap: executor.KillRunnerProcesses,
 		ShutdownGrace: cfg.ShutdownGrace, MaxConcurrent: cfg.MaxConcurrentJobs, Clock: cfg.Clock, Logger: cfg.Logger,
 	})
 	// Shared-store peers must see this runner before it claims any job.

@@ -28,15 +28,24 @@ type Config struct {
 	// Registries are the sources of service specs.
 	Registries []registry.Registry
 	// Executor runs bundle actions; nil means built-ins in process and
-	// everything else as local processes under WorkDir, watched so that
-	// they end with the broker process, however it ends (executor.Watch).
+	// everything else as local processes under WorkDir, as ActionUsers,
+	// within ActionMax, watched so that they end with the broker process,
+	// however it ends (executor.Watch).
 	Executor executor.Executor
-	// watchProcesses is set when the broker runs its actions as local
-	// processes of its own (the default Executor).
-	watchProcesses bool
+	// process is the default Executor's, when the broker runs its actions
+	// as local processes of its own.
+	process *executor.Process
 	// WorkDir holds unpacked bundles and the private directory of each run;
 	// empty means <temp dir>/lockstep-broker.
 	WorkDir string
+	// ActionUsers, when enabled, are the users actions run as, one per
+	// running action (executor.Process.Users): at least MaxConcurrentJobs
+	// of them. Without them actions run as the broker's own user.
+	ActionUsers executor.Users
+	// ActionMax is the most an action may use and how long it may run
+	// (executor.Limits); a field left zero is executor.DefaultMax's. A
+	// bundle that asks for more is refused when its registry is read.
+	ActionMax executor.Limits
 
 	// Username and Password are the basic-auth credentials of the OSB API;
 	// an empty Username disables authentication.
@@ -54,7 +63,8 @@ type Config struct {
 	// BootstrapTimeout ends bootstrapping even if a registry never answered
 	// (2m).
 	BootstrapTimeout time.Duration
-	// JobTimeout bounds an action when its bundle sets no timeout (10m).
+	// JobTimeout bounds an action when its bundle sets no timeout (10m, at
+	// most ActionMax.Time).
 	JobTimeout time.Duration
 	// SyncWindow is how long a request with accepts_incomplete=true waits
 	// for its action before answering 202 (2s; negative: answer 202 at
@@ -112,6 +122,24 @@ func (c *Config) applyDefaults() error {
 	if c.MaxConcurrentJobs <= 0 {
 		c.MaxConcurrentJobs = 64
 	}
+	maxDef := func(v, d int64) int64 {
+		if v <= 0 {
+			return d
+		}
+		return v
+	}
+	m, d := &c.ActionMax, executor.DefaultMax
+	m.Memory = maxDef(m.Memory, d.Memory)
+	m.CPU = time.Duration(maxDef(int64(m.CPU), int64(d.CPU)))
+	m.Processes = int(maxDef(int64(m.Processes), int64(d.Processes)))
+	m.Time = time.Duration(maxDef(int64(m.Time), int64(d.Time)))
+	if c.JobTimeout > m.Time {
+		return fmt.Errorf("configure the broker: the action timeout %s (JOB_TIMEOUT) is more than the longest an action may run, %s (ACTION_MAX_TIME)", c.JobTimeout, m.Time)
+	}
+	if c.ActionUsers.Enabled() && c.ActionUsers.Count < c.MaxConcurrentJobs {
+		return fmt.Errorf("configure the broker: the action users %s (ACTION_USERS) are %d, fewer than the actions that may run at once (MAX_CONCURRENT_JOBS %d): each running action needs one",
+			c.ActionUsers, c.ActionUsers.Count, c.MaxConcurrentJobs)
+	}
 	if c.WorkDir == "" {
 		c.WorkDir = filepath.Join(os.TempDir(), "lockstep-broker")
 	}
@@ -126,8 +154,8 @@ func (c *Config) applyDefaults() error {
 		c.Clock = clock.RealClock{}
 	}
 	if c.Executor == nil {
-		c.Executor = executor.Mux{Process: &executor.Process{WorkDir: c.WorkDir, RunnerID: c.RunnerID}}
-		c.watchProcesses = true
+		c.process = &executor.Process{WorkDir: c.WorkDir, RunnerID: c.RunnerID, Users: c.ActionUsers, Max: c.ActionMax, Logger: c.Logger}
+		c.Executor = executor.Mux{Process: c.process}
 	}
 	names := map[string]bool{}
 	for _, r := range c.Registries {

@@ -8,6 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/lockstep-dev/lockstep/internal/broker/embedded/executor"
 	"github.com/lockstep-dev/lockstep/internal/broker/embedded/registry"
 	"github.com/lockstep-dev/lockstep/internal/broker/embedded/registry/oci"
 	"github.com/lockstep-dev/lockstep/internal/broker/embedded/store"
@@ -41,11 +44,17 @@ type Settings struct {
 	MaxBundleBytes int64  `split_words:"true" default:"1048576" desc:"largest bundle (all files) accepted"`
 	WorkDir        string `split_words:"true" desc:"directory for unpacked bundles and action runs (default: <tmp>/lockstep-broker)"`
 
+	ActionUsers        string        `split_words:"true" desc:"users (and groups) actions run as, one per running action, e.g. 50000-50063; needs CAP_SETUID and CAP_SETGID (empty: the broker's own user)"`
+	ActionMaxMemory    string        `split_words:"true" default:"1Gi" desc:"most private memory of each action process (RLIMIT_DATA); bundles asking for more are refused"`
+	ActionMaxCPU       time.Duration `envconfig:"ACTION_MAX_CPU" default:"10m" desc:"most CPU time of each action process (RLIMIT_CPU); bundles asking for more are refused"`
+	ActionMaxProcesses int           `split_words:"true" default:"128" desc:"most processes and threads of one action at once (RLIMIT_NPROC, with ACTION_USERS); bundles asking for more are refused"`
+	ActionMaxTime      time.Duration `split_words:"true" default:"1h" desc:"longest an action may run; bundle timeouts above it are refused"`
+
 	SyncPeriod        time.Duration `split_words:"true" default:"1m" desc:"registry sync period"`
 	SweepPeriod       time.Duration `split_words:"true" default:"1m" desc:"period of the sweep of unused removed specs and of job recovery"`
 	FailureThreshold  int           `split_words:"true" default:"3" desc:"consecutive failed fetches after which a registry's unused specs are removed"`
 	BootstrapTimeout  time.Duration `split_words:"true" default:"2m" desc:"longest wait for every registry at start"`
-	JobTimeout        time.Duration `split_words:"true" default:"10m" desc:"action timeout when a bundle sets none"`
+	JobTimeout        time.Duration `split_words:"true" default:"10m" desc:"action timeout when a bundle sets none (at most ACTION_MAX_TIME)"`
 	SyncWindow        time.Duration `split_words:"true" default:"2s" desc:"how long a request with accepts_incomplete=true waits before answering 202"`
 	SyncTimeout       time.Duration `split_words:"true" default:"1m" desc:"action timeout of a request without accepts_incomplete"`
 	HeartbeatInterval time.Duration `split_words:"true" default:"10s" desc:"runner heartbeat period"`
@@ -114,6 +123,18 @@ func (s Settings) OpenStore(ctx context.Context) (store.Store, error) {
 // Config turns the settings into a Config, opening the store (which the
 // Broker then closes).
 func (s Settings) Config(ctx context.Context, logger *slog.Logger) (Config, error) {
+	users, err := executor.ParseUsers(s.ActionUsers)
+	if err != nil {
+		return Config{}, fmt.Errorf("the ACTION_USERS setting: %w", err)
+	}
+	memory, err := resource.ParseQuantity(s.ActionMaxMemory)
+	if err != nil || memory.Sign() <= 0 {
+		return Config{}, fmt.Errorf("the ACTION_MAX_MEMORY setting %q: want a quantity of bytes such as 512Mi or 1Gi", s.ActionMaxMemory)
+	}
+	if s.ActionMaxCPU <= 0 || s.ActionMaxProcesses <= 0 || s.ActionMaxTime <= 0 {
+		return Config{}, fmt.Errorf("the ACTION_MAX_CPU (%s), ACTION_MAX_PROCESSES (%d) and ACTION_MAX_TIME (%s) settings must be more than 0",
+			s.ActionMaxCPU, s.ActionMaxProcesses, s.ActionMaxTime)
+	}
 	regs, err := ParseRegistries(s.Registries, RegistryOptions{MaxBundleBytes: s.MaxBundleBytes, OCI: oci.Options{
 		Insecure: s.OCIInsecure, Username: s.OCIUsername, Password: s.OCIPassword, ActionsDir: s.OCIActionsDir,
 	}})
@@ -133,7 +154,9 @@ func (s Settings) Config(ctx context.Context, logger *slog.Logger) (Config, erro
 	}
 	return Config{
 		Store: st, CloseStore: true, Registries: regs, WorkDir: s.WorkDir,
-		Username: s.Username, Password: s.Password,
+		ActionUsers: users,
+		ActionMax:   executor.Limits{Memory: memory.Value(), CPU: s.ActionMaxCPU, Processes: s.ActionMaxProcesses, Time: s.ActionMaxTime},
+		Username:    s.Username, Password: s.Password,
 		SyncPeriod: zero(s.SyncPeriod), SweepPeriod: zero(s.SweepPeriod), FailureThreshold: s.FailureThreshold,
 		BootstrapTimeout: zero(s.BootstrapTimeout), JobTimeout: s.JobTimeout,
 		SyncWindow: zero(s.SyncWindow), SyncTimeout: s.SyncTimeout,

@@ -9,7 +9,15 @@
 //
 //   - The program runs with the bundle directory as working directory, in a
 //     process group of its own, with a clean environment (never the
-//     broker's own, which holds its secrets).
+//     broker's own, which holds its secrets), with umask 027, within its
+//     limits (Limits: memory and CPU time per process, processes of its
+//     user, wall time), started by a copy of the broker's program that sets
+//     them and becomes the program (package reexec).
+//   - With Process.Users, each running action has a user and group of its
+//     own and no other group: it cannot read the broker's files, its
+//     environment (/proc), the run directory of another action, or signal
+//     another action's processes. Its run directory is the broker's, in the
+//     action's group (setgid); the bundle is readable by every user.
 //   - The input document (Input, JSON) is on stdin and in the file named by
 //     LOCKSTEP_INPUT_FILE: the complete input, whatever its size.
 //     Parameters are never command-line arguments. For convenience small
@@ -27,6 +35,12 @@
 //     holding a NUL byte breaks the protocol). State written is kept even
 //     when the action fails, so that a later deprovision can clean up what
 //     a failed action left.
+//   - The input, output and state files are in the action's run directory
+//     ($HOME and $TMPDIR too). The broker reads the output and state files
+//     only as regular files of their own name: a symbolic link, a file with
+//     other names (hard links) or a FIFO in their place is a protocol
+//     error. Write into them, or replace them with a file the group can
+//     read.
 //   - Output: write a JSON object to the file named by LOCKSTEP_OUTPUT_FILE:
 //     {"credentials": {...}} from bind, {"dashboard_url": "..."} from
 //     provision or update, and optionally {"description": "..."}: a message
@@ -38,10 +52,14 @@
 //     else is failure. The description is the output's description, else
 //     the last line of stderr, else the exit status.
 //   - When the action ends (or is stopped at its timeout), whatever it left
-//     running in its process group is killed. If the broker process dies,
-//     the action's first process is killed too (parent-death signal); the
-//     rest carry LOCKSTEP_RUNNER (Process.RunnerID), by which a watch
-//     process (Watch, a copy of the broker's program started with it)
-//     finds and ends them the moment the broker dies, SIGKILLed too, and
-//     KillRunnerProcesses again when a broker starts again.
+//     running in its process group is killed; with Users, every process of
+//     its user, wherever it went (a sweep: a copy of the broker's program
+//     started as that user), before the user serves another action. If the
+//     broker process dies, the action's first process is killed too
+//     (parent-death signal); the rest carry LOCKSTEP_RUNNER
+//     (Process.RunnerID), by which a watch process (Watch, a copy of the
+//     broker's program started with it) finds and ends them the moment the
+//     broker dies, SIGKILLed too, and KillRunnerProcesses again when a
+//     broker starts again; with Users the watch, and a broker that starts,
+//     end every process of those users.
 package executor

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/lockstep-dev/lockstep/internal/broker/embedded/bundle"
+	"github.com/lockstep-dev/lockstep/internal/broker/embedded/executor/reexec"
 )
 
 // The environment of an action carries only small values: the operating
@@ -43,7 +44,7 @@ func (e *envBuilder) add(name, value string) bool {
 
 // RunnerEnv names the environment variable that tells which broker process
 // (runner id) started an action; KillRunnerProcesses looks for it.
-const RunnerEnv = "LOCKSTEP_RUNNER"
+const RunnerEnv = reexec.RunnerEnv
 
 // environment is the environment of one run (see the package documentation).
 func (p *Process) environment(inv Invocation, bundleDir, runDir string, f *runFiles) []string {

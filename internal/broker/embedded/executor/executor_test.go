@@ -165,17 +165,29 @@ func waitGone(t *testing.T, pidFile string) {
 		"the child %d the action left running was not killed", pid)
 }
 
+// TestProcessTimeoutKillsTheGroup: when the context ends while the action
+// runs (its timeout), the action and what it started are killed.
 func TestProcessTimeoutKillsTheGroup(t *testing.T) {
 	pidFile := filepath.Join(t.TempDir(), "child.pid")
-	b := scriptBundle(t, map[bundle.Action]string{bundle.Provision: "sleep 60 &\necho $! > " + pidFile + "\nsleep 60\n"})
+	b := scriptBundle(t, map[bundle.Action]string{bundle.Provision: "sleep 60 &\necho $! > " + pidFile + ".tmp\nmv " + pidFile + ".tmp " + pidFile + "\nsleep 60\n"})
 	p := &executor.Process{WorkDir: t.TempDir()}
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	go func() {
+		// The action's time is up once it started its child.
+		defer cancel()
+		for range 3000 {
+			if _, err := os.Stat(pidFile); err == nil {
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
 	_, err := p.Run(ctx, invocation(b, bundle.Provision, `{}`, nil))
 	var ae *executor.ActionError
 	require.ErrorAs(t, err, &ae)
 	assert.True(t, ae.Stopped())
-	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.ErrorIs(t, err, context.Canceled)
 	waitGone(t, pidFile)
 }
 

@@ -12,7 +12,10 @@ import (
 
 // materialize writes the bundle's files to <root>/<digest> once and returns
 // that directory. Writing goes to a temporary directory renamed into place,
-// so a reader never sees half a bundle, even across processes.
+// so a reader never sees half a bundle, even across processes. Every user
+// may read the files (and run the executables): actions run as users of
+// their own; a bundle is the same for every instance and holds no
+// secret.
 func materialize(root string, b *bundle.Bundle) (string, error) {
 	dir := filepath.Join(root, b.Digest)
 	if _, err := os.Stat(dir); err == nil {
@@ -28,16 +31,19 @@ func materialize(root string, b *bundle.Bundle) (string, error) {
 	defer func() { _ = os.RemoveAll(tmp) }()
 	for name, f := range b.Files {
 		p := filepath.Join(tmp, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		if err := mkdirs(tmp, filepath.Dir(p)); err != nil {
 			return "", fmt.Errorf("write bundle %q file %s: %w", b.Manifest.Name, name, err)
 		}
-		mode := fs.FileMode(0o600)
+		mode := fs.FileMode(0o644)
 		if f.Executable {
-			mode = 0o700
+			mode = 0o755
 		}
-		if err := os.WriteFile(p, f.Data, mode); err != nil {
+		if err := writeFile(p, f.Data, mode); err != nil {
 			return "", fmt.Errorf("write bundle %q file %s: %w", b.Manifest.Name, name, err)
 		}
+	}
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return "", fmt.Errorf("write bundle %q: %w", b.Manifest.Name, err)
 	}
 	if err := os.Rename(tmp, dir); err != nil {
 		if _, statErr := os.Stat(dir); statErr == nil {
@@ -46,4 +52,21 @@ func materialize(root string, b *bundle.Bundle) (string, error) {
 		return "", fmt.Errorf("write bundle %q to %s: %w", b.Manifest.Name, dir, errors.Join(err))
 	}
 	return dir, nil
+}
+
+// mkdirs creates dir and the directories above it up to root, each 0755.
+func mkdirs(root, dir string) error {
+	if dir == root {
+		return nil
+	}
+	if _, err := os.Stat(dir); err == nil {
+		return nil
+	}
+	if err := mkdirs(root, filepath.Dir(dir)); err != nil {
+		return err
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	return os.Chmod(dir, 0o755)
 }

@@ -3,4 +3,4 @@
 package executor
 
 // Watch is only implemented on Linux; elsewhere it watches nothing.
-func Watch(runner string) (stop func(), err error) { return func() {}, nil }
+func Watch(runner string, users Users) (stop func(), err error) { return func() {}, nil }

@@ -53,12 +53,15 @@ func (r *Runner) execute(token string) Outcome {
 	}
 	defer func() { <-r.sem }()
 
-	// The bundle's timeout (or the default), shortened by the job's own
-	// bound (a request without accepts_incomplete is bounded by the sync
-	// timeout).
+	// The bundle's timeout (or the default), within the maximum,
+	// shortened by the job's own bound (a request without
+	// accepts_incomplete is bounded by the sync timeout).
 	timeout := entry.Spec.Timeout()
 	if timeout <= 0 {
 		timeout = r.opts.Timeout
+	}
+	if r.opts.MaxTimeout > 0 && r.opts.MaxTimeout < timeout {
+		timeout = r.opts.MaxTimeout
 	}
 	if job.Timeout > 0 && job.Timeout < timeout {
 		timeout = job.Timeout

@@ -28,6 +28,9 @@ type Options struct {
 	RunnerID string
 	// Timeout bounds an action when neither the job nor its bundle sets one.
 	Timeout time.Duration
+	// MaxTimeout, when set, bounds every action, whatever its bundle sets
+	// (a spec kept from before the maximum was lowered).
+	MaxTimeout time.Duration
 	// RunnerTimeout is how old a heartbeat must be for Recover to consider
 	// its runner dead (shared stores only).
 	RunnerTimeout time.Duration

@@ -14,7 +14,8 @@
 //   - A bundle that a registry offers but that cannot be read is a failed
 //     fetch of that bundle: the spec that came from the same source
 //     (directory, tag) is kept, never marked. Status reports such bundles
-//     with each registry's latest sync.
+//     with each registry's latest sync. So is a bundle that Options.Check
+//     refuses (one asking for more than the broker's maximum).
 //   - Sweep deletes marked specs that no instance uses.
 //   - The broker is bootstrapping until every registry has been fetched
 //     once, or has failed FailureThreshold times in a row, or EndBootstrap

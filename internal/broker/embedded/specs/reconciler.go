@@ -25,6 +25,10 @@ type Options struct {
 	// FailureThreshold is how many consecutive failed fetches of a registry
 	// mark its unused specs; values below 1 mean 1.
 	FailureThreshold int
+	// Check, when set, refuses a bundle the broker will not serve (one
+	// that asks for more than the broker's maximum): it counts as a bundle
+	// that cannot be read (Listing.Problems), with Check's error.
+	Check func(*bundle.Bundle) error
 	// Clock reads the time of marks and syncs; the real clock when nil.
 	Clock  clock.PassiveClock
 	Logger *slog.Logger
@@ -151,6 +155,17 @@ func (r *Reconciler) syncRegistry(ctx context.Context, reg registry.Registry) Re
 		return rep
 	}
 	st.fetched, st.failures = true, 0
+	if r.opts.Check != nil {
+		bundles := listing.Bundles[:0:0]
+		for _, b := range listing.Bundles {
+			if err := r.opts.Check(b); err != nil {
+				listing.Problems = append(listing.Problems, registry.Problem{Source: b.Source, Err: err})
+				continue
+			}
+			bundles = append(bundles, b)
+		}
+		listing.Bundles = bundles
+	}
 	rep.Malformed = listing.Problems
 	unreadable := map[string]bool{}
 	for _, p := range listing.Problems {

@@ -1,11 +1,9 @@
-package executor
+package reexec
 
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"syscall"
 )
@@ -23,7 +21,7 @@ func KillRunnerProcesses(runnerID string) (int, error) {
 	marker := []byte(RunnerEnv + "=" + runnerID)
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
-		return 0, fmt.Errorf("list processes: %w", err)
+		return 0, wrap("list processes", err)
 	}
 	self := os.Getpid()
 	killed := 0
@@ -32,7 +30,7 @@ func KillRunnerProcesses(runnerID string) (int, error) {
 		if err != nil || pid == self {
 			continue
 		}
-		environ, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		environ, err := os.ReadFile("/proc/" + e.Name() + "/environ")
 		if err != nil || !hasVar(environ, marker) {
 			continue // gone, or not ours to read
 		}
