@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/lockstep-dev/lockstep/internal/broker/embedded"
+	"github.com/lockstep-dev/lockstep/internal/broker/embedded/executor"
 	"github.com/lockstep-dev/lockstep/internal/broker/embedded/registry"
 	"github.com/lockstep-dev/lockstep/internal/broker/embedded/store/bboltstore"
 )
@@ -51,6 +52,10 @@ func TestNewRejects(t *testing.T) {
 		{"no store", embedded.Config{}, "a store is required"},
 		{"two registries with one name", embedded.Config{Store: st, Registries: []registry.Registry{
 			registry.NewLocal("same", "/a", 0), registry.NewLocal("same", "/b", 0)}}, `two registries are named "same"`},
+		{"fewer action users than actions at once", embedded.Config{Store: st, ActionUsers: executor.Users{First: 50000, Count: 8}, MaxConcurrentJobs: 16},
+			"the action users 50000-50007 (ACTION_USERS) are 8, fewer than the actions that may run at once (MAX_CONCURRENT_JOBS 16)"},
+		{"a default timeout longer than any action may run", embedded.Config{Store: st, JobTimeout: time.Hour, ActionMax: executor.Limits{Time: time.Minute}},
+			"the action timeout 1h0m0s (JOB_TIMEOUT) is more than the longest an action may run, 1m0s (ACTION_MAX_TIME)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -138,13 +143,25 @@ func TestSettings(t *testing.T) {
 			assert.Equal(t, 2*time.Second, s.SyncWindow)
 			assert.Equal(t, 3, s.FailureThreshold)
 			assert.Equal(t, int64(1<<20), s.MaxBundleBytes)
+			assert.Empty(t, s.ActionUsers, "actions run as the broker's user unless told")
+			assert.Equal(t, "1Gi", s.ActionMaxMemory)
+			assert.Equal(t, 10*time.Minute, s.ActionMaxCPU)
+			assert.Equal(t, 128, s.ActionMaxProcesses)
+			assert.Equal(t, time.Hour, s.ActionMaxTime)
 		}},
 		{map[string]string{
 			"LOCKSTEP_BROKER_STORE": "etcd", "LOCKSTEP_BROKER_ETCD_ENDPOINTS": "http://a:2379,http://b:2379",
 			"LOCKSTEP_BROKER_SYNC_WINDOW": "250ms", "LOCKSTEP_BROKER_OCI_INSECURE": "true",
 			"LOCKSTEP_BROKER_OCI_ACTIONS_DIR": "/actions", "LOCKSTEP_BROKER_REGISTRIES": "a=local:/x",
 			"LOCKSTEP_BROKER_USERNAME": "u", "LOCKSTEP_BROKER_MAX_CONCURRENT_JOBS": "7",
+			"LOCKSTEP_BROKER_ACTION_USERS": "50000-50063", "LOCKSTEP_BROKER_ACTION_MAX_MEMORY": "256Mi",
+			"LOCKSTEP_BROKER_ACTION_MAX_CPU": "30s", "LOCKSTEP_BROKER_ACTION_MAX_PROCESSES": "16", "LOCKSTEP_BROKER_ACTION_MAX_TIME": "5m",
 		}, func(t *testing.T, s embedded.Settings) {
+			assert.Equal(t, "50000-50063", s.ActionUsers)
+			assert.Equal(t, "256Mi", s.ActionMaxMemory)
+			assert.Equal(t, 30*time.Second, s.ActionMaxCPU)
+			assert.Equal(t, 16, s.ActionMaxProcesses)
+			assert.Equal(t, 5*time.Minute, s.ActionMaxTime)
 			assert.Equal(t, "etcd", s.Store)
 			assert.Equal(t, []string{"http://a:2379", "http://b:2379"}, s.EtcdEndpoints)
 			assert.Equal(t, 250*time.Millisecond, s.SyncWindow)
@@ -207,7 +224,17 @@ func TestSettingsOpen(t *testing.T) {
 	assert.True(t, b.Bootstrapped())
 	require.NoError(t, b.Close())
 
-	_, err = embedded.Settings{Store: "mongo"}.Open(context.Background(), nil)
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), `unknown store "mongo"`)
+	for _, tt := range []struct {
+		settings embedded.Settings
+		want     string
+	}{
+		{embedded.Settings{Store: "mongo"}, `unknown store "mongo"`},
+		{embedded.Settings{ActionUsers: "root"}, `the ACTION_USERS setting: action users "root": want first-last`},
+		{embedded.Settings{ActionMaxMemory: "plenty"}, `the ACTION_MAX_MEMORY setting "plenty": want a quantity of bytes such as 512Mi or 1Gi`},
+		{embedded.Settings{ActionMaxTime: -time.Second}, "must not be negative"},
+	} {
+		_, err = tt.settings.Open(context.Background(), nil)
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), tt.want)
+	}
 }

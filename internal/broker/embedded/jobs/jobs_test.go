@@ -213,6 +213,20 @@ func TestOutcomes(t *testing.T) {
 	}
 }
 
+// TestTheMaximumTimeoutBoundsASpecsTimeout: a spec kept from before the
+// broker's maximum was lowered runs within the new maximum.
+func TestTheMaximumTimeoutBoundsASpecsTimeout(t *testing.T) {
+	e := newEnv(t)
+	b, err := bundle.Assemble(bundle.Manifest{Name: "svc", ID: "svc", Description: "d", Timeout: bundle.Duration(time.Hour),
+		Plans: []bundle.Plan{{ID: "plan", Name: "plan", Description: "p"}}}, nil)
+	require.NoError(t, err)
+	e.putSpec(t, b, false)
+	r := e.runner(t, e.store, "me", funcExecutor(blockUntilStopped), func(o *jobs.Options) { o.MaxTimeout = 20 * time.Millisecond })
+	o := wait(t, r.Run(e.seed(t, store.Update, store.JobRunning, "me")))
+	assert.Equal(t, store.JobFailed, o.Job.State)
+	assert.Contains(t, o.Job.Description, "update timed out after 20ms and was stopped")
+}
+
 func TestJobOfAnotherRunnerIsNotRun(t *testing.T) {
 	e := newEnv(t)
 	var ran atomic.Int32
