@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,10 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+
+	"github.com/go-logr/logr"
+	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 func main() {
@@ -42,6 +47,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+	ctrllog.SetLogger(logr.FromSlogHandler(logger.Handler())) // the certificate watch's
 	if cfg.Username == "" {
 		logger.Warn("no " + prefix + "_USERNAME: the OSB API accepts requests without authentication")
 	}
@@ -56,19 +62,32 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 	}
 	srv := &http.Server{Handler: b, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	if cfg.TLSCertFile != "" {
+		// The certificate is read again when its files change (a renewed
+		// Secret), without a restart.
+		certs, err := certwatcher.New(cfg.TLSCertFile, cfg.TLSKeyFile)
+		if err != nil {
+			_ = ln.Close()
+			_ = b.Close()
+			return fmt.Errorf("read the serving certificate: %w", err)
+		}
+		go func() {
+			if err := certs.Start(watchCtx); err != nil {
+				logger.Error("watch the serving certificate for renewals", "error", err)
+			}
+		}()
+		srv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.GetCertificate}
+		ln = tls.NewListener(ln, srv.TLSConfig)
+	}
 	if err := b.Start(ctx); err != nil {
 		_ = ln.Close()
 		_ = b.Close()
 		return err
 	}
 	served := make(chan error, 1)
-	go func() {
-		if cfg.TLSCertFile != "" {
-			served <- srv.ServeTLS(ln, cfg.TLSCertFile, cfg.TLSKeyFile)
-		} else {
-			served <- srv.Serve(ln)
-		}
-	}()
+	go func() { served <- srv.Serve(ln) }()
 	logger.Info("broker listening", "address", ln.Addr().String(), "tls", cfg.TLSCertFile != "", "store", cfg.Store, "runner", b.RunnerID())
 
 	var serveErr error
