@@ -1,6 +1,7 @@
 # syntax=docker/dockerfile:1
-# lockstep's image: the webhook binary (cmd/webhook), static, on distroless
-# as a non-root user. Build from the repository root:
+# lockstep's image: the webhook binary (cmd/webhook) as /lockstep, and the
+# embedded broker's (cmd/broker) as /broker for its own Deployment, static,
+# on distroless as a non-root user. Build from the repository root:
 #
 #   docker build -t registry.example/lockstep:v0.1.0 .
 #
@@ -24,12 +25,17 @@ ARG TARGETARCH=amd64
 RUN --mount=type=cache,target=/go/pkg/mod \
     --mount=type=cache,target=/root/.cache/go-build \
     CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH \
-    go build -trimpath -ldflags="-s -w" -o /out/lockstep ./cmd/webhook
+    go build -trimpath -ldflags="-s -w" -o /out/lockstep ./cmd/webhook && \
+    CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH \
+    go build -trimpath -ldflags="-s -w" -o /out/broker ./cmd/broker
 
 # distroless/static: no shell, no package manager; CA certificates and
 # /etc/passwd with the nonroot user (65532) only.
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/lockstep /lockstep
+# The embedded broker's Deployment runs /broker instead (as root with only
+# CAP_SETUID and CAP_SETGID, to start each action as a user of its own).
+COPY --from=build /out/broker /broker
 USER 65532:65532
 # 9443 webhook (TLS), 8080 metrics, 8081 health and readiness.
 EXPOSE 9443 8080 8081

@@ -1,24 +1,31 @@
 package deploy
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 )
 
 // TestEveryVariantPassesAServerSideDryRun applies each rendered variant with
 // a server-side dry-run: the API server validates every object (schemas,
 // strict fields, CRDs, admission) and persists nothing. Pod Security
-// warnings count as failures: lockstep's namespace enforces "restricted".
+// warnings count as failures: lockstep's namespace enforces "restricted"
+// (with the embedded broker, "baseline": a variant whose namespace has
+// other Pod Security labels is dry-run into a namespace of its own with
+// those labels, for real, since Pod Security reads the live namespace).
 func TestEveryVariantPassesAServerSideDryRun(t *testing.T) {
 	for _, variant := range variants {
 		t.Run(variant, func(t *testing.T) {
-			objs := forDryRun(t, env.rendered[variant])
+			objs := forDryRun(t, inItsOwnNamespace(t, variant, env.rendered[variant]))
 			require.NotEmpty(t, objs)
 			stdout, stderr, err := run(env.kubectl, encode(t, objs), "--kubeconfig", env.kubeconfig,
 				"apply", "--server-side", "--force-conflicts", "--field-manager=lockstep-deploy-test", "--dry-run=server", "-f", "-")
@@ -43,6 +50,33 @@ func forDryRun(t *testing.T, objs []*unstructured.Unstructured) []*unstructured.
 		u = u.DeepCopy()
 		if u.GroupVersionKind().Group == "admissionregistration.k8s.io" {
 			u.SetName(u.GetName() + "-dry-run")
+		}
+		out = append(out, u)
+	}
+	return out
+}
+
+// inItsOwnNamespace moves a variant's objects into a namespace named after
+// it, created with the variant's namespace labels, when those differ from
+// deploy/base's (which the live lockstep-system has).
+func inItsOwnNamespace(t *testing.T, variant string, objs []*unstructured.Unstructured) []*unstructured.Unstructured {
+	t.Helper()
+	ns := find(t, variant, "Namespace", "lockstep-system")
+	if assert.ObjectsAreEqual(ns.GetLabels(), find(t, "base", "Namespace", "lockstep-system").GetLabels()) {
+		return objs
+	}
+	name := "lockstep-" + variant
+	live := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: ns.GetLabels()}}
+	live.Labels["kubernetes.io/metadata.name"] = name
+	require.NoError(t, client.IgnoreAlreadyExists(env.admin.Create(context.Background(), live)))
+	out := make([]*unstructured.Unstructured, 0, len(objs))
+	for _, u := range objs {
+		u = u.DeepCopy()
+		switch {
+		case u.GetKind() == "Namespace":
+			u.SetName(name)
+		case u.GetNamespace() == "lockstep-system":
+			u.SetNamespace(name)
 		}
 		out = append(out, u)
 	}

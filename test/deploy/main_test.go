@@ -21,7 +21,7 @@ import (
 )
 
 // variants are the kustomize variants under deploy/ a user can apply.
-var variants = []string{"base", "cert-manager"}
+var variants = []string{"base", "cert-manager", "with-embedded-broker"}
 
 // env is what every test of the package shares.
 var env struct {
