@@ -78,7 +78,9 @@ func crd(name string) *unstructured.Unstructured {
 // `helm upgrade` and `helm uninstall` do. The API server validates every
 // object; the CRDs come first, from the chart's crds/. An upgrade keeps
 // the certificate the chart made. Uninstalling removes lockstep and leaves
-// the CRDs and what users made, as the chart's notes say.
+// the CRDs and what users made, as the chart's notes say. The embedded
+// broker comes with credentials and a certificate the chart makes and
+// keeps across upgrades, and a ServiceBroker that names them.
 func TestInstallUpgradeUninstall(t *testing.T) {
 	ctx := context.Background()
 	chrt, err := loader.Load(env.chart)
@@ -92,6 +94,7 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	rel, err := install.Run(chrt, map[string]any{
 		"serviceBrokers": []any{map[string]any{"name": "acme", "url": "https://broker.example"}},
 		"monitoring":     map[string]any{"serviceMonitor": on(), "prometheusRule": on(), "dashboard": on()},
+		"embeddedBroker": on(),
 	})
 	require.NoError(t, err)
 	assert.Equal(t, release.StatusDeployed, rel.Info.Status)
@@ -120,6 +123,18 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 		}
 	}
 
+	// The embedded broker's credentials and certificate, made by the chart,
+	// reach lockstep through its ServiceBroker.
+	var brokerAuth, brokerTLS corev1.Secret
+	require.NoError(t, env.admin.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "lockstep-embedded-broker-auth"}, &brokerAuth))
+	require.Len(t, brokerAuth.Data["password"], 32)
+	require.NoError(t, env.admin.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "lockstep-embedded-broker-tls"}, &brokerTLS))
+	var embedded v1alpha1.ServiceBroker
+	require.NoError(t, env.admin.Get(ctx, client.ObjectKey{Name: "embedded"}, &embedded))
+	assert.Equal(t, &v1alpha1.SecretReference{Namespace: namespace, Name: "lockstep-embedded-broker-auth", Type: v1alpha1.AuthBasic}, embedded.Spec.AuthSecretRef)
+	assert.Equal(t, brokerTLS.Data["ca.crt"], embedded.Spec.CABundle)
+	assert.Equal(t, "https://lockstep-embedded-broker."+namespace+".svc", embedded.Spec.URL)
+
 	// What a user makes meanwhile: a ServiceBroker of their own.
 	users := &v1alpha1.ServiceBroker{ObjectMeta: metav1.ObjectMeta{Name: "users-broker"}, Spec: v1alpha1.ServiceBrokerSpec{URL: "https://users.example"}}
 	require.NoError(t, env.admin.Create(ctx, users))
@@ -132,7 +147,7 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 		"image":          map[string]any{"tag": "v0.2.0"},
 		"logLevel":       "debug",
 		"resync":         map[string]any{"interval": "5m"},
-		"embeddedBroker": map[string]any{"enabled": true, "store": map[string]any{"type": "etcd", "etcd": map[string]any{"endpoints": "https://etcd.example:2379"}}},
+		"embeddedBroker": map[string]any{"enabled": true, "replicas": 2, "store": map[string]any{"type": "etcd", "etcd": map[string]any{"endpoints": "https://etcd.example:2379"}}},
 		"serviceBrokers": []any{map[string]any{"name": "acme", "url": "https://broker.example"}},
 	})
 	require.NoError(t, err)
@@ -148,10 +163,19 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	}
 	assert.Equal(t, "debug", vars["LOCKSTEP_LOG_LEVEL"])
 	assert.Equal(t, "5m", vars["LOCKSTEP_RESYNC_INTERVAL"])
-	assert.Equal(t, "true", vars["LOCKSTEP_EMBEDDED_BROKER"])
+	assert.NotContains(t, vars, "LOCKSTEP_EMBEDDED_BROKER", "lockstep's pod runs no broker")
+	var brokerDeployment appsv1.Deployment
+	require.NoError(t, env.admin.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "lockstep-embedded-broker"}, &brokerDeployment))
+	assert.Equal(t, int32(2), *brokerDeployment.Spec.Replicas)
+	assert.False(t, *brokerDeployment.Spec.Template.Spec.AutomountServiceAccountToken, "no token mounted")
 	var renewed corev1.Secret
 	require.NoError(t, env.admin.Get(ctx, client.ObjectKeyFromObject(&secret), &renewed))
 	assert.Equal(t, secret.Data, renewed.Data, "an upgrade keeps the certificate the chart made")
+	for _, s := range []*corev1.Secret{&brokerAuth, &brokerTLS} {
+		var kept corev1.Secret
+		require.NoError(t, env.admin.Get(ctx, client.ObjectKeyFromObject(s), &kept))
+		assert.Equal(t, s.Data, kept.Data, "an upgrade keeps the embedded broker's %s", s.Name)
+	}
 	for _, kind := range []string{"ServiceMonitor", "PrometheusRule"} {
 		u := &unstructured.Unstructured{}
 		u.SetAPIVersion("monitoring.coreos.com/v1")
@@ -170,6 +194,8 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "lockstep-webhook"}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "lockstep-webhook-tls"}},
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "lockstep"}},
+		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "lockstep-embedded-broker"}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "lockstep-embedded-broker-auth"}},
 	} {
 		assert.True(t, gone(t, obj), "%T %s is uninstalled", obj, obj.GetName())
 	}
@@ -192,7 +218,7 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 		require.NoError(t, err)
 		assert.False(t, gone(t, crd(objs[0].GetName())), "CRD %s is kept", objs[0].GetName())
 	}
-	for _, name := range []string{"acme", "users-broker"} {
+	for _, name := range []string{"acme", "users-broker", "embedded"} {
 		assert.False(t, gone(t, &v1alpha1.ServiceBroker{ObjectMeta: metav1.ObjectMeta{Name: name}}), "ServiceBroker %s is kept", name)
 	}
 	list, err := action.NewList(helmConfig(t)).Run()

@@ -20,7 +20,7 @@ var env struct {
 	kubeconfig string // cluster admin, for Helm
 	chart      string // charts/lockstep
 	// deploy holds `kubectl kustomize deploy/<variant>` for base,
-	// cert-manager and monitoring.
+	// cert-manager, with-embedded-broker and monitoring.
 	deploy map[string][]*unstructured.Unstructured
 }
 
@@ -59,7 +59,7 @@ func runMain(m *testing.M) int {
 	}
 	env.chart = filepath.Join(cp.Root, "charts", "lockstep")
 	env.deploy = map[string][]*unstructured.Unstructured{}
-	for _, v := range []string{"base", "cert-manager", "monitoring"} {
+	for _, v := range []string{"base", "cert-manager", "with-embedded-broker", "monitoring"} {
 		if env.deploy[v], err = cp.Render(v); err != nil {
 			return fail("%v", err)
 		}

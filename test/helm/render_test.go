@@ -113,7 +113,10 @@ func webhookCABundles(t *testing.T, objs map[string]*unstructured.Unstructured) 
 // deploy/<variant>`, object by object: the same objects, the same fields,
 // apart from Helm's labels. Without cert-manager the chart also makes the
 // certificate deploy/base leaves to the operator: a Secret
-// lockstep-webhook-tls whose CA every webhook trusts.
+// lockstep-webhook-tls whose CA every webhook trusts. With the embedded
+// broker it makes what deploy/embedded-broker leaves to the operator too:
+// the broker's credentials and certificate, and the ServiceBroker's
+// caBundle (its CA); and it keeps that ServiceBroker on uninstall.
 func TestTheChartRendersWhatDeployHas(t *testing.T) {
 	tests := []struct {
 		variant string
@@ -121,12 +124,16 @@ func TestTheChartRendersWhatDeployHas(t *testing.T) {
 	}{
 		{"base", map[string]any{"namespace": map[string]any{"create": true}}},
 		{"cert-manager", map[string]any{"namespace": map[string]any{"create": true}, "certManager": map[string]any{"enabled": true}}},
+		{"with-embedded-broker", map[string]any{"namespace": map[string]any{"create": true}, "embeddedBroker": map[string]any{"enabled": true}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.variant, func(t *testing.T) {
 			chart := byKey(t, render(t, tt.values))
 			deploy := byKey(t, env.deploy[tt.variant])
-			if tt.variant == "base" {
+			if tt.variant == "with-embedded-broker" {
+				theChartsEmbeddedBrokerObjects(t, chart)
+			}
+			if tt.variant != "cert-manager" {
 				secret, ok := chart["Secret lockstep-system/lockstep-webhook-tls"]
 				require.True(t, ok, "the chart makes the serving certificate")
 				delete(chart, key(secret))
@@ -151,6 +158,38 @@ func TestTheChartRendersWhatDeployHas(t *testing.T) {
 			}
 		})
 	}
+}
+
+// theChartsEmbeddedBrokerObjects checks and takes out of chart what the
+// chart adds to deploy/embedded-broker: the Secrets of the broker's
+// credentials and certificate, the ServiceBroker's caBundle (the
+// certificate's CA) and its keep annotation.
+func theChartsEmbeddedBrokerObjects(t *testing.T, chart map[string]*unstructured.Unstructured) {
+	t.Helper()
+	tls, ok := chart["Secret lockstep-system/lockstep-embedded-broker-tls"]
+	require.True(t, ok, "the chart makes the broker's serving certificate")
+	delete(chart, key(tls))
+	assert.Equal(t, "kubernetes.io/tls", tls.Object["type"])
+	ca, _, _ := unstructured.NestedString(tls.Object, "data", "ca.crt")
+	auth, ok := chart["Secret lockstep-system/lockstep-embedded-broker-auth"]
+	require.True(t, ok, "the chart makes the broker's credentials")
+	delete(chart, key(auth))
+	for _, k := range []string{"username", "password"} {
+		v, _, _ := unstructured.NestedString(auth.Object, "data", k)
+		raw, err := base64.StdEncoding.DecodeString(v)
+		require.NoError(t, err)
+		assert.NotEmpty(t, raw, k)
+		if k == "password" {
+			assert.Len(t, raw, 32)
+		}
+	}
+	sb := chart["ServiceBroker /embedded"]
+	require.NotNil(t, sb)
+	bundle, _, _ := unstructured.NestedString(sb.Object, "spec", "caBundle")
+	assert.Equal(t, ca, bundle, "lockstep trusts the CA of the broker's certificate")
+	unstructured.RemoveNestedField(sb.Object, "spec", "caBundle")
+	assert.Equal(t, map[string]string{"helm.sh/resource-policy": "keep"}, sb.GetAnnotations(), "kept on uninstall")
+	sb.SetAnnotations(nil)
 }
 
 // TestTheChartsMonitoringIsDeployMonitoring: with monitoring on, the chart

@@ -1,14 +1,18 @@
 package helm
 
 import (
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/kelseyhightower/envconfig"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/lockstep-dev/lockstep/internal/app"
+	"github.com/lockstep-dev/lockstep/internal/broker/embedded"
+	"github.com/lockstep-dev/lockstep/internal/broker/embedded/executor"
 )
 
 // find returns the one rendered object of kind and name, or nil.
@@ -105,37 +109,87 @@ func TestEveryValueReachesLockstep(t *testing.T) {
 			func(t *testing.T, _ []*unstructured.Unstructured, cfg app.Config, _ map[string]string) {
 				assert.Equal(t, 3, cfg.KeepOperations)
 			}},
-		{"embedded broker on bbolt", map[string]any{"replicas": 1, "embeddedBroker": map[string]any{
+		{"embedded broker on bbolt", map[string]any{"embeddedBroker": map[string]any{
 			"enabled": true, "name": "local", "registries": "remote=oci:registry.example/bundles",
-			"store": map[string]any{"bbolt": map[string]any{"existingClaim": "broker-state"}},
-		}}, func(t *testing.T, objs []*unstructured.Unstructured, cfg app.Config, _ map[string]string) {
-			assert.True(t, cfg.EmbeddedBroker)
-			assert.Equal(t, "local", cfg.EmbeddedBrokerName)
-			settings, err := app.LoadEmbeddedSettings()
-			require.NoError(t, err)
+			"store":   map[string]any{"bbolt": map[string]any{"existingClaim": "broker-state"}},
+			"actions": map[string]any{"users": "60000-60015", "maxConcurrent": 16, "maxMemory": "256Mi", "maxCPU": "1m", "maxProcesses": 32, "maxTime": "20m"},
+			"env":     []any{map[string]any{"name": "LOCKSTEP_BROKER_JOB_TIMEOUT", "value": "5m"}},
+		}}, func(t *testing.T, objs []*unstructured.Unstructured, cfg app.Config, vars map[string]string) {
+			assert.False(t, cfg.EmbeddedBroker, "lockstep's pod runs no broker")
+			for k := range vars {
+				assert.NotContains(t, k, "EMBEDDED_BROKER", "lockstep's pod runs no broker")
+			}
+			settings := brokerSettings(t, objs)
 			assert.Equal(t, "bbolt", settings.Store)
 			assert.Equal(t, "remote=oci:registry.example/bundles", settings.Registries)
 			assert.Equal(t, "/var/lib/lockstep-broker/broker.db", settings.BboltPath)
-			d := find(objs, "Deployment", "lockstep")
+			assert.Equal(t, "60000-60015", settings.ActionUsers)
+			assert.Equal(t, 16, settings.MaxConcurrentJobs)
+			assert.Equal(t, "256Mi", settings.ActionMaxMemory)
+			assert.Equal(t, time.Minute, settings.ActionMaxCPU)
+			assert.Equal(t, 32, settings.ActionMaxProcesses)
+			assert.Equal(t, 20*time.Minute, settings.ActionMaxTime)
+			assert.Equal(t, 5*time.Minute, settings.JobTimeout)
+			d := find(objs, "Deployment", "lockstep-embedded-broker")
 			strategy, _, _ := unstructured.NestedString(d.Object, "spec", "strategy", "type")
 			assert.Equal(t, "Recreate", strategy, "one writer of the bbolt file at a time")
-			assert.Contains(t, mounts(t, objs), "/var/lib/lockstep-broker")
 			volumes, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "volumes")
-			assert.Contains(t, volumes, map[string]any{"name": "broker-state", "persistentVolumeClaim": map[string]any{"claimName": "broker-state"}})
+			assert.Contains(t, volumes, map[string]any{"name": "state", "persistentVolumeClaim": map[string]any{"claimName": "broker-state"}})
+			sb := find(objs, "ServiceBroker", "local")
+			require.NotNil(t, sb)
+			url, _, _ := unstructured.NestedString(sb.Object, "spec", "url")
+			assert.Equal(t, "https://lockstep-embedded-broker.lockstep-system.svc", url)
 		}},
-		{"embedded broker on etcd", map[string]any{"embeddedBroker": map[string]any{"enabled": true, "store": map[string]any{
-			"type": "etcd", "etcd": map[string]any{"endpoints": "https://etcd-0.example:2379,https://etcd-1.example:2379", "credentialsSecret": "etcd-auth"},
-		}}}, func(t *testing.T, _ []*unstructured.Unstructured, cfg app.Config, _ map[string]string) {
-			assert.True(t, cfg.EmbeddedBroker)
-			assert.Equal(t, "embedded", cfg.EmbeddedBrokerName)
-			settings, err := app.LoadEmbeddedSettings()
-			require.NoError(t, err)
+		{"embedded broker on etcd, with credentials of the administrator's", map[string]any{"embeddedBroker": map[string]any{"enabled": true, "replicas": 3,
+			"auth":  map[string]any{"existingSecret": "broker-auth"},
+			"store": map[string]any{"type": "etcd", "etcd": map[string]any{"endpoints": "https://etcd-0.example:2379,https://etcd-1.example:2379", "credentialsSecret": "etcd-auth"}},
+		}}, func(t *testing.T, objs []*unstructured.Unstructured, _ app.Config, _ map[string]string) {
+			settings := brokerSettings(t, objs)
 			assert.Equal(t, "etcd", settings.Store)
 			assert.Equal(t, []string{"https://etcd-0.example:2379", "https://etcd-1.example:2379"}, settings.EtcdEndpoints)
 			assert.Equal(t, "/lockstep-broker/", settings.EtcdPrefix)
-			assert.Equal(t, "from-secret", settings.EtcdUsername)
-			assert.Equal(t, "from-secret", settings.EtcdPassword)
+			assert.Equal(t, "from-secret etcd-auth", settings.EtcdUsername)
+			assert.Equal(t, "from-secret etcd-auth", settings.EtcdPassword)
+			assert.Equal(t, "from-secret broker-auth", settings.Username, "the administrator's Secret")
+			assert.Equal(t, "from-secret broker-auth", settings.Password)
+			assert.Nil(t, find(objs, "Secret", "lockstep-embedded-broker-auth"), "the chart makes no credentials of its own")
+			sb := find(objs, "ServiceBroker", "embedded")
+			require.NotNil(t, sb)
+			ref, _, _ := unstructured.NestedMap(sb.Object, "spec", "authSecretRef")
+			assert.Equal(t, map[string]any{"namespace": "lockstep-system", "name": "broker-auth", "type": "basic"}, ref)
+			d := find(objs, "Deployment", "lockstep-embedded-broker")
+			replicas, _, _ := unstructured.NestedInt64(d.Object, "spec", "replicas")
+			assert.Equal(t, int64(3), replicas)
+			strategy, _, _ := unstructured.NestedString(d.Object, "spec", "strategy", "type")
+			assert.Equal(t, "RollingUpdate", strategy)
 		}},
+		{"the embedded broker's pod", map[string]any{"embeddedBroker": map[string]any{"enabled": true}},
+			func(t *testing.T, objs []*unstructured.Unstructured, _ app.Config, _ map[string]string) {
+				d := find(objs, "Deployment", "lockstep-embedded-broker")
+				require.NotNil(t, d)
+				pod, _, _ := unstructured.NestedMap(d.Object, "spec", "template", "spec")
+				assert.Equal(t, false, pod["automountServiceAccountToken"], "no token mounted")
+				sa := find(objs, "ServiceAccount", pod["serviceAccountName"].(string))
+				require.NotNil(t, sa)
+				assert.Equal(t, false, sa.Object["automountServiceAccountToken"])
+				for _, u := range objs {
+					if strings.HasSuffix(u.GetKind(), "RoleBinding") {
+						subjects, _, _ := unstructured.NestedSlice(u.Object, "subjects")
+						for _, s := range subjects {
+							assert.NotEqual(t, sa.GetName(), s.(map[string]any)["name"], "no role is bound to the broker")
+						}
+					}
+				}
+				c := pod["containers"].([]any)[0].(map[string]any)
+				caps, _, _ := unstructured.NestedMap(c, "securityContext", "capabilities")
+				assert.Equal(t, map[string]any{"drop": []any{"ALL"}, "add": []any{"SETUID", "SETGID"}}, caps)
+				settings := brokerSettings(t, objs)
+				assert.Equal(t, "from-secret lockstep-embedded-broker-auth", settings.Username, "basic auth on")
+				assert.Equal(t, "50000-50063", settings.ActionUsers)
+				assert.Equal(t, 64, settings.MaxConcurrentJobs)
+				assert.Equal(t, ":8443", brokerEnv(t, objs)["LOCKSTEP_BROKER_LISTEN"])
+				assert.NotEmpty(t, brokerEnv(t, objs)["LOCKSTEP_BROKER_TLS_CERT_FILE"], "HTTPS")
+			}},
 		{"cert-manager", map[string]any{"certManager": map[string]any{"enabled": true, "duration": "720h", "renewBefore": "240h"}},
 			func(t *testing.T, objs []*unstructured.Unstructured, _ app.Config, _ map[string]string) {
 				cert := find(objs, "Certificate", "lockstep-webhook")
@@ -176,6 +230,43 @@ func TestEveryValueReachesLockstep(t *testing.T) {
 	}
 }
 
+// brokerEnv is the embedded broker's container's environment; a variable
+// from a Secret has the value "from-secret <name>".
+func brokerEnv(t *testing.T, objs []*unstructured.Unstructured) map[string]string {
+	t.Helper()
+	d := find(objs, "Deployment", "lockstep-embedded-broker")
+	require.NotNil(t, d)
+	containers, _, err := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+	require.NoError(t, err)
+	require.Len(t, containers, 1)
+	vars := map[string]string{}
+	for _, e := range containers[0].(map[string]any)["env"].([]any) {
+		m := e.(map[string]any)
+		value, literal := m["value"].(string)
+		if !literal {
+			name, _, _ := unstructured.NestedString(m, "valueFrom", "secretKeyRef", "name")
+			value = "from-secret " + name
+		}
+		vars[m["name"].(string)] = value
+	}
+	return vars
+}
+
+// brokerSettings reads the embedded broker's settings from its container's
+// environment as the broker does, and checks that it can start with them.
+func brokerSettings(t *testing.T, objs []*unstructured.Unstructured) embedded.Settings {
+	t.Helper()
+	for k, v := range brokerEnv(t, objs) {
+		t.Setenv(k, v)
+	}
+	var s embedded.Settings
+	require.NoError(t, envconfig.Process("LOCKSTEP_BROKER", &s), "the broker reads its settings")
+	users, err := executor.ParseUsers(s.ActionUsers)
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, users.Count, s.MaxConcurrentJobs, "a user for every running action")
+	return s
+}
+
 // mounts are the paths the container mounts.
 func mounts(t *testing.T, objs []*unstructured.Unstructured) []string {
 	t.Helper()
@@ -194,8 +285,12 @@ func TestSettingsThatCannotWorkAreRefused(t *testing.T) {
 		values map[string]any
 		want   string
 	}{
-		{"bbolt with two replicas", map[string]any{"embeddedBroker": map[string]any{"enabled": true}},
-			"embeddedBroker.store.type=bbolt keeps the embedded broker's state in one file for one replica: set replicas=1"},
+		{"bbolt with two replicas", map[string]any{"embeddedBroker": map[string]any{"enabled": true, "replicas": 2}},
+			"embeddedBroker.store.type=bbolt keeps the embedded broker's state in one file for one replica: set embeddedBroker.replicas=1"},
+		{"fewer action users than running actions", map[string]any{"embeddedBroker": map[string]any{"enabled": true, "actions": map[string]any{"users": "50000-50009"}}},
+			"embeddedBroker.actions.users 50000-50009 are 10 users, fewer than embeddedBroker.actions.maxConcurrent (64)"},
+		{"action users that are no range", map[string]any{"embeddedBroker": map[string]any{"enabled": true, "actions": map[string]any{"users": "nobody"}}}, "users"},
+		{"a misspelt action limit", map[string]any{"embeddedBroker": map[string]any{"actions": map[string]any{"maxMemroy": "1Gi"}}}, "maxMemroy"},
 		{"etcd without endpoints", map[string]any{"embeddedBroker": map[string]any{"enabled": true, "store": map[string]any{"type": "etcd"}}},
 			"embeddedBroker.store.type=etcd needs embeddedBroker.store.etcd.endpoints"},
 		{"a log level lockstep does not know", map[string]any{"logLevel": "verbose"}, "logLevel"},

@@ -22,6 +22,12 @@ app.kubernetes.io/name: lockstep
 app.kubernetes.io/component: webhook
 {{- end }}
 
+{{/* The labels that select the embedded broker's pods. */}}
+{{- define "lockstep.brokerSelectorLabels" -}}
+app.kubernetes.io/name: lockstep
+app.kubernetes.io/component: embedded-broker
+{{- end }}
+
 {{/* The image, tagged with the chart's appVersion unless image.tag says otherwise. */}}
 {{- define "lockstep.image" -}}
 {{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
@@ -52,11 +58,69 @@ Secret lockstep-webhook-tls already holds.
 {{- end }}
 
 {{/*
+The embedded broker's CA and serving certificate, as JSON {ca, crt, key}
+(base64 PEM), made once per render and shared by the Secret
+lockstep-embedded-broker-tls and the ServiceBroker's caBundle. An upgrade
+keeps the ones the Secret already holds. cert-manager's CA injector cannot
+fill a ServiceBroker's caBundle, so the chart makes this certificate with
+or without cert-manager.
+*/}}
+{{- define "lockstep.brokerCertificate" -}}
+{{- if not (hasKey .Values "__lockstepBrokerCertificate") -}}
+{{- $existing := lookup "v1" "Secret" .Release.Namespace "lockstep-embedded-broker-tls" -}}
+{{- $cert := dict -}}
+{{- if and $existing (hasKey ($existing.data | default dict) "ca.crt") -}}
+{{- $cert = dict "ca" (index $existing.data "ca.crt") "crt" (index $existing.data "tls.crt") "key" (index $existing.data "tls.key") -}}
+{{- else -}}
+{{- $days := int .Values.selfSignedCertificate.validityDays -}}
+{{- $ca := genCA "lockstep-embedded-broker-ca" $days -}}
+{{- $svc := printf "lockstep-embedded-broker.%s.svc" .Release.Namespace -}}
+{{- $tls := genSignedCert $svc nil (list $svc (printf "%s.cluster.local" $svc)) $days $ca -}}
+{{- $cert = dict "ca" ($ca.Cert | b64enc) "crt" ($tls.Cert | b64enc) "key" ($tls.Key | b64enc) -}}
+{{- end -}}
+{{- $_ := set .Values "__lockstepBrokerCertificate" $cert -}}
+{{- end -}}
+{{- get .Values "__lockstepBrokerCertificate" | toJson -}}
+{{- end }}
+
+{{/* The Secret of the embedded broker's credentials: the one given, or the chart's. */}}
+{{- define "lockstep.brokerAuthSecret" -}}
+{{- .Values.embeddedBroker.auth.existingSecret | default "lockstep-embedded-broker-auth" -}}
+{{- end }}
+
+{{/*
+The password of the chart's Secret lockstep-embedded-broker-auth: the one
+it holds, or a new random one, made once per render.
+*/}}
+{{- define "lockstep.brokerPassword" -}}
+{{- if not (hasKey .Values "__lockstepBrokerPassword") -}}
+{{- $existing := lookup "v1" "Secret" .Release.Namespace "lockstep-embedded-broker-auth" -}}
+{{- $password := randAlphaNum 32 -}}
+{{- if and $existing (hasKey ($existing.data | default dict) "password") -}}
+{{- $password = index $existing.data "password" | b64dec -}}
+{{- end -}}
+{{- $_ := set .Values "__lockstepBrokerPassword" $password -}}
+{{- end -}}
+{{- get .Values "__lockstepBrokerPassword" -}}
+{{- end }}
+
+{{/*
 Settings that cannot work together, refused before anything is applied.
 */}}
 {{- define "lockstep.validate" -}}
-{{- if and .Values.embeddedBroker.enabled (eq .Values.embeddedBroker.store.type "bbolt") (gt (int .Values.replicas) 1) -}}
-{{- fail "embeddedBroker.store.type=bbolt keeps the embedded broker's state in one file for one replica: set replicas=1, or use embeddedBroker.store.type=etcd for more" -}}
+{{- $broker := .Values.embeddedBroker -}}
+{{- if and $broker.enabled (eq $broker.store.type "bbolt") (gt (int $broker.replicas) 1) -}}
+{{- fail "embeddedBroker.store.type=bbolt keeps the embedded broker's state in one file for one replica: set embeddedBroker.replicas=1, or use embeddedBroker.store.type=etcd for more" -}}
+{{- end -}}
+{{- if $broker.enabled -}}
+{{- $users := splitList "-" $broker.actions.users -}}
+{{- $count := 1 -}}
+{{- if eq (len $users) 2 -}}
+{{- $count = add1 (sub (atoi (index $users 1)) (atoi (index $users 0))) -}}
+{{- end -}}
+{{- if lt (int $count) (int $broker.actions.maxConcurrent) -}}
+{{- fail (printf "embeddedBroker.actions.users %s are %d users, fewer than embeddedBroker.actions.maxConcurrent (%d): each running action needs a user of its own" $broker.actions.users (int $count) (int $broker.actions.maxConcurrent)) -}}
+{{- end -}}
 {{- end -}}
 {{- if and .Values.embeddedBroker.enabled (eq .Values.embeddedBroker.store.type "etcd") (not .Values.embeddedBroker.store.etcd.endpoints) -}}
 {{- fail "embeddedBroker.store.type=etcd needs embeddedBroker.store.etcd.endpoints (etcd client URLs, comma separated)" -}}
