@@ -105,7 +105,9 @@ type Config struct {
 	StatusWriters []string `split_words:"true"`
 	// EmbeddedBroker runs lockstep's own OSB broker in this process and
 	// registers it as a ServiceBroker (see internal/broker/embedded for its
-	// LOCKSTEP_EMBEDDED_BROKER_* settings).
+	// LOCKSTEP_EMBEDDED_BROKER_* settings): for make run and the tests. In a
+	// cluster the broker runs in a Deployment of its own (cmd/broker), so
+	// that its actions never run in lockstep's pods.
 	EmbeddedBroker bool `split_words:"true" default:"false"`
 	// EmbeddedBrokerAddr is where the embedded broker listens.
 	EmbeddedBrokerAddr string `split_words:"true" default:"127.0.0.1:8099"`

@@ -25,7 +25,9 @@ const EmbeddedPrefix = "lockstep_embedded_broker"
 
 // embeddedBroker runs lockstep's own OSB broker in the webhook process, on
 // a loopback listener, and registers it as a ServiceBroker, so that
-// lockstep works on a machine with nothing else.
+// lockstep works on a machine with nothing else (make run, the tests). A
+// cluster runs the broker in a Deployment of its own (cmd/broker), whose
+// ServiceBroker the administrator registers.
 type embeddedBroker struct {
 	addr     string
 	name     string
