@@ -106,6 +106,10 @@ echo '{"dashboard_url":"https://dash/x"}' > "$LOCKSTEP_OUTPUT_FILE"`,
 			script: `echo '{"credentials":"x"}' > "$LOCKSTEP_OUTPUT_FILE"`, wantErr: "credentials in the output file must be a JSON object",
 		},
 		{
+			name: "a state file too large", action: bundle.Update,
+			script: `head -c 70000 /dev/zero | tr '\0' a > "$LOCKSTEP_STATE_FILE"`, wantErr: "state is 70000 bytes; at most 65536 are allowed",
+		},
+		{
 			name: "malformed state", action: bundle.Update,
 			script: "echo '9lives=x' > \"$LOCKSTEP_STATE_FILE\"", wantErr: `key "9lives"`,
 		},

@@ -114,7 +114,7 @@ func (p *Process) Run(ctx context.Context, inv Invocation) (Result, error) {
 
 	res := Result{}
 	var errs []error
-	raw, err := readRunFile(files.statePath, maxStateBytes+1)
+	raw, err := readRunFile(files.statePath, maxStateBytes)
 	switch {
 	case err != nil:
 		errs = append(errs, fmt.Errorf("read the state file: %w", err))
