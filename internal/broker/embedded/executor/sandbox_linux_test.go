@@ -24,7 +24,7 @@ import (
 // packages) never sweep each other's processes. Running actions as other
 // users needs root (CAP_SETUID, CAP_SETGID): make test and CI run as root,
 // and without it these tests fail rather than skip.
-func actionUsers(t *testing.T, count int) executor.Users {
+func actionUsers(t testing.TB, count int) executor.Users {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Fatalf("this test runs actions as users of their own, which needs root (CAP_SETUID, CAP_SETGID); make test runs as root")
@@ -34,7 +34,7 @@ func actionUsers(t *testing.T, count int) executor.Users {
 
 // reachableDir is a temporary directory the action users can pass through
 // (its parent, from the testing package, is closed to others).
-func reachableDir(t *testing.T) string {
+func reachableDir(t testing.TB) string {
 	t.Helper()
 	dir := t.TempDir()
 	require.NoError(t, os.Chmod(filepath.Dir(dir), 0o711))
