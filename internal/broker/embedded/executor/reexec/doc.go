@@ -12,7 +12,9 @@
 //   - the watch of a broker process (WatchRunnerEnv): it waits for the
 //     broker to die, then ends what the broker's actions left running.
 //
-// It imports only the standard library, so that a copy becomes what it
-// was started as after a few milliseconds, not after the broker's whole
-// program set itself up.
+// It imports only packages of the standard library that a Go program sets
+// up first (not fmt, path/filepath or os/exec, which many packages of the
+// broker's program come before in initialization order), so that a copy
+// becomes what it was started as after a few milliseconds, not after the
+// broker's whole program set itself up.
 package reexec

@@ -1,8 +1,8 @@
 package reexec
 
-// The variables that make a copy of the program one of the above. Every
-// variable of the executor's own starts with ControlPrefix and is never
-// passed on to an action.
+// The variables that make a copy of the program a runner, a sweep or a
+// watch. Every variable of the executor's own starts with ControlPrefix
+// and is never passed on to an action.
 const (
 	ControlPrefix = "LOCKSTEP_EXECUTOR_"
 	// RunProgramEnv names the program a runner becomes.
