@@ -72,10 +72,12 @@ type ServiceBrokerSpec struct {
 }
 
 // TypedKindActivation gives the services it selects a typed kind each.
-// A service that several entries select takes the kind of the first entry
-// that names it with a kind, or else the kind made from its name.
+// A service that several entries select takes the names (kind, plural,
+// short names) of the first entry that names it with any of them, or else
+// the names made from its name.
 //
-// +kubebuilder:validation:XValidation:rule="!has(self.kind) || (size(self.services) == 1 && !self.services[0].contains('*'))",message="kind names the typed kind of one service: give it with exactly one service name, without *"
+// +kubebuilder:validation:XValidation:rule="(!has(self.kind) && !has(self.plural) && !has(self.shortNames)) || (size(self.services) == 1 && !self.services[0].contains('*'))",message="kind, plural and shortNames name the typed kind of one service: give them with exactly one service name, without *"
+// +kubebuilder:validation:XValidation:rule="!has(self.plural) || !has(self.shortNames) || !(self.plural in self.shortNames)",message="a short name is another name than the plural: leave the plural out of shortNames"
 type TypedKindActivation struct {
 	// Services are the names of the services that get a typed kind, as
 	// patterns in which * stands for any run of characters ("*": every
@@ -94,6 +96,29 @@ type TypedKindActivation struct {
 	// +kubebuilder:validation:MaxLength=59
 	// +optional
 	Kind string `json:"kind,omitempty"`
+	// Plural is the kind's resource name (kubectl get PLURAL), instead of
+	// the English plural of the kind, lowercased ("PgDemo" makes
+	// pgdemoes, where pgdemos may be meant). Lowercase ASCII letters and
+	// digits, starting with a letter. Only with one service name without
+	// *. Like the kind, it is refused (the offering says NameClash) where
+	// another typed kind or a resource the cluster serves has the name.
+	// +kubebuilder:validation:Pattern=`^[a-z][a-z0-9]*$`
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	Plural string `json:"plural,omitempty"`
+	// ShortNames are the kind's short names (kubectl get SHORTNAME),
+	// instead of the one made from the words of the kind or of the
+	// service name (QuickDatabase makes qd). Lowercase ASCII letters and
+	// digits, starting with a letter. Only with one service name without
+	// *. A short name another typed kind or a resource the cluster serves
+	// has is refused: the kind goes without it, and the offering's
+	// TypedKindReady message says why.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:items:Pattern=`^[a-z][a-z0-9]*$`
+	// +kubebuilder:validation:items:MaxLength=63
+	// +optional
+	ShortNames []string `json:"shortNames,omitempty"`
 }
 
 // AccessRule opens services and plans of a broker to the namespaces it

@@ -120,7 +120,7 @@ func (g *BrokerGuard) heldByTypedObjects(ctx context.Context, name string, cur *
 	var held []string
 	for _, o := range offerings.Items {
 		tk := o.Status.TypedKind
-		if o.Spec.BrokerName != name || tk == nil || (cur != nil && marketplace.KeepsKind(cur, o.Spec.Name, tk.Kind)) {
+		if o.Spec.BrokerName != name || tk == nil || (cur != nil && marketplace.KeepsKind(cur, o.Spec.Name, tk)) {
 			continue
 		}
 		objs, err := inuse.Objects(ctx, g.Objects, tk)

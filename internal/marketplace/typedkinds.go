@@ -5,30 +5,39 @@ import (
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/access"
+	"github.com/lockstep-dev/lockstep/internal/typed/render"
 )
 
 // ActivatedKind reports whether broker sb activates a typed kind for
-// service, and the kind its spec.typedKinds gives it: the first entry that
-// selects the service with a kind, or else none (the kind is made from the
-// service name).
-func ActivatedKind(sb *v1alpha1.ServiceBroker, service string) (bool, string) {
+// service, and the names its spec.typedKinds gives the kind: those of the
+// first entry that selects the service with a kind, a plural or short
+// names, or else none (they are made from the service name).
+func ActivatedKind(sb *v1alpha1.ServiceBroker, service string) (bool, render.Given) {
 	selected := false
 	for _, a := range sb.Spec.TypedKinds {
 		if !slices.ContainsFunc(a.Services, func(p string) bool { return access.Match(p, service) }) {
 			continue
 		}
-		if a.Kind != "" {
-			return true, a.Kind
+		if a.Kind != "" || a.Plural != "" || len(a.ShortNames) > 0 {
+			return true, render.Given{Kind: a.Kind, Plural: a.Plural, ShortNames: slices.Clone(a.ShortNames)}
 		}
 		selected = true
 	}
-	return selected, ""
+	return selected, render.Given{}
 }
 
 // KeepsKind reports whether broker sb keeps the typed kind an offering of
-// service shows (kind): the service stays activated, and no kind other
-// than kind is given to it.
-func KeepsKind(sb *v1alpha1.ServiceBroker, service, kind string) bool {
+// service shows (its kind and plural): the service stays activated, and
+// no other kind or plural is given to it (a plural no longer given is
+// the one made from the kind).
+func KeepsKind(sb *v1alpha1.ServiceBroker, service string, shown *v1alpha1.TypedKindStatus) bool {
 	selected, given := ActivatedKind(sb, service)
-	return selected && (given == "" || given == kind)
+	if !selected || (given.Kind != "" && given.Kind != shown.Kind) {
+		return false
+	}
+	plural := given.Plural
+	if plural == "" {
+		plural = render.PluralOf(shown.Kind)
+	}
+	return plural == shown.Plural
 }

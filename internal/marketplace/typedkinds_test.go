@@ -22,10 +22,13 @@ func TestKeepsKind(t *testing.T) {
 		{"not selected", sb(v1alpha1.TypedKindActivation{Services: []string{"queue"}}), false},
 		{"given its kind", sb(v1alpha1.TypedKindActivation{Services: []string{"postgresql-db"}, Kind: "PostgresqlDb"}), true},
 		{"given another kind", sb(v1alpha1.TypedKindActivation{Services: []string{"*"}}, v1alpha1.TypedKindActivation{Services: []string{"postgresql-db"}, Kind: "Pg"}), false},
+		{"given its plural", sb(v1alpha1.TypedKindActivation{Services: []string{"postgresql-db"}, Plural: "postgresqldbs"}), true},
+		{"given another plural", sb(v1alpha1.TypedKindActivation{Services: []string{"postgresql-db"}, Plural: "pgs"}), false},
+		{"given short names only", sb(v1alpha1.TypedKindActivation{Services: []string{"postgresql-db"}, ShortNames: []string{"pg"}}), true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, KeepsKind(tt.sb, "postgresql-db", "PostgresqlDb"))
+			assert.Equal(t, tt.want, KeepsKind(tt.sb, "postgresql-db", &v1alpha1.TypedKindStatus{Kind: "PostgresqlDb", Plural: "postgresqldbs"}))
 		})
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -44,7 +45,15 @@ const (
 	// because objects still set them: their paths below spec.parameters,
 	// as a JSON array.
 	AnnotationDeprecated = render.Group + "/deprecated-parameters"
+	// AnnotationUnrequired lists the parameters every plan requires at
+	// creation that the CRD does not require, because objects made before
+	// lack them: their paths below spec.parameters, as a JSON array.
+	AnnotationUnrequired = render.Group + "/unrequired-parameters"
 )
+
+// unrequiredWhy says, in status.typedKind.dropped, why the CRD does not
+// require a parameter objects lack.
+const unrequiredWhy = "objects of the kind made before every plan required it at creation lack it, and the CRD would refuse every update of them: the kind marks it required once none lacks it; lockstep's webhook requires it of new objects"
 
 // maxObjectsNamed is how many objects of a kind a condition names.
 const maxObjectsNamed = 5
@@ -191,7 +200,7 @@ func (s *sync) apply(ctx context.Context, id string, k typedKind) typedKind {
 		}
 	}
 	from := appliedFrom(tk, s.aggregate)
-	if live == nil || live.Annotations[AnnotationAppliedFrom] != from || live.Annotations[AnnotationDeprecated] != "" {
+	if live == nil || live.Annotations[AnnotationAppliedFrom] != from || live.Annotations[AnnotationDeprecated] != "" || live.Annotations[AnnotationUnrequired] != "" {
 		next, refusal, err := s.applyCRD(ctx, live, k, from)
 		var held *errHeld
 		switch {
@@ -233,6 +242,8 @@ func shown(k typedKind, live *apiextensionsv1.CustomResourceDefinition) typedKin
 	k.status = tk
 	tk.Established = typedobject.Established(live)
 	tk.DeprecatedParameters = deprecatedOf(live)
+	tk.Dropped = withUnrequired(tk.Dropped, unrequiredOf(live))
+	k.notes = droppedNote(tk) + k.notes
 	if !tk.Established {
 		return withCondition(k, metav1.ConditionFalse, ReasonApplying, fmt.Sprintf(
 			"the CRD of kind %s (%s) is applied; the API server does not serve the kind yet%s", tk.Kind, tk.CRDName, k.notes))
@@ -261,15 +272,23 @@ func (s *sync) applyCRD(ctx context.Context, live *apiextensionsv1.CustomResourc
 	if err != nil {
 		return nil, "", err
 	}
-	crd.Annotations[AnnotationAppliedFrom] = from
-	if len(kept) > 0 {
-		raw, err := json.Marshal(kept)
-		if err != nil {
-			return nil, "", fmt.Errorf("writing the deprecated parameters of CRD %s: %w", crd.Name, err)
-		}
-		crd.Annotations[AnnotationDeprecated] = string(raw)
+	unrequired, err := s.unrequire(ctx, live, crd, k.status)
+	if err != nil {
+		return nil, "", err
 	}
-	if live != nil && live.Annotations[AnnotationAppliedFrom] == from && live.Annotations[AnnotationDeprecated] == crd.Annotations[AnnotationDeprecated] {
+	crd.Annotations[AnnotationAppliedFrom] = from
+	for annotation, paths := range map[string][]string{AnnotationDeprecated: kept, AnnotationUnrequired: unrequired} {
+		if len(paths) == 0 {
+			continue
+		}
+		raw, err := json.Marshal(paths)
+		if err != nil {
+			return nil, "", fmt.Errorf("writing annotation %s of CRD %s: %w", annotation, crd.Name, err)
+		}
+		crd.Annotations[annotation] = string(raw)
+	}
+	if live != nil && live.Annotations[AnnotationAppliedFrom] == from && live.Annotations[AnnotationDeprecated] == crd.Annotations[AnnotationDeprecated] &&
+		live.Annotations[AnnotationUnrequired] == crd.Annotations[AnnotationUnrequired] {
 		return live, "", nil // the same as applied before
 	}
 	u, err := applyable(crd)
@@ -341,6 +360,90 @@ func (s *sync) keepDeprecated(ctx context.Context, live, crd *apiextensionsv1.Cu
 		return nil, &errHeld{kept: kept, why: why}
 	}
 	return kept, nil
+}
+
+// unrequire takes out of crd's spec.parameters each required member that
+// an object of the kind lacks (render.Unrequire), and returns their paths,
+// sorted. A kind whose CRD is new has no objects; one whose parameters
+// require nothing needs no look at them.
+func (s *sync) unrequire(ctx context.Context, live, crd *apiextensionsv1.CustomResourceDefinition, tk *v1alpha1.TypedKindStatus) ([]string, error) {
+	params := parametersOf(crd)
+	if live == nil || params == nil || !requires(params) {
+		return nil, nil
+	}
+	objs, err := inuse.Objects(ctx, s.kinds, tk)
+	if err != nil {
+		return nil, err
+	}
+	values := make([]any, 0, len(objs))
+	for _, o := range objs {
+		v, _, _ := unstructured.NestedFieldNoCopy(o.Object, "spec", "parameters")
+		values = append(values, v)
+	}
+	out, paths := render.Unrequire(params, values)
+	if len(paths) == 0 {
+		return nil, nil
+	}
+	spec := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
+	spec.Properties["parameters"] = *out
+	crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"] = spec
+	return paths, nil
+}
+
+// requires reports whether schema s requires a member at any depth.
+func requires(s *apiextensionsv1.JSONSchemaProps) bool {
+	if len(s.Required) > 0 {
+		return true
+	}
+	for _, p := range s.Properties {
+		if requires(&p) {
+			return true
+		}
+	}
+	if s.Items != nil && s.Items.Schema != nil && requires(s.Items.Schema) {
+		return true
+	}
+	return s.AdditionalProperties != nil && s.AdditionalProperties.Schema != nil && requires(s.AdditionalProperties.Schema)
+}
+
+// droppedNote says, to end a condition's message, how many schema
+// keywords the CRD of tk does not hold.
+func droppedNote(tk *v1alpha1.TypedKindStatus) string {
+	if n := len(tk.Dropped) + int(tk.DroppedNotShown); n > 0 {
+		return fmt.Sprintf("; %d schema keywords it does not hold are in status.typedKind.dropped (lockstep's webhook checks them)", n)
+	}
+	return ""
+}
+
+// unrequiredOf are the parameters every plan requires that crd does not,
+// because objects lack them (AnnotationUnrequired).
+func unrequiredOf(crd *apiextensionsv1.CustomResourceDefinition) []string {
+	if crd == nil || crd.Annotations[AnnotationUnrequired] == "" {
+		return nil
+	}
+	var paths []string
+	if err := json.Unmarshal([]byte(crd.Annotations[AnnotationUnrequired]), &paths); err != nil {
+		return nil
+	}
+	return paths
+}
+
+// withUnrequired is dropped with an entry for each parameter of
+// unrequired (paths below spec.parameters), and without those of an
+// earlier pass.
+func withUnrequired(dropped []v1alpha1.DroppedKeyword, unrequired []string) []v1alpha1.DroppedKeyword {
+	out := slices.DeleteFunc(slices.Clone(dropped), func(d v1alpha1.DroppedKeyword) bool { return d.Why == unrequiredWhy })
+	for _, p := range unrequired {
+		path := "spec.parameters." + p
+		if strings.HasPrefix(p, "[") {
+			path = "spec.parameters" + p
+		}
+		out = append(out, v1alpha1.DroppedKeyword{Path: path, Keyword: "required", Why: unrequiredWhy})
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }
 
 // errHeld says that the CRD rendered from the catalog is not applied: it

@@ -277,6 +277,54 @@ func TestTypedKindCRDKeepsNestedParameters(t *testing.T) {
 	}
 }
 
+// A parameter the plans come to require at creation is required by the
+// CRD only once no object of the kind lacks it: an object made before
+// could otherwise not be updated at all. Meanwhile its description and
+// status.typedKind.dropped say why.
+func TestTypedKindCRDRequiresOnceNoObjectLacks(t *testing.T) {
+	const (
+		crd   = "postgresqldbs.services.lockstep.dev"
+		was   = `{"type":"object","properties":{"size":{"type":"integer"},"version":{"type":"string","description":"Version."}}}`
+		now   = `{"type":"object","required":["version"],"properties":{"size":{"type":"integer"},"version":{"type":"string","description":"Version."}}}`
+		after = `{"type":"object","properties":{"size":{"type":"integer"}}}`
+	)
+	h := newHarness(t)
+	h.activate("acme", activation("", "postgresql-db"))
+	cat := typedCatalog()
+	plan := &cat.Services[2].Plans[0]
+	plan.Schemas.ServiceInstance.Create.Parameters = json.RawMessage(was)
+	plan.Schemas.ServiceInstance.Update = &osbapi.InputParameters{Parameters: json.RawMessage(after)}
+	h.sync(cat)
+	h.establish(crd)
+	h.sync(cat)
+
+	h.kinds[pgResource] = []unstructured.Unstructured{
+		object("team", "old", map[string]any{"size": int64(1)}),
+		object("team", "bare", nil),
+		object("team", "new", map[string]any{"version": "16"}),
+	}
+	plan.Schemas.ServiceInstance.Create.Parameters = json.RawMessage(now)
+	h.sync(cat)
+	params := parametersOf(h.crd(crd))
+	assert.Empty(t, params.Required, "objects lack it")
+	assert.Equal(t, "Version.\n\n"+render.UnrequiredNote, params.Properties["version"].Description)
+	assert.Equal(t, `["version"]`, h.crd(crd).Annotations[AnnotationUnrequired])
+	tk := h.offering("acme.postgresql-db").Status.TypedKind
+	assert.Contains(t, tk.Dropped, v1alpha1.DroppedKeyword{Path: "spec.parameters.version", Keyword: "required", Why: unrequiredWhy})
+	assert.Equal(t, 0, h.sync(cat), "unchanged while the objects are")
+
+	// Once every object sets it, the CRD requires it.
+	h.kinds[pgResource] = h.kinds[pgResource][2:]
+	h.sync(cat)
+	params = parametersOf(h.crd(crd))
+	assert.Equal(t, []string{"version"}, params.Required)
+	assert.Equal(t, "Version.", params.Properties["version"].Description)
+	assert.Empty(t, h.crd(crd).Annotations[AnnotationUnrequired])
+	tk = h.offering("acme.postgresql-db").Status.TypedKind
+	assert.NotContains(t, tk.Dropped, v1alpha1.DroppedKeyword{Path: "spec.parameters.version", Keyword: "required", Why: unrequiredWhy})
+	assert.Equal(t, 0, h.sync(cat), "settled")
+}
+
 // A refused first CRD leaves the kind unserved, and says so.
 func TestTypedKindCRDRefused(t *testing.T) {
 	h := newHarness(t)

@@ -8,6 +8,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -39,6 +40,9 @@ type Reconciler struct {
 	Reader client.Reader
 	// Kinds lists the objects of typed kinds.
 	Kinds dynamic.Interface
+	// Discovery lists every resource the API server serves, whose names no
+	// new typed kind takes; nil checks none.
+	Discovery discovery.DiscoveryInterface
 	// AggregateRoles labels the typed kinds' ClusterRoles so that they
 	// aggregate into the standard edit, admin and view roles.
 	AggregateRoles bool
@@ -172,7 +176,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 func (r *Reconciler) newSync(sb *v1alpha1.ServiceBroker, entry *catalog.Entry) *sync {
-	return &sync{client: r.Client, reader: r.Reader, kinds: r.Kinds, aggregate: r.AggregateRoles, retireGrace: r.RetireGrace, broker: sb, entry: entry}
+	return &sync{client: r.Client, reader: r.Reader, kinds: r.Kinds, discovery: r.Discovery, aggregate: r.AggregateRoles, retireGrace: r.RetireGrace, broker: sb, entry: entry}
 }
 
 // retireAll retires the typed kinds of broker sb, which is gone or being

@@ -15,7 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	fakediscovery "k8s.io/client-go/discovery/fake"
 	"k8s.io/client-go/dynamic"
+	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -41,6 +43,8 @@ type harness struct {
 	lists *listing
 	// refuse, when set, is the API server's answer to a dry run.
 	refuse error
+	// served are the resources the API server serves (its discovery).
+	served *fakediscovery.FakeDiscovery
 }
 
 func newHarness(t *testing.T, objs ...client.Object) *harness {
@@ -85,7 +89,16 @@ func newHarness(t *testing.T, objs ...client.Object) *harness {
 				return c.SubResource(sub).Update(ctx, obj, opts...)
 			},
 		}).Build()
-	h.r = &Reconciler{Client: h.client, Catalogs: h.catalogs, Reader: h.client, Kinds: h.lists, AggregateRoles: true}
+	h.served = &fakediscovery.FakeDiscovery{Fake: &clienttesting.Fake{Resources: []*metav1.APIResourceList{
+		{GroupVersion: "v1", APIResources: []metav1.APIResource{
+			{Name: "pods", SingularName: "pod", Kind: "Pod", ShortNames: []string{"po"}},
+			{Name: "secrets", SingularName: "secret", Kind: "Secret"},
+		}},
+		{GroupVersion: "batch.example.com/v1", APIResources: []metav1.APIResource{
+			{Name: "queuedjobs", SingularName: "queuedjob", Kind: "QueuedJob", ShortNames: []string{"qd"}},
+		}},
+	}}}
+	h.r = &Reconciler{Client: h.client, Catalogs: h.catalogs, Reader: h.client, Kinds: h.lists, Discovery: h.served, AggregateRoles: true}
 	return h
 }
 

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -32,6 +33,8 @@ type sync struct {
 	// reader reads past the cache; kinds lists the objects of typed kinds.
 	reader client.Reader
 	kinds  dynamic.Interface
+	// discovery lists the resources the API server serves; nil: none.
+	discovery discovery.DiscoveryInterface
 	// aggregate: the typed kinds' roles aggregate into the standard ones.
 	aggregate bool
 	broker    *v1alpha1.ServiceBroker

@@ -85,8 +85,9 @@ type typedKind struct {
 	condition *metav1.Condition
 	// crd renders the kind's CRD (once per pass at most).
 	crd func() (*apiextensionsv1.CustomResourceDefinition, error)
-	// notes end the condition's message: dropped keywords, the services
-	// that wanted the kind too.
+	// notes end the condition's message: short names not given, the
+	// services that wanted the kind too (the dropped keywords follow,
+	// counted when the CRD is applied: droppedNote).
 	notes string
 }
 
@@ -98,37 +99,48 @@ type claim struct {
 	offering string // the ServiceOffering's name
 	service  string // the service's name
 	id       string // the service's OSB id
-	// kind is the kind the claim asks for: the administrator's, else the
-	// one its offering's status shows (kept when the service is renamed),
-	// else none (made from the service name).
-	kind string
-	// holds is true when the offering's status already shows the kind.
+	// given are the names the claim asks for: the administrator's; its
+	// kind else the one its offering's status shows (kept when the
+	// service is renamed), else none (made from the service name).
+	given render.Given
+	// holds is true when the offering's status already shows the kind
+	// and its plural.
 	holds bool
 
 	names  render.Names
 	err    error  // why the claim makes no kind name
 	winner *claim // the claim that has the kind this one wants
 	losers []*claim
-	// taken are the names of the other kinds, for Render.
-	taken map[string]bool
+	// served, when set, is the resource the cluster serves that has one
+	// of the kind's names, which the claim does not get for that.
+	served string
+	// notes are what the offering's condition adds about the names: the
+	// short names given that the kind does not get, a name a resource
+	// the cluster serves has too.
+	notes []string
+	// taken are the names of the other kinds and of the resources the
+	// cluster serves, for Render.
+	taken render.Taken
 }
 
 // newClaim is the claim of service (name, id) of broker sb, whose offering
 // (stored: nil when there is none yet) is named offering; nil when sb does
 // not activate the service.
 func newClaim(sb *v1alpha1.ServiceBroker, offering, service, id string, stored *v1alpha1.ServiceOffering) *claim {
-	selected, kind := marketplace.ActivatedKind(sb, service)
+	selected, given := marketplace.ActivatedKind(sb, service)
 	if !selected {
 		return nil
 	}
-	c := &claim{broker: sb, offering: offering, service: service, id: id, kind: kind}
+	c := &claim{broker: sb, offering: offering, service: service, id: id, given: given}
+	var shown *v1alpha1.TypedKindStatus
 	if stored != nil && stored.Status.TypedKind != nil {
-		if c.kind == "" {
-			c.kind = stored.Status.TypedKind.Kind
+		shown = stored.Status.TypedKind
+		if c.given.Kind == "" {
+			c.given.Kind = shown.Kind
 		}
-		c.holds = stored.Status.TypedKind.Kind == c.kind
 	}
-	c.names, c.err = render.NamesFor(service, c.kind, nil)
+	c.names, c.err = render.NamesFor(service, c.given, nil)
+	c.holds = shown != nil && c.err == nil && shown.Kind == c.names.Kind && shown.Plural == c.names.Plural
 	return c
 }
 
@@ -154,10 +166,12 @@ func before(a, b *claim) int {
 }
 
 // settleNames gives each claim, in order, its names unless an earlier
-// claim has its kind, plural or singular (compared in lower case); then
-// short names, to the claims that got names, where no other kind uses
-// them.
-func settleNames(claims []*claim) {
+// claim has its kind, plural or singular (compared in lower case), or,
+// for a kind no offering shows yet, a resource the cluster serves has
+// one of them (served: see render.ServedNames); then short names, to the
+// claims that got names, where no other kind and no served resource has
+// them: the short names given in order, then those made from words.
+func settleNames(claims []*claim, served render.Taken) {
 	slices.SortStableFunc(claims, before)
 	owner := map[string]*claim{}
 	var winners []*claim
@@ -177,23 +191,47 @@ func settleNames(claims []*claim) {
 			continue
 		}
 		for _, k := range keys {
+			if by, ok := served[k]; ok {
+				if !c.holds {
+					c.served = fmt.Sprintf("its name %q is %s's", k, by)
+				} else {
+					c.notes = append(c.notes, fmt.Sprintf("%s also has the name %s, which the kind keeps: kubectl may find that resource first", by, k))
+				}
+				break
+			}
+		}
+		if c.served != "" {
+			continue
+		}
+		for _, k := range keys {
 			owner[k] = c
 		}
 		winners = append(winners, c)
 	}
-	taken := map[string]bool{}
-	for k := range owner {
-		taken[k] = true
+	taken := render.Taken{}
+	for k, c := range owner {
+		taken[k] = fmt.Sprintf("kind %s of service %q", c.names.Kind, c.service)
+	}
+	for k, by := range served {
+		if _, ok := taken[k]; !ok {
+			taken[k] = by
+		}
 	}
 	for _, c := range winners {
-		c.taken = without(taken, resourceNames(c.names))
-		if names, err := render.NamesFor(c.service, c.names.Kind, c.taken); err == nil {
+		c.taken = withoutKeys(taken, resourceNames(c.names))
+		if names, err := render.NamesFor(c.service, withKind(c.given, c.names.Kind), c.taken); err == nil {
 			c.names = names
 		}
-		for _, s := range c.names.ShortNames {
-			taken[s] = true
+		for _, short := range c.names.ShortNames {
+			taken[short] = fmt.Sprintf("kind %s of service %q", c.names.Kind, c.service)
 		}
 	}
+}
+
+// withKind is given with the kind settled.
+func withKind(given render.Given, kind string) render.Given {
+	given.Kind = kind
+	return given
 }
 
 // resourceNames are the names of a kind that no other kind may have.
@@ -201,12 +239,12 @@ func resourceNames(n render.Names) []string {
 	return []string{strings.ToLower(n.Kind), n.Plural, n.Singular}
 }
 
-// without is taken without keys.
-func without(taken map[string]bool, keys []string) map[string]bool {
-	out := make(map[string]bool, len(taken))
-	for k := range taken {
+// withoutKeys is taken without keys.
+func withoutKeys(taken render.Taken, keys []string) render.Taken {
+	out := make(render.Taken, len(taken))
+	for k, by := range taken {
 		if !slices.Contains(keys, k) {
-			out[k] = true
+			out[k] = by
 		}
 	}
 	return out
@@ -266,7 +304,11 @@ func (s *sync) kindDecider(ctx context.Context, want []v1alpha1.ServiceOffering,
 			claims = append(claims, c)
 		}
 	}
-	settleNames(claims)
+	served, err := s.servedNames(ctx, claims)
+	if err != nil {
+		return nil, err
+	}
+	settleNames(claims, served)
 
 	services := servicesOf(s.entry)
 	return func(id string) typedKind {
@@ -305,30 +347,38 @@ func (c *claim) decide(svc *osbapi.Service, prev *v1alpha1.TypedKindStatus) type
 	case c.winner != nil:
 		return notReady(ReasonNameClash, fmt.Sprintf("service %q gets no typed kind: kind %s (%s) is also wanted by service %q of ServiceBroker %q (ServiceOffering %s), which comes first (%s); give this service another kind in ServiceBroker %q spec.typedKinds (kind), or deactivate one of them",
 			c.service, c.names.Kind, c.names.Plural, c.winner.service, c.winner.broker.Name, c.winner.offering, clashRule, c.broker.Name))
+	case c.served != "":
+		return notReady(ReasonNameClash, fmt.Sprintf("service %q gets no typed kind: kind %s (%s): %s, which kubectl would find instead; give this service another kind or plural in ServiceBroker %q spec.typedKinds (kind, plural)",
+			c.service, c.names.Kind, c.names.Plural, c.served, c.broker.Name))
 	case svc == nil:
 		return notReady(ReasonRenderFailed, fmt.Sprintf("service %q gets no typed kind: its broker's catalog no longer has it", c.service))
 	}
 	status := prev
 	hash := renderedFrom(svc, c.names)
 	var rendered *apiextensionsv1.CustomResourceDefinition
+	opts := render.Options{Kind: c.names.Kind, Plural: c.given.Plural, ShortNames: c.given.ShortNames, Taken: c.taken}
 	if status == nil || status.RenderedFrom != hash {
 		var err error
-		if rendered, status, err = renderStatus(c.broker.Name, svc, c.names.Kind, c.taken, hash); err != nil {
+		if rendered, status, err = renderStatus(c.broker.Name, svc, opts, hash); err != nil {
 			return notReady(ReasonRenderFailed, fmt.Sprintf("service %q gets no typed kind: %v", c.service, err))
 		}
 	}
 	notes := ""
-	if n := len(status.Dropped) + int(status.DroppedNotShown); n > 0 {
-		notes += fmt.Sprintf("; %d schema keywords it does not hold are in status.typedKind.dropped (lockstep's webhook checks them)", n)
+	for _, r := range c.names.Refused {
+		notes += fmt.Sprintf("; %s, so the kind goes without it (ServiceBroker %q spec.typedKinds, shortNames)", r, c.broker.Name)
+	}
+	for _, n := range c.notes {
+		notes += "; " + n
 	}
 	for _, l := range c.losers {
 		notes += fmt.Sprintf("; service %q of ServiceBroker %q (ServiceOffering %s) also wants the kind and gets none", l.service, l.broker.Name, l.offering)
 	}
-	brokerName, kind, taken := c.broker.Name, status.Kind, c.taken
+	brokerName := c.broker.Name
+	opts.Kind = status.Kind
 	crd := func() (*apiextensionsv1.CustomResourceDefinition, error) {
 		if rendered == nil {
 			var err error
-			if rendered, _, err = render.Render(brokerName, svc, render.Options{Kind: kind, Taken: taken}); err != nil {
+			if rendered, _, err = render.Render(brokerName, svc, opts); err != nil {
 				return nil, err
 			}
 		}
@@ -359,11 +409,11 @@ func renderedFrom(svc *osbapi.Service, names render.Names) string {
 	return hex.EncodeToString(h.Sum(nil))[:32]
 }
 
-// renderStatus renders kind, the typed kind of service svc of broker
-// brokerName, beside the names other kinds have (taken), and returns the
-// status that shows it.
-func renderStatus(brokerName string, svc *osbapi.Service, kind string, taken map[string]bool, hash string) (*apiextensionsv1.CustomResourceDefinition, *v1alpha1.TypedKindStatus, error) {
-	crd, report, err := render.Render(brokerName, svc, render.Options{Kind: kind, Taken: taken})
+// renderStatus renders the typed kind of service svc of broker
+// brokerName with opts (its names, beside the names others have) and
+// returns the status that shows it.
+func renderStatus(brokerName string, svc *osbapi.Service, opts render.Options, hash string) (*apiextensionsv1.CustomResourceDefinition, *v1alpha1.TypedKindStatus, error) {
+	crd, report, err := render.Render(brokerName, svc, opts)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -137,6 +137,15 @@ func TestTypedKindActivation(t *testing.T) {
 		{"a plural is a name too", []v1alpha1.TypedKindActivation{
 			activation("Dbs", "db"), activation("Db", "queue")},
 			map[string]string{"acme.db": "Dbs Applying", "acme.queue": "- NameClash", "acme.postgresql-db": "none"}},
+		{"a plural given is a name too", []v1alpha1.TypedKindActivation{
+			{Services: []string{"db"}, Plural: "queues"}, activation("", "queue")},
+			map[string]string{"acme.db": "Db Applying", "acme.queue": "- NameClash", "acme.postgresql-db": "none"}},
+		{"a kind whose plural the cluster serves", []v1alpha1.TypedKindActivation{activation("Pod", "db")},
+			map[string]string{"acme.db": "- NameClash", "acme.queue": "none", "acme.postgresql-db": "none"}},
+		{"a plural given the cluster serves", []v1alpha1.TypedKindActivation{{Services: []string{"db"}, Plural: "secrets"}},
+			map[string]string{"acme.db": "- NameClash", "acme.queue": "none", "acme.postgresql-db": "none"}},
+		{"a service whose kind the cluster serves", []v1alpha1.TypedKindActivation{activation("", "*"), activation("QueuedJob", "queue")},
+			map[string]string{"acme.db": "Db Applying", "acme.queue": "- NameClash", "acme.postgresql-db": "PostgresqlDb Applying"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -194,6 +203,57 @@ func TestTypedKindStatus(t *testing.T) {
 	tk = h.offering("acme.postgresql-db").Status.TypedKind
 	assert.NotEqual(t, rendered, tk.RenderedFrom, "rendered again")
 	assert.Empty(t, tk.Dropped)
+}
+
+// The administrator's plural and short names name the kind; a short name
+// another resource has is not given, and the condition says why; a name
+// made from words passes over a short name the cluster serves.
+func TestTypedKindNames(t *testing.T) {
+	h := newHarness(t)
+	h.activate("acme",
+		v1alpha1.TypedKindActivation{Services: []string{"db"}, Kind: "TeamDatabase", Plural: "teamdbs", ShortNames: []string{"tdb", "po"}},
+		activation("QuickDatabase", "queue"), activation("", "postgresql-db"))
+	h.served.Resources = append(h.served.Resources, &metav1.APIResourceList{GroupVersion: "example.com/v1", APIResources: []metav1.APIResource{
+		{Name: "pods2", SingularName: "pod2", Kind: "Pod2", ShortNames: []string{"pd"}}}})
+	h.sync(typedCatalog())
+
+	db := h.offering("acme.db")
+	require.NotNil(t, db.Status.TypedKind)
+	assert.Equal(t, "TeamDatabase", db.Status.TypedKind.Kind)
+	assert.Equal(t, "teamdbs", db.Status.TypedKind.Plural)
+	assert.Equal(t, "teamdbs.services.lockstep.dev", db.Status.TypedKind.CRDName)
+	assert.Equal(t, []string{"tdb"}, db.Status.TypedKind.ShortNames)
+	c := meta.FindStatusCondition(db.Status.Conditions, v1alpha1.ConditionTypedKindReady)
+	require.NotNil(t, c)
+	assert.Contains(t, c.Message, `short name po: resource pods (v1) has it, so the kind goes without it (ServiceBroker "acme" spec.typedKinds, shortNames)`)
+
+	queue := h.offering("acme.queue").Status.TypedKind
+	require.NotNil(t, queue)
+	assert.Empty(t, queue.ShortNames, "qd, QuickDatabase's initials, is queuedjobs' short name; the service's one word makes none")
+
+	pg := h.offering("acme.postgresql-db").Status.TypedKind
+	require.NotNil(t, pg)
+	assert.Empty(t, pg.ShortNames, "pd is served")
+
+	// A kind the offering shows keeps its names when the cluster serves
+	// one of them later; the condition says so.
+	h.served.Resources = append(h.served.Resources, &metav1.APIResourceList{GroupVersion: "other.example.com/v1", APIResources: []metav1.APIResource{
+		{Name: "teamdbs", SingularName: "teamdb", Kind: "TeamDb"}}})
+	h.sync(typedCatalog())
+	db = h.offering("acme.db")
+	assert.Equal(t, "TeamDatabase Applying", typedKindOf(t, db))
+	c = meta.FindStatusCondition(db.Status.Conditions, v1alpha1.ConditionTypedKindReady)
+	assert.Contains(t, c.Message, "resource teamdbs.other.example.com (other.example.com/v1) also has the name teamdbs, which the kind keeps")
+
+	// One it does not show yet is refused, naming the resource.
+	h.activate("acme", v1alpha1.TypedKindActivation{Services: []string{"db"}, Plural: "pods"})
+	h.sync(typedCatalog())
+	h.sync(typedCatalog())
+	db = h.offering("acme.db")
+	c = meta.FindStatusCondition(db.Status.Conditions, v1alpha1.ConditionTypedKindReady)
+	require.NotNil(t, c)
+	assert.Equal(t, ReasonNameClash, c.Reason)
+	assert.Contains(t, c.Message, `kind Db (pods): its name "pods" is resource pods (v1)'s, which kubectl would find instead; give this service another kind or plural in ServiceBroker "acme" spec.typedKinds (kind, plural)`)
 }
 
 // A schema the CRD cannot type at all leaves spec.parameters free JSON,

@@ -2,6 +2,7 @@ package render
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"math"
 	"math/big"
@@ -18,9 +19,24 @@ const sensitiveNote = "Sensitive: lockstep refuses it here; put it in a Secret a
 // maxDescription bounds one description, in bytes.
 const maxDescription = 4096
 
+// emitter is what emit needs beside a node: where to report what the CRD
+// schema does not hold, and how many plans the schema is the union of.
+type emitter struct {
+	report conflict
+	plans  int
+}
+
 // emit writes n as a structural CRD schema. at is the parameter path,
-// for the bounds it reports as dropped.
-func emit(n *node, at []string, report conflict) apiextensionsv1.JSONSchemaProps {
+// for what it reports as dropped.
+//
+// A member every plan's create schema requires, and no update may remove
+// (each plan's update schema requires it too, or leaves it create-only),
+// is required: `kubectl explain` shows it so. A member only some plans
+// require, or that is sensitive (it comes from a Secret, not from
+// spec.parameters), is not: its description says which plans require it
+// at creation, and the report lists it.
+func emit(n *node, at []string, e *emitter) apiextensionsv1.JSONSchemaProps {
+	report := e.report
 	if n == nil {
 		// Nothing is allowed here; the CRD cannot say so and accepts any
 		// value, which lockstep's webhook refuses.
@@ -81,7 +97,7 @@ func emit(n *node, at []string, report conflict) apiextensionsv1.JSONSchemaProps
 		if n.items != nil {
 			items = n.items
 		}
-		s := emit(items, append(at, "[*]"), report)
+		s := emit(items, append(at, "[*]"), e)
 		out.Items = &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &s}
 		out.MinItems, out.MaxItems = int64p(n.minItems), int64p(n.maxItems)
 	case "object":
@@ -90,25 +106,62 @@ func emit(n *node, at []string, report conflict) apiextensionsv1.JSONSchemaProps
 			if out.Properties == nil {
 				out.Properties = map[string]apiextensionsv1.JSONSchemaProps{}
 			}
-			out.Properties[name] = emit(n.props[name], append(at, name), report)
+			out.Properties[name] = emit(n.props[name], append(at, name), e)
 		}
 		for _, r := range n.required {
+			if m := n.props[r]; m != nil && m.sensitive {
+				continue
+			}
 			if !slices.Contains(out.Required, r) {
 				out.Required = append(out.Required, r)
 			}
 		}
 		slices.Sort(out.Required)
+		e.notRequired(n, at, &out)
 		switch {
 		case n.rest == nil:
 			// Other members are not allowed: the API server prunes them.
 		case n.rest.free || len(n.props) > 0:
 			out.XPreserveUnknownFields = ptr(true)
 		default:
-			s := emit(n.rest, append(at, "*"), report)
+			s := emit(n.rest, append(at, "*"), e)
 			out.AdditionalProperties = &apiextensionsv1.JSONSchemaPropsOrBool{Allows: true, Schema: &s}
 		}
 	}
 	return out
+}
+
+// notRequired says, in the description of each member of object n that a
+// plan's create schema requires and out does not, which plans require
+// it, and reports it with why the CRD does not require it.
+func (e *emitter) notRequired(n *node, at []string, out *apiextensionsv1.JSONSchemaProps) {
+	for _, name := range slices.Sorted(maps.Keys(n.reqBy)) {
+		if slices.Contains(out.Required, name) {
+			continue
+		}
+		plans := slices.Sorted(slices.Values(n.reqBy[name]))
+		var why, says string
+		switch m := n.props[name]; {
+		case m != nil && m.sensitive:
+			why = "it is sensitive: it comes from a Secret (spec.parametersFrom), not from spec.parameters, so the kind does not require it there"
+			says = "Required at creation, from a Secret."
+		case len(plans) < e.plans:
+			why = fmt.Sprintf("only plan(s) %s require it at creation, and a CRD cannot require a member for some plans; its description says which, and lockstep's webhook checks it", strings.Join(plans, ", "))
+			says = fmt.Sprintf("Required at creation by plan(s) %s.", strings.Join(plans, ", "))
+		default:
+			why = "every plan requires it at creation, but an update may remove it (a plan's update schema neither requires it nor keeps it create-only), and a CRD cannot require a member at creation only; its description says so, and lockstep's webhook checks it"
+			says = "Required at creation."
+		}
+		e.report(append(slices.Clone(at), name), "required", why)
+		if m, ok := out.Properties[name]; ok {
+			if m.Description == "" {
+				m.Description = says
+			} else {
+				m.Description += "\n\n" + says
+			}
+			out.Properties[name] = m
+		}
+	}
 }
 
 // description joins what the schemas say of a value.

@@ -2,8 +2,10 @@ package render
 
 import (
 	"encoding/json"
+	"fmt"
 	"math/big"
 	"slices"
+	"strconv"
 
 	"github.com/lockstep-dev/lockstep/internal/jsonnum"
 )
@@ -37,8 +39,10 @@ type node struct {
 	minItems, maxItems *int
 
 	// objects
-	props              map[string]*node
-	required           []string
+	props    map[string]*node
+	required []string
+	// reqBy are the plans whose create schema requires each member.
+	reqBy              map[string][]string
 	rest               *node // members not in props: nil none, else their schema
 	minProps, maxProps *int
 }
@@ -116,8 +120,10 @@ func join(a, b *node, at []string, report conflict) *node {
 				n.required = append(n.required, r)
 			}
 		}
+		n.reqBy = unionReqBy(a.reqBy, b.reqBy)
 	}
 	n.minProps, n.maxProps = looserInt(a.minProps, b.minProps, -1), looserInt(a.maxProps, b.maxProps, 1)
+	reportLooser(at, report, a, b, n)
 	return n
 }
 
@@ -189,6 +195,7 @@ func meet(a, b *node, at []string, report conflict) *node {
 				n.required = append(n.required, r)
 			}
 		}
+		n.reqBy = unionReqBy(a.reqBy, b.reqBy)
 	}
 	n.minProps, n.maxProps = tighterInt(a.minProps, b.minProps, 1), tighterInt(a.maxProps, b.maxProps, -1)
 	return &n
@@ -207,6 +214,65 @@ func members(a, b *node, at []string, report conflict, combine func(a, b *node, 
 		}
 	}
 	return props, combine(a.rest, b.rest, append(at, "*"), report)
+}
+
+// unionReqBy is the plans of a and b that require each member, each
+// plan once.
+func unionReqBy(a, b map[string][]string) map[string][]string {
+	if len(a) == 0 && len(b) == 0 {
+		return nil
+	}
+	out := make(map[string][]string, len(a)+len(b))
+	for _, m := range []map[string][]string{a, b} {
+		for name, plans := range m {
+			for _, p := range plans {
+				if !slices.Contains(out[name], p) {
+					out[name] = append(out[name], p)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// reportLooser reports each bound and enum of a and b that their union n
+// keeps looser than one of them: there the CRD accepts more than that
+// schema, which a CRD cannot say for some plans (or branches) only.
+func reportLooser(at []string, report conflict, a, b, n *node) {
+	rat := func(r *big.Rat) string {
+		if r == nil {
+			return "none"
+		}
+		return r.RatString()
+	}
+	integer := func(v *int) string {
+		if v == nil {
+			return "none"
+		}
+		return strconv.Itoa(*v)
+	}
+	for _, c := range []struct {
+		keyword  string
+		a, b, to string
+	}{
+		{"minimum", rat(a.min), rat(b.min), rat(n.min)},
+		{"maximum", rat(a.max), rat(b.max), rat(n.max)},
+		{"minLength", integer(a.minLen), integer(b.minLen), integer(n.minLen)},
+		{"maxLength", integer(a.maxLen), integer(b.maxLen), integer(n.maxLen)},
+		{"minItems", integer(a.minItems), integer(b.minItems), integer(n.minItems)},
+		{"maxItems", integer(a.maxItems), integer(b.maxItems), integer(n.maxItems)},
+		{"minProperties", integer(a.minProps), integer(b.minProps), integer(n.minProps)},
+		{"maxProperties", integer(a.maxProps), integer(b.maxProps), integer(n.maxProps)},
+	} {
+		if c.a != c.b {
+			report(at, c.keyword, fmt.Sprintf("the schemas differ in it (%s, %s): the kind keeps the looser, %s, and lockstep's webhook checks each plan's own", c.a, c.b, c.to))
+		}
+	}
+	if (a.enum == nil) != (b.enum == nil) || len(n.enum) != len(a.enum) || len(n.enum) != len(b.enum) {
+		if a.enum != nil || b.enum != nil {
+			report(at, "enum", "the schemas allow different values: the kind keeps every value one of them allows (or any, where one has no enum), and lockstep's webhook checks each plan's own")
+		}
+	}
 }
 
 func numeric(typ string) bool { return typ == "number" || typ == "integer" }

@@ -22,7 +22,7 @@ import (
 // marketplace controller renders a kind, and applies its CRD, again when
 // the revision changes, so that an upgrade of lockstep brings every typed
 // kind in line without waiting for its catalog to change.
-const Revision = 1
+const Revision = 2
 
 // Options are the administrator's and the cluster's say in a kind.
 type Options struct {
@@ -30,8 +30,12 @@ type Options struct {
 	// kind of the offering's existing CRD (found by LabelOfferingID or
 	// AnnotationOfferingID) so that a renamed service keeps its kind.
 	Kind string
-	// Taken are names other kinds use: see NamesFor.
-	Taken map[string]bool
+	// Plural and ShortNames are the administrator's, when given: see
+	// NamesFor.
+	Plural     string
+	ShortNames []string
+	// Taken are names other kinds and resources use: see NamesFor.
+	Taken Taken
 }
 
 // Report is what a rendering found, for the offering's status.
@@ -69,7 +73,7 @@ type Report struct {
 // makes Render fail: the parameters then fall back to free JSON and the
 // report says why.
 func Render(brokerName string, svc *osbapi.Service, opts Options) (*apiextensionsv1.CustomResourceDefinition, *Report, error) {
-	names, err := NamesFor(svc.Name, opts.Kind, opts.Taken)
+	names, err := NamesFor(svc.Name, Given{Kind: opts.Kind, Plural: opts.Plural, ShortNames: opts.ShortNames}, opts.Taken)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -147,6 +151,9 @@ func (r *Report) project(svc *osbapi.Service) (*apiextensionsv1.JSONSchemaProps,
 				translated: func(d Drop) { r.Translated = append(r.Translated, d) },
 			}
 			n := p.project(c.s, 0, true)
+			if c.which == "create" {
+				n = requiredBy(n, plan)
+			}
 			if p.exhausted {
 				r.Problems = append(r.Problems, fmt.Sprintf("plan %s: its %s schema describes more than %d subschemas; the kind keeps spec.parameters as free JSON", plan, c.which, maxVisits))
 				r.Fallback = "a plan's schema is too large"
@@ -175,7 +182,7 @@ func (r *Report) project(svc *osbapi.Service) (*apiextensionsv1.JSONSchemaProps,
 		r.Fallback = "the schemas have too many properties"
 		return nil, createOnly, updateable
 	}
-	params := emit(union, nil, r.conflict)
+	params := emit(union, nil, &emitter{report: r.conflict, plans: usable})
 	params.Description = parametersDescription
 	if raw, err := json.Marshal(params); err != nil || len(raw) > maxSchemaBytes {
 		r.Problems = append(r.Problems, fmt.Sprintf("the schema of spec.parameters would take more than %d KiB; the kind keeps spec.parameters as free JSON", maxSchemaBytes>>10))
@@ -205,7 +212,9 @@ func (r *Report) conflict(at []string, keyword, why string) {
 // create-only members: lockstep's webhook removes them from the
 // parameters before it applies the update schema (they are compared with
 // their old values instead), so only the create schema says what they may
-// hold. n is not changed.
+// hold. No update may remove them either, so the node requires them: a
+// member the create schema requires stays required in the plan's union of
+// its two schemas. n is not changed.
 func withoutCreateOnly(n *node, paths [][]string) *node {
 	for _, p := range paths {
 		n = without(n, p)
@@ -225,6 +234,9 @@ func without(n *node, path []string) *node {
 	}
 	if len(path) == 1 {
 		c.props[path[0]] = nil
+		if !slices.Contains(c.required, path[0]) {
+			c.required = append(slices.Clone(c.required), path[0])
+		}
 		return &c
 	}
 	child, ok := n.props[path[0]]
@@ -232,6 +244,36 @@ func without(n *node, path []string) *node {
 		return n
 	}
 	c.props[path[0]] = without(child, path[1:])
+	return &c
+}
+
+// requiredBy returns a plan's create schema node n with each object's
+// required members marked as required at creation by plan, at every
+// depth, for the descriptions and the report of those the CRD cannot
+// require (see emit). n is not changed.
+func requiredBy(n *node, plan string) *node {
+	if n == nil || n.free {
+		return n
+	}
+	c := *n
+	if c.typ == "object" {
+		if len(n.required) > 0 {
+			c.reqBy = make(map[string][]string, len(n.required))
+			for _, r := range n.required {
+				c.reqBy[r] = []string{plan}
+			}
+		}
+		if len(n.props) > 0 {
+			c.props = make(map[string]*node, len(n.props))
+			for k, v := range n.props {
+				c.props[k] = requiredBy(v, plan)
+			}
+		}
+		c.rest = requiredBy(n.rest, plan)
+	}
+	if c.typ == "array" {
+		c.items = requiredBy(n.items, plan)
+	}
 	return &c
 }
 

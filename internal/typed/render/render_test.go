@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/lockstep-dev/lockstep/internal/broker/osbapi"
@@ -58,7 +59,7 @@ func TestCorpus(t *testing.T) {
 		name := strings.TrimSuffix(filepath.Base(file), ".json")
 		t.Run(name, func(t *testing.T) {
 			svc := corpusService(t, file)
-			crd, report, err := Render("cloud", svc, Options{Taken: map[string]bool{"pvc": true}})
+			crd, report, err := Render("cloud", svc, Options{Taken: Taken{"pvc": "resource persistentvolumeclaims (v1)"}})
 			require.NoError(t, err)
 			assert.Empty(t, Validate(crd), "the API server would refuse the CRD")
 
@@ -131,31 +132,53 @@ func TestRenderTakesSpecAndStatusFromServiceInstance(t *testing.T) {
 
 func TestNamesFor(t *testing.T) {
 	for _, tc := range []struct {
-		name, service, kind string
-		taken               map[string]bool
-		want                Names
-		err                 string
+		name, service string
+		given         Given
+		taken         Taken
+		want          Names
+		err           string
 	}{
 		{name: "words", service: "postgresql-db",
 			want: Names{Kind: "PostgresqlDb", ListKind: "PostgresqlDbList", Plural: "postgresqldbs", Singular: "postgresqldb", ShortNames: []string{"pd"}}},
-		{name: "one word has no short name", service: "redis",
-			want: Names{Kind: "Redis", ListKind: "RedisList", Plural: "redis", Singular: "redis"}},
+		{name: "one word: its first letter and consonants", service: "redis",
+			want: Names{Kind: "Redis", ListKind: "RedisList", Plural: "redis", Singular: "redis", ShortNames: []string{"rds"}}},
+		{name: "one word, a consonant twice", service: "stateful",
+			want: Names{Kind: "Stateful", ListKind: "StatefulList", Plural: "statefuls", Singular: "stateful", ShortNames: []string{"stf"}}},
+		{name: "a short word makes none", service: "db",
+			want: Names{Kind: "Db", ListKind: "DbList", Plural: "dbs", Singular: "db"}},
 		{name: "dots and underscores", service: "p.mysql_db",
 			want: Names{Kind: "PMysqlDb", ListKind: "PMysqlDbList", Plural: "pmysqldbs", Singular: "pmysqldb", ShortNames: []string{"pmd"}}},
-		{name: "short name taken", service: "postgresql-db", taken: map[string]bool{"pd": true},
+		{name: "short name taken: none", service: "postgresql-db", taken: Taken{"pd": "resource poddisruptions (v1)"},
 			want: Names{Kind: "PostgresqlDb", ListKind: "PostgresqlDbList", Plural: "postgresqldbs", Singular: "postgresqldb"}},
-		{name: "override", service: "postgresql-db", kind: "TeamDatabase",
+		{name: "kind given: its words first", service: "postgresql-db", given: Given{Kind: "TeamDatabase"},
+			want: Names{Kind: "TeamDatabase", ListKind: "TeamDatabaseList", Plural: "teamdatabases", Singular: "teamdatabase", ShortNames: []string{"td"}}},
+		{name: "kind given, its short name taken: the service's", service: "postgresql-db", given: Given{Kind: "TeamDatabase"}, taken: Taken{"td": "x"},
 			want: Names{Kind: "TeamDatabase", ListKind: "TeamDatabaseList", Plural: "teamdatabases", Singular: "teamdatabase", ShortNames: []string{"pd"}}},
-		{name: "plural taken", service: "postgresql-db", taken: map[string]bool{"postgresqldbs": true}, err: `resource name "postgresqldbs" is taken`},
+		{name: "an acronym in the kind", service: "x", given: Given{Kind: "HTTPServer"},
+			want: Names{Kind: "HTTPServer", ListKind: "HTTPServerList", Plural: "httpservers", Singular: "httpserver", ShortNames: []string{"hs"}}},
+		{name: "plural given", service: "pgdemo", given: Given{Plural: "pgdemos"},
+			want: Names{Kind: "Pgdemo", ListKind: "PgdemoList", Plural: "pgdemos", Singular: "pgdemo", ShortNames: []string{"pgd"}}},
+		{name: "the plural made", service: "pgdemo",
+			want: Names{Kind: "Pgdemo", ListKind: "PgdemoList", Plural: "pgdemoes", Singular: "pgdemo", ShortNames: []string{"pgd"}}},
+		{name: "short names given", service: "quick", given: Given{Kind: "QuickDatabase", ShortNames: []string{"qdb", "quickdb"}},
+			want: Names{Kind: "QuickDatabase", ListKind: "QuickDatabaseList", Plural: "quickdatabases", Singular: "quickdatabase", ShortNames: []string{"qdb", "quickdb"}}},
+		{name: "a short name given is taken: refused, with why", service: "quick", given: Given{ShortNames: []string{"po", "qk"}}, taken: Taken{"po": "resource pods (v1)"},
+			want: Names{Kind: "Quick", ListKind: "QuickList", Plural: "quicks", Singular: "quick", ShortNames: []string{"qk"},
+				Refused: []string{"short name po: resource pods (v1) has it"}}},
+		{name: "a short name given is the singular", service: "quick", given: Given{ShortNames: []string{"quick"}},
+			want: Names{Kind: "Quick", ListKind: "QuickList", Plural: "quicks", Singular: "quick", Refused: []string{"short name quick: it is the kind's plural or singular"}}},
+		{name: "plural taken", service: "postgresql-db", taken: Taken{"postgresqldbs": "kind PostgresqlDb of service \"other\""}, err: `resource name "postgresqldbs" is taken by kind PostgresqlDb of service "other"`},
+		{name: "plural given is served", service: "x", given: Given{Plural: "pods"}, taken: Taken{"pods": "resource pods (v1)"}, err: `"pods" is taken by resource pods (v1)`},
+		{name: "singular served", service: "secret", taken: Taken{"secret": "resource secrets (v1)"}, err: `"secret" is taken by resource secrets (v1)`},
 		{name: "leading digit", service: "3scale", err: "not a kind name"},
 		{name: "no letters", service: "--", err: "no letters or digits"},
-		{name: "bad override", service: "x", kind: "team-db", err: `kind name "team-db" is not a kind name`},
+		{name: "bad override", service: "x", given: Given{Kind: "team-db"}, err: `kind name "team-db" is not a kind name`},
 		{name: "too long", service: strings.Repeat("a", 60), err: "longer than 59"},
 		{name: "lockstep's own kind", service: "service-binding", err: `kind name "ServiceBinding" is the name of one of lockstep.dev's own kinds`},
-		{name: "lockstep's own kind given", service: "x", kind: "BrokerOperation", err: "lockstep.dev's own kinds"},
+		{name: "lockstep's own kind given", service: "x", given: Given{Kind: "BrokerOperation"}, err: "lockstep.dev's own kinds"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := NamesFor(tc.service, tc.kind, tc.taken)
+			got, err := NamesFor(tc.service, tc.given, tc.taken)
 			if tc.err != "" {
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), tc.err)
@@ -165,6 +188,26 @@ func TestNamesFor(t *testing.T) {
 			assert.Equal(t, tc.want, got)
 		})
 	}
+}
+
+func TestServedNames(t *testing.T) {
+	lists := []*metav1.APIResourceList{
+		{GroupVersion: "v1", APIResources: []metav1.APIResource{
+			{Name: "pods", SingularName: "pod", Kind: "Pod", ShortNames: []string{"po"}},
+			{Name: "pods/status", Kind: "Pod"},
+		}},
+		{GroupVersion: "batch.example.com/v1", APIResources: []metav1.APIResource{
+			{Name: "queuedjobs", SingularName: "queuedjob", Kind: "QueuedJob", ShortNames: []string{"qd"}},
+		}},
+		{GroupVersion: Group + "/" + Version, APIResources: []metav1.APIResource{
+			{Name: "quicks", SingularName: "quick", Kind: "Quick", ShortNames: []string{"qck"}},
+		}},
+	}
+	assert.Equal(t, Taken{
+		"pods": "resource pods (v1)", "pod": "resource pods (v1)", "po": "resource pods (v1)",
+		"queuedjobs": "resource queuedjobs.batch.example.com (batch.example.com/v1)", "queuedjob": "resource queuedjobs.batch.example.com (batch.example.com/v1)",
+		"qd": "resource queuedjobs.batch.example.com (batch.example.com/v1)",
+	}, ServedNames(lists), "subresources and the typed kinds' own group are left out")
 }
 
 func TestPlanRule(t *testing.T) {
