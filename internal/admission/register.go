@@ -89,7 +89,7 @@ type Handlers struct {
 // admission.WithDefaulter, the validators and guards as admission.Handlers
 // that read the request's raw objects and decode only what they need.
 func Register(srv webhook.Server, scheme *runtime.Scheme, h Handlers) {
-	srv.Register(MutateInstancePath, InstanceDefaulterWebhook(scheme, h.InstanceDefaulter))
+	srv.Register(MutateInstancePath, InstancePrecheckWebhook(InstanceDefaulterWebhook(scheme, h.InstanceDefaulter), h.InstanceDefaulter, h.InstanceValidator))
 	srv.Register(ValidateInstancePath, InstanceValidatorWebhook(h.InstanceValidator))
 	srv.Register(MutateBindingPath, BindingDefaulterWebhook(scheme, h.BindingDefaulter))
 	srv.Register(ValidateBindingPath, BindingValidatorWebhook(h.BindingValidator))
@@ -101,7 +101,7 @@ func Register(srv webhook.Server, scheme *runtime.Scheme, h Handlers) {
 		srv.Register(ValidateMarketplacePath, MarketplaceGuardWebhook(h.MarketplaceGuard))
 	}
 	if h.TypedKinds != nil {
-		srv.Register(MutateTypedPath, TypedDefaulterWebhook(h.TypedKinds, h.InstanceDefaulter))
+		srv.Register(MutateTypedPath, TypedDefaulterWebhook(h.TypedKinds, h.InstanceDefaulter, h.InstanceValidator))
 		srv.Register(ValidateTypedPath, TypedValidatorWebhook(h.TypedKinds, h.InstanceValidator))
 	}
 }
@@ -122,9 +122,30 @@ func Register(srv webhook.Server, scheme *runtime.Scheme, h Handlers) {
 // work (a UUID, a finalizer, a cached broker list); if it takes longer
 // something is wrong, and failing fast keeps kubectl responsive.
 // sideEffects None: they never call the broker.
+//
+// They also precheck (precheck.go): the API server checks an object
+// against its CRD between the mutating and the validating webhooks and
+// stops at its own errors, so the mutating webhook runs the validating
+// chain's static checks first and refuses with every error at once. Every
+// CREATE is prechecked in the handler (typed objects always, instances
+// whose spec.parameters is not a JSON object); a third entry of each sends
+// the UPDATEs of labelled objects that need it: those that change a typed
+// object's spec, and those that make an instance's spec.parameters
+// something else than an object (its CRD's type error; every other
+// instance update the API server checks as ever, without a call).
 
 // +kubebuilder:webhook:path=/mutate-lockstep-dev-v1alpha1-serviceinstance,mutating=true,failurePolicy=fail,sideEffects=None,timeoutSeconds=5,reinvocationPolicy=Never,groups=lockstep.dev,resources=serviceinstances,verbs=create,versions=v1alpha1,name=serviceinstances.mutate.lockstep.dev,admissionReviewVersions=v1,serviceName=lockstep-webhook,serviceNamespace=LOCKSTEP_NAMESPACE,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","LOCKSTEP_NAMESPACE"]}]}}`
 // +kubebuilder:webhook:path=/mutate-lockstep-dev-v1alpha1-serviceinstance,mutating=true,failurePolicy=fail,sideEffects=None,timeoutSeconds=5,reinvocationPolicy=Never,groups=lockstep.dev,resources=serviceinstances,verbs=update,versions=v1alpha1,name=serviceinstances-update.mutate.lockstep.dev,admissionReviewVersions=v1,serviceName=lockstep-webhook,serviceNamespace=LOCKSTEP_NAMESPACE,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","LOCKSTEP_NAMESPACE"]}]},"objectSelector":{"matchExpressions":[{"key":"lockstep.dev/defaulted","operator":"NotIn","values":["true"]}]},"matchConditions":[{"name":"not-being-deleted","expression":"!has(object.metadata.deletionTimestamp)"}]}`
+// +kubebuilder:webhook:path=/mutate-lockstep-dev-v1alpha1-serviceinstance,mutating=true,failurePolicy=fail,sideEffects=None,timeoutSeconds=5,reinvocationPolicy=Never,groups=lockstep.dev,resources=serviceinstances,verbs=update,versions=v1alpha1,name=serviceinstances-check.mutate.lockstep.dev,admissionReviewVersions=v1,serviceName=lockstep-webhook,serviceNamespace=LOCKSTEP_NAMESPACE,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","LOCKSTEP_NAMESPACE"]}]},"objectSelector":{"matchLabels":{"lockstep.dev/defaulted":"true"}},"matchConditions":[{"name":"parameters-not-an-object","expression":"!has(oldObject.metadata.deletionTimestamp) && !has(object.metadata.deletionTimestamp) && has(object.spec) && has(object.spec.parameters) && type(object.spec.parameters) != map && type(object.spec.parameters) != null_type"}]}`
+
+// InstancePrecheckWebhook is wh, the ServiceInstance defaulter's webhook,
+// with the precheck of an instance whose spec.parameters is not a JSON
+// object ahead of it (precheck.go): every error at once, instead of the
+// API server's type error alone.
+func InstancePrecheckWebhook(wh *admission.Webhook, d *Defaulter[Instance], v *Validator[Instance]) *admission.Webhook {
+	wh.Handler = &instancePrecheck{Handler: wh.Handler, defaulter: d, validator: v}
+	return wh
+}
 
 // InstanceDefaulterWebhook serves the ServiceInstance defaulter.
 func InstanceDefaulterWebhook(scheme *runtime.Scheme, d *Defaulter[Instance]) *admission.Webhook {
@@ -162,6 +183,7 @@ func BindingDefaulterWebhook(scheme *runtime.Scheme, d *Defaulter[Binding]) *adm
 
 // +kubebuilder:webhook:path=/mutate-services-lockstep-dev-v1alpha1-typed,mutating=true,failurePolicy=fail,sideEffects=None,timeoutSeconds=5,reinvocationPolicy=Never,groups=services.lockstep.dev,resources=*,verbs=create,versions=v1alpha1,name=typed.mutate.lockstep.dev,admissionReviewVersions=v1,serviceName=lockstep-webhook,serviceNamespace=LOCKSTEP_NAMESPACE,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","LOCKSTEP_NAMESPACE"]}]}}`
 // +kubebuilder:webhook:path=/mutate-services-lockstep-dev-v1alpha1-typed,mutating=true,failurePolicy=fail,sideEffects=None,timeoutSeconds=5,reinvocationPolicy=Never,groups=services.lockstep.dev,resources=*,verbs=update,versions=v1alpha1,name=typed-update.mutate.lockstep.dev,admissionReviewVersions=v1,serviceName=lockstep-webhook,serviceNamespace=LOCKSTEP_NAMESPACE,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","LOCKSTEP_NAMESPACE"]}]},"objectSelector":{"matchExpressions":[{"key":"lockstep.dev/defaulted","operator":"NotIn","values":["true"]}]},"matchConditions":[{"name":"not-being-deleted","expression":"!has(object.metadata.deletionTimestamp)"}]}`
+// +kubebuilder:webhook:path=/mutate-services-lockstep-dev-v1alpha1-typed,mutating=true,failurePolicy=fail,sideEffects=None,timeoutSeconds=5,reinvocationPolicy=Never,groups=services.lockstep.dev,resources=*,verbs=update,versions=v1alpha1,name=typed-check.mutate.lockstep.dev,admissionReviewVersions=v1,serviceName=lockstep-webhook,serviceNamespace=LOCKSTEP_NAMESPACE,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","LOCKSTEP_NAMESPACE"]}]},"objectSelector":{"matchLabels":{"lockstep.dev/defaulted":"true"}},"matchConditions":[{"name":"spec-changed","expression":"!has(oldObject.metadata.deletionTimestamp) && !has(object.metadata.deletionTimestamp) && (!has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec)"}]}`
 // +kubebuilder:webhook:path=/validate-services-lockstep-dev-v1alpha1-typed,mutating=false,failurePolicy=fail,sideEffects=NoneOnDryRun,timeoutSeconds=30,groups=services.lockstep.dev,resources=*,verbs=create;update;delete,versions=v1alpha1,name=typed.validate.lockstep.dev,admissionReviewVersions=v1,serviceName=lockstep-webhook,serviceNamespace=LOCKSTEP_NAMESPACE,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","LOCKSTEP_NAMESPACE"]}]},"matchConditions":[{"name":"not-metadata-only","expression":"request.operation != 'UPDATE' || (!has(oldObject.metadata.deletionTimestamp) && (!has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec))"}]}`
 // +kubebuilder:webhook:path=/validate-lockstep-dev-v1alpha1-status,mutating=false,failurePolicy=fail,sideEffects=None,timeoutSeconds=5,groups=services.lockstep.dev,resources=*/status,verbs=update,versions=v1alpha1,name=typedstatus.validate.lockstep.dev,admissionReviewVersions=v1,serviceName=lockstep-webhook,serviceNamespace=LOCKSTEP_NAMESPACE,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","LOCKSTEP_NAMESPACE"]}]},"matchConditions":[{"name":"not-lockstep","expression":"request.userInfo.username != \"system:serviceaccount:LOCKSTEP_NAMESPACE:lockstep\""}]}`
 

@@ -26,10 +26,11 @@ import (
 // answered as a JSON patch of the typed object.
 
 // TypedDefaulterWebhook serves the instance defaulter for objects of
-// typed kinds. d must be the instance defaulter that
-// InstanceDefaulterWebhook serves (it decodes the persisted model).
-func TypedDefaulterWebhook(kinds *TypedKinds, d *Defaulter[Instance]) *admission.Webhook {
-	return withLogger(&admission.Webhook{Handler: &typedDefaulter{kinds: kinds, defaulter: d}})
+// typed kinds, and prechecks them with v (precheck.go). d must be the
+// instance defaulter that InstanceDefaulterWebhook serves (it decodes the
+// persisted model).
+func TypedDefaulterWebhook(kinds *TypedKinds, d *Defaulter[Instance], v *Validator[Instance]) *admission.Webhook {
+	return withLogger(&admission.Webhook{Handler: &typedDefaulter{kinds: kinds, defaulter: d, validator: v}})
 }
 
 // TypedValidatorWebhook serves the instance validator for objects of
@@ -74,10 +75,15 @@ func (k *TypedKinds) model(ctx context.Context, req admission.Request) (admissio
 }
 
 // typedDefaulter is the mutating handler of typed kinds: the instance
-// Defaulter on the model, answered as a patch of the typed object.
+// Defaulter on the model, answered as a patch of the typed object, and
+// the validator's precheck of the model (precheck.go), answered as a
+// refusal with every error. An UPDATE of an object lockstep defaulted
+// (old and new labelled), which the API server sends because it changes
+// the spec, is prechecked only.
 type typedDefaulter struct {
 	kinds     *TypedKinds
 	defaulter *Defaulter[Instance]
+	validator *Validator[Instance]
 }
 
 var _ admission.Handler = &typedDefaulter{}
@@ -99,6 +105,13 @@ func (h *typedDefaulter) Handle(ctx context.Context, req admission.Request) admi
 	if !ok {
 		return admission.Allowed("") // the validating webhook says why it is refused
 	}
+	if req.Operation == admissionv1.Create {
+		// As the validating webhook refuses it, from the cache: an answer
+		// that comes first for a kind being deactivated.
+		if err := refuseRetiring(ctx, h.kinds.Reader, kind); err != nil {
+			return refusal(err, nil)
+		}
+	}
 	t, err := mapObjects(req, kind)
 	if err != nil {
 		return refusal(err, nil)
@@ -107,8 +120,18 @@ func (h *typedDefaulter) Handle(ctx context.Context, req admission.Request) admi
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
-	if err := h.defaulter.Default(admission.NewContextWithRequest(ctx, modelReq), t.newModel); err != nil {
-		return refusal(err, nil)
+	ctx = admission.NewContextWithRequest(ctx, modelReq)
+	defaults := req.Operation == admissionv1.Create || !labelled(t.new) || !labelled(t.old)
+	if defaults {
+		if err := h.defaulter.Default(ctx, t.newModel); err != nil {
+			return refusal(err, nil)
+		}
+	}
+	if answer := h.kinds.precheck(ctx, h.validator, req, t, kind); answer != nil {
+		return *answer
+	}
+	if !defaults {
+		return admission.Allowed("")
 	}
 	if err := object.FromInstance(t.newModel, t.new); err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)

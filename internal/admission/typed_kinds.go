@@ -3,8 +3,11 @@ package admission
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
+	"strings"
+	"sync"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -31,6 +34,49 @@ type TypedKinds struct {
 	// have it as a typed kind: a CRD applied a moment ago may not be in
 	// the cache yet, and its first objects are not refused for that.
 	Direct client.Reader
+
+	// schemas are the kinds' schema checkers, by CRD name, each for the
+	// CRD's resource version it was made of.
+	schemas sync.Map // string -> *kindSchema
+}
+
+// kindSchema is the schema checker of one version of a kind's CRD.
+type kindSchema struct {
+	resourceVersion string
+	checker         *object.SchemaChecker
+}
+
+// schemaErrors are the errors the API server finds in the request's
+// typed object t.new against the schema of kind's CRD (see
+// object.SchemaChecker), read from the cache; the checker is made once
+// per version of the CRD.
+func (k *TypedKinds) schemaErrors(ctx context.Context, kind object.Kind, t *typedObjects) (field.ErrorList, error) {
+	if t.new == nil {
+		return nil, nil
+	}
+	var crd apiextensionsv1.CustomResourceDefinition
+	if err := k.Reader.Get(ctx, client.ObjectKey{Name: kind.CRDName}, &crd); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, unavailable("could not read CustomResourceDefinition %s, which defines the kind: %v; nothing was changed and the broker was not called: retry", kind.CRDName, err)
+	}
+	var checker *object.SchemaChecker
+	if cached, ok := k.schemas.Load(crd.Name); ok && cached.(*kindSchema).resourceVersion == crd.ResourceVersion {
+		checker = cached.(*kindSchema).checker
+	} else {
+		c, err := object.NewSchemaChecker(&crd)
+		if err != nil {
+			return nil, nil // the API server says what it finds
+		}
+		checker = c
+		k.schemas.Store(crd.Name, &kindSchema{resourceVersion: crd.ResourceVersion, checker: c})
+	}
+	var old map[string]any
+	if t.old != nil {
+		old = t.old.Object
+	}
+	return checker.Check(t.new.Object, old), nil
 }
 
 // kindOf returns the typed kind of req's resource; ok is false for a
@@ -75,6 +121,12 @@ func (k *TypedKinds) refuseRetiring(ctx context.Context, kind object.Kind) error
 	if reader == nil {
 		reader = k.Reader
 	}
+	return refuseRetiring(ctx, reader, kind)
+}
+
+// refuseRetiring is TypedKinds.refuseRetiring with the CRD read from
+// reader.
+func refuseRetiring(ctx context.Context, reader client.Reader, kind object.Kind) error {
 	var crd apiextensionsv1.CustomResourceDefinition
 	if err := reader.Get(ctx, client.ObjectKey{Name: kind.CRDName}, &crd); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -141,7 +193,13 @@ func mapObject(raw []byte, k object.Kind) (*unstructured.Unstructured, *v1alpha1
 		return nil, nil, statusError(http.StatusBadRequest, metav1.StatusReasonBadRequest, "could not read the %s: %v", k.GVK.Kind, err)
 	}
 	si, err := object.ToInstance(u, k)
-	if err != nil {
+	var wrong *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &wrong) && wrong.Field != "":
+		// A field of the wrong type, named as the API server names it.
+		parts := strings.Split(wrong.Field, ".")
+		return nil, nil, invalid(k.GVK.GroupKind(), u.GetName(), field.ErrorList{field.Invalid(field.NewPath(parts[0], parts[1:]...), wrong.Value, "must be "+jsonType(wrong.Type))})
+	case err != nil:
 		return nil, nil, statusError(http.StatusBadRequest, metav1.StatusReasonBadRequest, "%v", err)
 	}
 	return u, si, nil

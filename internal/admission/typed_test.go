@@ -73,7 +73,8 @@ var sides = []side{
 		},
 		validator: func(h *harness) *admission.Webhook { return InstanceValidatorWebhook(h.validator) },
 		defaulter: func(h *harness) *admission.Webhook {
-			return InstanceDefaulterWebhook(h.client.Scheme(), NewInstanceDefaulter(h.client))
+			d := NewInstanceDefaulter(h.client)
+			return InstancePrecheckWebhook(InstanceDefaulterWebhook(h.client.Scheme(), d), d, h.validator)
 		},
 		normal: func(s string) string { return s },
 	},
@@ -88,7 +89,7 @@ var sides = []side{
 		defaulter: func(h *harness) *admission.Webhook {
 			d := NewInstanceDefaulter(h.client)
 			InstanceDefaulterWebhook(h.client.Scheme(), d)
-			return TypedDefaulterWebhook(&TypedKinds{Reader: h.client}, d)
+			return TypedDefaulterWebhook(&TypedKinds{Reader: h.client}, d, h.validator)
 		},
 		normal: strings.NewReplacer(
 			"Db.services.lockstep.dev", "ServiceInstance.lockstep.dev",
@@ -340,6 +341,111 @@ func TestTypedKindDefaults(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPrecheckEveryErrorAtOnce: the mutating webhook refuses a typed
+// object with every error the validating chain finds (those the CRD would
+// find first, and lockstep's own), before the API server's schema check;
+// a valid object passes with its defaults, and nothing calls the broker.
+// A ServiceInstance is prechecked only when spec.parameters is not an
+// object, the type error its CRD would answer first.
+func TestPrecheckEveryErrorAtOnce(t *testing.T) {
+	labelled := func(si *v1alpha1.ServiceInstance) { si.Labels = map[string]string{v1alpha1.DefaultedLabel: "true"} }
+	notObject := func(si *v1alpha1.ServiceInstance) { si.Spec.Parameters = &runtime.RawExtension{Raw: []byte(`"big"`)} }
+	tests := []struct {
+		name     string
+		op       admissionv1.Operation
+		old, new Instance
+		// fields are the refused fields of each side (ServiceInstance,
+		// typed kind), in a ServiceInstance's words; nil: allowed.
+		fields [2][]string
+		// patched: the answer carries the defaults.
+		patched [2]bool
+	}{
+		{name: "a valid create is defaulted", op: admissionv1.Create, new: instance("small", `{"storageGB":10}`, func(si *v1alpha1.ServiceInstance) { si.Spec.ExternalID = "" }),
+			patched: [2]bool{true, true}},
+		{name: "a create with errors of the CRD's and of lockstep's", op: admissionv1.Create,
+			new:    instance("huge", `{"storageGB":5000,"version":"9","color":"red"}`),
+			fields: [2][]string{nil, {"spec.planName"}}, patched: [2]bool{true, false}},
+		{name: "a create on a plan with errors of both sorts", op: admissionv1.Create,
+			new:    instance("small", `{"storageGB":5000,"version":"9","color":"red"}`),
+			fields: [2][]string{nil, {"spec.parameters.color", "spec.parameters.storageGB", "spec.parameters.version"}}, patched: [2]bool{true, false}},
+		{name: "an update of a defaulted object with a create-only change and a bound", op: admissionv1.Update,
+			old: instance("small", `{"region":"eu"}`, labelled), new: instance("small", `{"region":"us","storageGB":0}`, labelled),
+			fields: [2][]string{nil, {"spec.parameters.region", "spec.parameters.storageGB"}}},
+		{name: "a valid update of a defaulted object is not patched", op: admissionv1.Update,
+			old: instance("small", `{"region":"eu"}`, labelled), new: instance("small", `{"region":"eu","storageGB":3}`, labelled)},
+		{name: "parameters that are not an object", op: admissionv1.Create, new: instance("huge", "", notObject),
+			fields: [2][]string{{"spec.parameters", "spec.planName"}, {"spec.parameters", "spec.planName"}}},
+		{name: "parameters that are not an object, on update", op: admissionv1.Update,
+			old: instance("small", "", labelled), new: instance("small", "", labelled, notObject),
+			fields: [2][]string{{"spec.parameters"}, {"spec.parameters"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for i, s := range sides {
+				h := newHarness(t, typedCRD(t))
+				resp := s.defaulter(h).Handle(context.Background(), s.request(t, tt.op, tt.old, tt.new, false))
+				if tt.fields[i] == nil {
+					require.True(t, resp.Allowed, "%s: %v", s.name, resp.Result)
+					assert.Equal(t, tt.patched[i], len(resp.Patches) > 0, s.name)
+					continue
+				}
+				require.False(t, resp.Allowed, s.name)
+				assert.Equal(t, int32(http.StatusUnprocessableEntity), resp.Result.Code, s.name)
+				var fields []string
+				for _, c := range resp.Result.Details.Causes {
+					fields = append(fields, s.normal(c.Field))
+				}
+				slices.Sort(fields)
+				assert.Equal(t, tt.fields[i], fields, "%s: %s", s.name, resp.Result.Message)
+				assert.NotContains(t, resp.Result.Message, "some validation rules were not checked")
+				if s.kind.Kind == "Db" {
+					assert.Contains(t, resp.Result.Message, `Db.services.lockstep.dev "db" is invalid`)
+				}
+			}
+			h := newHarness(t, typedCRD(t))
+			assert.Empty(t, h.broker.Calls())
+		})
+	}
+}
+
+// TestPrecheckRequiredInSpec: a parameter the kind's CRD requires, which
+// an object takes from a Secret, is refused by the mutating webhook as the
+// API server would refuse it: the API server's check of the CRD's schema
+// is part of the answer.
+func TestPrecheckRequiredInSpec(t *testing.T) {
+	crd := typedCRD(t)
+	params := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Properties["parameters"]
+	params.Required = []string{"version"}
+	crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Properties["parameters"] = params
+	h := newHarness(t, crd, paramsSecret("db-admin", map[string]string{"params": `{"version":"16"}`}))
+	typed := sides[1]
+	resp := typed.defaulter(h).Handle(context.Background(), typed.request(t, admissionv1.Create, nil,
+		instance("small", `{"storageGB":10}`, from("db-admin/params")), false))
+	require.False(t, resp.Allowed)
+	require.Len(t, resp.Result.Details.Causes, 1, resp.Result.Message)
+	assert.Equal(t, "spec.parameters.version", resp.Result.Details.Causes[0].Field)
+	assert.Equal(t, `Db.services.lockstep.dev "db" is invalid: spec.parameters.version: Required value`, resp.Result.Message)
+
+	resp = typed.defaulter(h).Handle(context.Background(), typed.request(t, admissionv1.Create, nil,
+		instance("small", `{"storageGB":10,"version":"16"}`), false))
+	assert.True(t, resp.Allowed, resp.Result)
+}
+
+// TestTypedKindFieldTypes: a field of the wrong type is refused with its
+// path as the typed object has it, by both webhooks.
+func TestTypedKindFieldTypes(t *testing.T) {
+	typed := sides[1]
+	h := newHarness(t, typedCRD(t))
+	req := typed.request(t, admissionv1.Create, nil, instance("small", ""), false)
+	req.Object.Raw = []byte(`{"apiVersion":"services.lockstep.dev/v1alpha1","kind":"Db","metadata":{"name":"db","namespace":"team"},"spec":{"plan":5}}`)
+	for _, wh := range []*admission.Webhook{typed.defaulter(h), typed.validator(h)} {
+		resp := wh.Handle(context.Background(), req)
+		require.False(t, resp.Allowed)
+		assert.Equal(t, int32(http.StatusUnprocessableEntity), resp.Result.Code)
+		assert.Equal(t, `Db.services.lockstep.dev "db" is invalid: spec.plan: Invalid value: "number": must be a string`, resp.Result.Message)
 	}
 }
 

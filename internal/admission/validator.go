@@ -98,10 +98,7 @@ func (v *Validator[T]) admit(ctx context.Context, a *Attributes[T]) (_ admission
 	}
 	if len(errs) > 0 {
 		obj := a.Object()
-		if v.Paths != nil {
-			errs = v.Paths(obj, errs)
-		}
-		return warnings, invalid(objectKind(obj, v.Kind), obj.GetName(), errs)
+		return warnings, invalid(objectKind(obj, v.Kind), obj.GetName(), v.paths(obj, errs))
 	}
 	if a.DryRun {
 		reason = metrics.ReasonDryRun
@@ -115,6 +112,44 @@ func (v *Validator[T]) admit(ctx context.Context, a *Attributes[T]) (_ admission
 		}
 	}
 	return warnings, nil
+}
+
+// Precheck runs the chain of a CREATE or an UPDATE up to the broker phase,
+// as a dry run does, and returns every field error (named as the object
+// has its fields), with the warnings; an error refuses the request with
+// its own status (the gate's, a read that failed). It changes nothing and
+// counts no decision: a mutating webhook asks it, before the API server
+// checks the object against its schema, so that the schema's errors and
+// lockstep's come back in one answer (the API server stops at its own).
+// The validating webhook checks the request again, in full.
+func (v *Validator[T]) Precheck(ctx context.Context, a *Attributes[T]) (field.ErrorList, admission.Warnings, error) {
+	if a.Operation == admissionv1.Delete || passThrough(a, v.SameSpec) {
+		return nil, nil, nil
+	}
+	if v.Budget > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, v.Budget)
+		defer cancel()
+	}
+	if v.Gate != nil {
+		// On CREATE and UPDATE the gate only refuses; it writes nothing.
+		if done, w, err := v.Gate.Pass(ctx, a); done || err != nil {
+			return nil, w, err
+		}
+	}
+	_, errs, warnings, err := v.check(ctx, a)
+	if err != nil || len(errs) == 0 {
+		return nil, warnings, err
+	}
+	return v.paths(a.Object(), errs), warnings, nil
+}
+
+// paths names errs as obj has its fields (Paths), when set.
+func (v *Validator[T]) paths(obj T, errs field.ErrorList) field.ErrorList {
+	if v.Paths == nil {
+		return errs
+	}
+	return v.Paths(obj, errs)
 }
 
 // check runs the static phase and returns the resolved Target with every

@@ -39,6 +39,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -190,8 +191,12 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 	if err != nil {
 		return fmt.Errorf("creating the client of typed kinds: %w", err)
 	}
+	served, err := discovery.NewDiscoveryClientForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
+	if err != nil {
+		return fmt.Errorf("creating the discovery client of typed kinds' names: %w", err)
+	}
 	if err := (&marketplace.Reconciler{
-		Client: mgr.GetClient(), Catalogs: catalogs, Reader: mgr.GetAPIReader(), Kinds: kinds, AggregateRoles: c.TypedKindRoleAggregation,
+		Client: mgr.GetClient(), Catalogs: catalogs, Reader: mgr.GetAPIReader(), Kinds: kinds, Discovery: served, AggregateRoles: c.TypedKindRoleAggregation,
 		RetireGrace: c.AdmissionBudget + c.CommitGrace,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the marketplace controller: %w", err)

@@ -251,7 +251,7 @@ func TestMarketplaceShowsTypedKinds(t *testing.T) {
 
 	r := patch(`[{"services":["d*"],"kind":"Database"}]`)
 	assert.NotEqual(t, 0, r.ExitCode)
-	assert.Contains(t, r.Output(), "kind names the typed kind of one service: give it with exactly one service name, without *")
+	assert.Contains(t, r.Output(), "kind, plural and shortNames name the typed kind of one service: give them with exactly one service name, without *")
 
 	r = patch(`[{"services":["d*"]},{"services":["queue"],"kind":"TypedQueue"}]`)
 	require.Equal(t, 0, r.ExitCode, r.Output())

@@ -42,29 +42,37 @@ func installTypedKind(t *testing.T, service string) object.Kind {
 }
 
 // kvSchema is the create schema of service kv: region is create-only
-// (not in the update schema).
-const kvSchema = `{"$schema": "http://json-schema.org/draft-04/schema#", "type": "object",
-  "properties": {"size": {"type": "integer"}, "region": {"type": "string"}}}`
+// (not in the update schema); size is at most max (the plans differ in
+// it); tier is one of a and b.
+func kvSchema(max int, update bool) string {
+	region := `, "region": {"type": "string"}`
+	if update {
+		region = ""
+	}
+	return fmt.Sprintf(`{"$schema": "http://json-schema.org/draft-04/schema#", "type": "object",
+  "properties": {"size": {"type": "integer", "maximum": %d}, "tier": {"type": "string", "enum": ["a", "b"]}%s}}`, max, region)
+}
 
 // addKVService adds service kv to the test broker's catalog until the test
-// ends: plans standard and pinned (which may not change plan), both with
-// schemas, so that the CRD of its typed kind holds the create-only rule of
-// region and the rule of plan changes.
+// ends: plans standard (size at most 10) and pinned (at most 100; it may
+// not change plan), both with schemas, so that the CRD of its typed kind
+// holds the create-only rule of region, the rule of plan changes, the
+// enum of tier and the looser bound of size.
 func addKVService(t *testing.T) {
 	t.Helper()
 	original := cluster.broker.Catalog()
 	cat := cluster.broker.Catalog()
 	no := false
-	schemas := func() *osbapi.Schemas {
+	schemas := func(max int) *osbapi.Schemas {
 		return &osbapi.Schemas{ServiceInstance: &osbapi.ServiceInstanceSchemas{
-			Create: &osbapi.InputParameters{Parameters: json.RawMessage(kvSchema)},
-			Update: &osbapi.InputParameters{Parameters: json.RawMessage(`{"$schema": "http://json-schema.org/draft-04/schema#", "type": "object", "properties": {"size": {"type": "integer"}}}`)},
+			Create: &osbapi.InputParameters{Parameters: json.RawMessage(kvSchema(max, false))},
+			Update: &osbapi.InputParameters{Parameters: json.RawMessage(kvSchema(max, true))},
 		}}
 	}
 	cat.Services = append(cat.Services, osbapi.Service{ID: "kv-service-id", Name: "kv", Description: "A key-value store", PlanUpdateable: true,
 		Plans: []osbapi.Plan{
-			{ID: "kv-standard-plan-id", Name: "standard", Description: "standard", Schemas: schemas()},
-			{ID: "kv-pinned-plan-id", Name: "pinned", Description: "cannot change plan", PlanUpdateable: &no, Schemas: schemas()},
+			{ID: "kv-standard-plan-id", Name: "standard", Description: "standard", Schemas: schemas(10)},
+			{ID: "kv-pinned-plan-id", Name: "pinned", Description: "cannot change plan", PlanUpdateable: &no, Schemas: schemas(100)},
 		}})
 	require.NoError(t, cluster.broker.SetCatalog(cat))
 	refreshCatalog(t)
@@ -362,14 +370,15 @@ func callsOf(b *fakebroker.Broker, id string) []fakebroker.Call {
 	return out
 }
 
-// TestTypedKindCreateOnlyChangeNeverReachesTheWebhook: the API server
-// itself refuses a change of a create-only parameter and a plan change the
-// catalog forbids on an object of a typed kind (the CRD's rules); lockstep's
-// webhooks are not called for them, and the API server does not even
-// evaluate the mutating webhooks' match conditions (the objectSelector on
-// the defaulted label leaves them out first). Its status is lockstep's
-// only, as a ServiceInstance's.
-func TestTypedKindCreateOnlyChangeNeverReachesTheWebhook(t *testing.T) {
+// TestTypedKindEveryErrorAtOnce: a change of an object of a typed kind
+// with errors the API server's schema check finds (an enum, a type) and
+// errors only lockstep finds (a plan's own bound, a create-only change,
+// a plan change the catalog forbids) is refused once, by lockstep's
+// mutating webhook, with every error and without the API server's line
+// "some validation rules were not checked"; the validating webhook is not
+// called for it. A ServiceInstance whose spec.parameters is not an object
+// is refused the same way. The status stays lockstep's only.
+func TestTypedKindEveryErrorAtOnce(t *testing.T) {
 	freshBroker(t)
 	addKVService(t)
 	kv := installTypedKind(t, "kv")
@@ -377,6 +386,7 @@ func TestTypedKindCreateOnlyChangeNeverReachesTheWebhook(t *testing.T) {
 	// On both plans region is create-only; kv2's plan may not change.
 	retried(t, typedManifest("Kv", ns, "kv1", "standard", `{"region": "eu"}`), "apply", "-f", "-")
 	retried(t, typedManifest("Kv", ns, "kv2", "pinned", `{"region": "eu"}`), "apply", "-f", "-")
+	retried(t, instanceWith(ns, "si1", "small", ns+"-si1", ""), "apply", "-f", "-")
 
 	// fenced makes a request that lockstep answers on another path (a
 	// dry-run create of a ServiceInstance) and returns the counts once it
@@ -393,21 +403,58 @@ func TestTypedKindCreateOnlyChangeNeverReachesTheWebhook(t *testing.T) {
 		}, 10*time.Second, 50*time.Millisecond, "the fence is counted")
 		return got
 	}
-	mutating := []string{"typed.mutate.lockstep.dev", "typed-update.mutate.lockstep.dev"}
 	before := fenced()
-	evaluated := matchConditionEvaluations(t, mutating...)
-	for name, patch := range map[string]string{"kv1": `{"spec":{"parameters":{"region":"us"}}}`, "kv2": `{"spec":{"plan":"standard"}}`} {
-		r := kubectl(t, "", "patch", "kvs.services.lockstep.dev", name, "-n", ns, "--type=merge", "-p", patch)
-		require.NotEqual(t, 0, r.ExitCode, r.Output())
-		assert.Contains(t, r.Output(), `The Kv "`+name+`" is invalid`, "the API server refuses it")
-		assert.NotContains(t, r.Output(), "admission webhook")
+	for _, tc := range []struct {
+		name, stdin string
+		args, want  []string
+	}{{
+		name: "an update with errors of both sorts",
+		args: []string{"patch", "kvs.services.lockstep.dev", "kv1", "-n", ns, "--type=merge", "-p", `{"spec":{"parameters":{"size":40,"tier":"z","region":"us"}}}`},
+		want: []string{
+			`The Kv "kv1" is invalid: `,
+			`* spec.parameters.region: Invalid value: "us": create-only parameter`,
+			`* spec.parameters.size: Invalid value: 40: does not match the plan's update schema at /size: must be <= 10`,
+			`* spec.parameters.tier: Invalid value: "z": does not match the plan's update schema at /tier`,
+		},
+	}, {
+		name: "a plan change the catalog forbids, and a type",
+		args: []string{"patch", "kvs.services.lockstep.dev", "kv2", "-n", ns, "--type=merge", "-p", `{"spec":{"plan":"standard","parameters":{"size":"big"}}}`},
+		want: []string{`The Kv "kv2" is invalid: `, `* spec.plan: Invalid value: "standard"`, `* spec.parameters.size: Invalid value: "big"`},
+	}, {
+		name:  "a create on a plan the catalog does not have, with a value the CRD refuses",
+		stdin: typedManifest("Kv", ns, "kv3", "huge", `{"tier": "z", "size": 4000}`),
+		args:  []string{"apply", "-f", "-"},
+		want: []string{`The Kv "kv3" is invalid: `, `* spec.plan: Invalid value: "huge"`,
+			`* spec.parameters.tier: Unsupported value: "z": supported values: "a", "b"`, `* spec.parameters.size: Invalid value: 4000: spec.parameters.size in body should be less than or equal to 100`},
+	}, {
+		name:  "a dry run, the same",
+		stdin: typedManifest("Kv", ns, "kv3", "standard", `{"tier": "z", "size": 40}`),
+		args:  []string{"apply", "--dry-run=server", "-f", "-"},
+		want:  []string{`The Kv "kv3" is invalid: `, `* spec.parameters.size: Invalid value: 40: does not match the plan's create schema at /size: must be <= 10`, `* spec.parameters.tier: `},
+	}, {
+		name: "a ServiceInstance's parameters that are not an object",
+		args: []string{"patch", "serviceinstance", "si1", "-n", ns, "--type=merge", "-p", `{"spec":{"parameters":"big"}}`},
+		want: []string{`The ServiceInstance "si1" is invalid: spec.parameters: Invalid value: "big": must be a JSON object that maps parameter names to values, not a string`},
+	}, {
+		name:  "a ServiceInstance created on a plan the catalog does not have, with parameters that are not an object",
+		stdin: instanceWith(ns, "si2", "huge", ns+"-si2", `[1, 2]`),
+		args:  []string{"apply", "-f", "-"},
+		want: []string{`The ServiceInstance "si2" is invalid: `, `* spec.planName: Invalid value: "huge"`,
+			`* spec.parameters: Invalid value: [1,2]: must be a JSON object that maps parameter names to values, not an array`},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := kubectl(t, tc.stdin, tc.args...)
+			require.NotEqual(t, 0, r.ExitCode, r.Output())
+			for _, w := range tc.want {
+				assert.Contains(t, r.Output(), w)
+			}
+			assert.NotContains(t, r.Output(), "some validation rules were not checked")
+		})
 	}
 	after := fenced()
-	for _, p := range []string{admission.MutateTypedPath, admission.ValidateTypedPath} {
-		assert.Equal(t, before[p], after[p], "%s is not called for a change the API server refuses", p)
-	}
-	assert.Equal(t, evaluated, matchConditionEvaluations(t, mutating...),
-		"no match condition of the mutating webhooks is evaluated for the updates of a defaulted object")
+	assert.Equal(t, before[admission.ValidateTypedPath], after[admission.ValidateTypedPath], "the validating webhook is not called for what the mutating one refused")
+	assert.Greater(t, after[admission.MutateTypedPath], before[admission.MutateTypedPath], "the mutating webhook answered")
+
 	read := func(name string, fields ...string) string {
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(kv.GVK)
@@ -421,6 +468,8 @@ func TestTypedKindCreateOnlyChangeNeverReachesTheWebhook(t *testing.T) {
 	assert.Contains(t, r.Output(), `the status of Kv "kv1" is written by lockstep only`, "the status guard covers typed kinds")
 	assert.Equal(t, "eu", read("kv1", "spec", "parameters", "region"), "nothing changed")
 	assert.Equal(t, "pinned", read("kv2", "spec", "plan"), "nothing changed")
+	r = kubectl(t, "", "get", "kvs.services.lockstep.dev", "kv3", "-n", ns)
+	assert.NotEqual(t, 0, r.ExitCode, "kv3 was never created")
 }
 
 // TestTypedKindAndServiceInstanceNeverShareAnExternalID: a ServiceInstance

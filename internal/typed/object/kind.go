@@ -78,6 +78,19 @@ func KindOf(crd *apiextensionsv1.CustomResourceDefinition) (Kind, bool) {
 	return Kind{}, false
 }
 
+// RequiredParameters are the members of spec.parameters that crd, a typed
+// kind's CRD, requires (a parameter every plan requires at creation): the
+// API server refuses an object without them in spec.parameters, where
+// spec.parametersFrom may still give them to lockstep's checks.
+func RequiredParameters(crd *apiextensionsv1.CustomResourceDefinition) []string {
+	for _, v := range crd.Spec.Versions {
+		if v.Name == render.Version && v.Schema != nil && v.Schema.OpenAPIV3Schema != nil {
+			return v.Schema.OpenAPIV3Schema.Properties["spec"].Properties["parameters"].Required
+		}
+	}
+	return nil
+}
+
 // Established reports whether crd's Established condition is True: the
 // API server serves its kind. A nil crd is not established.
 func Established(crd *apiextensionsv1.CustomResourceDefinition) bool {

@@ -175,3 +175,14 @@ func numberInRange(s string) bool {
 	exp, err := strconv.Atoi(strings.TrimPrefix(s[i+1:], "+"))
 	return err == nil && exp >= -maxExponent && exp <= maxExponent
 }
+
+// ShapeError is the error of parameters that are not a JSON object (nor
+// null, nor absent), at path, as every check of them reports it; nil for
+// parameters that are one. It checks no schema: for a check that runs
+// whether or not the plan is known.
+func ShapeError(ext *runtime.RawExtension, path *field.Path) *field.Error {
+	if _, perr := decodeParams(ext); perr != nil {
+		return perr.fieldError(path)
+	}
+	return nil
+}
