@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
@@ -111,8 +112,23 @@ func (s *session) completeNamespaces(cmd *cobra.Command, _ []string, toComplete 
 	})
 }
 
-// completeObjects completes the instances (si/NAME) and bindings
-// (sbd/NAME) of the namespace, or only one kind's names when kind is set.
+// completeTypedKinds completes --kind: the typed kinds the API server
+// serves, lowercased as kubectl takes them.
+func (s *session) completeTypedKinds(cmd *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	return s.completeWith(toComplete, func(client.Client, string) ([]string, error) {
+		kinds, err := s.typedKinds()
+		var out []string
+		for _, k := range kinds {
+			out = append(out, k.word())
+		}
+		return out, err
+	})
+}
+
+// completeObjects completes the instances (si/NAME, and KIND/NAME of the
+// typed kinds) and bindings (sbd/NAME) of the namespace, or only one
+// kind's names when kind is set (a ServiceInstance's: its name alone, a
+// typed kind's objects as KIND/NAME).
 func (s *session) completeObjects(kind v1alpha1.TargetKind) completion {
 	return func(cmd *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 		return s.completeWith(toComplete, func(c client.Client, ns string) ([]string, error) {
@@ -133,6 +149,22 @@ func (s *session) completeObjects(kind v1alpha1.TargetKind) completion {
 				}
 				for _, b := range bindings.Items {
 					out = append(out, prefixed(kind, "sbd/", b.Name))
+				}
+			}
+			if kind != v1alpha1.KindServiceBinding {
+				typed, err := s.typedKinds()
+				if err != nil {
+					return nil, err
+				}
+				for _, k := range typed {
+					list := &unstructured.UnstructuredList{}
+					list.SetGroupVersionKind(k.gvk.GroupVersion().WithKind(k.gvk.Kind + "List"))
+					if err := c.List(cmd.Context(), list, client.InNamespace(ns)); err != nil {
+						return nil, err
+					}
+					for _, o := range list.Items {
+						out = append(out, k.word()+"/"+o.GetName())
+					}
 				}
 			}
 			return out, nil

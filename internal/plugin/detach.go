@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
@@ -14,16 +15,16 @@ import (
 func (s *session) detachCommand() *cobra.Command {
 	var all bool
 	cmd := &cobra.Command{
-		Use:   "detach si/NAME|sbd/NAME... | --all",
+		Use:   "detach KIND/NAME... | --all",
 		Short: "Let go of objects at their broker: deleting them then leaves what the broker holds in place",
 		Long: "detach sets the reconcile policy " + string(v1alpha1.PolicyDetachOnDelete) + " (annotation " +
 			v1alpha1.AnnotationReconcilePolicy + "): changes still go to the broker, but a delete only removes the " +
 			"object. It is a change of metadata, always allowed, also when the broker is down or its ServiceBroker " +
 			"is gone: the way out of a delete the broker refuses, and of a namespace stuck on one.",
-		Example: "  kubectl lockstep detach si/db\n  kubectl lockstep detach --all -n team-a",
+		Example: "  kubectl lockstep detach si/db\n  kubectl lockstep detach quick/orders\n  kubectl lockstep detach --all -n team-a",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if all == (len(args) > 0) {
-				return fmt.Errorf("detach takes objects (si/NAME, sbd/NAME) or --all, not both")
+				return fmt.Errorf("detach takes objects (KIND/NAME: si/NAME, sbd/NAME, or a typed kind's) or --all, not both")
 			}
 			c, ns, err := s.client()
 			if err != nil {
@@ -31,7 +32,7 @@ func (s *session) detachCommand() *cobra.Command {
 			}
 			var objs []brokered
 			if all {
-				if objs, err = everyObject(cmd.Context(), c, ns); err != nil {
+				if objs, err = s.everyObject(cmd.Context(), c, ns); err != nil {
 					return err
 				}
 				if len(objs) == 0 {
@@ -40,7 +41,7 @@ func (s *session) detachCommand() *cobra.Command {
 				}
 			}
 			for _, arg := range args {
-				b, err := resolve(cmd.Context(), c, ns, arg)
+				b, err := s.resolve(cmd.Context(), c, ns, arg)
 				if err != nil {
 					return err
 				}
@@ -55,13 +56,14 @@ func (s *session) detachCommand() *cobra.Command {
 		},
 		ValidArgsFunction: s.completeObjects(""),
 	}
-	cmd.Flags().BoolVar(&all, "all", false, "every instance and binding of the namespace")
+	cmd.Flags().BoolVar(&all, "all", false, "every instance (of every kind) and binding of the namespace")
 	return cmd
 }
 
-// everyObject lists the instances and bindings of a namespace: the
-// bindings first, as the namespace controller would best delete them.
-func everyObject(ctx context.Context, c client.Client, ns string) ([]brokered, error) {
+// everyObject lists the instances, of every kind, and the bindings of a
+// namespace: the bindings first, as the namespace controller would best
+// delete them.
+func (s *session) everyObject(ctx context.Context, c client.Client, ns string) ([]brokered, error) {
 	var out []brokered
 	var bindings v1alpha1.ServiceBindingList
 	if err := c.List(ctx, &bindings, client.InNamespace(ns)); err != nil {
@@ -76,6 +78,20 @@ func everyObject(ctx context.Context, c client.Client, ns string) ([]brokered, e
 	}
 	for i := range instances.Items {
 		out = append(out, view(&instances.Items[i]))
+	}
+	typed, err := s.typedKinds()
+	if err != nil {
+		return nil, err
+	}
+	for _, kind := range typed {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(kind.gvk.GroupVersion().WithKind(kind.gvk.Kind + "List"))
+		if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
+			return nil, err
+		}
+		for i := range list.Items {
+			out = append(out, view(&list.Items[i]))
+		}
 	}
 	return out, nil
 }

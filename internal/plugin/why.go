@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -23,12 +22,12 @@ import (
 
 func (s *session) whyCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "why si/NAME | sbd/NAME | namespace NS",
+		Use:   "why KIND/NAME | NAME | namespace NS",
 		Short: "Explain why an object is not Ready or not InSync, or why a namespace is stuck, and name the way out",
 		Long: "why reads what lockstep wrote (conditions, last operation, the journal, the ServiceBroker) and says, in " +
 			"lockstep's words, where the object stands and what to do. `why namespace NS` explains a namespace that " +
 			"stays Terminating because a broker refuses (or cannot be asked) to deprovision or unbind what is in it.",
-		Example: "  kubectl lockstep why si/db\n  kubectl lockstep why namespace team-a",
+		Example: "  kubectl lockstep why si/db\n  kubectl lockstep why quick/orders\n  kubectl lockstep why namespace team-a",
 		Args:    cobra.RangeArgs(1, 2),
 		ValidArgsFunction: func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 			if len(args) == 1 && args[0] == "namespace" {
@@ -52,9 +51,9 @@ func (s *session) whyCommand() *cobra.Command {
 				return s.whyNamespace(cmd.Context(), c, args[1])
 			}
 			if len(args) != 1 {
-				return fmt.Errorf("why takes one object (si/NAME, sbd/NAME) or namespace NS")
+				return fmt.Errorf("why takes one object (KIND/NAME: si/NAME, sbd/NAME, or a typed kind's) or namespace NS")
 			}
-			b, err := resolve(cmd.Context(), c, ns, args[0])
+			b, err := s.resolve(cmd.Context(), c, ns, args[0])
 			if err != nil {
 				return err
 			}
@@ -128,6 +127,7 @@ func (s *session) whyObject(ctx context.Context, c client.Client, b brokered) er
 	if err != nil {
 		return err
 	}
+	ops = ofObject(ops, b.obj.GetUID())
 	policy, _ := v1alpha1.PolicyOf(b.obj)
 	ready, inSync := b.condition(v1alpha1.ConditionReady), b.condition(v1alpha1.ConditionInSync)
 
@@ -152,14 +152,14 @@ func (s *session) whyObject(ctx context.Context, c client.Client, b brokered) er
 		_, err := fmt.Fprintf(s.out(), format+"\n", args...)
 		return err
 	}
-	kind := strings.ToLower(string(b.kind))
+	kind := b.kind.word()
 	switch {
 	case b.obj.GetDeletionTimestamp() != nil && !v1alpha1.KeepsBrokerOnDelete(b.obj):
 		return say("It is being deleted: lockstep removes it once broker %q has %s it.\n"+
-			"To let it go without the broker (which then keeps what it holds): %s", brokerName, undone(b.kind), detach)
+			"To let it go without the broker (which then keeps what it holds): %s", brokerName, undone(b.kind.target()), detach)
 	case b.obj.GetDeletionTimestamp() != nil:
 		return say("It is being deleted and is detached (%s): it goes without any call to its broker.", policy)
-	case brokerName == "" && b.kind == v1alpha1.KindServiceBinding:
+	case brokerName == "" && b.kind == bindingKind:
 		return say("Its instance %q does not exist: nothing can be bound or unbound.\n"+
 			"To delete the binding without the broker: %s, then delete it.", b.obj.(*v1alpha1.ServiceBinding).Spec.InstanceName, detach)
 	case broker == nil:
@@ -243,20 +243,9 @@ func (s *session) whyNamespace(ctx context.Context, c client.Client, name string
 	if err := c.Get(ctx, client.ObjectKey{Name: name}, &ns); err != nil {
 		return err
 	}
-	var objs []brokered
-	var instances v1alpha1.ServiceInstanceList
-	if err := c.List(ctx, &instances, client.InNamespace(name)); err != nil {
+	objs, err := s.everyObject(ctx, c, name)
+	if err != nil {
 		return err
-	}
-	for i := range instances.Items {
-		objs = append(objs, view(&instances.Items[i]))
-	}
-	var bindings v1alpha1.ServiceBindingList
-	if err := c.List(ctx, &bindings, client.InNamespace(name)); err != nil {
-		return err
-	}
-	for i := range bindings.Items {
-		objs = append(objs, view(&bindings.Items[i]))
 	}
 	out := s.out()
 	if ns.DeletionTimestamp == nil {
