@@ -123,7 +123,8 @@ func describePlan(out io.Writer, p *v1alpha1.ServicePlan) error {
 	}
 
 	fmt.Fprintln(out, "\nParameters (create schema):")
-	if err := parameterTable(out, p.Spec.Parameters, true); err != nil {
+	create := planSchema(p, func(s *v1alpha1.PlanSchemas) *runtime.RawExtension { return s.InstanceCreate })
+	if err := parameterTable(out, p.Spec.Parameters, marketplace.Constraints(create), true); err != nil {
 		return err
 	}
 	var updateable []string
@@ -132,7 +133,8 @@ func describePlan(out io.Writer, p *v1alpha1.ServicePlan) error {
 	}
 	fmt.Fprintf(out, "\nAn update may change: %s\n", orNone(strings.Join(updateable, ", ")))
 	fmt.Fprintln(out, "\nBinding parameters (bind schema):")
-	return parameterTable(out, marketplace.Parameters(planSchema(p, func(s *v1alpha1.PlanSchemas) *runtime.RawExtension { return s.BindingCreate }), nil), false)
+	bind := planSchema(p, func(s *v1alpha1.PlanSchemas) *runtime.RawExtension { return s.BindingCreate })
+	return parameterTable(out, marketplace.Parameters(bind, nil), marketplace.Constraints(bind), false)
 }
 
 // planSchema returns one of a plan's schemas as raw JSON (nil when absent).
@@ -146,8 +148,11 @@ func planSchema(p *v1alpha1.ServicePlan, which func(*v1alpha1.PlanSchemas) *runt
 	return nil
 }
 
-// parameterTable prints parameters, sorted by name, indented.
-func parameterTable(out io.Writer, params []v1alpha1.PlanParameter, createOnly bool) error {
+// parameterTable prints parameters, sorted by name, indented, each with
+// what its schema says: type, whether it is required (and create-only),
+// its default, the values it may take, the constraints its values keep
+// (constraints, by name: marketplace.Constraints) and its description.
+func parameterTable(out io.Writer, params []v1alpha1.PlanParameter, constraints map[string]string, createOnly bool) error {
 	if len(params) == 0 {
 		fmt.Fprintln(out, "  <none>")
 		return nil
@@ -155,9 +160,9 @@ func parameterTable(out io.Writer, params []v1alpha1.PlanParameter, createOnly b
 	params = append([]v1alpha1.PlanParameter(nil), params...)
 	sort.Slice(params, func(i, j int) bool { return params[i].Name < params[j].Name })
 	w := printers.GetNewTabWriter(out)
-	header := "  NAME\tTYPE\tREQUIRED\tDEFAULT\tVALUES\tDESCRIPTION"
+	header := "  NAME\tTYPE\tREQUIRED\tDEFAULT\tVALUES\tCONSTRAINTS\tDESCRIPTION"
 	if createOnly {
-		header = "  NAME\tTYPE\tREQUIRED\tCREATE-ONLY\tDEFAULT\tVALUES\tDESCRIPTION"
+		header = "  NAME\tTYPE\tREQUIRED\tCREATE-ONLY\tDEFAULT\tVALUES\tCONSTRAINTS\tDESCRIPTION"
 	}
 	fmt.Fprintln(w, header)
 	for _, p := range params {
@@ -165,7 +170,7 @@ func parameterTable(out io.Writer, params []v1alpha1.PlanParameter, createOnly b
 		if createOnly {
 			cols = append(cols, yesNo(p.CreateOnly))
 		}
-		cols = append(cols, p.Default, strings.Join(p.Values, " "), p.Description)
+		cols = append(cols, p.Default, strings.Join(p.Values, " "), constraints[p.Name], p.Description)
 		fmt.Fprintln(w, strings.Join(cols, "\t"))
 	}
 	return w.Flush()
