@@ -11,6 +11,7 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -29,13 +30,18 @@ import (
 // It also refuses a change of spec.typedKinds, or the delete, that takes a
 // typed kind from a service while objects of the kind remain: its CRD
 // could not go, and lockstep keeps it (never deleting their objects with
-// it), so the change would not be carried out.
+// it), so the change would not be carried out; and one that gives a kind
+// a name another resource or typed kind has (broker_names.go).
 type BrokerGuard struct {
 	// Reader reads instances, bindings and ServiceOfferings from the
 	// manager's cache.
 	Reader client.Reader
 	// Objects lists the objects of typed kinds.
 	Objects dynamic.Interface
+	// Discovery lists the resources the API server serves, whose names
+	// spec.typedKinds may not give a kind (broker_names.go); nil checks
+	// only the other typed kinds.
+	Discovery discovery.DiscoveryInterface
 }
 
 // maxNamed is how many objects a refusal names; it counts them all.
@@ -44,6 +50,12 @@ const maxNamed = 5
 // Handle implements admission.Handler.
 func (g *BrokerGuard) Handle(ctx context.Context, req admission.Request) admission.Response {
 	switch req.Operation {
+	case admissionv1.Create:
+		var cur v1alpha1.ServiceBroker
+		if err := json.Unmarshal(req.Object.Raw, &cur); err != nil {
+			return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the ServiceBroker: %w", err))
+		}
+		return g.namesTaken(ctx, nil, &cur)
 	case admissionv1.Delete:
 		if resp := g.heldByObjects(ctx, req.Name); !resp.Allowed {
 			return resp
@@ -59,6 +71,9 @@ func (g *BrokerGuard) Handle(ctx context.Context, req admission.Request) admissi
 		}
 		if cur.DeletionTimestamp != nil || equality.Semantic.DeepEqual(old.Spec.TypedKinds, cur.Spec.TypedKinds) {
 			return admission.Allowed("")
+		}
+		if resp := g.namesTaken(ctx, &old, &cur); !resp.Allowed {
+			return resp
 		}
 		return g.heldByTypedObjects(ctx, req.Name, &cur)
 	}

@@ -13,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	fakediscovery "k8s.io/client-go/discovery/fake"
+	clienttesting "k8s.io/client-go/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -142,6 +144,70 @@ func TestBrokerGuardTypedKinds(t *testing.T) {
 			assert.Equal(t, int32(409), resp.Result.Code)
 			assert.Contains(t, resp.Result.Message, tt.wantMsg)
 			assert.Contains(t, resp.Result.Message, "delete the objects first")
+		})
+	}
+}
+
+// A spec.typedKinds that gives a kind a name a served resource or another
+// service's typed kind has is refused, each name at its field with what
+// has it; names given before, and a service's own kind, are not.
+func TestBrokerGuardNames(t *testing.T) {
+	served := &fakediscovery.FakeDiscovery{Fake: &clienttesting.Fake{Resources: []*metav1.APIResourceList{
+		{GroupVersion: "v1", APIResources: []metav1.APIResource{{Name: "pods", SingularName: "pod", Kind: "Pod", ShortNames: []string{"po"}}}},
+		{GroupVersion: "batch.example.com/v1", APIResources: []metav1.APIResource{{Name: "queuedjobs", SingularName: "queuedjob", Kind: "QueuedJob", ShortNames: []string{"qd"}}}},
+	}}}
+	offering := func(broker, service, kind string, short ...string) client.Object {
+		o := &v1alpha1.ServiceOffering{ObjectMeta: metav1.ObjectMeta{Name: broker + "." + service}}
+		o.Spec.BrokerName, o.Spec.Name = broker, service
+		o.Status.TypedKind = &v1alpha1.TypedKindStatus{Kind: kind, Plural: strings.ToLower(kind) + "s", ShortNames: short}
+		return o
+	}
+	broker := func(kinds ...v1alpha1.TypedKindActivation) []byte {
+		raw, err := json.Marshal(&v1alpha1.ServiceBroker{ObjectMeta: metav1.ObjectMeta{Name: "acme"}, Spec: v1alpha1.ServiceBrokerSpec{TypedKinds: kinds}})
+		require.NoError(t, err)
+		return raw
+	}
+	db := func(kind, plural string, short ...string) v1alpha1.TypedKindActivation {
+		return v1alpha1.TypedKindActivation{Services: []string{"db"}, Kind: kind, Plural: plural, ShortNames: short}
+	}
+	objects := []client.Object{offering("other", "cache", "Cache", "cch"), offering("acme", "db", "Database", "dbs2")}
+	tests := []struct {
+		name     string
+		op       admissionv1.Operation
+		old, new []byte
+		fields   []string // refused; none: allowed
+		message  string
+	}{
+		{name: "names of their own", op: admissionv1.Create, new: broker(db("TeamDatabase", "teamdbs", "tdb"))},
+		{name: "a served plural", op: admissionv1.Create, new: broker(db("", "pods")), fields: []string{"spec.typedKinds[0].plural"},
+			message: `spec.typedKinds[0].plural: Invalid value: "pods": the name pods is resource pods (v1)'s: kubectl would find that first; give the kind of service "db" another name`},
+		{name: "a served kind and short name", op: admissionv1.Update, old: broker(), new: broker(db("QueuedJob", "", "po", "ok")),
+			fields: []string{"spec.typedKinds[0].kind", "spec.typedKinds[0].shortNames[0]"}},
+		{name: "another broker's kind's short name", op: admissionv1.Update, old: broker(), new: broker(db("", "", "cch")),
+			fields: []string{"spec.typedKinds[0].shortNames[0]"}, message: `kind Cache of service "cache" of ServiceBroker "other"`},
+		{name: "the service's own kind keeps its names", op: admissionv1.Update, old: broker(), new: broker(db("Database", "", "dbs2"))},
+		{name: "names given before stay", op: admissionv1.Update, old: broker(db("", "pods")), new: broker(db("", "pods"), v1alpha1.TypedKindActivation{Services: []string{"queue"}})},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			scheme := runtime.NewScheme()
+			require.NoError(t, v1alpha1.AddToScheme(scheme))
+			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objects...).WithStatusSubresource(&v1alpha1.ServiceOffering{}).Build()
+			g := &BrokerGuard{Reader: c, Objects: inuse.Static{}, Discovery: served}
+			resp := g.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+				Operation: tt.op, Name: "acme", OldObject: runtime.RawExtension{Raw: tt.old}, Object: runtime.RawExtension{Raw: tt.new}}})
+			if tt.fields == nil {
+				assert.True(t, resp.Allowed, "%+v", resp.Result)
+				return
+			}
+			require.False(t, resp.Allowed)
+			assert.Equal(t, int32(422), resp.Result.Code)
+			var fields []string
+			for _, cause := range resp.Result.Details.Causes {
+				fields = append(fields, cause.Field)
+			}
+			assert.Equal(t, tt.fields, fields, resp.Result.Message)
+			assert.Contains(t, resp.Result.Message, tt.message)
 		})
 	}
 }

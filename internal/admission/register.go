@@ -219,14 +219,15 @@ func StatusGuardWebhook(g *StatusGuard) *admission.Webhook {
 	return withLogger(&admission.Webhook{Handler: g})
 }
 
-// +kubebuilder:webhook:path=/validate-lockstep-dev-v1alpha1-servicebroker,mutating=false,failurePolicy=fail,sideEffects=None,timeoutSeconds=5,groups=lockstep.dev,resources=servicebrokers,verbs=update;delete,versions=v1alpha1,name=servicebrokers.validate.lockstep.dev,admissionReviewVersions=v1,serviceName=lockstep-webhook,serviceNamespace=LOCKSTEP_NAMESPACE,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","LOCKSTEP_NAMESPACE"]}]},"matchConditions":[{"name":"typed-kinds-taken-away","expression":"request.operation != 'UPDATE' || (has(oldObject.spec.typedKinds) && !has(object.metadata.deletionTimestamp) && (!has(object.spec.typedKinds) || object.spec.typedKinds != oldObject.spec.typedKinds))"}]}`
+// +kubebuilder:webhook:path=/validate-lockstep-dev-v1alpha1-servicebroker,mutating=false,failurePolicy=fail,sideEffects=None,timeoutSeconds=5,groups=lockstep.dev,resources=servicebrokers,verbs=create;update;delete,versions=v1alpha1,name=servicebrokers.validate.lockstep.dev,admissionReviewVersions=v1,serviceName=lockstep-webhook,serviceNamespace=LOCKSTEP_NAMESPACE,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","LOCKSTEP_NAMESPACE"]}]},"matchConditions":[{"name":"typed-kinds-changed","expression":"request.operation == 'DELETE' || (request.operation == 'CREATE' && has(object.spec.typedKinds)) || (request.operation == 'UPDATE' && !has(object.metadata.deletionTimestamp) && (has(oldObject.spec.typedKinds) || has(object.spec.typedKinds)) && (!has(object.spec.typedKinds) || !has(oldObject.spec.typedKinds) || object.spec.typedKinds != oldObject.spec.typedKinds))"}]}`
 
 // BrokerGuardWebhook serves the ServiceBroker guard: a ServiceBroker is not
 // deleted while lockstep manages instances or bindings at it (they could
-// never be deprovisioned or unbound then), and neither it nor its
+// never be deprovisioned or unbound then), neither it nor its
 // spec.typedKinds takes a typed kind away while objects of the kind
-// remain. DELETE is sent, and UPDATE only when spec.typedKinds was set
-// and changes.
+// remain, and spec.typedKinds gives no kind a name another resource or
+// typed kind has. DELETE is sent, CREATE with spec.typedKinds, and
+// UPDATE only when spec.typedKinds changes.
 func BrokerGuardWebhook(g *BrokerGuard) *admission.Webhook {
 	return withLogger(&admission.Webhook{Handler: g})
 }

@@ -283,7 +283,7 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 	writers := statusWriters(self.Username, c.StatusWriters)
 	admission.Register(mgr.GetWebhookServer(), scheme, admission.Handlers{
 		StatusGuard:       &admission.StatusGuard{Writers: writers},
-		BrokerGuard:       &admission.BrokerGuard{Reader: mgr.GetClient(), Objects: kinds},
+		BrokerGuard:       &admission.BrokerGuard{Reader: mgr.GetClient(), Objects: kinds, Discovery: served},
 		MarketplaceGuard:  &admission.MarketplaceGuard{Writers: writers, Brokers: mgr.GetAPIReader()},
 		InstanceDefaulter: admission.NewInstanceDefaulter(mgr.GetClient()),
 		InstanceValidator: admission.NewInstanceValidator(deps, nil),

@@ -253,6 +253,12 @@ func TestMarketplaceShowsTypedKinds(t *testing.T) {
 	assert.NotEqual(t, 0, r.ExitCode)
 	assert.Contains(t, r.Output(), "kind, plural and shortNames name the typed kind of one service: give them with exactly one service name, without *")
 
+	// A name a served resource has is refused at once, with what has it.
+	r = patch(`[{"services":["db"],"plural":"pods","shortNames":["po"]}]`)
+	assert.NotEqual(t, 0, r.ExitCode)
+	assert.Contains(t, r.Output(), `spec.typedKinds[0].plural: Invalid value: "pods": the name pods is resource pods (v1)'s: kubectl would find that first`)
+	assert.Contains(t, r.Output(), `spec.typedKinds[0].shortNames[0]: Invalid value: "po": the name po is resource pods (v1)'s`)
+
 	r = patch(`[{"services":["d*"]},{"services":["queue"],"kind":"TypedQueue"}]`)
 	require.Equal(t, 0, r.ExitCode, r.Output())
 	// Plan "fixed" of db and both plans of queue have no schemas.
