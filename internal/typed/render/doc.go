@@ -8,9 +8,12 @@
 // # Names
 //
 // NamesFor makes the kind from the service name ("postgresql-db" becomes
-// PostgresqlDb), or takes the administrator's; plural, singular and list
-// kind follow, a short name (the initials of two or more words) where it is
-// not taken, and the categories lockstep and lockstep-services. The CRD
+// PostgresqlDb), or takes the administrator's, with the administrator's
+// plural and short names when given; plural, singular and list kind
+// follow, a short name made from words (the initials of two or more; of
+// one, its first letter and next consonants) where it is not taken, and
+// the categories lockstep and lockstep-services. ServedNames are the names
+// of the resources the cluster serves, which no kind takes. The CRD
 // carries the broker, the service name and the service's OSB id in
 // annotations (and labels, where they fit): the caller finds an offering's
 // existing CRD by its id and passes its kind back in Options.Kind, so that
@@ -24,7 +27,12 @@
 // is never stricter than the schemas: whatever a plan's schema accepts,
 // the API server accepts. lockstep's webhook checks the plan's full schema
 // and stays authoritative; where the CRD cannot say what a schema says, it
-// accepts more, and the Report lists the keyword with its place and why.
+// accepts more, and the Report lists the keyword with its place and why
+// (bounds and enums the plans differ in, a required member only some
+// plans require or an update may remove). A member every plan requires at
+// creation and no update removes is required (its description says which
+// plans require it where it is not); Unrequire takes out what objects
+// made before lack.
 // The translations and drops, and the union of plans, are described in
 // docs/design.md ("Typed kinds: how a catalog schema becomes a CRD
 // schema").
