@@ -20,7 +20,9 @@ type waitFlags struct {
 }
 
 // waitReady waits until a new object is Ready, printing what its status
-// reports while its operation is under way (progress), each change once.
+// reports while its operation is under way (progress), or, while the
+// status reports none, what the object's BrokerOperation in flight says
+// (inFlight), each change once.
 // It stops early when the broker failed the operation: lockstep allowed
 // the create while the broker still worked on it, and the broker's answer
 // came later.
@@ -40,7 +42,11 @@ func (s *session) waitReady(ctx context.Context, c client.Client, b brokered, ti
 		if ready != nil && ready.Status == metav1.ConditionTrue && cur.obj.GetGeneration() == cur.observed {
 			return true, nil
 		}
-		if line := progress(cur); line != "" && line != seen {
+		line := progress(cur)
+		if line == "" {
+			line = s.inFlight(ctx, c, cur)
+		}
+		if line != "" && line != seen {
 			seen = line
 			fmt.Fprintf(s.out(), "  %s\n", line)
 		}
@@ -59,6 +65,53 @@ func (s *session) waitReady(ctx context.Context, c client.Client, b brokered, ti
 	default:
 		return last, err
 	}
+}
+
+// inFlight is what the journal says of b's operation under way while b's
+// status does not report it yet (lockstep writes the status from the
+// journal, and may do so only once the broker has answered): the newest
+// of b's BrokerOperations that is Pending, InProgress or Succeeded (the
+// broker done, the commit to come), as progress shows an operation; ""
+// when there is none, or the user may not read BrokerOperations (the
+// wait goes on without it).
+func (s *session) inFlight(ctx context.Context, c client.Client, b brokered) string {
+	ops, err := s.operations(ctx, c, b.kind, b.obj.GetNamespace(), b.obj.GetName())
+	if err != nil {
+		return ""
+	}
+	ops = ofObject(ops, b.obj.GetUID())
+	for i := len(ops) - 1; i >= 0; i-- {
+		if line := flightText(&ops[i]); line != "" {
+			return line
+		}
+	}
+	return ""
+}
+
+// flightText is one line of a BrokerOperation under way, in progress's
+// words: its verb, its phase, its name, the broker's description and what
+// it hands over to the object's InSync (an outcome not known yet); "" for
+// a record that is final.
+func flightText(op *v1alpha1.BrokerOperation) string {
+	phase := map[v1alpha1.OperationPhase]string{
+		v1alpha1.PhasePending:    "pending",
+		v1alpha1.PhaseInProgress: string(v1alpha1.StateInProgress),
+		v1alpha1.PhaseSucceeded:  "succeeded, to be committed",
+	}[op.Status.Phase]
+	if phase == "" {
+		return ""
+	}
+	line := fmt.Sprintf("%s %s (BrokerOperation %s)", op.Spec.Verb, phase, op.Name)
+	if op.Status.Description != "" {
+		line += ": " + op.Status.Description
+	}
+	if n := op.Status.TargetInSync; n != nil {
+		line += fmt.Sprintf("; %s %s", v1alpha1.ConditionInSync, n.Status)
+		if n.Reason != "" {
+			line += " (" + n.Reason + ")"
+		}
+	}
+	return line
 }
 
 // progress is what b's status reports of an operation under way, as one

@@ -39,3 +39,29 @@ func TestProgress(t *testing.T) {
 		})
 	}
 }
+
+func TestFlightText(t *testing.T) {
+	op := func(phase v1alpha1.OperationPhase, description string, note *v1alpha1.InSyncNote) *v1alpha1.BrokerOperation {
+		o := &v1alpha1.BrokerOperation{ObjectMeta: metav1.ObjectMeta{Name: "db-provision-1a2b3c4d"}}
+		o.Spec.Verb, o.Status.Phase, o.Status.Description, o.Status.TargetInSync = v1alpha1.VerbProvision, phase, description, note
+		return o
+	}
+	tests := []struct {
+		name string
+		op   *v1alpha1.BrokerOperation
+		want string
+	}{
+		{name: "written, the broker not answered yet", op: op(v1alpha1.PhasePending, "", nil), want: "provision pending (BrokerOperation db-provision-1a2b3c4d)"},
+		{name: "in progress at the broker", op: op(v1alpha1.PhaseInProgress, "creating", nil), want: "provision in progress (BrokerOperation db-provision-1a2b3c4d): creating"},
+		{name: "an outcome not known yet", op: op(v1alpha1.PhaseInProgress, "", &v1alpha1.InSyncNote{Status: metav1.ConditionUnknown, Reason: "OutcomeUnknown"}),
+			want: "provision in progress (BrokerOperation db-provision-1a2b3c4d); InSync Unknown (OutcomeUnknown)"},
+		{name: "done at the broker, the commit to come", op: op(v1alpha1.PhaseSucceeded, "", nil), want: "provision succeeded, to be committed (BrokerOperation db-provision-1a2b3c4d)"},
+		{name: "committed", op: op(v1alpha1.PhaseCommitted, "", nil), want: ""},
+		{name: "failed", op: op(v1alpha1.PhaseFailed, "no capacity", nil), want: ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, flightText(tt.op))
+		})
+	}
+}

@@ -85,28 +85,50 @@ func TestTypedKinds(t *testing.T) {
 
 // TestProvisionProgress: while the broker works on an operation lockstep
 // left in progress (the sample service slow sleeps longer than lockstep's
-// admission budget), provision waits, showing what the status reports of
-// it: each line the operation (its verb, where it stands and its
-// BrokerOperation) and the conditions that say it is not done yet, each
-// change once (TestProgress in internal/plugin has their forms); then
-// the instance is Ready.
+// admission budget), provision and bind wait, showing what the status
+// reports of it, or until it does its BrokerOperation: each line the
+// operation (its verb, where it stands and its BrokerOperation) and the
+// conditions that say it is not done yet, each change once (TestProgress
+// and TestFlightText in internal/plugin have their forms);
+// then the instance is Ready, and the binding's credentials are in its
+// Secret.
 func TestProvisionProgress(t *testing.T) {
 	ns := namespace(t, "plugin-progress")
 	r := lockstep(t, ns, "provision", "slowdb", "--service", "slow", "--plan", "default", "-p", "seconds=8")
+	waitedWithProgress(t, r, "serviceinstance/slowdb", "provision", "slowdb-provision", "serviceinstance/slowdb is Ready")
+	assert.Contains(t, r.stderr, `broker "embedded" is still working to provision instance "slowdb"`, "the API server's warning")
+
+	r = lockstep(t, ns, "bind", "slowdb-creds", "--instance", "slowdb", "-p", "seconds=8")
+	waitedWithProgress(t, r, "servicebinding/slowdb-creds", "bind", "slowdb-creds-bind", "the credentials are in Secret slowdb-creds (keys: provider, type, username, waited)")
+	assert.Contains(t, r.stderr, "still working to bind", "the API server's warning")
+}
+
+// waitedWithProgress checks what provision or bind printed of an object
+// (resource, such as serviceinstance/slowdb) whose operation (verb, its
+// BrokerOperation's name before its hash) the broker carried out after
+// admission: created, waiting, at least one line of progress, each
+// different from the one before, and last the line done.
+func waitedWithProgress(t *testing.T, r result, resource, verb, operation, done string) {
+	t.Helper()
 	require.Equal(t, 0, r.code, r.text())
 	lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
-	require.GreaterOrEqual(t, len(lines), 3, r.text())
-	assert.Equal(t, "serviceinstance/slowdb created", lines[0])
-	assert.Equal(t, "waiting for serviceinstance/slowdb to be Ready", lines[1])
-	assert.Equal(t, "serviceinstance/slowdb is Ready", lines[len(lines)-1])
-	progress := regexp.MustCompile(`^  (provision in progress \(BrokerOperation slowdb-provision-[0-9a-f]{8}\)(: [^;]*)?)?(; )?([A-Za-z]+ (True|False|Unknown)( \([A-Za-z]+\))?(; )?)*$`)
+	require.GreaterOrEqual(t, len(lines), 4, "created, waiting, progress and done: %s", r.text())
+	assert.Equal(t, resource+" created", lines[0])
+	assert.Equal(t, "waiting for "+resource+" to be Ready", lines[1])
+	assert.Equal(t, done, lines[len(lines)-1])
+	progress := regexp.MustCompile(`^  (` + verb + ` (in progress|pending|succeeded, to be committed) \(BrokerOperation ` + operation + `-[0-9a-f]{8}\)(: [^;]*)?)?(; )?([A-Za-z]+ (True|False|Unknown)( \([A-Za-z]+\))?(; )?)*$`)
+	var shown int
 	for i, l := range lines[2 : len(lines)-1] {
+		if l == resource+" is Ready" {
+			continue // bind: before where its credentials are
+		}
+		shown++
 		assert.Regexp(t, progress, l, "progress line %d", i)
 		if i > 0 {
 			assert.NotEqual(t, lines[2+i-1], l, "each change once")
 		}
 	}
-	assert.Contains(t, r.stderr, `broker "embedded" is still working to provision instance "slowdb"`, "the API server's warning")
+	assert.Positive(t, shown, "progress is shown while the broker works: %s", r.text())
 }
 
 // TestGlobalFlagsAfterThePluginName: kubectl runs the plugin with every
