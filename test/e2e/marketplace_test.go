@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"sort"
@@ -272,4 +273,93 @@ func TestMarketplaceShowsTypedKinds(t *testing.T) {
 	require.Equal(t, 0, r.ExitCode, r.Output())
 	eventuallyShown("typed.db", "/")
 	eventuallyShown("typed.queue", "/")
+}
+
+// ledgerCatalog is a catalog of one service, ledger, whose create schema
+// has version and size, and requires version where required is set; its
+// update schema has size only, so version is create-only.
+func ledgerCatalog(required bool) osbapi.Catalog {
+	create := `{"type": "object", "properties": {"version": {"type": "string", "description": "Version."}, "size": {"type": "integer"}}}`
+	if required {
+		create = `{"type": "object", "required": ["version"], "properties": {"version": {"type": "string", "description": "Version."}, "size": {"type": "integer"}}}`
+	}
+	return osbapi.Catalog{Services: []osbapi.Service{{ID: "ledger-service-id", Name: "ledger", Description: "A ledger", PlanUpdateable: true,
+		Plans: []osbapi.Plan{{ID: "ledger-standard-plan-id", Name: "standard", Description: "standard", Schemas: &osbapi.Schemas{
+			ServiceInstance: &osbapi.ServiceInstanceSchemas{
+				Create: &osbapi.InputParameters{Parameters: json.RawMessage(create)},
+				Update: &osbapi.InputParameters{Parameters: json.RawMessage(`{"type": "object", "properties": {"size": {"type": "integer"}}}`)},
+			}}}}}}}
+}
+
+// TestTypedKindRequiresOnceNoObjectLacks: when the catalog comes to
+// require a parameter at creation that an object of the typed kind made
+// before lacks, kubectl explain does not show it required while that
+// object lacks it, the object's updates go on, the offering lists why in
+// status.typedKind.dropped, and lockstep's webhook requires it of new
+// objects; once no object lacks it, the next catalog sync makes the CRD
+// require it and kubectl explain shows -required-.
+func TestTypedKindRequiresOnceNoObjectLacks(t *testing.T) {
+	const name = "ledgers"
+	t.Setenv("KUBECACHEDIR", t.TempDir())
+	b, err := fakebroker.Start()
+	require.NoError(t, err)
+	t.Cleanup(b.Close)
+	require.NoError(t, b.SetCatalog(ledgerCatalog(false)))
+	require.NoError(t, registerBroker(name, b.URL()))
+	t.Cleanup(func() {
+		_ = cluster.client.Delete(context.Background(), &v1alpha1.ServiceBroker{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	})
+	ns := namespace(t)
+	r := retried(t, "", "patch", "servicebroker", name, "--type=merge", "-p", `{"spec":{"typedKinds":[{"services":["ledger"]}]}}`)
+	t.Cleanup(func() {
+		kubectl(t, "", "delete", "ledgers.services.lockstep.dev", "--all", "-n", ns, "--timeout=30s")
+		kubectl(t, "", "patch", "servicebroker", name, "--type=merge", "-p", `{"spec":{"typedKinds":null}}`)
+	})
+	field := func(jsonpath string) func() string {
+		return func() string {
+			return kubectl(t, "", "get", "serviceoffering", name+".ledger", "-o", "jsonpath="+jsonpath).Stdout
+		}
+	}
+	eventually := func(read func() string, want, what string) {
+		t.Helper()
+		var got string
+		_ = wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+			got = read()
+			return got == want, nil
+		})
+		require.Equal(t, want, got, what)
+	}
+	eventually(field(`{.status.typedKind.kind}/{.status.conditions[?(@.type=="TypedKindReady")].reason}`), "Ledger/Established", "kind Ledger is served")
+	explained := func() string { return kubectl(t, "", "explain", "ledgers.spec.parameters").Stdout }
+
+	retried(t, typedManifest("Ledger", ns, "old", "standard", `{"size": 1}`), "apply", "-f", "-")
+	require.NoError(t, b.SetCatalog(ledgerCatalog(true)))
+	refreshBroker(t, name)
+	eventually(field(`{.status.typedKind.dropped[?(@.keyword=="required")].path}`), "spec.parameters.version", "the offering lists why the CRD does not require it")
+	assert.NotContains(t, explained(), "-required-", "an object lacks it")
+
+	r = kubectl(t, "", "patch", "ledgers.services.lockstep.dev", "old", "-n", ns, "--type=merge", "-p", `{"spec":{"parameters":{"size":2}}}`)
+	assert.Equal(t, 0, r.ExitCode, "an object made before updates: %s", r.Output())
+	r = kubectl(t, typedManifest("Ledger", ns, "new", "standard", `{"size": 1}`), "apply", "-f", "-")
+	assert.NotEqual(t, 0, r.ExitCode, "lockstep requires it of a new object")
+	assert.Contains(t, r.Output(), "spec.parameters.version")
+
+	// The object that lacked it goes: at the next catalog sync the CRD
+	// requires it.
+	r = kubectl(t, "", "delete", "ledgers.services.lockstep.dev", "old", "-n", ns, "--timeout=30s")
+	require.Equal(t, 0, r.ExitCode, r.Output())
+	refreshBroker(t, name)
+	eventually(field(`{.status.typedKind.dropped[?(@.keyword=="required")].path}`), "", "no longer listed")
+	eventually(func() string {
+		for _, l := range strings.Split(explained(), "\n") {
+			if strings.Contains(l, "version") && strings.Contains(l, "<string>") {
+				return strings.TrimSpace(l)
+			}
+		}
+		return ""
+	}, "version\t<string> -required-", "kubectl explain shows it required")
+	r = kubectl(t, typedManifest("Ledger", ns, "new", "standard", `{"size": 1, "version": "16"}`), "apply", "-f", "-")
+	assert.Equal(t, 0, r.ExitCode, r.Output())
+	r = kubectl(t, "", "patch", "ledgers.services.lockstep.dev", "new", "-n", ns, "--type=merge", "-p", `{"spec":{"parameters":{"size":3}}}`)
+	assert.Equal(t, 0, r.ExitCode, "an object that has it updates: %s", r.Output())
 }
