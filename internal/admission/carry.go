@@ -57,7 +57,7 @@ func (c *carrier) carryOut(ctx context.Context, req brokercall.Request, ch wordi
 	req.Tell = func(res brokercall.Result) error {
 		w, err := ch.tell(req.Verb, res)
 		warnings = w
-		return err
+		return byBroker(req.Verb, res, err)
 	}
 	res := c.protocol.Carry(ctx, req)
 	metrics.AdmissionWrites(res.Called(), writesOf(res.Writes))

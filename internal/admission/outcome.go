@@ -13,6 +13,7 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/broker/osbclient"
 	"github.com/lockstep-dev/lockstep/internal/brokercall"
 	"github.com/lockstep-dev/lockstep/internal/credentials"
+	"github.com/lockstep-dev/lockstep/internal/metrics"
 )
 
 // wording is how the messages of one broker call name it: what (a verb
@@ -113,6 +114,47 @@ func (c wording) tell(verb v1alpha1.Verb, res brokercall.Result) (admission.Warn
 		return nil, c.stale(res)
 	}
 	return nil, c.refusal(res.Err)
+}
+
+// brokerAnswer is a rejection that passes a broker's answer on: the
+// Kubernetes status the requester reads, and the reason label of
+// lockstep_admission_decisions_total, which tells it apart from lockstep's
+// own rejections with the same status reason (a 422 the broker gave on a
+// delete is not a user's invalid input).
+type brokerAnswer struct {
+	error
+	reason string
+}
+
+// DecisionReason implements metrics.Reasoned.
+func (b brokerAnswer) DecisionReason() string { return b.reason }
+
+// Unwrap returns the rejection itself (its status goes to the requester).
+func (b brokerAnswer) Unwrap() error { return b.error }
+
+// byBroker marks err, what tell made of res, with the broker's part in it.
+// What lockstep itself refuses around a broker call keeps its own reason:
+// an adoption whose values differ from the broker's, a request it could
+// not build, and what it undoes (credentials it could not write or read).
+func byBroker(verb v1alpha1.Verb, res brokercall.Result, err error) error {
+	var reason string
+	switch {
+	case err == nil:
+		return nil
+	case res.Verdict == brokercall.Unknown:
+		reason = metrics.ReasonBrokerOutcomeUnknown
+	case res.Verdict == brokercall.Running:
+		reason = metrics.ReasonBrokerInProgress
+	case res.Verdict != brokercall.Refused || res.Undo != "" || errors.Is(res.Err, osbclient.ErrInvalidRequest):
+		return err
+	case res.Failed != nil || res.HTTPStatus >= 400:
+		reason = metrics.ReasonBrokerRefused
+	case verb == v1alpha1.VerbAdopt && res.HTTPStatus != 0:
+		return err // the broker answered; the adoption refused what it holds
+	default:
+		reason = metrics.ReasonBrokerUnavailable
+	}
+	return brokerAnswer{error: err, reason: reason}
 }
 
 // unknown is the rejection for a change whose outcome lockstep could not

@@ -26,6 +26,8 @@ func TestReasonOf(t *testing.T) {
 		{"wrapped status", fmt.Errorf("outer: %w", apierrors.NewTimeoutError("slow", 1)), "Timeout"},
 		{"status without reason", &apierrors.StatusError{}, "InternalError"},
 		{"plain error", errors.New("boom"), "InternalError"},
+		{"a broker's answer names its own reason", reasoned{apierrors.NewInvalid(schema.GroupKind{Group: "lockstep.dev", Kind: "ServiceInstance"}, "db", nil), ReasonBrokerRefused}, "BrokerRefused"},
+		{"wrapped broker's answer", fmt.Errorf("outer: %w", reasoned{apierrors.NewServiceUnavailable("no answer"), ReasonBrokerOutcomeUnknown}), "BrokerOutcomeUnknown"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -33,6 +35,16 @@ func TestReasonOf(t *testing.T) {
 		})
 	}
 }
+
+// reasoned is a rejection that names its reason label, as admission's
+// rejections that pass a broker's answer on do.
+type reasoned struct {
+	error
+	reason string
+}
+
+func (r reasoned) DecisionReason() string { return r.reason }
+func (r reasoned) Unwrap() error          { return r.error }
 
 func TestAdmissionDecisionCountsByLabels(t *testing.T) {
 	tests := []struct {
