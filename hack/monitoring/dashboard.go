@@ -35,13 +35,15 @@ const brokers = `broker=~"$broker"`
 // rows are the dashboard's rows, top to bottom.
 var rows = []row{
 	{"Admission", []panel{
-		{title: "Admission decisions", unit: "reqps", description: "Decisions of lockstep's validating webhooks per second, by kind, result and reason: a rise in denied Invalid is users, in ServiceUnavailable a broker.",
+		{title: "Admission decisions", unit: "reqps", description: "Decisions of lockstep's validating webhooks per second, by kind, result and reason: a rise in denied Invalid is users' input, in BrokerRefused a broker saying no, in BrokerUnavailable or BrokerOutcomeUnknown a broker that does not answer.",
 			queries: []query{{`sum by (kind, result, reason) (rate(lockstep_admission_decisions_total[$__rate_interval]))`, "{{kind}} {{result}} {{reason}}"}}},
-		{title: "Webhook latency", unit: "s", description: "How long lockstep's webhooks take (the API server gives up after 30s; lockstep's budget is 25s).",
+		{title: "Webhook latency", unit: "s", description: "How long each of lockstep's webhooks takes, the typed kinds' included (the API server gives up after 30s; lockstep's budget is 25s).",
 			queries: []query{
-				{`histogram_quantile(0.99, sum by (le, webhook) (rate(controller_runtime_webhook_latency_seconds_bucket{webhook=~"/(validate|mutate)-lockstep-dev-.*"}[$__rate_interval])))`, "p99 {{webhook}}"},
-				{`histogram_quantile(0.5, sum by (le, webhook) (rate(controller_runtime_webhook_latency_seconds_bucket{webhook=~"/(validate|mutate)-lockstep-dev-.*"}[$__rate_interval])))`, "p50 {{webhook}}"},
+				{`histogram_quantile(0.99, sum by (le, webhook) (rate(controller_runtime_webhook_latency_seconds_bucket{` + allWebhooks + `}[$__rate_interval])))`, "p99 {{webhook}}"},
+				{`histogram_quantile(0.5, sum by (le, webhook) (rate(controller_runtime_webhook_latency_seconds_bucket{` + allWebhooks + `}[$__rate_interval])))`, "p50 {{webhook}}"},
 			}},
+		{title: "Replicas up", description: "lockstep replicas Prometheus scrapes that answer (up{job=\"" + job + "\"}): with none, the API server refuses every change of lockstep's kinds (LockstepDown).", stat: true,
+			queries: []query{{`sum(up{job="` + job + `"})`, "replicas up"}}},
 		{title: "Changes refused: object busy", unit: "reqps", description: "Changes refused with 409 because another operation held the object's lock.",
 			queries: []query{{`sum by (kind) (rate(lockstep_lock_contention_total[$__rate_interval]))`, "{{kind}}"}}},
 	}},

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -19,11 +20,14 @@ import (
 	"go.yaml.in/yaml/v3"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/lockstep-dev/lockstep/internal/admission"
 	// Everything lockstep's manager registers on controller-runtime's
 	// registry (lockstep's metrics, controller-runtime's webhook, leader
 	// election and client metrics) is registered by the packages it
 	// imports.
-	_ "github.com/lockstep-dev/lockstep/internal/app"
+	"github.com/lockstep-dev/lockstep/internal/app"
 )
 
 // root is the repository root, seen from this package.
@@ -54,6 +58,9 @@ func served(t *testing.T) map[string][]string {
 		}
 		out[m[1]] = labels
 	}
+	// Prometheus adds up to every target it scrapes, labelled with the
+	// target's job and instance.
+	out["up"] = []string{"job", "instance"}
 	require.Contains(t, out, "lockstep_admission_decisions_total", "lockstep's metrics are registered")
 	require.Contains(t, out, "controller_runtime_webhook_latency_seconds", "controller-runtime's webhook metrics are registered")
 	return out
@@ -241,6 +248,74 @@ func TestDashboardQueriesParseAndNameOnlyServedMetrics(t *testing.T) {
 		assert.Contains(t, joined, want)
 	}
 }
+
+// TestTheJobIsTheScrapedService: the absent-target alert and the
+// dashboard select lockstep's targets by job, which the Prometheus
+// Operator names after the Service its ServiceMonitor selects: the
+// Service of deploy/ with the metrics port.
+func TestTheJobIsTheScrapedService(t *testing.T) {
+	var svc struct {
+		Metadata struct {
+			Name   string            `yaml:"name"`
+			Labels map[string]string `yaml:"labels"`
+		} `yaml:"metadata"`
+		Spec struct {
+			Ports []struct {
+				Name string `yaml:"name"`
+			} `yaml:"ports"`
+		} `yaml:"spec"`
+	}
+	require.NoError(t, yaml.Unmarshal(read(t, "deploy/manager/service.yaml"), &svc))
+	assert.Equal(t, job, svc.Metadata.Name)
+	var ports []string
+	for _, p := range svc.Spec.Ports {
+		ports = append(ports, p.Name)
+	}
+	assert.Contains(t, ports, "metrics")
+	var sm struct {
+		Spec struct {
+			Selector struct {
+				MatchLabels map[string]string `yaml:"matchLabels"`
+			} `yaml:"selector"`
+		} `yaml:"spec"`
+	}
+	require.NoError(t, yaml.Unmarshal(read(t, "deploy/monitoring/servicemonitor.yaml"), &sm))
+	require.NotEmpty(t, sm.Spec.Selector.MatchLabels)
+	for k, v := range sm.Spec.Selector.MatchLabels {
+		assert.Equal(t, v, svc.Metadata.Labels[k], "the ServiceMonitor selects the Service %s", svc.Metadata.Name)
+	}
+}
+
+// TestWebhookSelectorsMatchEveryWebhook: the dashboard's latency panel
+// selects every path lockstep registers its webhooks on, the typed
+// kinds' included, and the timeout alert every validating one.
+func TestWebhookSelectorsMatchEveryWebhook(t *testing.T) {
+	srv := &registered{}
+	admission.Register(srv, app.Scheme(), admission.Handlers{
+		InstanceDefaulter: &admission.Defaulter[admission.Instance]{}, InstanceValidator: &admission.Validator[admission.Instance]{},
+		BindingDefaulter: &admission.Defaulter[admission.Binding]{}, BindingValidator: &admission.Validator[admission.Binding]{},
+		StatusGuard: &admission.StatusGuard{}, BrokerGuard: &admission.BrokerGuard{}, MarketplaceGuard: &admission.MarketplaceGuard{},
+		TypedKinds: &admission.TypedKinds{},
+	})
+	require.Contains(t, srv.paths, admission.ValidateTypedPath)
+	all, err := parser.NewParser(parser.Options{}).ParseMetricSelector("{" + allWebhooks + "}")
+	require.NoError(t, err)
+	validating, err := parser.NewParser(parser.Options{}).ParseMetricSelector("{" + validatingWebhooks + "}")
+	require.NoError(t, err)
+	for _, p := range srv.paths {
+		assert.True(t, all[0].Matches(p), "the dashboard's webhook selector matches %s", p)
+		assert.Equal(t, strings.HasPrefix(p, "/validate-"), validating[0].Matches(p), "the timeout alert's webhook selector and %s", p)
+	}
+	assert.False(t, all[0].Matches("/validate-example-com-v1-widget"), "another program's webhook")
+}
+
+// registered records the paths webhooks are registered on.
+type registered struct {
+	webhook.Server
+	paths []string
+}
+
+func (r *registered) Register(path string, _ http.Handler) { r.paths = append(r.paths, path) }
 
 // TestTheChartCarriesTheSameFiles: the Helm chart serves the dashboard
 // and rules that deploy/monitoring holds.

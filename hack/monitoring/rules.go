@@ -13,10 +13,36 @@ import (
 // their sum. Counters and histograms are per replica: the rules sum them.
 // controller-runtime's metrics are shared with every other
 // controller-runtime program Prometheus scrapes: the rules select
-// lockstep's by its webhook paths and its leader election lease.
+// lockstep's by its webhook paths and its leader election lease; the
+// absent-target rule selects lockstep's scrape job.
+
+// job is the job label Prometheus gives lockstep's targets: the Prometheus
+// Operator names a ServiceMonitor's job after the Service it selects
+// (lockstep-webhook, in deploy/ and the Helm chart). The chart writes its
+// value monitoring.job in its place; with a plain rules file, edit it.
+const job = "lockstep-webhook"
+
+// runbookURL is where every alert's runbook_url points: the page
+// docs/runbooks/<alert>.md of lockstep's repository. The chart writes its
+// value monitoring.prometheusRule.runbookURL in its place (a copy of the
+// pages elsewhere).
+const runbookURL = "https://github.com/lockstep-dev/lockstep/blob/main/docs/runbooks/"
+
+// runbooks is where the runbooks are, in the repository.
+const runbooks = "docs/runbooks"
+
+// Webhook selectors: every path lockstep serves its webhooks on, the
+// typed kinds' (/validate-services-lockstep-dev-v1alpha1-typed) included,
+// and those of the validating webhooks alone (the ones that call brokers,
+// with the API server's timeout of 30s).
+const (
+	allWebhooks        = `webhook=~"/(validate|mutate)-(services-)?lockstep-dev-.*"`
+	validatingWebhooks = `webhook=~"/validate-(services-)?lockstep-dev-.*"`
+)
 
 // alert is one alerting rule with what a person needs at 3 a.m.: what
-// happened and the way out.
+// happened and the way out (its runbook, docs/runbooks/<name>.md, says
+// how to confirm it and what to do).
 type alert struct {
 	name, expr  string
 	wait        time.Duration
@@ -25,8 +51,26 @@ type alert struct {
 	description string
 }
 
+// runbook is the alert's runbook_url.
+func (a alert) runbook() string { return runbookURL + a.name + ".md" }
+
 // alerts are lockstep's alerting rules, in the order of docs/monitoring.md.
 var alerts = []alert{
+	{
+		// kube-prometheus alerts the same way on every control plane
+		// component: no target of the job answers (up == 1), or none is
+		// scraped at all. LockstepNoLeader needs a scraped replica to
+		// fire; this one does not.
+		name:     "LockstepDown",
+		expr:     `absent(up{job="` + job + `"} == 1)`,
+		wait:     5 * time.Minute,
+		severity: "critical",
+		summary:  "No lockstep replica is up",
+		description: "For 5 minutes Prometheus has scraped no lockstep replica that answers (up{job=\"" + job + "\"}): with failurePolicy " +
+			"Fail, the API server refuses every create, spec change and delete of ServiceInstances, ServiceBindings and typed kinds " +
+			"while no replica serves the webhooks. Check lockstep's pods (kubectl get pods -l app.kubernetes.io/name=lockstep in its namespace) " +
+			"and that Prometheus still scrapes them.",
+	},
 	{
 		name: "LockstepBrokerUnreachable",
 		expr: `sum by (broker) (rate(lockstep_broker_request_duration_seconds_count{status="none"}[5m]))
@@ -86,8 +130,8 @@ var alerts = []alert{
 	},
 	{
 		name: "LockstepWebhookNearTimeout",
-		expr: `1 - sum by (webhook) (rate(controller_runtime_webhook_latency_seconds_bucket{webhook=~"/validate-lockstep-dev-.*",le="10"}[5m]))
-  / sum by (webhook) (rate(controller_runtime_webhook_latency_seconds_count{webhook=~"/validate-lockstep-dev-.*"}[5m])) > 0.05`,
+		expr: `1 - sum by (webhook) (rate(controller_runtime_webhook_latency_seconds_bucket{` + validatingWebhooks + `,le="10"}[5m]))
+  / sum by (webhook) (rate(controller_runtime_webhook_latency_seconds_count{` + validatingWebhooks + `}[5m])) > 0.05`,
 		wait: 10 * time.Minute, severity: "warning",
 		summary: "lockstep's webhook {{ $labels.webhook }} often takes more than 10 seconds",
 		description: "More than 5% of the requests to {{ $labels.webhook }} took more than 10s for 10 minutes; the API server gives " +
@@ -133,7 +177,7 @@ func ruleGroups() rulefmt.RuleGroups {
 			Expr:        a.expr,
 			For:         model.Duration(a.wait),
 			Labels:      map[string]string{"severity": a.severity},
-			Annotations: map[string]string{"summary": a.summary, "description": a.description},
+			Annotations: map[string]string{"summary": a.summary, "description": a.description, "runbook_url": a.runbook()},
 		})
 	}
 	return rulefmt.RuleGroups{Groups: []rulefmt.RuleGroup{group}}

@@ -213,6 +213,27 @@ func TestEveryValueReachesLockstep(t *testing.T) {
 			require.NotNil(t, plain)
 			assert.Equal(t, map[string]any{"url": "http://plain.example"}, plain.Object["spec"])
 		}},
+		{"monitoring's scrape job and runbooks", map[string]any{"monitoring": map[string]any{"job": "lockstep-metrics",
+			"prometheusRule": map[string]any{"enabled": true, "runbookURL": "https://runbooks.example/lockstep/"}, "dashboard": map[string]any{"enabled": true}}},
+			func(t *testing.T, objs []*unstructured.Unstructured, _ app.Config, _ map[string]string) {
+				rule := find(objs, "PrometheusRule", "lockstep")
+				require.NotNil(t, rule)
+				groups, _, _ := unstructured.NestedSlice(rule.Object, "spec", "groups")
+				require.NotEmpty(t, groups)
+				exprs := map[string]string{}
+				for _, r := range groups[0].(map[string]any)["rules"].([]any) {
+					r := r.(map[string]any)
+					exprs[r["alert"].(string)] = r["expr"].(string)
+					url := r["annotations"].(map[string]any)["runbook_url"]
+					assert.Equal(t, "https://runbooks.example/lockstep/"+r["alert"].(string)+".md", url)
+				}
+				assert.Equal(t, `absent(up{job="lockstep-metrics"} == 1)`, exprs["LockstepDown"])
+				dashboard := find(objs, "ConfigMap", "lockstep-grafana-dashboard")
+				require.NotNil(t, dashboard)
+				raw := dashboard.Object["data"].(map[string]any)["grafana-dashboard.json"].(string)
+				assert.Contains(t, raw, `up{job=\"lockstep-metrics\"}`)
+				assert.NotContains(t, raw, "lockstep-webhook")
+			}},
 		{"scheduling", map[string]any{"nodeSelector": map[string]any{"pool": "system"},
 			"tolerations": []any{map[string]any{"key": "dedicated", "operator": "Exists"}}},
 			func(t *testing.T, objs []*unstructured.Unstructured, _ app.Config, _ map[string]string) {
