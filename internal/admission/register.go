@@ -22,6 +22,8 @@ package admission
 // +kubebuilder:rbac:groups=services.lockstep.dev,resources=*,verbs=get;list
 
 import (
+	"net/http"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -30,6 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/tracing"
 )
 
 // The webhook configurations that `make generate` writes to
@@ -88,21 +91,25 @@ type Handlers struct {
 // controller-runtime admission.Webhook: the defaulters through
 // admission.WithDefaulter, the validators and guards as admission.Handlers
 // that read the request's raw objects and decode only what they need.
+//
+// With tracing on, each request is a lockstep.admission span in the trace
+// of the traceparent the API server sends (internal/tracing).
 func Register(srv webhook.Server, scheme *runtime.Scheme, h Handlers) {
-	srv.Register(MutateInstancePath, InstancePrecheckWebhook(InstanceDefaulterWebhook(scheme, h.InstanceDefaulter), h.InstanceDefaulter, h.InstanceValidator))
-	srv.Register(ValidateInstancePath, InstanceValidatorWebhook(h.InstanceValidator))
-	srv.Register(MutateBindingPath, BindingDefaulterWebhook(scheme, h.BindingDefaulter))
-	srv.Register(ValidateBindingPath, BindingValidatorWebhook(h.BindingValidator))
-	srv.Register(ValidateStatusPath, StatusGuardWebhook(h.StatusGuard))
+	register := func(path string, wh http.Handler) { srv.Register(path, tracing.Handler(path, wh)) }
+	register(MutateInstancePath, InstancePrecheckWebhook(InstanceDefaulterWebhook(scheme, h.InstanceDefaulter), h.InstanceDefaulter, h.InstanceValidator))
+	register(ValidateInstancePath, InstanceValidatorWebhook(h.InstanceValidator))
+	register(MutateBindingPath, BindingDefaulterWebhook(scheme, h.BindingDefaulter))
+	register(ValidateBindingPath, BindingValidatorWebhook(h.BindingValidator))
+	register(ValidateStatusPath, StatusGuardWebhook(h.StatusGuard))
 	if h.BrokerGuard != nil {
-		srv.Register(ValidateBrokerPath, BrokerGuardWebhook(h.BrokerGuard))
+		register(ValidateBrokerPath, BrokerGuardWebhook(h.BrokerGuard))
 	}
 	if h.MarketplaceGuard != nil {
-		srv.Register(ValidateMarketplacePath, MarketplaceGuardWebhook(h.MarketplaceGuard))
+		register(ValidateMarketplacePath, MarketplaceGuardWebhook(h.MarketplaceGuard))
 	}
 	if h.TypedKinds != nil {
-		srv.Register(MutateTypedPath, TypedDefaulterWebhook(h.TypedKinds, h.InstanceDefaulter, h.InstanceValidator))
-		srv.Register(ValidateTypedPath, TypedValidatorWebhook(h.TypedKinds, h.InstanceValidator))
+		register(MutateTypedPath, TypedDefaulterWebhook(h.TypedKinds, h.InstanceDefaulter, h.InstanceValidator))
+		register(ValidateTypedPath, TypedValidatorWebhook(h.TypedKinds, h.InstanceValidator))
 	}
 }
 

@@ -4,6 +4,9 @@ import (
 	"context"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -12,6 +15,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/internal/breaks"
 	"github.com/lockstep-dev/lockstep/internal/metrics"
+	"github.com/lockstep-dev/lockstep/internal/tracing"
 	"github.com/lockstep-dev/lockstep/internal/typed/render"
 )
 
@@ -92,7 +96,7 @@ func (v *Validator[T]) admit(ctx context.Context, a *Attributes[T]) (_ admission
 			return w, err
 		}
 	}
-	t, errs, warnings, err := v.check(ctx, a)
+	t, errs, warnings, err := v.traceCheck(ctx, a)
 	if err != nil {
 		return warnings, err
 	}
@@ -194,6 +198,20 @@ func (v *Validator[T]) check(ctx context.Context, a *Attributes[T]) (*Target, fi
 	return t, errs, warnings, nil
 }
 
+// traceCheck runs the static phase in a lockstep.checks span.
+func (v *Validator[T]) traceCheck(ctx context.Context, a *Attributes[T]) (*Target, field.ErrorList, admission.Warnings, error) {
+	ctx, span := tracing.Start(ctx, tracing.SpanChecks)
+	defer span.End()
+	t, errs, warnings, err := v.check(ctx, a)
+	if span.IsRecording() {
+		span.SetAttributes(tracing.AttrFieldErrors.Int(len(errs)))
+		if err != nil || len(errs) > 0 {
+			span.SetStatus(codes.Error, "refused")
+		}
+	}
+	return t, errs, warnings, err
+}
+
 // count records a decision: denied with the rejection's reason, or
 // allowed for reason (unchanged, dry run, or carried out at the broker),
 // under the kind of the request in ctx when it is a typed kind (one of
@@ -209,6 +227,21 @@ func (v *Validator[T]) count(ctx context.Context, op admissionv1.Operation, reas
 		kind = req.Kind.Kind
 	}
 	metrics.AdmissionDecision(kind, string(op), result, reason)
+	if span := tracing.Current(ctx); span.IsRecording() {
+		decided(ctx, span, kind, op, result, reason)
+	}
+}
+
+// decided says on the admission's span what was asked and how it was
+// decided (never why in words: a message may quote parameter values).
+func decided(ctx context.Context, span trace.Span, kind string, op admissionv1.Operation, result, reason string) {
+	attrs := []attribute.KeyValue{tracing.AttrKind.String(kind), tracing.AttrOperation.String(string(op)),
+		tracing.AttrResult.String(result), tracing.AttrReason.String(reason)}
+	if req, err := admission.RequestFromContext(ctx); err == nil {
+		attrs = append(attrs, tracing.AttrNamespace.String(req.Namespace), tracing.AttrName.String(req.Name),
+			tracing.AttrDryRun.Bool(req.DryRun != nil && *req.DryRun))
+	}
+	span.SetAttributes(attrs...)
 }
 
 // objectKind names obj's kind in messages and records: the kind its

@@ -126,6 +126,11 @@ const brokeredWorkers = 8
 
 // Run starts the manager with the webhook server and blocks until ctx ends.
 func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
+	stopTracing, err := startTracing(ctx)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	scheme := Scheme()
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme: scheme,

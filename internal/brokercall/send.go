@@ -10,6 +10,7 @@ import (
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/broker/osbapi"
 	"github.com/lockstep-dev/lockstep/internal/broker/osbclient"
+	"github.com/lockstep-dev/lockstep/internal/tracing"
 )
 
 // ErrNotRetrievable is the error of an asynchronous bind at a broker that
@@ -26,7 +27,25 @@ func (p *Protocol) Send(ctx context.Context, req Request, requestID string) Resu
 	return p.send(ctx, req, req.Who.meta(requestID))
 }
 
+// send makes the call in a lockstep.broker span, which says what the
+// call came to.
 func (p *Protocol) send(ctx context.Context, req Request, meta osbclient.RequestMeta) Result {
+	ctx, span := tracing.Start(ctx, tracing.SpanBroker)
+	defer span.End()
+	if !span.IsRecording() {
+		return p.call(ctx, req, meta)
+	}
+	span.SetAttributes(tracing.AttrVerb.String(string(req.Verb)), tracing.AttrBroker.String(req.Broker),
+		tracing.AttrInstanceID.String(req.InstanceID), tracing.AttrBindingID.String(req.BindingID))
+	res := p.call(ctx, req, meta)
+	span.SetAttributes(tracing.AttrVerdict.String(string(res.Verdict)))
+	if res.HTTPStatus != 0 {
+		span.SetAttributes(tracing.AttrStatusCode.Int(res.HTTPStatus))
+	}
+	return res
+}
+
+func (p *Protocol) call(ctx context.Context, req Request, meta osbclient.RequestMeta) Result {
 	c := req.Client
 	switch req.Verb {
 	case v1alpha1.VerbProvision:

@@ -7,10 +7,13 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
+	"github.com/lockstep-dev/lockstep/internal/tracing"
 )
 
 // Carrier carries broker operations out, one per object at a time, with
@@ -117,6 +120,10 @@ func (c *Carrier) Run(ctx context.Context, in Intent, call Call) Outcome {
 		return Outcome{LockErr: ErrStopped}
 	}
 	draft := c.Journal.Draft(in)
+	if tp := tracing.Traceparent(ctx); tp != "" {
+		// The operations reconciler's follow-ups join this trace.
+		draft.Annotations[tracing.AnnotationTraceparent] = tp
+	}
 	op := &Operation{ID: in.ID, Verb: in.Verb, User: in.User.Username, Started: Started(draft), Record: draft.Name, Carried: draft}
 	counted := &counting{Client: c.Leases.Client}
 	leases := *c.Leases
@@ -124,10 +131,12 @@ func (c *Carrier) Run(ctx context.Context, in Intent, call Call) Outcome {
 	change := in.Change()
 	identical := false
 	key := KeyOf(in.Kind, in.Target)
-	holder, ok, err := leases.AcquireUnless(ctx, key, op, func(holder *Operation) bool {
-		identical = c.identicalDone(ctx, in.Target.GetNamespace(), change, holder)
+	lockCtx, span := tracing.Start(ctx, tracing.SpanLock)
+	holder, ok, err := leases.AcquireUnless(lockCtx, key, op, func(holder *Operation) bool {
+		identical = c.identicalDone(lockCtx, in.Target.GetNamespace(), change, holder)
 		return identical || (in.Creates() && holder != nil && !holder.About(key))
 	})
+	lockSpan(span, draft.Name, ok, holder, err)
 	out := Outcome{Writes: counted.taken()}
 	switch {
 	case err != nil:
@@ -168,6 +177,26 @@ func (c *Carrier) Run(ctx context.Context, in Intent, call Call) Outcome {
 	return out
 }
 
+// lockSpan ends the span of taking the lock with how it went.
+func lockSpan(span trace.Span, record string, taken bool, holder *Operation, err error) {
+	defer span.End()
+	if !span.IsRecording() {
+		return
+	}
+	span.SetAttributes(tracing.AttrRecord.String(record))
+	switch {
+	case err != nil:
+		span.SetAttributes(tracing.AttrLock.String("failed"))
+		span.SetStatus(codes.Error, "the lock could not be written")
+	case taken:
+		span.SetAttributes(tracing.AttrLock.String("taken"))
+	case holder != nil:
+		span.SetAttributes(tracing.AttrLock.String("held"), tracing.AttrHolder.String(holder.Record))
+	default:
+		span.SetAttributes(tracing.AttrLock.String("held"))
+	}
+}
+
 // Committing the record of a success: how long settle waits for the API
 // server to hold the change, and how often it looks. The API server
 // persists an allowed change a moment after the reply.
@@ -187,6 +216,13 @@ const (
 func (c *Carrier) settle(ctx context.Context, draft *v1alpha1.BrokerOperation, target client.Object, version string, ans Answer) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
+	ctx, span := tracing.Start(ctx, tracing.SpanRecord)
+	defer span.End()
+	if span.IsRecording() {
+		defer func() {
+			span.SetAttributes(tracing.AttrRecord.String(draft.Name), tracing.AttrPhase.String(string(ans.Phase)))
+		}()
+	}
 	if ans.Phase == v1alpha1.PhaseSucceeded && c.persisted(ctx, draft) {
 		ans.Phase = v1alpha1.PhaseCommitted
 	}

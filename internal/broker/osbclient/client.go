@@ -13,11 +13,17 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/lockstep-dev/lockstep/internal/broker/osbapi"
+	"github.com/lockstep-dev/lockstep/internal/tracing"
 )
 
 // ErrInvalidRequest is wrapped by errors for requests that were never sent
@@ -120,6 +126,8 @@ func (c *Client) do(ctx context.Context, meta RequestMeta, cl call) (*answer, er
 		target += "?" + cl.query.Encode()
 	}
 
+	ctx, span := c.span(ctx, cl)
+	defer span.End()
 	callCtx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	var connected, sent atomic.Bool
@@ -144,6 +152,7 @@ func (c *Client) do(ctx context.Context, meta RequestMeta, cl call) (*answer, er
 		return nil, fmt.Errorf("%s: %w", cl.op, err)
 	}
 	c.auth.apply(req.Header)
+	tracing.Inject(ctx, req.Header)
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", c.userAgent)
 	if body != nil {
@@ -160,9 +169,12 @@ func (c *Client) do(ctx context.Context, meta RequestMeta, cl call) (*answer, er
 		defer func() { c.observe(cl.op, status, time.Since(start)) }()
 	}
 	if err != nil {
-		return nil, c.transportError(ctx, callCtx, cl, err, connected.Load(), sent.Load())
+		terr := c.transportError(ctx, callCtx, cl, err, connected.Load(), sent.Load())
+		noAnswer(span, terr)
+		return nil, terr
 	}
 	defer func() { _ = resp.Body.Close() }()
+	answered(span, resp.StatusCode)
 	if resp.ContentLength > c.maxBytes {
 		return nil, c.tooLarge(cl, resp.StatusCode)
 	}
@@ -174,6 +186,48 @@ func (c *Client) do(ctx context.Context, meta RequestMeta, cl call) (*answer, er
 		return nil, c.tooLarge(cl, resp.StatusCode)
 	}
 	return &answer{status: resp.StatusCode, header: resp.Header, body: raw}, nil
+}
+
+// span starts the span of one request (osb.<request>, a client span)
+// with what it asks of whom: never its body, query or headers.
+func (c *Client) span(ctx context.Context, cl call) (context.Context, trace.Span) {
+	ctx, span := tracing.Start(ctx, tracing.OSB(string(cl.op)), trace.WithSpanKind(trace.SpanKindClient))
+	if span.IsRecording() {
+		attrs := []attribute.KeyValue{tracing.AttrRequest.String(string(cl.op)), tracing.AttrMethod.String(cl.method),
+			tracing.AttrPath.String(c.base.Path + cl.path), tracing.AttrServer.String(c.base.Hostname())}
+		if port, err := strconv.Atoi(c.base.Port()); err == nil {
+			attrs = append(attrs, tracing.AttrPort.Int(port))
+		}
+		span.SetAttributes(attrs...)
+	}
+	return ctx, span
+}
+
+// answered records the status of an answer on its request's span; 5xx is
+// an error of the request, 4xx the broker's answer.
+func answered(span trace.Span, status int) {
+	if !span.IsRecording() {
+		return
+	}
+	span.SetAttributes(tracing.AttrStatusCode.Int(status))
+	if status >= 500 {
+		span.SetStatus(codes.Error, http.StatusText(status))
+	}
+}
+
+// noAnswer records a request that got no answer on its span: what kind
+// of failure, never its message.
+func noAnswer(span trace.Span, err error) {
+	if !span.IsRecording() {
+		return
+	}
+	kind := "connection"
+	var te *TransportError
+	if errors.As(err, &te) && te.Timeout {
+		kind = "timeout"
+	}
+	span.SetAttributes(tracing.AttrErrorType.String(kind))
+	span.SetStatus(codes.Error, "no answer: "+kind)
 }
 
 func (c *Client) tooLarge(cl call, status int) error {

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/codes"
 	"k8s.io/utils/clock"
 
 	"github.com/lockstep-dev/lockstep/internal/breaks"
 	"github.com/lockstep-dev/lockstep/internal/broker/osbapi"
+	"github.com/lockstep-dev/lockstep/internal/tracing"
 )
 
 // ErrStillInProgress is matched (errors.Is) by a *StillInProgressError: the
@@ -129,7 +131,32 @@ func (c *Client) PollBinding(ctx context.Context, meta RequestMeta, req BindingL
 	})
 }
 
+// poll polls in an osb.poll span, which counts the polls and keeps the
+// last state the broker gave.
 func poll(ctx context.Context, opts PollOptions, fetch func(context.Context) (*LastOperation, error)) (*LastOperation, error) {
+	ctx, span := tracing.Start(ctx, tracing.SpanPoll)
+	defer span.End()
+	if !span.IsRecording() {
+		return polls(ctx, opts, fetch)
+	}
+	n := 0
+	var state osbapi.State
+	op, err := polls(ctx, opts, func(ctx context.Context) (*LastOperation, error) {
+		n++
+		op, err := fetch(ctx)
+		if err == nil {
+			state = op.State
+		}
+		return op, err
+	})
+	span.SetAttributes(tracing.AttrPolls.Int(n), tracing.AttrState.String(string(state)))
+	if err != nil && !errors.Is(err, ErrStillInProgress) {
+		span.SetStatus(codes.Error, "polling failed")
+	}
+	return op, err
+}
+
+func polls(ctx context.Context, opts PollOptions, fetch func(context.Context) (*LastOperation, error)) (*LastOperation, error) {
 	o := opts.withDefaults()
 	interval := o.MinInterval
 	transient := 0

@@ -16,6 +16,7 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/controller/resync"
 	"github.com/lockstep-dev/lockstep/internal/journal"
 	"github.com/lockstep-dev/lockstep/internal/metrics"
+	"github.com/lockstep-dev/lockstep/internal/tracing"
 )
 
 // resync reads the object from its broker when it is due, compares it
@@ -50,7 +51,16 @@ func (r *Reconciler[T, S]) resync(ctx context.Context, obj T, status *S, records
 		// admission says so on the next change.
 		return later(), client.IgnoreNotFound(err)
 	}
+	ctx, span := tracing.Start(ctx, tracing.SpanResync)
+	defer span.End()
 	seen, err := r.compare(ctx, obj, status, t, records)
+	if span.IsRecording() {
+		span.SetAttributes(tracing.AttrKind.String(string(r.Kind.Kind())), tracing.AttrNamespace.String(obj.GetNamespace()),
+			tracing.AttrName.String(obj.GetName()), tracing.AttrBroker.String(t.Entry.Broker))
+		if c := meta.FindStatusCondition(*r.Kind.Conditions(status), v1alpha1.ConditionInSync); c != nil {
+			span.SetAttributes(tracing.AttrResyncResult.String(c.Reason))
+		}
+	}
 	if err != nil {
 		return reconcile.Result{}, err
 	}

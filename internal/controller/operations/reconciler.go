@@ -22,6 +22,7 @@ import (
 	"sort"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -39,6 +40,7 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/credentials"
 	"github.com/lockstep-dev/lockstep/internal/journal"
 	"github.com/lockstep-dev/lockstep/internal/metrics"
+	"github.com/lockstep-dev/lockstep/internal/tracing"
 )
 
 // persistRecheck is how soon a Succeeded record whose change the API server
@@ -301,6 +303,8 @@ func persistedAsRecorded(op *v1alpha1.BrokerOperation, target client.Object) boo
 // the broker cannot tell, settles it the way that leaves both sides equal
 // either way.
 func (r *Reconciler) follow(ctx context.Context, op *v1alpha1.BrokerOperation) (ctrl.Result, error) {
+	ctx, span := followSpan(ctx, op)
+	defer span.End()
 	req, err := r.request(ctx, op, op.Spec.Verb, brokercall.ReasonFollow)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -459,6 +463,8 @@ func (r *Reconciler) commit(ctx context.Context, op *v1alpha1.BrokerOperation) (
 // time (a broker busy with the binding's bind answers 422
 // ConcurrencyError until it is done).
 func (r *Reconciler) compensate(ctx context.Context, op *v1alpha1.BrokerOperation) (ctrl.Result, error) {
+	ctx, span := followSpan(ctx, op)
+	defer span.End()
 	target, err := r.target(ctx, op)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -684,6 +690,18 @@ func (r *Reconciler) clock() clock.PassiveClock {
 		return r.Clock
 	}
 	return clock.RealClock{}
+}
+
+// followSpan starts the lockstep.follow span of a step that asks op's
+// broker after admission (how an operation ended, an undo), in the trace
+// of the admission that started op.
+func followSpan(ctx context.Context, op *v1alpha1.BrokerOperation) (context.Context, trace.Span) {
+	ctx, span := tracing.Start(tracing.WithTraceparent(ctx, op.Annotations[tracing.AnnotationTraceparent]), tracing.SpanFollow)
+	if span.IsRecording() {
+		span.SetAttributes(tracing.AttrRecord.String(op.Name), tracing.AttrVerb.String(string(op.Spec.Verb)),
+			tracing.AttrPhase.String(string(op.Status.Phase)), tracing.AttrBroker.String(op.Spec.BrokerName))
+	}
+	return ctx, span
 }
 
 func completed(op *v1alpha1.BrokerOperation) time.Time {
