@@ -63,6 +63,11 @@ type Options struct {
 	// through a front that, as a load balancer, sends connections only to
 	// those that are ready. 0 or 1: envtest's one.
 	APIServers int
+	// TracingEndpoint, when set, is where kube-apiserver sends its spans
+	// (OTLP over gRPC, host:port; an OTLPReceiver's Endpoint), every
+	// request sampled: its calls to the webhooks then carry a W3C
+	// traceparent.
+	TracingEndpoint string
 }
 
 // ControlPlane is a running etcd and kube-apiserver (and
@@ -148,6 +153,13 @@ func Start(o Options) (_ *ControlPlane, err error) {
 	}
 	if o.Configure != nil {
 		o.Configure(cp.Env)
+	}
+	if o.TracingEndpoint != "" {
+		path, err := writeTracingConfig(cp.Dir, o.TracingEndpoint)
+		if err != nil {
+			return nil, err
+		}
+		cp.Env.ControlPlane.GetAPIServer().Configure().Set("tracing-config-file", path)
 	}
 	if cp.Config, err = cp.Env.Start(); err != nil {
 		return nil, fmt.Errorf("starting kube-apiserver and etcd from %s: %w", o.Assets, err)
