@@ -45,12 +45,12 @@ test: vet ## run every test: unit and end-to-end (real kube-apiserver, etcd, kub
 
 .PHONY: unit
 unit: ## run the unit tests only (no control plane)
-	$(GO) test $(TEST_FLAGS) -skip '^TestMakeRun$$|^TestAPIServerKilledAndRestarted$$' $$($(GO) list ./... | grep -v -e /test/e2e -e /test/deploy -e /test/replicas -e /test/celrules -e /test/typedcrds -e /test/helm -e /test/plugin -e '/test/robustness$$')
+	$(GO) test $(TEST_FLAGS) -skip '^TestMakeRun$$|^TestAPIServerKilledAndRestarted$$' $$($(GO) list ./... | grep -v -e /test/e2e -e /test/deploy -e /test/replicas -e /test/celrules -e /test/typedcrds -e /test/helm -e /test/plugin -e /test/observability -e '/test/robustness$$')
 
 .PHONY: e2e
-e2e: ## run the end-to-end tests only (test/e2e with the README walkthrough, test/deploy, test/celrules, test/typedcrds, test/helm, test/plugin, the robustness suite's short run, make run's own test)
+e2e: ## run the end-to-end tests only (test/e2e with the README walkthrough, test/deploy, test/celrules, test/typedcrds, test/helm, test/plugin, test/observability, the robustness suite's short run, make run's own test)
 	@assets=$$(bash $(TESTBIN)); \
-	KUBEBUILDER_ASSETS=$$assets $(GO) test $(TEST_FLAGS) -v ./test/e2e/... ./test/deploy/... ./test/celrules/... ./test/typedcrds/... ./test/helm/... ./test/plugin/... ./test/robustness && \
+	KUBEBUILDER_ASSETS=$$assets $(GO) test $(TEST_FLAGS) -v ./test/e2e/... ./test/deploy/... ./test/celrules/... ./test/typedcrds/... ./test/helm/... ./test/plugin/... ./test/observability/... ./test/robustness && \
 	KUBEBUILDER_ASSETS=$$assets $(GO) test $(TEST_FLAGS) -v -run '^TestMakeRun$$' ./hack/devenv
 
 # How long `make fuzz` runs each fuzz target.
