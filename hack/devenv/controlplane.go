@@ -54,6 +54,7 @@ func startControlPlane(o options, s *state, ports Ports, logs *logFiles) (*contr
 	}
 	fw, err := framework.Start(framework.Options{
 		Name: "run", Root: o.root, Assets: o.assets, Dir: s.dir, WebhookPort: ports.Webhook,
+		TracingEndpoint: apiServerTracing(os.Getenv),
 		Configure: func(env *envtest.Environment) {
 			env.ControlPlaneStartTimeout = time.Minute
 			env.ControlPlaneStopTimeout = 30 * time.Second

@@ -120,6 +120,7 @@ func run(ctx context.Context, o options, out io.Writer) (err error) {
 	defer logs.close()
 
 	fmt.Fprintf(out, "make run: starting etcd and kube-apiserver on 127.0.0.1 (state in %s)\n", shown(o.root, s.dir))
+	sayTracing(out, apiServerTracing(os.Getenv))
 	cp, err := startControlPlane(o, s, ports, logs)
 	if err != nil {
 		return err

@@ -1,6 +1,8 @@
 package helm
 
 import (
+	"context"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/app"
 	"github.com/lockstep-dev/lockstep/internal/broker/embedded"
 	"github.com/lockstep-dev/lockstep/internal/broker/embedded/executor"
+	"github.com/lockstep-dev/lockstep/internal/tracing"
 )
 
 // find returns the one rendered object of kind and name, or nil.
@@ -234,6 +237,19 @@ func TestEveryValueReachesLockstep(t *testing.T) {
 				assert.Contains(t, raw, `up{job=\"lockstep-metrics\"}`)
 				assert.NotContains(t, raw, "lockstep-webhook")
 			}},
+		{"tracing", map[string]any{"tracing": map[string]any{"enabled": true, "endpoint": "http://otel-collector.observability:4317", "samplerArg": "0.25"}},
+			func(t *testing.T, _ []*unstructured.Unstructured, _ app.Config, vars map[string]string) {
+				assert.Equal(t, map[string]string{"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://otel-collector.observability:4317",
+					"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_TRACES_SAMPLER": "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG": "0.25"}, otel(vars))
+				// lockstep turns tracing on with them (configOf set them).
+				shutdown, err := tracing.Setup(context.Background(), io.Discard)
+				require.NoError(t, err)
+				assert.True(t, tracing.On())
+				require.NoError(t, shutdown(context.Background()))
+			}},
+		{"tracing off by default", nil, func(t *testing.T, _ []*unstructured.Unstructured, _ app.Config, vars map[string]string) {
+			assert.Empty(t, otel(vars))
+		}},
 		{"scheduling", map[string]any{"nodeSelector": map[string]any{"pool": "system"},
 			"tolerations": []any{map[string]any{"key": "dedicated", "operator": "Exists"}}},
 			func(t *testing.T, objs []*unstructured.Unstructured, _ app.Config, _ map[string]string) {
@@ -288,6 +304,17 @@ func brokerSettings(t *testing.T, objs []*unstructured.Unstructured) embedded.Se
 	return s
 }
 
+// otel are the OTEL_* variables among vars.
+func otel(vars map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range vars {
+		if strings.HasPrefix(k, "OTEL_") {
+			out[k] = v
+		}
+	}
+	return out
+}
+
 // mounts are the paths the container mounts.
 func mounts(t *testing.T, objs []*unstructured.Unstructured) []string {
 	t.Helper()
@@ -317,6 +344,8 @@ func TestSettingsThatCannotWorkAreRefused(t *testing.T) {
 		{"a log level lockstep does not know", map[string]any{"logLevel": "verbose"}, "logLevel"},
 		{"a misspelt value", map[string]any{"replica": 3}, "replica"},
 		{"a ServiceBroker without URL", map[string]any{"serviceBrokers": []any{map[string]any{"name": "x"}}}, "url"},
+		{"tracing without an endpoint", map[string]any{"tracing": map[string]any{"enabled": true}}, "tracing.enabled needs tracing.endpoint"},
+		{"a sampler OpenTelemetry does not have", map[string]any{"tracing": map[string]any{"enabled": true, "endpoint": "http://c:4317", "sampler": "sometimes"}}, "sampler"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -122,6 +122,9 @@ Settings that cannot work together, refused before anything is applied.
 {{- fail (printf "embeddedBroker.actions.users %s are %d users, fewer than embeddedBroker.actions.maxConcurrent (%d): each running action needs a user of its own" $broker.actions.users (int $count) (int $broker.actions.maxConcurrent)) -}}
 {{- end -}}
 {{- end -}}
+{{- if and .Values.tracing.enabled (not .Values.tracing.endpoint) -}}
+{{- fail "tracing.enabled needs tracing.endpoint: the OTLP collector the spans go to (http://collector:4317 with tracing.protocol=grpc)" -}}
+{{- end -}}
 {{- if and .Values.embeddedBroker.enabled (eq .Values.embeddedBroker.store.type "etcd") (not .Values.embeddedBroker.store.etcd.endpoints) -}}
 {{- fail "embeddedBroker.store.type=etcd needs embeddedBroker.store.etcd.endpoints (etcd client URLs, comma separated)" -}}
 {{- end -}}
