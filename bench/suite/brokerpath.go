@@ -251,10 +251,17 @@ func minMax(ds []time.Duration) (time.Duration, time.Duration) {
 // them when the validating webhook sees their CREATE: defaulted, with the
 // finalizer and a uid, no status yet.
 func (s *Suite) brokerPathObjects(ctx context.Context, ns string, latency time.Duration, count int) ([]*v1alpha1.ServiceInstance, error) {
+	return s.pendingInstances(ctx, ns, fmt.Sprintf("bp-%dms", latency.Milliseconds()), count)
+}
+
+// pendingInstances creates count ServiceInstances named prefix-0, ... as
+// the API server holds them when the validating webhook sees their
+// CREATE.
+func (s *Suite) pendingInstances(ctx context.Context, ns, prefix string, count int) ([]*v1alpha1.ServiceInstance, error) {
 	out := make([]*v1alpha1.ServiceInstance, count)
 	for i := range out {
 		si := &v1alpha1.ServiceInstance{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("bp-%dms-%d", latency.Milliseconds(), i),
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("%s-%d", prefix, i),
 				Labels: map[string]string{"app.kubernetes.io/name": "orders"}, Finalizers: []string{v1alpha1.Finalizer}},
 			Spec: v1alpha1.ServiceInstanceSpec{BrokerName: acme, ServiceName: fakebroker.ServiceDB, PlanName: fakebroker.PlanSmall,
 				ExternalID: uuid.NewString(), Parameters: &runtime.RawExtension{Raw: []byte(`{"storageGB":10}`)}},

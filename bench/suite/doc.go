@@ -23,6 +23,10 @@
 //     validating webhook (lock, journal, broker call) against the same
 //     calls made directly to the same test broker, at fixed broker
 //     latencies;
+//   - Tracing: the broker path at 0s broker latency through three lockstep
+//     processes at once: built without tracing, with tracing off, with
+//     tracing on (spans exported over OTLP to a collector in the
+//     benchmark's process);
 //   - Journal: many ServiceInstances created and deleted with a short
 //     operation retention, and how many BrokerOperations the cluster
 //     holds meanwhile and afterwards;

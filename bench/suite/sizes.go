@@ -24,6 +24,9 @@ type Sizes struct {
 	BrokerPath int
 	// BrokerLatencies are the test broker's fixed latencies.
 	BrokerLatencies []time.Duration
+	// Tracing is the number of instances provisioned, updated and
+	// deprovisioned per arm of the tracing benchmark.
+	Tracing int
 	// ScaleInstances are the instances stored for the scale benchmark;
 	// Resync the resync settings of its resync pass over them.
 	ScaleInstances int
@@ -74,6 +77,7 @@ func Full() Sizes {
 		EndToEnd:        500,
 		BrokerPath:      100,
 		BrokerLatencies: []time.Duration{0, 50 * time.Millisecond},
+		Tracing:         300,
 		ScaleInstances:  10000,
 		ChurnCycles:     10000, ChurnRetention: time.Minute, ChurnTimeout: 20 * time.Minute,
 		// Due at 1000/s against a limit of 500/s: a pass takes 20 s.
@@ -98,6 +102,7 @@ func Tiny() Sizes {
 		EndToEnd:        4,
 		BrokerPath:      3,
 		BrokerLatencies: []time.Duration{0, 10 * time.Millisecond},
+		Tracing:         3,
 		ScaleInstances:  10,
 		ChurnCycles:     10, ChurnRetention: 2 * time.Second, ChurnTimeout: time.Minute,
 		Resync:          ResyncSettings{Interval: time.Second, QPS: 5, Concurrency: 2},

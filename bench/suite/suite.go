@@ -55,6 +55,7 @@ func Benchmarks() []Benchmark {
 		{Name: "e2e", NeedsEnv: true, Run: (*Suite).EndToEnd},
 		{Name: "typed", NeedsEnv: true, Run: (*Suite).Typed},
 		{Name: "broker", NeedsEnv: true, Run: (*Suite).BrokerPath},
+		{Name: "tracing", NeedsEnv: true, Run: (*Suite).Tracing},
 		{Name: "journal", NeedsEnv: true, Run: (*Suite).Journal},
 		{Name: "burst", NeedsEnv: true, Run: (*Suite).Burst},
 		{Name: "scale", NeedsEnv: true, Run: (*Suite).Scale},

@@ -1,3 +1,5 @@
+//go:build !lockstep_notracing
+
 package tracing
 
 import (
@@ -30,13 +32,6 @@ const (
 	envTraceProtocol = "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"
 	envServiceName   = "OTEL_SERVICE_NAME"
 )
-
-// ServiceName is the service.name of lockstep's spans unless
-// OTEL_SERVICE_NAME names another.
-const ServiceName = "lockstep"
-
-// Shutdown flushes the spans not exported yet and stops the exporters.
-type Shutdown func(context.Context) error
 
 // Setup turns tracing on when the environment asks for it, and returns
 // what flushes and stops it. Tracing is off unless OTEL_TRACES_EXPORTER

@@ -1,3 +1,5 @@
+//go:build !lockstep_notracing
+
 package tracing
 
 import (

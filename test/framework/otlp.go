@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
@@ -26,6 +27,9 @@ type OTLPReceiver struct {
 	addr string
 	srv  *grpc.Server
 	done chan struct{}
+	// keep says the spans are kept for Spans; otherwise only counted.
+	keep bool
+	n    atomic.Int64
 
 	mu    sync.Mutex
 	spans []Span
@@ -59,8 +63,14 @@ type Event struct {
 }
 
 // StartOTLPReceiver listens on a free loopback port (FreePort) and
-// serves OTLP's trace service there.
-func StartOTLPReceiver() (*OTLPReceiver, error) {
+// serves OTLP's trace service there, keeping every span.
+func StartOTLPReceiver() (*OTLPReceiver, error) { return startOTLP(true) }
+
+// StartOTLPSink is StartOTLPReceiver for a benchmark: it counts the spans
+// and keeps none.
+func StartOTLPSink() (*OTLPReceiver, error) { return startOTLP(false) }
+
+func startOTLP(keep bool) (*OTLPReceiver, error) {
 	port, err := FreePort()
 	if err != nil {
 		return nil, err
@@ -70,7 +80,7 @@ func StartOTLPReceiver() (*OTLPReceiver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listening for OTLP on %s: %w", addr, err)
 	}
-	r := &OTLPReceiver{addr: addr, srv: grpc.NewServer(), done: make(chan struct{})}
+	r := &OTLPReceiver{addr: addr, srv: grpc.NewServer(), done: make(chan struct{}), keep: keep}
 	collectortrace.RegisterTraceServiceServer(r.srv, r)
 	go func() {
 		defer close(r.done)
@@ -88,7 +98,10 @@ func (r *OTLPReceiver) Stop() {
 	<-r.done
 }
 
-// Spans returns a copy of every span received so far.
+// Count is how many spans the receiver got.
+func (r *OTLPReceiver) Count() int64 { return r.n.Load() }
+
+// Spans returns a copy of every span received so far (none for a sink).
 func (r *OTLPReceiver) Spans() []Span {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -97,6 +110,14 @@ func (r *OTLPReceiver) Spans() []Span {
 
 // Export implements OTLP's trace service.
 func (r *OTLPReceiver) Export(_ context.Context, req *collectortrace.ExportTraceServiceRequest) (*collectortrace.ExportTraceServiceResponse, error) {
+	if !r.keep {
+		for _, rs := range req.GetResourceSpans() {
+			for _, ss := range rs.GetScopeSpans() {
+				r.n.Add(int64(len(ss.GetSpans())))
+			}
+		}
+		return &collectortrace.ExportTraceServiceResponse{}, nil
+	}
 	var got []Span
 	for _, rs := range req.GetResourceSpans() {
 		resource := attributes(rs.GetResource().GetAttributes())
@@ -109,6 +130,7 @@ func (r *OTLPReceiver) Export(_ context.Context, req *collectortrace.ExportTrace
 	r.mu.Lock()
 	r.spans = append(r.spans, got...)
 	r.mu.Unlock()
+	r.n.Add(int64(len(got)))
 	return &collectortrace.ExportTraceServiceResponse{}, nil
 }
 

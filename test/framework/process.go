@@ -53,12 +53,13 @@ func StartProcess(name, path string, args, env []string, logPath string) (*Proce
 	return p, nil
 }
 
-// CleanEnviron is this process's environment without LOCKSTEP_* settings
-// and KUBECONFIG, plus extra: a child sees only what its suite sets.
+// CleanEnviron is this process's environment without LOCKSTEP_* and
+// OTEL_* settings and KUBECONFIG, plus extra: a child sees only what its
+// suite sets.
 func CleanEnviron(extra []string) []string {
 	var out []string
 	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, "LOCKSTEP_") || strings.HasPrefix(kv, "KUBECONFIG=") {
+		if strings.HasPrefix(kv, "LOCKSTEP_") || strings.HasPrefix(kv, "OTEL_") || strings.HasPrefix(kv, "KUBECONFIG=") {
 			continue
 		}
 		out = append(out, kv)

@@ -47,7 +47,7 @@ func run(args []string) error {
 	flags := flag.NewFlagSet("lockstep-bench", flag.ContinueOnError)
 	out := flags.String("out", "", "write the results (markdown) to this file; empty: stdout")
 	sizes := flags.String("sizes", "full", "full (make bench) or tiny (a quick check that everything runs)")
-	only := flags.String("only", "", "comma-separated benchmarks to run (micro, admission, e2e, typed, broker, journal, burst, scale, embedded); empty: all")
+	only := flags.String("only", "", "comma-separated benchmarks to run (micro, admission, e2e, typed, broker, tracing, journal, burst, scale, embedded); empty: all")
 	assets := flags.String("assets", os.Getenv("KUBEBUILDER_ASSETS"), "directory with kube-apiserver, etcd and kubectl")
 	root := flags.String("root", "", "repository root; empty: found from the working directory")
 	timeout := flags.Duration("timeout", 40*time.Minute, "stop everything after this long")
