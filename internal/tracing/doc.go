@@ -24,4 +24,7 @@
 // Spans carry names, ids, verbs, phases and statuses: never a parameter
 // value, a credential, a broker's description or an error message (which
 // may quote either). docs/tracing.md lists every span and attribute.
+//
+// Built with the tag lockstep_notracing (notracing.go), every function
+// does nothing: the benchmark suite measures tracing off against that.
 package tracing

@@ -74,9 +74,6 @@ const (
 	// state the broker gave.
 	AttrPolls = attribute.Key("osb.polls")
 	AttrState = attribute.Key("osb.state")
-	// AttrErrorCode is the OSB error code of a refusal (ConcurrencyError,
-	// AsyncRequired, ...).
-	AttrErrorCode = attribute.Key("osb.error_code")
 	// AttrResyncResult is what resync found (InSync, PlanDrift, ...).
 	AttrResyncResult = attribute.Key("lockstep.resync.result")
 	// The HTTP attributes of a broker request, as OpenTelemetry's
