@@ -111,8 +111,13 @@ func (s *Suite) Tracing(ctx context.Context) (report.Section, error) {
 				After: func(ctx context.Context, j int) error { return v.persist(ctx, s.Env.Client, arm[j]) },
 			}}
 		}
+		// Alternate gives the warmup and each round (one request per arm)
+		// MaxDuration/Rounds: a minute each, whatever n, so that no request
+		// on a loaded machine is cut short (the review client gives up
+		// after 35s) and leaves its instance without the status the next
+		// step waits for.
 		res, err := loadgen.Alternate(ctx, arms, loadgen.Plan{
-			Load: loadgen.Load{Concurrency: 1, Requests: n, MaxDuration: s.Sizes.StepTimeout}, Rounds: n, Warmup: w,
+			Load: loadgen.Load{Concurrency: 1, Requests: n, MaxDuration: time.Duration(n) * time.Minute}, Rounds: n, Warmup: w,
 		})
 		if err != nil {
 			return sec, fmt.Errorf("tracing, %s: %w", v.name, err)
