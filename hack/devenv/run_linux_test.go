@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/lockstep-dev/lockstep/internal/tracing"
 	"github.com/lockstep-dev/lockstep/test/framework"
 )
 
@@ -27,7 +28,9 @@ import (
 // restart and a crash, a second run says that one is running, a crash's
 // leftovers are stopped by the next run, a deleted namespace goes (the
 // namespace controller runs), a run whose kube-controller-manager dies
-// says so and stops, and SIGINT leaves nothing behind.
+// says so and stops, SIGINT leaves nothing behind, and a run with OTLP
+// gRPC tracing sends lockstep's spans and kube-apiserver's to the
+// collector, in one trace.
 func TestMakeRun(t *testing.T) {
 	root, err := framework.Root()
 	require.NoError(t, err)
@@ -81,14 +84,22 @@ func TestMakeRun(t *testing.T) {
 	assertNothingLeft(t, state)
 
 	// 4. A restart keeps the cluster's objects and the broker's store: the
-	// broker still knows the instance, so an update goes through.
-	restarted := startDevenv(t, bin, root, state, assets)
+	// broker still knows the instance, so an update goes through. This run
+	// traces over OTLP gRPC to a collector: the update is one trace from
+	// kube-apiserver's request to lockstep's broker call.
+	collector, err := framework.StartOTLPReceiver()
+	require.NoError(t, err)
+	t.Cleanup(collector.Stop)
+	restarted := startDevenv(t, bin, root, state, assets,
+		"OTEL_EXPORTER_OTLP_ENDPOINT=http://"+collector.Endpoint(), "OTEL_EXPORTER_OTLP_PROTOCOL=grpc")
+	assert.Contains(t, restarted.output(), "make run: tracing on: lockstep's spans and kube-apiserver's go to "+collector.Endpoint())
 	got, err = kubectl("get", "serviceinstance", "db", "-o", "jsonpath={.spec.parameters.size}")
 	require.NoError(t, err)
 	assert.Equal(t, "2", got)
 	got, err = kubectl("patch", "serviceinstance", "db", "--type=merge", "-p", `{"spec":{"parameters":{"size":3}}}`)
 	require.NoError(t, err, "the broker must still know the instance after a restart")
 	assert.Equal(t, "serviceinstance.lockstep.dev/db patched\n", got)
+	assertTracedUpdate(t, collector)
 
 	// 5. A crash (SIGKILL) leaves etcd and kube-apiserver running; the next
 	// run stops them, and the state is still there.
@@ -131,10 +142,18 @@ type devenv struct {
 	done chan error
 }
 
-func startDevenv(t *testing.T, bin, root, state, assets string) *devenv {
+// startDevenv starts the devenv binary with the test's environment, its
+// OTEL_* variables replaced by env's, and waits until lockstep runs.
+func startDevenv(t *testing.T, bin, root, state, assets string, env ...string) *devenv {
 	t.Helper()
 	d := &devenv{out: &framework.LogBuffer{}, done: make(chan error, 1)}
 	d.cmd = exec.Command(bin, "-root", root, "-state", state, "-assets", assets)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "OTEL_") {
+			d.cmd.Env = append(d.cmd.Env, kv)
+		}
+	}
+	d.cmd.Env = append(d.cmd.Env, env...)
 	d.cmd.Stdout, d.cmd.Stderr = d.out, d.out
 	require.NoError(t, d.cmd.Start())
 	go func() { d.done <- d.cmd.Wait() }()
@@ -217,4 +236,53 @@ func assertNothingLeft(t *testing.T, state string) {
 		}
 		assert.Error(t, err, "port %d is still listened on", port)
 	}
+}
+
+// assertTracedUpdate waits for the spans of the ServiceInstance update
+// make run's kube-apiserver and lockstep sent the collector: lockstep's
+// admission of the update (its broker call under it) is the child of
+// kube-apiserver's call of the webhook, in a trace kube-apiserver started.
+func assertTracedUpdate(t *testing.T, collector *framework.OTLPReceiver) {
+	t.Helper()
+	var admitted framework.Span
+	var trace map[string]framework.Span
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		all := collector.Spans()
+		for _, s := range all {
+			if s.Service == "lockstep" && s.Name == tracing.SpanAdmission &&
+				s.Attributes[string(tracing.AttrName)] == "db" && s.Attributes[string(tracing.AttrOperation)] == "UPDATE" {
+				admitted = s
+			}
+		}
+		if admitted.SpanID == "" {
+			return false, nil
+		}
+		trace = map[string]framework.Span{}
+		for _, s := range all {
+			if s.TraceID == admitted.TraceID {
+				trace[s.SpanID] = s
+			}
+		}
+		caller, ok := trace[admitted.ParentSpanID]
+		if !ok {
+			return false, nil
+		}
+		top := caller
+		for top.ParentSpanID != "" {
+			if top, ok = trace[top.ParentSpanID]; !ok {
+				return false, nil
+			}
+		}
+		for _, s := range trace {
+			if s.Name == tracing.SpanBroker && s.ParentSpanID == admitted.SpanID {
+				return caller.Service == "apiserver" && top.Service == "apiserver", nil
+			}
+		}
+		return false, nil
+	})
+	var got []string
+	for _, s := range trace {
+		got = append(got, s.Service+" "+s.Name)
+	}
+	require.NoError(t, err, "one trace from kube-apiserver's request to lockstep's broker call; the update's trace holds %v", got)
 }
