@@ -119,6 +119,14 @@ type TypedKindActivation struct {
 	// +kubebuilder:validation:items:MaxLength=63
 	// +optional
 	ShortNames []string `json:"shortNames,omitempty"`
+	// AggregateToDefaultRoles adds the kinds of the services this entry
+	// selects to Kubernetes' default roles: their edit ClusterRoles are
+	// aggregated into admin and edit, their view ClusterRoles into view,
+	// so that whoever may edit (or view) a namespace may use (or read)
+	// those kinds there. Without it (the default) nobody may until an
+	// administrator binds a kind's roles.
+	// +optional
+	AggregateToDefaultRoles bool `json:"aggregateToDefaultRoles,omitempty"`
 }
 
 // AccessRule opens services and plans of a broker to the namespaces it

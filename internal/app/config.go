@@ -75,11 +75,6 @@ type Config struct {
 	// may be (spec.parameters with those from Secrets merged in, as JSON);
 	// larger ones are refused before any broker call.
 	MaxParametersBytes int `split_words:"true" default:"65536"`
-	// TypedKindRoleAggregation labels the edit and view ClusterRoles of
-	// every typed kind so that Kubernetes aggregates them into the
-	// standard admin, edit and view roles; false leaves them to be bound
-	// on their own.
-	TypedKindRoleAggregation bool `split_words:"true" default:"true"`
 	// Namespace is lockstep's own namespace: the per-object locks live
 	// there, and so do the operation records of deletes in a namespace
 	// that is being deleted. The Deployment sets it to the pod's

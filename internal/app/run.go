@@ -201,7 +201,7 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 		return fmt.Errorf("creating the discovery client of typed kinds' names: %w", err)
 	}
 	if err := (&marketplace.Reconciler{
-		Client: mgr.GetClient(), Catalogs: catalogs, Reader: mgr.GetAPIReader(), Kinds: kinds, Discovery: served, AggregateRoles: c.TypedKindRoleAggregation,
+		Client: mgr.GetClient(), Catalogs: catalogs, Reader: mgr.GetAPIReader(), Kinds: kinds, Discovery: served,
 		RetireGrace: c.AdmissionBudget + c.CommitGrace,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the marketplace controller: %w", err)

@@ -26,6 +26,15 @@ func ActivatedKind(sb *v1alpha1.ServiceBroker, service string) (bool, render.Giv
 	return selected, render.Given{}
 }
 
+// AggregatesRoles reports whether broker sb asks for the typed kind of
+// service to be added to the default roles: an entry of its
+// spec.typedKinds that selects the service says aggregateToDefaultRoles.
+func AggregatesRoles(sb *v1alpha1.ServiceBroker, service string) bool {
+	return slices.ContainsFunc(sb.Spec.TypedKinds, func(a v1alpha1.TypedKindActivation) bool {
+		return a.AggregateToDefaultRoles && slices.ContainsFunc(a.Services, func(p string) bool { return access.Match(p, service) })
+	})
+}
+
 // KeepsKind reports whether broker sb keeps the typed kind an offering of
 // service shows (its kind and plural): the service stays activated, and
 // no other kind or plural is given to it (a plural no longer given is

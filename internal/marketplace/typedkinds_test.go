@@ -32,3 +32,27 @@ func TestKeepsKind(t *testing.T) {
 		})
 	}
 }
+
+func TestAggregatesRoles(t *testing.T) {
+	sb := func(kinds ...v1alpha1.TypedKindActivation) *v1alpha1.ServiceBroker {
+		return &v1alpha1.ServiceBroker{Spec: v1alpha1.ServiceBrokerSpec{TypedKinds: kinds}}
+	}
+	tests := []struct {
+		name string
+		sb   *v1alpha1.ServiceBroker
+		want bool
+	}{
+		{"no entries", sb(), false},
+		{"activated, not asked", sb(v1alpha1.TypedKindActivation{Services: []string{"*"}}), false},
+		{"asked by the entry that selects it", sb(v1alpha1.TypedKindActivation{Services: []string{"postgres*"}, AggregateToDefaultRoles: true}), true},
+		{"asked by another entry that selects it", sb(v1alpha1.TypedKindActivation{Services: []string{"postgresql-db"}, Kind: "Pg"},
+			v1alpha1.TypedKindActivation{Services: []string{"*"}, AggregateToDefaultRoles: true}), true},
+		{"asked for other services only", sb(v1alpha1.TypedKindActivation{Services: []string{"*"}},
+			v1alpha1.TypedKindActivation{Services: []string{"queue"}, AggregateToDefaultRoles: true}), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, AggregatesRoles(tt.sb, "postgresql-db"))
+		})
+	}
+}

@@ -220,13 +220,15 @@ func eventuallyGone(ctx context.Context, t *testing.T, obj client.Object) {
 }
 
 // TestLeastPrivilegeTypedKinds activates a typed kind and deactivates it
-// again through lockstep running with exactly the RBAC of deploy/: the
-// CRD is applied and served, its edit and view ClusterRoles are created
-// (which takes holding what they grant), and both go again. Any rule
-// missing stops a step, or shows up as "forbidden" in lockstep's log.
-// Kubernetes' ClusterRole aggregation adds the kind's roles to edit,
-// admin and view: a user bound to edit in a namespace may create objects
-// of the kind there while it is active, and no longer once it is not.
+// again through lockstep running with exactly the RBAC of deploy/ (and
+// its admission policies): the CRD is applied and served, its edit and
+// view ClusterRoles are created (which takes holding what they grant),
+// and both go again. Any rule missing stops a step, or shows up as
+// "forbidden" in lockstep's log. The kind's roles are in no default role
+// until the ServiceBroker asks (aggregateToDefaultRoles); then
+// Kubernetes' ClusterRole aggregation adds them to edit, admin and view:
+// a user bound to edit in a namespace may create objects of the kind
+// there while it is active, and no longer once it is not.
 func TestLeastPrivilegeTypedKinds(t *testing.T) {
 	ctx := begin(t)
 	c := env.admin
@@ -241,7 +243,8 @@ func TestLeastPrivilegeTypedKinds(t *testing.T) {
 		var o v1alpha1.ServiceOffering
 		return c.Get(ctx, offering, &o) == nil && meta.IsStatusConditionTrue(o.Status.Conditions, v1alpha1.ConditionTypedKindReady)
 	})
-	for _, name := range []string{"lockstep:services:rbacdatabases:edit", "lockstep:services:rbacdatabases:view"} {
+	roles := []string{"lockstep:services:rbacdatabases:edit", "lockstep:services:rbacdatabases:view"}
+	for _, name := range roles {
 		var r rbacv1.ClusterRole
 		require.NoError(t, c.Get(ctx, client.ObjectKey{Name: name}, &r), "the kind's roles are there")
 	}
@@ -265,6 +268,19 @@ func TestLeastPrivilegeTypedKinds(t *testing.T) {
 		out, _, _ := run(env.kubectl, "", "--kubeconfig", env.kubeconfig, "auth", "can-i", "create", "rbacdatabases.services.lockstep.dev", "-n", ns.Name, "--as", "erin")
 		return strings.TrimSpace(out)
 	}
+	for _, name := range roles {
+		var r rbacv1.ClusterRole
+		require.NoError(t, c.Get(ctx, client.ObjectKey{Name: name}, &r))
+		for k := range r.Labels {
+			assert.NotContains(t, k, "aggregate-to", "%s is in no default role unless the ServiceBroker asks", name)
+		}
+	}
+	assert.False(t, aggregated("edit", "create") || aggregated("admin", "create") || aggregated("view", "list"), "the default roles do not hold the kind")
+	assert.Equal(t, "no", canCreate(), "a user bound to edit may not create objects of a kind nobody granted")
+
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(sb), sb))
+	sb.Spec.TypedKinds[0].AggregateToDefaultRoles = true
+	require.NoError(t, c.Update(ctx, sb), "ask for the kind in the default roles")
 	eventually(t, "edit, admin and view gain the kind's rules", func() bool {
 		return aggregated("edit", "create") && aggregated("admin", "create") && aggregated("view", "list")
 	})

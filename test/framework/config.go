@@ -12,27 +12,25 @@ import (
 
 // Config is lockstep's configuration for a suite: budgets, polls and locks
 // short enough for tests, no metrics or health server, debug logs for a
-// person looking into a failure, and typed kinds' roles aggregated into
-// edit, view and admin, as by default. A suite changes what it needs.
+// person looking into a failure. A suite changes what it needs.
 func Config() app.Config {
 	return app.Config{
-		Namespace:                v1alpha1.DefaultNamespace,
-		MetricsAddr:              "0",
-		HealthAddr:               "0",
-		AdmissionBudget:          5 * time.Second,
-		BrokerTimeout:            3 * time.Second,
-		PollInterval:             50 * time.Millisecond,
-		PollMaxInterval:          200 * time.Millisecond,
-		LockDuration:             time.Minute,
-		LockWait:                 3 * time.Second,
-		CommitGrace:              5 * time.Second,
-		RefusalMemory:            300 * time.Millisecond,
-		KeepOperations:           10,
-		CatalogRefreshInterval:   time.Second,
-		MaxParametersBytes:       64 << 10,
-		TypedKindRoleAggregation: true,
-		LogLevel:                 "debug",
-		LogFormat:                "console",
+		Namespace:              v1alpha1.DefaultNamespace,
+		MetricsAddr:            "0",
+		HealthAddr:             "0",
+		AdmissionBudget:        5 * time.Second,
+		BrokerTimeout:          3 * time.Second,
+		PollInterval:           50 * time.Millisecond,
+		PollMaxInterval:        200 * time.Millisecond,
+		LockDuration:           time.Minute,
+		LockWait:               3 * time.Second,
+		CommitGrace:            5 * time.Second,
+		RefusalMemory:          300 * time.Millisecond,
+		KeepOperations:         10,
+		CatalogRefreshInterval: time.Second,
+		MaxParametersBytes:     64 << 10,
+		LogLevel:               "debug",
+		LogFormat:              "console",
 	}
 }
 

@@ -199,7 +199,7 @@ func (s *sync) apply(ctx context.Context, id string, k typedKind) typedKind {
 			}
 		}
 	}
-	from := appliedFrom(tk, s.aggregate)
+	from := appliedFrom(tk, k.aggregate)
 	if live == nil || live.Annotations[AnnotationAppliedFrom] != from || live.Annotations[AnnotationDeprecated] != "" || live.Annotations[AnnotationUnrequired] != "" {
 		next, refusal, err := s.applyCRD(ctx, live, k, from)
 		var held *errHeld
@@ -312,7 +312,7 @@ func (s *sync) applyCRD(ctx context.Context, live *apiextensionsv1.CustomResourc
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &next); err != nil {
 		return nil, "", fmt.Errorf("reading applied CRD %s: %w", crd.Name, err)
 	}
-	if err := s.applyRoles(ctx, &next); err != nil {
+	if err := s.applyRoles(ctx, &next, k.aggregate); err != nil {
 		return nil, "", err
 	}
 	return &next, "", nil

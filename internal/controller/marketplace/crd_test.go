@@ -367,14 +367,13 @@ func TestTypedKindRetired(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, retryAfter, res.RequeueAfter, "looked at again while objects keep a CRD")
 	assert.Equal(t, []string{"queues.services.lockstep.dev"}, h.crds())
-	assert.Equal(t, []string{"lockstep:services:queues:edit admin,edit", "lockstep:services:queues:view view"}, h.roles())
+	assert.Equal(t, []string{"lockstep:services:queues:edit ", "lockstep:services:queues:view "}, h.roles())
 }
 
 // Hostile schemas of some services never keep the others' kinds from
 // being applied: each offering gets its condition.
 func TestTypedKindHostileSchemas(t *testing.T) {
 	h := newHarness(t)
-	h.r.AggregateRoles = false
 	cat := typedCatalog()
 	props := make([]string, 3000)
 	for i := range props {

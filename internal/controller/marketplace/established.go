@@ -111,7 +111,7 @@ func (s *sync) showEstablished(ctx context.Context, want []v1alpha1.ServiceOffer
 	}
 	k := decide(id)
 	if k.status == nil || k.condition != nil || k.status.CRDName != crd.Name ||
-		crd.Annotations[AnnotationAppliedFrom] != appliedFrom(k.status, s.aggregate) || crd.Annotations[AnnotationDeprecated] != "" {
+		crd.Annotations[AnnotationAppliedFrom] != appliedFrom(k.status, k.aggregate) || crd.Annotations[AnnotationDeprecated] != "" {
 		return nil // the pass applies the CRD again, or retires it
 	}
 	d := cur.DeepCopy()

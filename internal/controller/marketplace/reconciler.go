@@ -43,9 +43,6 @@ type Reconciler struct {
 	// Discovery lists every resource the API server serves, whose names no
 	// new typed kind takes; nil checks none.
 	Discovery discovery.DiscoveryInterface
-	// AggregateRoles labels the typed kinds' ClusterRoles so that they
-	// aggregate into the standard edit, admin and view roles.
-	AggregateRoles bool
 	// RetireGrace is how long the CRD of a typed kind being retired stays
 	// marked retiring (creates of the kind refused) before its objects are
 	// listed for the last time and it is deleted: at least how long an
@@ -176,7 +173,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 func (r *Reconciler) newSync(sb *v1alpha1.ServiceBroker, entry *catalog.Entry) *sync {
-	return &sync{client: r.Client, reader: r.Reader, kinds: r.Kinds, discovery: r.Discovery, aggregate: r.AggregateRoles, retireGrace: r.RetireGrace, broker: sb, entry: entry}
+	return &sync{client: r.Client, reader: r.Reader, kinds: r.Kinds, discovery: r.Discovery, retireGrace: r.RetireGrace, broker: sb, entry: entry}
 }
 
 // retireAll retires the typed kinds of broker sb, which is gone or being

@@ -98,7 +98,7 @@ func newHarness(t *testing.T, objs ...client.Object) *harness {
 			{Name: "queuedjobs", SingularName: "queuedjob", Kind: "QueuedJob", ShortNames: []string{"qd"}},
 		}},
 	}}}
-	h.r = &Reconciler{Client: h.client, Catalogs: h.catalogs, Reader: h.client, Kinds: h.lists, Discovery: h.served, AggregateRoles: true}
+	h.r = &Reconciler{Client: h.client, Catalogs: h.catalogs, Reader: h.client, Kinds: h.lists, Discovery: h.served}
 	return h
 }
 

@@ -11,6 +11,7 @@ package marketplace
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -27,27 +28,52 @@ import (
 // The labels that aggregate a ClusterRole into Kubernetes' standard
 // user-facing roles.
 const (
-	aggregateToAdmin = "rbac.authorization.k8s.io/aggregate-to-admin"
-	aggregateToEdit  = "rbac.authorization.k8s.io/aggregate-to-edit"
-	aggregateToView  = "rbac.authorization.k8s.io/aggregate-to-view"
+	AggregateToAdmin = "rbac.authorization.k8s.io/aggregate-to-admin"
+	AggregateToEdit  = "rbac.authorization.k8s.io/aggregate-to-edit"
+	AggregateToView  = "rbac.authorization.k8s.io/aggregate-to-view"
 )
+
+// RolePrefix begins the name of every typed kind's ClusterRole.
+const RolePrefix = "lockstep:services:"
 
 // RoleName is the name of a typed kind's ClusterRole: access is "edit" or
 // "view".
 func RoleName(plural, access string) string {
-	return "lockstep:services:" + plural + ":" + access
+	return RolePrefix + plural + ":" + access
 }
 
-// kindRoles are the ClusterRoles of the kind of crd: edit (every verb on
-// its objects, reading their status) aggregated into edit and admin, and
-// view (reading them) aggregated into view; not aggregated unless
-// aggregate.
+// KindRole is one of the two ClusterRoles of every typed kind: what it
+// grants on the kind's objects (and get, list and watch on their
+// status), and the standard roles it is aggregated into when the
+// ServiceBroker asks for it. lockstep's admission policy on its own
+// writes (hack/rightspolicy) allows a ClusterRole no more than this.
+type KindRole struct {
+	Access      string
+	Verbs       []string
+	AggregateTo []string
+}
+
+// StatusVerbs are what both roles grant on the kind's status.
+var StatusVerbs = []string{"get", "list", "watch"}
+
+// KindRoles are the edit role (every verb on the kind's objects),
+// aggregated into edit and admin, and the view role (reading them),
+// aggregated into view.
+var KindRoles = []KindRole{
+	{Access: "edit", Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"},
+		AggregateTo: []string{AggregateToEdit, AggregateToAdmin}},
+	{Access: "view", Verbs: []string{"get", "list", "watch"}, AggregateTo: []string{AggregateToView}},
+}
+
+// kindRoles are the ClusterRoles of the kind of crd (KindRoles); not
+// aggregated unless aggregate.
 func kindRoles(crd *apiextensionsv1.CustomResourceDefinition, aggregate bool) []*rbacv1.ClusterRole {
 	plural := crd.Spec.Names.Plural
-	role := func(access string, aggregateTo []string, verbs ...string) *rbacv1.ClusterRole {
+	out := make([]*rbacv1.ClusterRole, 0, len(KindRoles))
+	for _, kr := range KindRoles {
 		r := &rbacv1.ClusterRole{}
 		r.APIVersion, r.Kind = rbacv1.SchemeGroupVersion.String(), "ClusterRole"
-		r.Name = RoleName(plural, access)
+		r.Name = RoleName(plural, kr.Access)
 		r.Labels = map[string]string{render.LabelManagedBy: render.ManagedBy}
 		for k, v := range crd.Labels {
 			if k == render.LabelBroker || k == render.LabelOfferingID {
@@ -55,21 +81,18 @@ func kindRoles(crd *apiextensionsv1.CustomResourceDefinition, aggregate bool) []
 			}
 		}
 		if aggregate {
-			for _, l := range aggregateTo {
+			for _, l := range kr.AggregateTo {
 				r.Labels[l] = "true"
 			}
 		}
 		r.OwnerReferences = ownedBy(crd)
 		r.Rules = []rbacv1.PolicyRule{
-			{APIGroups: []string{render.Group}, Resources: []string{plural}, Verbs: verbs},
-			{APIGroups: []string{render.Group}, Resources: []string{plural + "/status"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{render.Group}, Resources: []string{plural}, Verbs: slices.Clone(kr.Verbs)},
+			{APIGroups: []string{render.Group}, Resources: []string{plural + "/status"}, Verbs: slices.Clone(StatusVerbs)},
 		}
-		return r
+		out = append(out, r)
 	}
-	return []*rbacv1.ClusterRole{
-		role("edit", []string{aggregateToEdit, aggregateToAdmin}, "get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"),
-		role("view", []string{aggregateToView}, "get", "list", "watch"),
-	}
+	return out
 }
 
 // ownedBy is the owner reference to crd (no controller, and not blocking
@@ -81,9 +104,10 @@ func ownedBy(crd *apiextensionsv1.CustomResourceDefinition) []metav1.OwnerRefere
 	return []metav1.OwnerReference{{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition", Name: crd.Name, UID: crd.UID}}
 }
 
-// applyRoles applies the roles of the kind of crd.
-func (s *sync) applyRoles(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition) error {
-	for _, r := range kindRoles(crd, s.aggregate) {
+// applyRoles applies the roles of the kind of crd, aggregated into the
+// default roles when aggregate.
+func (s *sync) applyRoles(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, aggregate bool) error {
+	for _, r := range kindRoles(crd, aggregate) {
 		obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(r)
 		if err != nil {
 			return fmt.Errorf("converting ClusterRole %s: %w", r.Name, err)
@@ -102,9 +126,9 @@ func (s *sync) applyRoles(ctx context.Context, crd *apiextensionsv1.CustomResour
 // could not be (logged).
 func (s *sync) deleteRoles(ctx context.Context, plural string) bool {
 	ok := true
-	for _, access := range []string{"edit", "view"} {
+	for _, kr := range KindRoles {
 		r := &rbacv1.ClusterRole{}
-		r.Name = RoleName(plural, access)
+		r.Name = RoleName(plural, kr.Access)
 		switch err := s.client.Delete(ctx, r); {
 		case apierrors.IsNotFound(err):
 		case err != nil:

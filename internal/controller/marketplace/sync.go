@@ -35,8 +35,6 @@ type sync struct {
 	kinds  dynamic.Interface
 	// discovery lists the resources the API server serves; nil: none.
 	discovery discovery.DiscoveryInterface
-	// aggregate: the typed kinds' roles aggregate into the standard ones.
-	aggregate bool
 	broker    *v1alpha1.ServiceBroker
 	entry     *catalog.Entry // the broker's catalog
 	writes    int

@@ -89,6 +89,9 @@ type typedKind struct {
 	// services that wanted the kind too (the dropped keywords follow,
 	// counted when the CRD is applied: droppedNote).
 	notes string
+	// aggregate: the kind's roles are aggregated into the default roles
+	// (its ServiceBroker asks for it).
+	aggregate bool
 }
 
 // claim is an activated service that wants a typed kind: of the broker
@@ -384,7 +387,7 @@ func (c *claim) decide(svc *osbapi.Service, prev *v1alpha1.TypedKindStatus) type
 		}
 		return rendered, nil
 	}
-	return typedKind{status: status, crd: crd, notes: notes}
+	return typedKind{status: status, crd: crd, notes: notes, aggregate: marketplace.AggregatesRoles(c.broker, c.service)}
 }
 
 // notReady is a service that gets no typed kind, and why.

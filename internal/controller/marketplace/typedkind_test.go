@@ -347,15 +347,15 @@ func TestTypedKindDeactivationClears(t *testing.T) {
 	require.Equal(t, "PostgresqlDb Applying", typedKindOf(t, h.offering("acme.postgresql-db")))
 	assert.Equal(t, []string{"dbs.services.lockstep.dev", "postgresqldbs.services.lockstep.dev", "queues.services.lockstep.dev"}, h.crds())
 	assert.Equal(t, []string{
-		"lockstep:services:dbs:edit admin,edit", "lockstep:services:dbs:view view",
-		"lockstep:services:postgresqldbs:edit admin,edit", "lockstep:services:postgresqldbs:view view",
-		"lockstep:services:queues:edit admin,edit", "lockstep:services:queues:view view",
+		"lockstep:services:dbs:edit ", "lockstep:services:dbs:view ",
+		"lockstep:services:postgresqldbs:edit ", "lockstep:services:postgresqldbs:view ",
+		"lockstep:services:queues:edit ", "lockstep:services:queues:view ",
 	}, h.roles())
 
 	h.activate("acme", activation("", "db"))
 	assert.Equal(t, 10, h.sync(typedCatalog()), "a status write, the CRD marked retiring, and the deletes of the CRD and its two roles, for each offering deactivated")
 	assert.Equal(t, []string{"dbs.services.lockstep.dev"}, h.crds())
-	assert.Equal(t, []string{"lockstep:services:dbs:edit admin,edit", "lockstep:services:dbs:view view"}, h.roles())
+	assert.Equal(t, []string{"lockstep:services:dbs:edit ", "lockstep:services:dbs:view "}, h.roles())
 	assert.Equal(t, "Db Applying", typedKindOf(t, h.offering("acme.db")))
 	assert.Equal(t, "none", typedKindOf(t, h.offering("acme.queue")))
 	assert.Equal(t, "none", typedKindOf(t, h.offering("acme.postgresql-db")))
@@ -366,6 +366,33 @@ func TestTypedKindDeactivationClears(t *testing.T) {
 	assert.Equal(t, "none", typedKindOf(t, h.offering("acme.db")))
 	assert.Empty(t, h.crds())
 	assert.Empty(t, h.roles())
+}
+
+// A kind's roles are added to the default roles only where an entry of
+// spec.typedKinds that selects its service asks for it, and taken out
+// again when none does any more.
+func TestTypedKindRolesAggregatedOnRequest(t *testing.T) {
+	h := newHarness(t)
+	h.activate("acme", activation("", "*"))
+	h.sync(typedCatalog())
+	assert.Equal(t, []string{
+		"lockstep:services:dbs:edit ", "lockstep:services:dbs:view ",
+		"lockstep:services:postgresqldbs:edit ", "lockstep:services:postgresqldbs:view ",
+		"lockstep:services:queues:edit ", "lockstep:services:queues:view ",
+	}, h.roles(), "no kind is in the default roles unless asked")
+
+	h.activate("acme", activation("", "*"), v1alpha1.TypedKindActivation{Services: []string{"d*"}, AggregateToDefaultRoles: true})
+	h.sync(typedCatalog())
+	assert.Equal(t, []string{
+		"lockstep:services:dbs:edit admin,edit", "lockstep:services:dbs:view view",
+		"lockstep:services:postgresqldbs:edit ", "lockstep:services:postgresqldbs:view ",
+		"lockstep:services:queues:edit ", "lockstep:services:queues:view ",
+	}, h.roles())
+	assert.Equal(t, "Db Applying", typedKindOf(t, h.offering("acme.db")), "the kind stays as it was")
+
+	h.activate("acme", activation("", "*"))
+	h.sync(typedCatalog())
+	assert.Equal(t, []string{"lockstep:services:dbs:edit ", "lockstep:services:dbs:view "}, h.roles()[:2], "no longer asked: out of the default roles")
 }
 
 // A service renamed at the broker (same OSB id) keeps its kind while it
