@@ -22,7 +22,7 @@ krew: ## pack kubectl-lockstep for krew: archives for every platform and the kre
 	$(GO) run ./hack/krew -version $(VERSION) -out dist -manifest plugins/lockstep.yaml
 
 .PHONY: generate
-generate: ## regenerate deepcopy code, CRD manifests (deploy/crds, with CEL rules from the field-policy tags), webhook configurations (deploy/webhook), lockstep's ClusterRole (deploy/rbac), the Helm chart's copies of them (charts/lockstep) and the dashboard and alerts (deploy/monitoring)
+generate: ## regenerate deepcopy code, CRD manifests (deploy/crds, with CEL rules from the field-policy tags), webhook configurations (deploy/webhook), lockstep's ClusterRole and Role and the admission policies on its own writes (deploy/rbac), the Helm chart's copies of them (charts/lockstep) and the dashboard and alerts (deploy/monitoring)
 	GO=$(GO) bash hack/generate.sh
 
 .PHONY: certs

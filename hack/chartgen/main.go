@@ -6,6 +6,7 @@
 //	deploy/webhook/manifests.yaml      -> charts/lockstep/templates/webhooks.yaml
 //	deploy/rbac/cluster_role.yaml      -> charts/lockstep/templates/clusterrole.yaml
 //	deploy/rbac/adopt_role.yaml        -> charts/lockstep/templates/adopt-role.yaml
+//	deploy/rbac/rights_policy.yaml     -> charts/lockstep/templates/rights-policy.yaml
 //
 // In the templates, lockstep's namespace becomes the release's, Helm's
 // labels are added, and the webhook configurations trust the chart's own
@@ -82,6 +83,7 @@ func generate(root string) error {
 	}
 	for _, r := range []struct{ from, to, why string }{
 		{"cluster_role.yaml", "clusterrole.yaml", "the +kubebuilder:rbac markers beside the code that needs each rule"},
+		{"rights_policy.yaml", "rights-policy.yaml", "hack/rightspolicy: what lockstep's service account may write with its cluster-wide rights"},
 		{"adopt_role.yaml", "adopt-role.yaml", "the marker in api/v1alpha1: adopting needs it, and it is bound to nobody"},
 	} {
 		roles, err := readObjects(filepath.Join(root, "deploy", "rbac", r.from))

@@ -10,7 +10,7 @@ package app
 // get to read the holder (read directly, never cached).
 //
 // +kubebuilder:rbac:groups=lockstep.dev,resources=brokeroperations,verbs=create
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update;delete
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=LOCKSTEP_NAMESPACE,resources=leases,verbs=get;create;update;delete
 
 // Events on instances and bindings, one per broker outcome, for
 // `kubectl describe` (patch: a repeated event is counted, not duplicated).

@@ -15,7 +15,11 @@
 //     CA injection; the embedded broker's pod without token or role, with
 //     only SETUID and SETGID, basic auth from a Secret, HTTPS, action
 //     users);
-//   - lockstep runs with exactly the deployed RBAC, impersonating its
-//     service account, through a whole instance and binding lifecycle, so
-//     that a missing rule fails the test.
+//   - lockstep runs with exactly the deployed RBAC and admission policies,
+//     impersonating its service account, through a whole instance and
+//     binding lifecycle and a typed kind's, so that a missing rule fails
+//     the test; and acting as that account, every write beyond lockstep's
+//     work that its cluster-wide rights would otherwise allow (ClusterRoles
+//     that aggregate Secrets into view, Secrets in kube-system or not its
+//     own, other projects' CRDs, Leases elsewhere) is refused.
 package deploy

@@ -29,10 +29,12 @@ var env struct {
 	kubeconfig string // cluster admin, for kubectl
 	admin      client.Client
 	rendered   map[string][]*unstructured.Unstructured // by variant
-	// lockstep runs as its service account, with the deployed RBAC.
+	// lockstep runs as its service account, with the deployed RBAC and
+	// admission policies; asLockstep acts as it.
 	serviceAccount string // system:serviceaccount:<ns>:<name>
 	logs           *framework.LogBuffer
 	broker         *fakebroker.Broker
+	asLockstep     client.Client
 }
 
 func TestMain(m *testing.M) {
@@ -71,8 +73,8 @@ func runMain(m *testing.M) int {
 	}
 
 	// What an operator installs before lockstep starts: its namespace (for
-	// real, so that its Pod Security labels apply to the dry-runs) and its
-	// RBAC, both exactly as deploy/base renders them.
+	// real, so that its Pod Security labels apply to the dry-runs), its
+	// RBAC and admission policies, exactly as deploy/base renders them.
 	if env.serviceAccount, err = framework.InstallRBAC(context.Background(), env.admin, env.rendered["base"]); err != nil {
 		return fail("%v", err)
 	}
@@ -84,6 +86,14 @@ func runMain(m *testing.M) int {
 
 	lockstep, err := cp.RunLockstep(context.Background(), lockstepConfig(), framework.AsServiceAccount(cp.Config, env.serviceAccount))
 	if err != nil {
+	if env.asLockstep, err = client.New(framework.AsServiceAccount(cp.Config, env.serviceAccount), client.Options{Scheme: app.Scheme()}); err != nil {
+		return fail("%v", err)
+	}
+	// lockstep's work runs under its admission policies, in force from the
+	// start.
+	if err := waitRightsPolicies(context.Background(), env.asLockstep); err != nil {
+		return fail("%v", err)
+	}
 		return fail("%v", err)
 	}
 	defer func() { _ = lockstep.Stop() }()

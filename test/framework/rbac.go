@@ -14,14 +14,18 @@ import (
 
 // InstallRBAC creates what an operator installs before lockstep starts,
 // from the rendered manifests of deploy/base: lockstep's Namespace, its
-// ServiceAccount and the RBAC of deploy/rbac. It returns the username of
+// ServiceAccount, the RBAC of deploy/rbac and the admission policies that
+// bound what the service account may write. It returns the username of
 // the service account the Deployment runs as
-// (system:serviceaccount:<namespace>:<name>).
+// (system:serviceaccount:<namespace>:<name>). The API server enforces
+// the policies a moment after they are created: a test that relies on
+// them waits until they refuse.
 func InstallRBAC(ctx context.Context, admin client.Client, rendered []*unstructured.Unstructured) (string, error) {
 	var deployment *unstructured.Unstructured
 	for _, u := range rendered {
 		switch u.GetKind() {
-		case "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding":
+		case "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
+			"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding":
 			if err := admin.Create(ctx, u.DeepCopy()); err != nil && !apierrors.IsAlreadyExists(err) {
 				return "", fmt.Errorf("creating %s %s from deploy/base: %w", u.GetKind(), u.GetName(), err)
 			}

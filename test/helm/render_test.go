@@ -92,7 +92,7 @@ func webhookCABundles(t *testing.T, objs map[string]*unstructured.Unstructured) 
 	t.Helper()
 	var bundles []string
 	for _, u := range objs {
-		if u.GroupVersionKind().Group != "admissionregistration.k8s.io" {
+		if k := u.GetKind(); k != "MutatingWebhookConfiguration" && k != "ValidatingWebhookConfiguration" {
 			continue
 		}
 		hooks, _, err := unstructured.NestedSlice(u.Object, "webhooks")

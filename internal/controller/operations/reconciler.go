@@ -10,7 +10,7 @@ package operations
 // record from the lock; a record whose namespace is gone is moved to
 // lockstep's namespace (create, delete).
 //
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=list
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=LOCKSTEP_NAMESPACE,resources=leases,verbs=list
 // +kubebuilder:rbac:groups=lockstep.dev,resources=brokeroperations,verbs=list;watch;delete;patch;update
 // +kubebuilder:rbac:groups=lockstep.dev,resources=serviceinstances;servicebindings,verbs=delete
 
