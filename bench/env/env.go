@@ -250,6 +250,7 @@ func (e *Env) lockstepEnv() []string {
 		"LOCKSTEP_WEBHOOK_PORT="+strconv.Itoa(e.webhookPort),
 		"LOCKSTEP_CERT_DIR="+e.certDir,
 		"LOCKSTEP_METRICS_ADDR=127.0.0.1:"+strconv.Itoa(e.metricsPort),
+		"LOCKSTEP_METRICS_SECURE=false", // plain HTTP on loopback, for the benchmark to read
 		"LOCKSTEP_HEALTH_ADDR=127.0.0.1:"+strconv.Itoa(e.healthPort),
 		"LOCKSTEP_STATUS_WRITERS="+e.Username,
 	), e.opts.Settings...)

@@ -59,6 +59,8 @@ func lockstepConfig(ports Ports, certDir string) (app.Config, error) {
 	cfg.WebhookPort = ports.Webhook
 	cfg.CertDir = certDir
 	cfg.MetricsAddr = "127.0.0.1:" + strconv.Itoa(ports.Metrics)
+	// Plain HTTP on loopback: curl reads it without a token.
+	cfg.MetricsSecure = false
 	cfg.HealthAddr = "127.0.0.1:" + strconv.Itoa(ports.Health)
 	cfg.EmbeddedBroker = true
 	cfg.EmbeddedBrokerAddr = "127.0.0.1:" + strconv.Itoa(ports.Broker)

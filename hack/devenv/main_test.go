@@ -59,6 +59,7 @@ func TestLockstepConfigManagesAddressesAndTheEmbeddedBroker(t *testing.T) {
 	assert.Equal(t, 9443, cfg.WebhookPort)
 	assert.Equal(t, "/certs", cfg.CertDir)
 	assert.Equal(t, "127.0.0.1:8080", cfg.MetricsAddr)
+	assert.False(t, cfg.MetricsSecure, "plain HTTP on loopback, as make run's instructions say")
 	assert.Equal(t, "127.0.0.1:8081", cfg.HealthAddr)
 	assert.True(t, cfg.EmbeddedBroker)
 	assert.Equal(t, "127.0.0.1:8099", cfg.EmbeddedBrokerAddr)

@@ -22,7 +22,20 @@ type Config struct {
 	// CertDir holds tls.crt and tls.key; they are reloaded when they change.
 	CertDir string `split_words:"true" default:"certs"`
 	// MetricsAddr serves Prometheus metrics at /metrics; "0" disables it.
-	MetricsAddr string `split_words:"true" default:":8080"`
+	MetricsAddr string `split_words:"true" default:":8443"`
+	// MetricsSecure serves the metrics over HTTPS (the serving certificate
+	// of CertDir) to clients that authenticate with a token the API server
+	// knows and may get /metrics (a TokenReview and a SubjectAccessReview
+	// per client, cached); false serves plain HTTP to anyone, and only on
+	// a loopback address (a local run).
+	MetricsSecure bool `split_words:"true" default:"true"`
+	// EnableHTTP2 lets the webhook and metrics servers speak HTTP/2; off,
+	// they offer HTTP/1.1 only (an HTTP/2 client's stream resets cannot
+	// tie up the servers).
+	EnableHTTP2 bool `envconfig:"ENABLE_HTTP2" default:"false"`
+	// TLSMinVersion is the oldest TLS version the webhook and metrics
+	// servers accept: 1.2 or 1.3.
+	TLSMinVersion string `envconfig:"TLS_MIN_VERSION" default:"1.2"`
 	// HealthAddr serves /healthz and /readyz; "0" disables it.
 	HealthAddr string `split_words:"true" default:":8081"`
 	// PprofAddr serves Go's profiles at /debug/pprof/ (for a profile of a
@@ -161,6 +174,13 @@ func (c Config) Validate() error {
 		return fmt.Errorf("LOCKSTEP_LOG_LEVEL=%q: must be debug, info or error", c.LogLevel)
 	case c.LogFormat != "json" && c.LogFormat != "console":
 		return fmt.Errorf("LOCKSTEP_LOG_FORMAT=%q: must be json or console", c.LogFormat)
+	}
+	if _, ok := tlsVersions[c.TLSMinVersion]; !ok {
+		return fmt.Errorf("LOCKSTEP_TLS_MIN_VERSION=%q: must be 1.2 or 1.3", c.TLSMinVersion)
+	}
+	if !c.MetricsSecure && c.MetricsAddr != "0" && !loopback(c.MetricsAddr) {
+		return fmt.Errorf("LOCKSTEP_METRICS_SECURE=false with LOCKSTEP_METRICS_ADDR=%q: plain HTTP without authentication is served only on a loopback address (127.0.0.1:PORT); "+
+			"leave LOCKSTEP_METRICS_SECURE at true to serve the metrics over HTTPS to authorized clients", c.MetricsAddr)
 	}
 	return nil
 }

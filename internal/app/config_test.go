@@ -14,6 +14,10 @@ func TestLoadConfigDefaults(t *testing.T) {
 	assert.Equal(t, 9443, c.WebhookPort)
 	assert.Equal(t, "certs", c.CertDir)
 	assert.Equal(t, 25*time.Second, c.AdmissionBudget)
+	assert.Equal(t, ":8443", c.MetricsAddr)
+	assert.True(t, c.MetricsSecure, "metrics over HTTPS to authorized clients")
+	assert.False(t, c.EnableHTTP2)
+	assert.Equal(t, "1.2", c.TLSMinVersion)
 }
 
 func TestLoadConfigFromEnvironment(t *testing.T) {
@@ -36,6 +40,8 @@ func TestLoadConfigRejects(t *testing.T) {
 		{"LOCKSTEP_LOG_FORMAT", "xml", "json or console"},
 		{"LOCKSTEP_CERT_DIR", "", "LOCKSTEP_CERT_DIR is empty"},
 		{"LOCKSTEP_MAX_PARAMETERS_BYTES", "0", "LOCKSTEP_MAX_PARAMETERS_BYTES=0: must be more than 0"},
+		{"LOCKSTEP_TLS_MIN_VERSION", "1.1", `LOCKSTEP_TLS_MIN_VERSION="1.1": must be 1.2 or 1.3`},
+		{"LOCKSTEP_ENABLE_HTTP2", "maybe", "LOCKSTEP_* environment variables"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.env+"="+tt.value, func(t *testing.T) {

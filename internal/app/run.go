@@ -49,7 +49,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
@@ -156,14 +155,10 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 		// A replica that stops gives the lead up at once, so that a
 		// rolling update hands over without waiting out the lease.
 		LeaderElectionReleaseOnCancel: true,
-		Metrics:                       metricsserver.Options{BindAddress: c.MetricsAddr},
+		Metrics:                       metricsOptions(c),
 		HealthProbeBindAddress:        c.HealthAddr,
 		PprofBindAddress:              c.PprofAddr,
-		WebhookServer: webhook.NewServer(webhook.Options{
-			Host:    c.WebhookHost,
-			Port:    c.WebhookPort,
-			CertDir: c.CertDir,
-		}),
+		WebhookServer:                 webhook.NewServer(webhookOptions(c)),
 	})
 	if err != nil {
 		return fmt.Errorf("creating the controller manager: %w", err)

@@ -7,12 +7,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lockstep-dev/lockstep/internal/app"
@@ -32,9 +34,15 @@ var env struct {
 	// lockstep runs as its service account, with the deployed RBAC and
 	// admission policies; asLockstep acts as it.
 	serviceAccount string // system:serviceaccount:<ns>:<name>
+	asLockstep     client.Client
 	logs           *framework.LogBuffer
 	broker         *fakebroker.Broker
-	asLockstep     client.Client
+	// config reaches the API server as the cluster admin; lockstep serves
+	// its webhooks at webhookAddr and its metrics at metricsAddr, with a
+	// certificate signed by ca.
+	config                   *rest.Config
+	webhookAddr, metricsAddr string
+	ca                       []byte
 }
 
 func TestMain(m *testing.M) {
@@ -78,14 +86,6 @@ func runMain(m *testing.M) int {
 	if env.serviceAccount, err = framework.InstallRBAC(context.Background(), env.admin, env.rendered["base"]); err != nil {
 		return fail("%v", err)
 	}
-	env.broker, err = fakebroker.Start()
-	if err != nil {
-		return fail("starting the test broker: %v", err)
-	}
-	defer env.broker.Close()
-
-	lockstep, err := cp.RunLockstep(context.Background(), lockstepConfig(), framework.AsServiceAccount(cp.Config, env.serviceAccount))
-	if err != nil {
 	if env.asLockstep, err = client.New(framework.AsServiceAccount(cp.Config, env.serviceAccount), client.Options{Scheme: app.Scheme()}); err != nil {
 		return fail("%v", err)
 	}
@@ -94,6 +94,22 @@ func runMain(m *testing.M) int {
 	if err := waitRightsPolicies(context.Background(), env.asLockstep); err != nil {
 		return fail("%v", err)
 	}
+	env.broker, err = fakebroker.Start()
+	if err != nil {
+		return fail("starting the test broker: %v", err)
+	}
+	defer env.broker.Close()
+
+	cfg := lockstepConfig()
+	metricsPort, err := framework.FreePortExcept(map[int]bool{cp.Env.WebhookInstallOptions.LocalServingPort: true})
+	if err != nil {
+		return fail("%v", err)
+	}
+	cfg.MetricsAddr = "127.0.0.1:" + strconv.Itoa(metricsPort)
+	env.config, env.webhookAddr, env.metricsAddr = cp.Config, cp.WebhookAddr(), cfg.MetricsAddr
+	env.ca = cp.Env.WebhookInstallOptions.LocalServingCAData
+	lockstep, err := cp.RunLockstep(context.Background(), cfg, framework.AsServiceAccount(cp.Config, env.serviceAccount))
+	if err != nil {
 		return fail("%v", err)
 	}
 	defer func() { _ = lockstep.Stop() }()
@@ -102,7 +118,8 @@ func runMain(m *testing.M) int {
 }
 
 // lockstepConfig is lockstep's configuration here: the test configuration
-// with the embedded broker off (the deployment does not run it), at most
+// with the embedded broker off (the deployment does not run it), metrics
+// served as the deployment serves them (on a port TestMain picks), at most
 // two BrokerOperations kept per object, so that pruning (a delete)
 // happens, no refusal repeated without asking the broker, and a resync
 // every two seconds, so that drift is found while the test runs.

@@ -17,6 +17,8 @@ func Config() app.Config {
 	return app.Config{
 		Namespace:              v1alpha1.DefaultNamespace,
 		MetricsAddr:            "0",
+		MetricsSecure:          true,
+		TLSMinVersion:          "1.2",
 		HealthAddr:             "0",
 		AdmissionBudget:        5 * time.Second,
 		BrokerTimeout:          3 * time.Second,

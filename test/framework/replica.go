@@ -55,6 +55,7 @@ func (cp *ControlPlane) StartReplica(ctx context.Context, name string, o Replica
 		"LOCKSTEP_WEBHOOK_PORT=" + strconv.Itoa(port),
 		"LOCKSTEP_CERT_DIR=" + cp.Env.WebhookInstallOptions.LocalServingCertDir,
 		"LOCKSTEP_METRICS_ADDR=" + metrics,
+		"LOCKSTEP_METRICS_SECURE=false", // plain HTTP on loopback, for the test to read
 		"LOCKSTEP_HEALTH_ADDR=0",
 	}, o.Env...)
 	if r.Process, err = StartProcess(name, o.Binary, nil, CleanEnviron(env), o.LogPath); err != nil {

@@ -75,6 +75,10 @@ func TestEveryValueReachesLockstep(t *testing.T) {
 	}{
 		{"defaults", nil, func(t *testing.T, objs []*unstructured.Unstructured, cfg app.Config, vars map[string]string) {
 			assert.Equal(t, "info", cfg.LogLevel)
+			assert.True(t, cfg.MetricsSecure, "metrics over HTTPS to authorized clients")
+			assert.False(t, cfg.EnableHTTP2)
+			assert.Equal(t, "1.2", cfg.TLSMinVersion)
+			assert.NotNil(t, find(objs, "NetworkPolicy", "lockstep"), "a NetworkPolicy by default")
 			assert.Equal(t, 10*time.Minute, cfg.ResyncInterval, "lockstep's own default")
 			assert.False(t, cfg.EmbeddedBroker)
 			assert.Equal(t, "/etc/lockstep/certs", cfg.CertDir)
@@ -250,6 +254,28 @@ func TestEveryValueReachesLockstep(t *testing.T) {
 		{"tracing off by default", nil, func(t *testing.T, _ []*unstructured.Unstructured, _ app.Config, vars map[string]string) {
 			assert.Empty(t, otel(vars))
 		}},
+		{"serving: HTTP/2 and TLS 1.3", map[string]any{"serving": map[string]any{"enableHTTP2": true, "tlsMinVersion": "1.3"}},
+			func(t *testing.T, _ []*unstructured.Unstructured, cfg app.Config, _ map[string]string) {
+				assert.True(t, cfg.EnableHTTP2)
+				assert.Equal(t, "1.3", cfg.TLSMinVersion)
+			}},
+		{"network policy off", map[string]any{"networkPolicy": map[string]any{"enabled": false}},
+			func(t *testing.T, objs []*unstructured.Unstructured, _ app.Config, _ map[string]string) {
+				assert.Nil(t, find(objs, "NetworkPolicy", "lockstep"))
+			}},
+		{"network policy: metrics from the monitoring namespace", map[string]any{"networkPolicy": map[string]any{"metricsFrom": []any{
+			map[string]any{"namespaceSelector": map[string]any{"matchLabels": map[string]any{"kubernetes.io/metadata.name": "monitoring"}}},
+		}}}, func(t *testing.T, objs []*unstructured.Unstructured, _ app.Config, _ map[string]string) {
+			np := find(objs, "NetworkPolicy", "lockstep")
+			require.NotNil(t, np)
+			ingress, _, _ := unstructured.NestedSlice(np.Object, "spec", "ingress")
+			port := func(name string) map[string]any { return map[string]any{"port": name, "protocol": "TCP"} }
+			assert.Equal(t, []any{
+				map[string]any{"ports": []any{port("webhook"), port("health")}},
+				map[string]any{"from": []any{map[string]any{"namespaceSelector": map[string]any{"matchLabels": map[string]any{"kubernetes.io/metadata.name": "monitoring"}}}},
+					"ports": []any{port("metrics")}},
+			}, ingress, "the webhook and health ports from anywhere, the metrics port from the monitoring namespace only")
+		}},
 		{"scheduling", map[string]any{"nodeSelector": map[string]any{"pool": "system"},
 			"tolerations": []any{map[string]any{"key": "dedicated", "operator": "Exists"}}},
 			func(t *testing.T, objs []*unstructured.Unstructured, _ app.Config, _ map[string]string) {
@@ -346,6 +372,7 @@ func TestSettingsThatCannotWorkAreRefused(t *testing.T) {
 		{"a ServiceBroker without URL", map[string]any{"serviceBrokers": []any{map[string]any{"name": "x"}}}, "url"},
 		{"tracing without an endpoint", map[string]any{"tracing": map[string]any{"enabled": true}}, "tracing.enabled needs tracing.endpoint"},
 		{"a sampler OpenTelemetry does not have", map[string]any{"tracing": map[string]any{"enabled": true, "endpoint": "http://c:4317", "sampler": "sometimes"}}, "sampler"},
+		{"a TLS version lockstep does not take", map[string]any{"serving": map[string]any{"tlsMinVersion": "1.1"}}, "tlsMinVersion"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
