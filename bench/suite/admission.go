@@ -41,7 +41,7 @@ type admissionScenario struct {
 func (s *Suite) Admission(ctx context.Context) (report.Section, error) {
 	sec := report.Section{Title: "1. Admission overhead", Text: []string{
 		"Real AdmissionReviews (v1, JSON, objects with managedFields and status, the size the API server sends) are posted over TLS " +
-			"(HTTP/2, certificate verified, as kube-apiserver does) to lockstep's validating webhook for ServiceInstances, served by the real " +
+			"(HTTP/2 where the server offers it, certificate verified, as kube-apiserver does) to lockstep's validating webhook for ServiceInstances, served by the real " +
 			"`cmd/webhook` binary in its own process, and to the baseline: `bench/cmd/allow-all`, a controller-runtime webhook server with the " +
 			"same TLS setup (same `webhook.NewServer` options and certificates) whose handler allows everything. " +
 			fmt.Sprintf("Per scenario and concurrency level each server gets %s measured requests (%d for the spec update) after a warmup, "+

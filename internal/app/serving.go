@@ -19,13 +19,13 @@ import (
 // tlsVersions are the values of LOCKSTEP_TLS_MIN_VERSION.
 var tlsVersions = map[string]uint16{"1.2": tls.VersionTLS12, "1.3": tls.VersionTLS13}
 
-// tlsOptions are the TLS settings of the webhook and metrics servers: the
+// TLSOptions are the TLS settings of the webhook and metrics servers: the
 // oldest TLS version they accept, and HTTP/1.1 only unless HTTP/2 is
 // enabled. controller-runtime offers HTTP/2 by default; an HTTP/2 client
 // can open and reset streams faster than a server cancels their work
 // (the rapid-reset attacks), and the API server and Prometheus both speak
 // HTTP/1.1.
-func tlsOptions(c Config) []func(*tls.Config) {
+func TLSOptions(c Config) []func(*tls.Config) {
 	return []func(*tls.Config){func(t *tls.Config) {
 		t.MinVersion = tlsVersions[c.TLSMinVersion]
 		if !c.EnableHTTP2 {
@@ -36,7 +36,7 @@ func tlsOptions(c Config) []func(*tls.Config) {
 
 // webhookOptions are the webhook server's settings.
 func webhookOptions(c Config) webhook.Options {
-	return webhook.Options{Host: c.WebhookHost, Port: c.WebhookPort, CertDir: c.CertDir, TLSOpts: tlsOptions(c)}
+	return webhook.Options{Host: c.WebhookHost, Port: c.WebhookPort, CertDir: c.CertDir, TLSOpts: TLSOptions(c)}
 }
 
 // metricsOptions are the metrics server's settings: HTTPS with the
@@ -49,7 +49,7 @@ func metricsOptions(c Config) metricsserver.Options {
 	if c.MetricsSecure {
 		o.SecureServing = true
 		o.CertDir = c.CertDir
-		o.TLSOpts = tlsOptions(c)
+		o.TLSOpts = TLSOptions(c)
 		o.FilterProvider = filters.WithAuthenticationAndAuthorization
 	}
 	return o

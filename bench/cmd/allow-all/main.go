@@ -1,7 +1,8 @@
 // Command allow-all is the baseline of lockstep's admission benchmark: a
 // controller-runtime webhook server with the same TLS setup as lockstep's
-// (webhook.NewServer with a host, a port and a certificate directory
-// holding tls.crt and tls.key), serving lockstep's webhook paths with
+// (webhook.NewServer with a host, a port, a certificate directory holding
+// tls.crt and tls.key, and lockstep's TLS settings: HTTP/1.1 only unless
+// LOCKSTEP_ENABLE_HTTP2, LOCKSTEP_TLS_MIN_VERSION), serving lockstep's webhook paths with
 // handlers that allow every request. -mode says how much of the request a
 // handler reads first:
 //
@@ -40,8 +41,12 @@ func main() {
 	certDir := flag.String("cert-dir", "certs", "directory with tls.crt and tls.key")
 	flag.Parse()
 	h, err := instanceHandler(*mode, app.Scheme())
+	var cfg app.Config
 	if err == nil {
-		err = serve(ctrl.SetupSignalHandler(), *host, *port, *certDir, h)
+		cfg, err = app.LoadConfig()
+	}
+	if err == nil {
+		err = serve(ctrl.SetupSignalHandler(), webhook.Options{Host: *host, Port: *port, CertDir: *certDir, TLSOpts: app.TLSOptions(cfg)}, h)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "allow-all:", err)
@@ -51,15 +56,15 @@ func main() {
 
 // serve runs the webhook server until ctx ends: instance serves
 // ServiceInstance validation, every other path allows at once.
-func serve(ctx context.Context, host string, port int, certDir string, instance *cradmission.Webhook) error {
-	srv := webhook.NewServer(webhook.Options{Host: host, Port: port, CertDir: certDir})
+func serve(ctx context.Context, o webhook.Options, instance *cradmission.Webhook) error {
+	srv := webhook.NewServer(o)
 	allow := allowAll()
 	for _, path := range []string{admission.MutateInstancePath, admission.MutateBindingPath, admission.ValidateBindingPath, admission.ValidateStatusPath} {
 		srv.Register(path, allow)
 	}
 	srv.Register(admission.ValidateInstancePath, instance)
 	if err := srv.Start(ctx); err != nil {
-		return fmt.Errorf("serving on %s:%d with the certificates in %s: %w", host, port, certDir, err)
+		return fmt.Errorf("serving on %s:%d with the certificates in %s: %w", o.Host, o.Port, o.CertDir, err)
 	}
 	return nil
 }

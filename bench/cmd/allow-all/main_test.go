@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/bench/loadgen"
@@ -60,7 +61,7 @@ func start(t *testing.T, mode string, bundle *certs.Bundle) string {
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- serve(ctx, "127.0.0.1", port, dir, h) }()
+	go func() { done <- serve(ctx, webhook.Options{Host: "127.0.0.1", Port: port, CertDir: dir}, h) }()
 	t.Cleanup(func() {
 		cancel()
 		assert.NoError(t, <-done)
