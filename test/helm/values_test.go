@@ -263,19 +263,22 @@ func TestEveryValueReachesLockstep(t *testing.T) {
 			func(t *testing.T, objs []*unstructured.Unstructured, _ app.Config, _ map[string]string) {
 				assert.Nil(t, find(objs, "NetworkPolicy", "lockstep"))
 			}},
-		{"network policy: metrics from the monitoring namespace", map[string]any{"networkPolicy": map[string]any{"metricsFrom": []any{
-			map[string]any{"namespaceSelector": map[string]any{"matchLabels": map[string]any{"kubernetes.io/metadata.name": "monitoring"}}},
-		}}}, func(t *testing.T, objs []*unstructured.Unstructured, _ app.Config, _ map[string]string) {
-			np := find(objs, "NetworkPolicy", "lockstep")
-			require.NotNil(t, np)
-			ingress, _, _ := unstructured.NestedSlice(np.Object, "spec", "ingress")
-			port := func(name string) map[string]any { return map[string]any{"port": name, "protocol": "TCP"} }
-			assert.Equal(t, []any{
-				map[string]any{"ports": []any{port("webhook"), port("health")}},
-				map[string]any{"from": []any{map[string]any{"namespaceSelector": map[string]any{"matchLabels": map[string]any{"kubernetes.io/metadata.name": "monitoring"}}}},
-					"ports": []any{port("metrics")}},
-			}, ingress, "the webhook and health ports from anywhere, the metrics port from the monitoring namespace only")
-		}},
+		{"network policy: metrics from the monitoring namespace", map[string]any{"networkPolicy": map[string]any{"metricsFrom": []any{monitoringNamespace}}},
+			func(t *testing.T, objs []*unstructured.Unstructured, _ app.Config, _ map[string]string) {
+				assert.Equal(t, []any{
+					map[string]any{"ports": []any{port("webhook"), port("health")}},
+					map[string]any{"from": []any{monitoringNamespace}, "ports": []any{port("metrics")}},
+				}, ingress(t, objs), "the webhook and health ports from anywhere, the metrics port from the monitoring namespace only")
+			}},
+		{"network policy: the webhook from the control plane, metrics from monitoring", map[string]any{"networkPolicy": map[string]any{
+			"webhookFrom": []any{controlPlane}, "metricsFrom": []any{monitoringNamespace}}},
+			func(t *testing.T, objs []*unstructured.Unstructured, _ app.Config, _ map[string]string) {
+				assert.Equal(t, []any{
+					map[string]any{"ports": []any{port("health")}},
+					map[string]any{"from": []any{monitoringNamespace}, "ports": []any{port("metrics")}},
+					map[string]any{"from": []any{controlPlane}, "ports": []any{port("webhook")}},
+				}, ingress(t, objs))
+			}},
 		{"scheduling", map[string]any{"nodeSelector": map[string]any{"pool": "system"},
 			"tolerations": []any{map[string]any{"key": "dedicated", "operator": "Exists"}}},
 			func(t *testing.T, objs []*unstructured.Unstructured, _ app.Config, _ map[string]string) {
@@ -339,6 +342,25 @@ func otel(vars map[string]string) map[string]string {
 		}
 	}
 	return out
+}
+
+// Sources of a NetworkPolicy in the tests: a namespace, addresses.
+var (
+	monitoringNamespace = map[string]any{"namespaceSelector": map[string]any{"matchLabels": map[string]any{"kubernetes.io/metadata.name": "monitoring"}}}
+	controlPlane        = map[string]any{"ipBlock": map[string]any{"cidr": "10.0.0.0/24"}}
+)
+
+// port is a NetworkPolicy's port of that name.
+func port(name string) map[string]any { return map[string]any{"port": name, "protocol": "TCP"} }
+
+// ingress is the rendered NetworkPolicy's ingress rules.
+func ingress(t *testing.T, objs []*unstructured.Unstructured) []any {
+	t.Helper()
+	np := find(objs, "NetworkPolicy", "lockstep")
+	require.NotNil(t, np)
+	rules, _, err := unstructured.NestedSlice(np.Object, "spec", "ingress")
+	require.NoError(t, err)
+	return rules
 }
 
 // mounts are the paths the container mounts.
