@@ -96,5 +96,5 @@ func TestTheEmbeddedBrokerRunsOutOfLockstepsPod(t *testing.T) {
 			other = append(other, u)
 		}
 	}
-	assert.Len(t, other, 2, "the broker's Deployment and Service")
+	assert.Len(t, other, 3, "the broker's Deployment, Service and NetworkPolicy")
 }

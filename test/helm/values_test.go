@@ -79,6 +79,7 @@ func TestEveryValueReachesLockstep(t *testing.T) {
 			assert.False(t, cfg.EnableHTTP2)
 			assert.Equal(t, "1.2", cfg.TLSMinVersion)
 			assert.NotNil(t, find(objs, "NetworkPolicy", "lockstep"), "a NetworkPolicy by default")
+			assert.Nil(t, find(objs, "NetworkPolicy", "lockstep-embedded-broker"), "none for a broker that is not there")
 			assert.Equal(t, 10*time.Minute, cfg.ResyncInterval, "lockstep's own default")
 			assert.False(t, cfg.EmbeddedBroker)
 			assert.Equal(t, "/etc/lockstep/certs", cfg.CertDir)
@@ -103,6 +104,16 @@ func TestEveryValueReachesLockstep(t *testing.T) {
 			assert.Equal(t, "200", vars["GOGC"])
 			assert.Equal(t, "768MiB", vars["GOMEMLIMIT"])
 		}},
+		{"image by digest", map[string]any{"image": map[string]any{"tag": "v0.2.0", "digest": "sha256:" + strings.Repeat("ab", 32)},
+			"embeddedBroker": map[string]any{"enabled": true}},
+			func(t *testing.T, objs []*unstructured.Unstructured, _ app.Config, _ map[string]string) {
+				pinned := "ghcr.io/lockstep-dev/lockstep:v0.2.0@sha256:" + strings.Repeat("ab", 32)
+				assert.Equal(t, pinned, container(t, objs)["image"])
+				d := find(objs, "Deployment", "lockstep-embedded-broker")
+				require.NotNil(t, d)
+				containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+				assert.Equal(t, pinned, containers[0].(map[string]any)["image"], "the embedded broker's pod runs the same image")
+			}},
 		{"one replica: no disruption budget", map[string]any{"replicas": 1}, func(t *testing.T, objs []*unstructured.Unstructured, _ app.Config, _ map[string]string) {
 			assert.Nil(t, find(objs, "PodDisruptionBudget", "lockstep"), "a budget of one replica would block every drain")
 		}},
@@ -196,6 +207,15 @@ func TestEveryValueReachesLockstep(t *testing.T) {
 				assert.Equal(t, 64, settings.MaxConcurrentJobs)
 				assert.Equal(t, ":8443", brokerEnv(t, objs)["LOCKSTEP_BROKER_LISTEN"])
 				assert.NotEmpty(t, brokerEnv(t, objs)["LOCKSTEP_BROKER_TLS_CERT_FILE"], "HTTPS")
+				np := find(objs, "NetworkPolicy", "lockstep-embedded-broker")
+				require.NotNil(t, np, "a NetworkPolicy for the broker's pods")
+				selector, _, _ := unstructured.NestedMap(np.Object, "spec", "podSelector", "matchLabels")
+				brokerPods, _, _ := unstructured.NestedMap(d.Object, "spec", "selector", "matchLabels")
+				assert.Equal(t, brokerPods, selector)
+				lockstepPods, _, _ := unstructured.NestedMap(find(objs, "Deployment", "lockstep").Object, "spec", "selector", "matchLabels")
+				rules, _, _ := unstructured.NestedSlice(np.Object, "spec", "ingress")
+				assert.Equal(t, []any{map[string]any{"from": []any{map[string]any{"podSelector": map[string]any{"matchLabels": lockstepPods}}}, "ports": []any{port("osb")}}},
+					rules, "only lockstep's pods reach the broker, on its OSB port")
 			}},
 		{"cert-manager", map[string]any{"certManager": map[string]any{"enabled": true, "duration": "720h", "renewBefore": "240h"}},
 			func(t *testing.T, objs []*unstructured.Unstructured, _ app.Config, _ map[string]string) {
@@ -259,9 +279,10 @@ func TestEveryValueReachesLockstep(t *testing.T) {
 				assert.True(t, cfg.EnableHTTP2)
 				assert.Equal(t, "1.3", cfg.TLSMinVersion)
 			}},
-		{"network policy off", map[string]any{"networkPolicy": map[string]any{"enabled": false}},
+		{"network policy off", map[string]any{"networkPolicy": map[string]any{"enabled": false}, "embeddedBroker": map[string]any{"enabled": true}},
 			func(t *testing.T, objs []*unstructured.Unstructured, _ app.Config, _ map[string]string) {
 				assert.Nil(t, find(objs, "NetworkPolicy", "lockstep"))
+				assert.Nil(t, find(objs, "NetworkPolicy", "lockstep-embedded-broker"))
 			}},
 		{"network policy: metrics from the monitoring namespace", map[string]any{"networkPolicy": map[string]any{"metricsFrom": []any{monitoringNamespace}}},
 			func(t *testing.T, objs []*unstructured.Unstructured, _ app.Config, _ map[string]string) {
@@ -386,6 +407,7 @@ func TestSettingsThatCannotWorkAreRefused(t *testing.T) {
 		{"fewer action users than running actions", map[string]any{"embeddedBroker": map[string]any{"enabled": true, "actions": map[string]any{"users": "50000-50009"}}},
 			"embeddedBroker.actions.users 50000-50009 are 10 users, fewer than embeddedBroker.actions.maxConcurrent (64)"},
 		{"action users that are no range", map[string]any{"embeddedBroker": map[string]any{"enabled": true, "actions": map[string]any{"users": "nobody"}}}, "users"},
+		{"a digest that is none", map[string]any{"image": map[string]any{"digest": "latest"}}, "digest"},
 		{"a misspelt action limit", map[string]any{"embeddedBroker": map[string]any{"actions": map[string]any{"maxMemroy": "1Gi"}}}, "maxMemroy"},
 		{"etcd without endpoints", map[string]any{"embeddedBroker": map[string]any{"enabled": true, "store": map[string]any{"type": "etcd"}}},
 			"embeddedBroker.store.type=etcd needs embeddedBroker.store.etcd.endpoints"},

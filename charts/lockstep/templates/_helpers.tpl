@@ -28,9 +28,14 @@ app.kubernetes.io/name: lockstep
 app.kubernetes.io/component: embedded-broker
 {{- end }}
 
-{{/* The image, tagged with the chart's appVersion unless image.tag says otherwise. */}}
+{{/*
+The image of lockstep's and the embedded broker's pods, tagged with the
+chart's appVersion unless image.tag says otherwise, and pinned by
+image.digest when it is set.
+*/}}
 {{- define "lockstep.image" -}}
 {{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- with .Values.image.digest }}@{{ . }}{{ end }}
 {{- end }}
 
 {{/*
