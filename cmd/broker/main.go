@@ -78,7 +78,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				logger.Error("watch the serving certificate for renewals", "error", err)
 			}
 		}()
-		srv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.GetCertificate}
+		// HTTP/1.1 only, as lockstep's own servers: an HTTP/2 client can
+		// open and reset streams faster than a server cancels their work
+		// (the rapid-reset attacks), and an action reaches the broker on
+		// loopback, where no NetworkPolicy applies. lockstep's client
+		// speaks either.
+		srv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.GetCertificate, NextProtos: []string{"http/1.1"}}
+		srv.Protocols = new(http.Protocols)
+		srv.Protocols.SetHTTP1(true)
 		ln = tls.NewListener(ln, srv.TLSConfig)
 	}
 	if err := b.Start(ctx); err != nil {

@@ -112,6 +112,12 @@ func TestServesAsDeployed(t *testing.T) {
 	assert.Equal(t, http.StatusUnauthorized, code, "the OSB API needs the credentials")
 	code, _ = do("GET", "/healthz", "", false)
 	assert.Equal(t, http.StatusOK, code, "the health answer needs none")
+	pool := x509.NewCertPool()
+	require.True(t, pool.AppendCertsFromPEM(first))
+	conn, err := tls.Dial("tcp", strings.TrimPrefix(url, "https://"), &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}})
+	require.NoError(t, err)
+	assert.Equal(t, "http/1.1", conn.ConnectionState().NegotiatedProtocol, "HTTP/1.1 only, to a client that offers HTTP/2")
+	_ = conn.Close()
 	require.Eventually(t, func() bool {
 		code, body := do("GET", "/v2/catalog", "", true)
 		services, _ := body["services"].([]any)
