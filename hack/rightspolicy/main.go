@@ -12,8 +12,8 @@
 // lockstep makes, whoever runs its code:
 //
 //   - Secrets: only those lockstep writes for bindings (labelled with the
-//     binding's UID or controlled by a ServiceBinding), of type Opaque,
-//     never in kube-system;
+//     binding's UID or controlled by a ServiceBinding), and creates in its
+//     own namespace, of type Opaque, never in kube-system;
 //   - CustomResourceDefinitions: only those of typed kinds (group
 //     services.lockstep.dev, labelled app.kubernetes.io/managed-by=lockstep),
 //     without a conversion webhook;

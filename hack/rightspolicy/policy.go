@@ -85,12 +85,13 @@ func labelIs(obj, key, value string) string {
 	return fmt.Sprintf("(has(%[1]s.metadata.labels) && %[2]s in %[1]s.metadata.labels && %[1]s.metadata.labels[%[2]s] == %[3]s)", obj, quote(key), quote(value))
 }
 
-// secrets: lockstep writes the Secrets of bindings only (credentials.Write,
+// secrets: lockstep writes the Secrets of bindings (credentials.Write,
 // Adopt, Delete): Opaque, labelled with the binding's UID when created,
 // and only those so labelled or controlled by a ServiceBinding are
-// changed or deleted. None in kube-system: lockstep's webhooks admit no
-// binding there, and a service-account-token Secret there is a token of
-// any service account.
+// changed or deleted. It may also create Opaque Secrets of its own
+// configuration in its own namespace, which it never changes afterwards.
+// None in kube-system: lockstep's webhooks admit no binding there, and a
+// service-account-token Secret there is a token of any service account.
 func secrets() *admissionregistrationv1.ValidatingAdmissionPolicy {
 	label := quote(credentials.LabelBindingUID)
 	return policy("lockstep-secret-writes", "", "secrets",
@@ -106,11 +107,12 @@ func secrets() *admissionregistrationv1.ValidatingAdmissionPolicy {
 		},
 		admissionregistrationv1.Validation{
 			Expression: fmt.Sprintf("%s || !has(object.type) || object.type == %s", isDelete, quote(string(corev1.SecretTypeOpaque))),
-			Message:    "lockstep writes only Secrets of type Opaque: the credentials of ServiceBindings",
+			Message:    "lockstep writes only Secrets of type Opaque: the credentials of ServiceBindings, its own configuration",
 		},
 		admissionregistrationv1.Validation{
-			Expression: fmt.Sprintf("!(%s) || variables.createdForBinding", isCreate),
-			Message:    fmt.Sprintf("lockstep creates only the Secrets of ServiceBindings, labelled %s", credentials.LabelBindingUID),
+			Expression: fmt.Sprintf("!(%s) || variables.createdForBinding || request.namespace == %s", isCreate, quote(v1alpha1.DefaultNamespace)),
+			Message: fmt.Sprintf("lockstep creates only the Secrets of ServiceBindings, labelled %s, and Secrets of its own namespace (%s)",
+				credentials.LabelBindingUID, v1alpha1.DefaultNamespace),
 		},
 		admissionregistrationv1.Validation{
 			Expression: fmt.Sprintf("%s || variables.bindingSecret", isCreate),

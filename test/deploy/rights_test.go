@@ -136,6 +136,9 @@ func TestLockstepsRightsAreBounded(t *testing.T) {
 				"services.lockstep.dev/broker": "acme"}, widgetRules...),
 			crd("widgets", "services.lockstep.dev", lockstepsLabel),
 			&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "lockstep-system", Name: "rights-test-lock"}},
+			// lockstep's own configuration, in its namespace.
+			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "lockstep-system", Name: "lockstep-settings",
+				Labels: map[string]string{"app.kubernetes.io/name": "lockstep"}}, StringData: map[string]string{"key": "v"}},
 		} {
 			assert.NoError(t, as.Create(ctx, obj, client.DryRunAll), "%T %s", obj, obj.GetName())
 		}
@@ -216,6 +219,13 @@ func TestLockstepsRightsAreBounded(t *testing.T) {
 			created: func() client.Object {
 				s := bindingSecret(rightsNamespace, "token-of-default", corev1.SecretTypeServiceAccountToken)
 				s.Annotations = map[string]string{corev1.ServiceAccountNameKey: "default"}
+				return s
+			}(),
+			want: "lockstep writes only Secrets of type Opaque"},
+		{name: "a service account token Secret in lockstep's namespace",
+			created: func() client.Object {
+				s := bindingSecret("lockstep-system", "token-of-lockstep", corev1.SecretTypeServiceAccountToken)
+				s.Annotations = map[string]string{corev1.ServiceAccountNameKey: "lockstep"}
 				return s
 			}(),
 			want: "lockstep writes only Secrets of type Opaque"},
