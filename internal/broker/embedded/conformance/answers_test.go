@@ -148,6 +148,26 @@ func TestSpecificationAnswers(t *testing.T) {
 			},
 		},
 		{
+			name: "a request body over the limit is answered 413 on every route that reads one, and nothing is stored or run",
+			run: func(t *testing.T, h *harness) {
+				h.provision("i-ok", map[string]any{"size": 1})
+				huge := quick(map[string]any{"blob": strings.Repeat("x", 16<<20)})
+				for _, rt := range []struct{ method, path string }{
+					{"PUT", instPath("i-big")},
+					{"PUT", instPath("i-big") + "?accepts_incomplete=true"},
+					{"PATCH", instPath("i-ok")},
+					{"PUT", bindPath("i-ok", "b-big")},
+				} {
+					r := h.do(rt.method, rt.path, huge)
+					requireStatus(t, http.StatusRequestEntityTooLarge, r, rt.method, rt.path)
+					assert.Equal(t, "the request body is larger than the 1048576 bytes this broker reads", r.str("description"))
+				}
+				requireStatus(t, http.StatusNotFound, h.do("GET", instPath("i-big")+"/last_operation", nil), "no instance")
+				requireStatus(t, http.StatusNotFound, h.do("GET", bindPath("i-ok", "b-big")+"/last_operation", nil), "no binding")
+				assert.Equal(t, 1, h.exec.callCount(), "no action ran for a body over the limit")
+			},
+		},
+		{
 			name: "an instance stored under an id the rules now refuse can still be fetched and deleted",
 			run: func(t *testing.T, h *harness) {
 				h.provision("legacy", map[string]any{"size": 1})

@@ -41,6 +41,11 @@ func writeError(w http.ResponseWriter, err error) {
 // decode reads a JSON request body into v.
 func decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	if tooLarge := (*http.MaxBytesError)(nil); errors.As(err, &tooLarge) {
+		writeJSON(w, http.StatusRequestEntityTooLarge, osbapi.ErrorResponse{
+			Description: fmt.Sprintf("the request body is larger than the %d bytes this broker reads", tooLarge.Limit)})
+		return false
+	}
 	if err != nil {
 		writeJSON(w, http.StatusBadRequest, osbapi.ErrorResponse{Description: fmt.Sprintf("read the request body: %v", err)})
 		return false
