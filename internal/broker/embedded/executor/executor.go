@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/lockstep-dev/lockstep/internal/broker/embedded/bundle"
+	"github.com/lockstep-dev/lockstep/internal/broker/embedded/store"
 )
 
 // Executor runs one bundle action.
@@ -38,30 +39,19 @@ type Invocation struct {
 	Started func(sofar func() Output)
 }
 
-// Identity is the platform user who asked (from the originating identity).
-type Identity struct {
-	Platform string          `json:"platform"`
-	Value    json.RawMessage `json:"value"`
-}
-
-// Input is the document an action reads.
+// Input is the document an action reads: the job's request (the request
+// as the broker accepted it, store.JobRequest) with what identifies the
+// run.
 type Input struct {
-	Action             bundle.Action   `json:"action"`
-	Operation          string          `json:"operation"`
-	InstanceID         string          `json:"instance_id"`
-	BindingID          string          `json:"binding_id,omitempty"`
-	ServiceID          string          `json:"service_id"`
-	PlanID             string          `json:"plan_id"`
-	PreviousPlanID     string          `json:"previous_plan_id,omitempty"`
-	Parameters         json.RawMessage `json:"parameters"`
-	PreviousParameters json.RawMessage `json:"previous_parameters,omitempty"`
-	Context            json.RawMessage `json:"context,omitempty"`
-	OrganizationGUID   string          `json:"organization_guid,omitempty"`
-	SpaceGUID          string          `json:"space_guid,omitempty"`
-	BindResource       json.RawMessage `json:"bind_resource,omitempty"`
-	AppGUID            string          `json:"app_guid,omitempty"`
-	Identity           *Identity       `json:"originating_identity,omitempty"`
-	RequestID          string          `json:"request_id,omitempty"`
+	Action     bundle.Action `json:"action"`
+	Operation  string        `json:"operation"`
+	InstanceID string        `json:"instance_id"`
+	BindingID  string        `json:"binding_id,omitempty"`
+	store.JobRequest
+	// Identity is the platform user who asked (from the originating
+	// identity).
+	Identity  *store.Identity `json:"originating_identity,omitempty"`
+	RequestID string          `json:"request_id,omitempty"`
 	// State is the instance's saved bundle state, as in the environment
 	// (state_<key>), but complete: values too long for the environment
 	// are here too.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/internal/broker/embedded/bundle"
 	"github.com/lockstep-dev/lockstep/internal/broker/embedded/executor"
+	"github.com/lockstep-dev/lockstep/internal/broker/embedded/store"
 )
 
 func TestMain(m *testing.M) {
@@ -45,7 +46,7 @@ func invocation(b *bundle.Bundle, a bundle.Action, params string, state map[stri
 	return executor.Invocation{
 		Bundle: b, Action: a, Program: b.Actions[a], State: state,
 		Input: executor.Input{Action: a, Operation: "op-1", InstanceID: "inst-1", BindingID: "bind-1",
-			ServiceID: "svc", PlanID: "p", Parameters: json.RawMessage(params)},
+			JobRequest: store.JobRequest{ServiceID: "svc", PlanID: "p", Parameters: json.RawMessage(params)}},
 	}
 }
 

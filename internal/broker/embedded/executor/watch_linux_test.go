@@ -16,6 +16,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/internal/broker/embedded/bundle"
 	"github.com/lockstep-dev/lockstep/internal/broker/embedded/executor"
+	"github.com/lockstep-dev/lockstep/internal/broker/embedded/store"
 )
 
 // brokerDirEnv makes the test binary act as a broker process (TestMain)
@@ -57,7 +58,7 @@ func actAsBroker(dir string) int {
 		return 2
 	}
 	_, _ = p.Run(context.Background(), executor.Invocation{Bundle: b, Action: bundle.Provision, Program: b.Actions[bundle.Provision],
-		Input: executor.Input{Action: bundle.Provision, Operation: "op-1", InstanceID: "i-1", ServiceID: "svc", PlanID: "p"}})
+		Input: executor.Input{Action: bundle.Provision, Operation: "op-1", InstanceID: "i-1", JobRequest: store.JobRequest{ServiceID: "svc", PlanID: "p"}}})
 	return 0
 }
 

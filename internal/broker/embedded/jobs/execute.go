@@ -69,7 +69,6 @@ func (r *Runner) execute(token string) Outcome {
 	runCtx, cancelRun := context.WithTimeout(r.ctx, timeout)
 	defer cancelRun()
 	action := bundle.Action(job.Method)
-	req := job.Request
 	inv := executor.Invocation{
 		Bundle:  &entry.Spec.Bundle,
 		Action:  action,
@@ -78,15 +77,9 @@ func (r *Runner) execute(token string) Outcome {
 		Retry:   job.Retry,
 		Input: executor.Input{
 			Action: action, Operation: job.Token, InstanceID: job.InstanceID, BindingID: job.BindingID,
-			ServiceID: req.ServiceID, PlanID: req.PlanID, PreviousPlanID: req.PreviousPlanID,
-			Parameters: req.Parameters, PreviousParameters: req.PreviousParameters, Context: req.Context,
-			OrganizationGUID: req.OrganizationGUID, SpaceGUID: req.SpaceGUID,
-			BindResource: req.BindResource, AppGUID: req.AppGUID, RequestID: job.RequestID,
+			JobRequest: job.Request, Identity: job.Identity, RequestID: job.RequestID,
 		},
 		Started: func(sofar func() executor.Output) { r.started(job.Token, sofar) },
-	}
-	if job.Identity != nil {
-		inv.Input.Identity = &executor.Identity{Platform: job.Identity.Platform, Value: job.Identity.Value}
 	}
 	start := r.opts.Clock.Now()
 	r.opts.Logger.Info("action started", "job", job.Token, "method", job.Method, "instance", job.InstanceID,
