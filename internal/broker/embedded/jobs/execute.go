@@ -89,6 +89,7 @@ func (r *Runner) execute(token string) Outcome {
 		runErr = fmt.Errorf("%w: %w", errShutdown, runErr)
 	}
 	out := r.finish(job, res, runErr, timeout, true)
+	r.checkDashboardURL(out)
 	r.opts.Logger.Info("action finished", "job", job.Token, "method", job.Method, "instance", job.InstanceID,
 		"binding", job.BindingID, "state", out.Job.State, "duration", r.opts.Clock.Now().Sub(start))
 	return out

@@ -70,9 +70,19 @@ type Runner struct {
 
 	mu     sync.Mutex
 	closed bool
-	// running are the jobs running in this process, by token, each with
-	// what its action wrote to its output so far (nil before it started).
-	running map[string]func() executor.Output
+	// running are the jobs running in this process, by token.
+	running map[string]*running
+}
+
+// running is a job running in this process.
+type running struct {
+	// sofar reads what its action wrote to its output so far (nil before
+	// the action started).
+	sofar func() executor.Output
+	// accepted is set once the job was answered 202 while its action ran,
+	// with the dashboard URL that answer carried.
+	accepted     bool
+	dashboardURL string
 }
 
 // New returns a runner; it runs nothing until asked.
@@ -96,7 +106,7 @@ func New(opts Options) *Runner {
 		opts.Bootstrapped = func() bool { return true }
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Runner{opts: opts, ctx: ctx, cancel: cancel, sem: make(chan struct{}, opts.MaxConcurrent), running: map[string]func() executor.Output{}}
+	return &Runner{opts: opts, ctx: ctx, cancel: cancel, sem: make(chan struct{}, opts.MaxConcurrent), running: map[string]*running{}}
 }
 
 // ID is the runner id written on the jobs this runner claims.
@@ -118,7 +128,7 @@ func (r *Runner) Run(token string) <-chan Outcome {
 		close(ch)
 		return ch
 	}
-	r.running[token] = nil
+	r.running[token] = &running{}
 	r.wg.Add(1)
 	r.mu.Unlock()
 	go func() {
@@ -134,25 +144,63 @@ func (r *Runner) Run(token string) <-chan Outcome {
 	return ch
 }
 
-// SoFar is what the action of job token, running in this process, wrote
-// to its output so far (a provision's dashboard URL before it ends);
-// nothing when it is not running here or wrote nothing readable yet.
-func (r *Runner) SoFar(token string) executor.Output {
+// Accepted is what the action of job token, running in this process,
+// wrote to its output so far (a provision's dashboard URL before it ends),
+// for the 202 that answers the job's request; nothing when it is not
+// running here or wrote nothing readable yet. The first such answer is
+// remembered: a dashboard URL the action returns at its end that the
+// answer did not carry is logged as a defect of the bundle.
+func (r *Runner) Accepted(token string) executor.Output {
 	r.mu.Lock()
-	sofar := r.running[token]
+	run := r.running[token]
+	var sofar func() executor.Output
+	if run != nil {
+		sofar = run.sofar
+	}
 	r.mu.Unlock()
 	if sofar == nil {
-		return executor.Output{}
+		return executor.Output{} // not started yet: nothing the bundle could have written
 	}
-	return sofar()
+	out := sofar()
+	r.mu.Lock()
+	if !run.accepted {
+		run.accepted, run.dashboardURL = true, out.DashboardURL
+	}
+	r.mu.Unlock()
+	return out
+}
+
+// checkDashboardURL logs a provision or update, answered 202 while its
+// action ran, whose action returned at its end a dashboard URL that the
+// 202 did not carry: OSB gives the URL with the first answer, and a
+// platform that keeps it never sees a later one (the URL itself is not
+// logged).
+func (r *Runner) checkDashboardURL(o Outcome) {
+	r.mu.Lock()
+	var accepted bool
+	var url string
+	if run := r.running[o.Job.Token]; run != nil {
+		accepted, url = run.accepted, run.dashboardURL
+	}
+	r.mu.Unlock()
+	if !accepted || !o.Succeeded() || o.Output.DashboardURL == "" || o.Output.DashboardURL == url {
+		return
+	}
+	answered := "no dashboard_url"
+	if url != "" {
+		answered = "another dashboard_url"
+	}
+	r.opts.Logger.Warn("bundle defect: the action wrote its dashboard_url after the broker's first answer (202, at the end of the sync window), which carried "+answered+
+		"; a platform that keeps the first answer never sees it: write dashboard_url to the output file first",
+		"job", o.Job.Token, "method", o.Job.Method, "instance", o.Job.InstanceID)
 }
 
 // started records how to read what the running action of job token wrote.
 func (r *Runner) started(token string, sofar func() executor.Output) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if _, ok := r.running[token]; ok {
-		r.running[token] = sofar
+	if run := r.running[token]; run != nil {
+		run.sofar = sofar
 	}
 }
 

@@ -109,7 +109,7 @@ func (s *Service) answer(ctx context.Context, job *store.Job, c Common, success 
 		if job.Method == store.Provision || job.Method == store.Update {
 			// OSB: the dashboard URL belongs in the first answer; the
 			// action may have written it already.
-			res.DashboardURL = s.opts.Runner.SoFar(job.Token).DashboardURL
+			res.DashboardURL = s.opts.Runner.Accepted(job.Token).DashboardURL
 		}
 		return res, nil
 	}
