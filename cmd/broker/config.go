@@ -3,11 +3,13 @@ package main
 import (
 	"fmt"
 	"io"
-	"log/slog"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/go-logr/logr"
 	"github.com/kelseyhightower/envconfig"
+	"go.uber.org/zap/zapcore"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/lockstep-dev/lockstep/internal/broker/embedded"
 )
@@ -20,7 +22,8 @@ type config struct {
 	Listen      string `default:":8080" desc:"address to listen on"`
 	TLSCertFile string `split_words:"true" desc:"serve HTTPS with this certificate (PEM) and TLS_KEY_FILE"`
 	TLSKeyFile  string `split_words:"true" desc:"private key (PEM) of TLS_CERT_FILE"`
-	LogLevel    string `split_words:"true" default:"info" desc:"debug, info, warn or error"`
+	LogLevel    string `split_words:"true" default:"info" desc:"debug, info or error"`
+	LogFormat   string `split_words:"true" default:"json" desc:"json or console"`
 	embedded.Settings
 }
 
@@ -35,12 +38,26 @@ func loadConfig() (config, error) {
 	return c, nil
 }
 
-func (c config) level() (slog.Level, error) {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(c.LogLevel)); err != nil {
-		return 0, fmt.Errorf("%s_LOG_LEVEL %q: use debug, info, warn or error", prefix, c.LogLevel)
+// logger is the broker's logger, in the format of lockstep's other
+// binaries (the webhook's LOCKSTEP_LOG_LEVEL and LOCKSTEP_LOG_FORMAT): zap,
+// JSON or console, on stderr.
+func (c config) logger(stderr io.Writer) (logr.Logger, error) {
+	var level zapcore.Level
+	switch c.LogLevel {
+	case "debug":
+		// slog's debug level is logr's V(4).
+		level = zapcore.Level(-4)
+	case "info":
+		level = zapcore.InfoLevel
+	case "error":
+		level = zapcore.ErrorLevel
+	default:
+		return logr.Logger{}, fmt.Errorf("%s_LOG_LEVEL %q: use debug, info or error", prefix, c.LogLevel)
 	}
-	return l, nil
+	if c.LogFormat != "json" && c.LogFormat != "console" {
+		return logr.Logger{}, fmt.Errorf("%s_LOG_FORMAT %q: use json or console", prefix, c.LogFormat)
+	}
+	return zap.New(zap.WriteTo(stderr), zap.UseDevMode(c.LogFormat == "console"), zap.Level(level)), nil
 }
 
 // usage writes the table of environment variables.

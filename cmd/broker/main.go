@@ -42,12 +42,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	level, err := cfg.level()
+	base, err := cfg.logger(stderr)
 	if err != nil {
 		return err
 	}
-	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
-	ctrllog.SetLogger(logr.FromSlogHandler(logger.Handler())) // the certificate watch's
+	ctrllog.SetLogger(base) // the certificate watch's
+	logger := slog.New(logr.ToSlogHandler(base))
 	if cfg.Username == "" {
 		logger.Warn("no " + prefix + "_USERNAME: the OSB API accepts requests without authentication")
 	}

@@ -54,6 +54,8 @@ func TestConfigErrors(t *testing.T) {
 		{"a bad duration", nil, map[string]string{"LOCKSTEP_BROKER_SYNC_PERIOD": "forever"}, "SYNC_PERIOD"},
 		{"half a TLS pair", nil, map[string]string{"LOCKSTEP_BROKER_TLS_CERT_FILE": "/c.pem"}, "set both"},
 		{"a bad log level", nil, map[string]string{"LOCKSTEP_BROKER_LOG_LEVEL": "loud"}, "LOG_LEVEL"},
+		{"warn, which the other binaries do not take", nil, map[string]string{"LOCKSTEP_BROKER_LOG_LEVEL": "warn"}, "use debug, info or error"},
+		{"a bad log format", nil, map[string]string{"LOCKSTEP_BROKER_LOG_FORMAT": "xml"}, "LOG_FORMAT"},
 		{"a bad registry", nil, map[string]string{"LOCKSTEP_BROKER_REGISTRIES": "x"}, "want name=kind:location"},
 		{"a bad store", nil, map[string]string{"LOCKSTEP_BROKER_STORE": "mongo"}, `unknown store "mongo"`},
 	}
@@ -79,6 +81,9 @@ func address(t *testing.T, logs *framework.LogBuffer) string {
 			var line map[string]any
 			if json.Unmarshal(sc.Bytes(), &line) == nil && line["msg"] == "broker listening" {
 				addr, _ = line["address"].(string)
+				// The format of lockstep's other binaries (zap's JSON).
+				assert.Equal(t, "info", line["level"], "the log format: %s", sc.Text())
+				assert.Contains(t, line, "ts", "the log format: %s", sc.Text())
 				return true
 			}
 		}

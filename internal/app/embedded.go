@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/kelseyhightower/envconfig"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,6 +35,12 @@ type embeddedBroker struct {
 	settings embedded.Settings
 	client   client.Client
 	logger   *slog.Logger
+}
+
+// brokerLogger is the embedded broker's logger: the manager's, so that the
+// process logs in one format.
+func brokerLogger(l logr.Logger) *slog.Logger {
+	return slog.New(logr.ToSlogHandler(l.WithName("embedded-broker")))
 }
 
 // NeedLeaderElection implements manager.LeaderElectionRunnable: the
@@ -63,7 +70,7 @@ func (e *embeddedBroker) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("the embedded broker cannot listen on %s (LOCKSTEP_EMBEDDED_BROKER_ADDR): %w", e.addr, err)
 	}
-	srv := &http.Server{Handler: b, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: b, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(e.logger.Handler(), slog.LevelError)}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	if err := e.register(ctx, "http://"+ln.Addr().String()); err != nil {

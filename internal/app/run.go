@@ -26,7 +26,6 @@ package app
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"strings"
 
 	"go.uber.org/zap/zapcore"
@@ -271,7 +270,7 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 		}
 		if err := mgr.Add(&embeddedBroker{
 			addr: c.EmbeddedBrokerAddr, name: c.EmbeddedBrokerName, settings: settings,
-			client: mgr.GetClient(), logger: slog.Default().With("component", "embedded-broker"),
+			client: mgr.GetClient(), logger: brokerLogger(mgr.GetLogger()),
 		}); err != nil {
 			return fmt.Errorf("adding the embedded broker: %w", err)
 		}
