@@ -85,7 +85,7 @@ func (p *Process) Run(ctx context.Context, inv Invocation) (Result, error) {
 	}
 	r := &run{p: p, u: u}
 	defer r.finish()
-	if r.dir, err = p.makeRunDir(inv.Action, u); err != nil {
+	if r.dir, r.lock, err = p.makeRunDir(inv.Action, u); err != nil {
 		return fail(err)
 	}
 	input := inv.Input
@@ -204,6 +204,9 @@ type run struct {
 	p   *Process
 	u   int
 	dir string
+	// lock, held while the run lives, tells a broker that starts on the
+	// same work directory that dir is not a dead broker's.
+	lock *os.File
 	// sweep ended the action's processes (with Users); it empties dir
 	// when finish tells it to.
 	sweep sweeper
@@ -254,6 +257,9 @@ func (r *run) end(cmd *exec.Cmd, pgid int) {
 // finish removes the run directory and gives the user back, once nothing
 // of the run is left.
 func (r *run) finish() {
+	if r.lock != nil {
+		defer func() { _ = r.lock.Close() }()
+	}
 	if r.sweep != nil {
 		if err := r.sweep.Finish(); err != nil {
 			r.p.logSweepFailure(r.u, err)
@@ -431,26 +437,95 @@ const privateDir = "private"
 
 // makeRunDir creates the private directory of one run under runs/: the
 // broker's, with the group of the action's user u (u < 0: the broker's
-// own), which may read and write in it.
-func (p *Process) makeRunDir(a bundle.Action, u int) (string, error) {
-	dir, err := os.MkdirTemp(filepath.Join(p.WorkDir, "runs"), string(a)+"-")
+// own), which may read and write in it. It is made in the broker's private
+// directory and moved to runs/ once it holds the lock that says its broker
+// lives (removeStaleRuns), so that no other broker starting on the same
+// work directory takes it for a dead one's. The lock is released by
+// closing the returned file, after the directory is removed.
+func (p *Process) makeRunDir(a bundle.Action, u int) (dir string, lock *os.File, err error) {
+	tmp, err := os.MkdirTemp(filepath.Join(p.WorkDir, privateDir), string(a)+"-")
 	if err != nil {
-		return "", fmt.Errorf("create run directory: %w", err)
+		return "", nil, fmt.Errorf("create run directory: %w", err)
 	}
-	if u < 0 {
-		return dir, nil
+	fail := func(err error) (string, *os.File, error) {
+		if lock != nil {
+			_ = lock.Close()
+		}
+		_ = os.Remove(tmp)
+		return "", nil, fmt.Errorf("create run directory: %w", err)
 	}
-	gid := p.Users.First + u
-	if err := os.Chown(dir, -1, gid); err != nil {
-		_ = os.Remove(dir)
-		return "", fmt.Errorf("give run directory %s to group %d: %w", dir, gid, err)
+	if lock, err = lockDir(tmp, true); err != nil {
+		return fail(err)
 	}
-	// Setgid: the files created in it are the group's too.
-	if err := os.Chmod(dir, 0o770|os.ModeSetgid); err != nil {
-		_ = os.Remove(dir)
-		return "", fmt.Errorf("create run directory: %w", err)
+	if u >= 0 {
+		gid := p.Users.First + u
+		if err := os.Chown(tmp, -1, gid); err != nil {
+			return fail(fmt.Errorf("give it to group %d: %w", gid, err))
+		}
+		// Setgid: the files created in it are the group's too.
+		if err := os.Chmod(tmp, 0o770|os.ModeSetgid); err != nil {
+			return fail(err)
+		}
 	}
-	return dir, nil
+	dir = filepath.Join(p.WorkDir, "runs", filepath.Base(tmp))
+	if err := os.Rename(tmp, dir); err != nil {
+		return fail(err)
+	}
+	return dir, lock, nil
+}
+
+// lockDir opens dir and locks it (flock): exclusively for as long as the
+// file stays open, waiting for the lock when wait is set; without wait
+// it fails when another open file holds the lock.
+func lockDir(dir string, wait bool) (*os.File, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	how := syscall.LOCK_EX
+	if !wait {
+		how |= syscall.LOCK_NB
+	}
+	if err := syscall.Flock(int(f.Fd()), how); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// removeStaleRuns removes the run directories no running broker holds:
+// those of the actions of a broker that stopped before it could remove
+// them (killed, or its host restarted). Their input documents hold
+// parameters, which may hold secrets. empty empties a directory the broker
+// cannot (one an action user wrote in); it returns how many it removed.
+func (p *Process) removeStaleRuns(empty func(dir string) error) (int, error) {
+	runs := filepath.Join(p.WorkDir, "runs")
+	entries, err := os.ReadDir(runs)
+	if err != nil {
+		return 0, fmt.Errorf("list the run directories: %w", err)
+	}
+	var errs []error
+	removed := 0
+	for _, e := range entries {
+		dir := filepath.Join(runs, e.Name())
+		lock, err := lockDir(dir, false)
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			continue // a running action's
+		}
+		if err == nil {
+			err = os.RemoveAll(dir)
+			if err != nil && empty != nil {
+				err = empty(dir)
+			}
+			_ = lock.Close()
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("remove the run directory %s of a stopped broker: %w", dir, err))
+			continue
+		}
+		removed++
+	}
+	return removed, errors.Join(errs...)
 }
 
 // acquire takes a free user (its index in Users) for one run, waiting

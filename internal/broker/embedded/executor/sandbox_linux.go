@@ -56,8 +56,11 @@ func (p *Process) prepare() error {
 			}
 		}
 	}
+	if err := ownDirs(p.WorkDir, "runs", privateDir); err != nil {
+		return err
+	}
 	if !p.Users.Enabled() {
-		return nil
+		return p.cleanRuns(nil)
 	}
 	if err := reachable(p.WorkDir); err != nil {
 		return err
@@ -91,9 +94,63 @@ func (p *Process) prepare() error {
 	if err := reexec.SweepUsers(p.Users.First, p.Users.First+p.Users.Count-1); err != nil {
 		return fmt.Errorf("end the processes the action users still have: %w", err)
 	}
+	// Nothing of the users runs now: a run directory one of them wrote
+	// in is emptied by a sweep of that user.
+	empty := func(dir string) error {
+		var st syscall.Stat_t
+		if err := syscall.Stat(dir, &st); err != nil {
+			return err
+		}
+		uid := int(st.Gid) // the run's group is its user's
+		if uid < p.Users.First || uid >= p.Users.First+p.Users.Count {
+			return fmt.Errorf("its group %d is none of the action users' (%s)", uid, p.Users)
+		}
+		sw, err := reexec.StartSweep(uid, dir)
+		if err == nil {
+			err = sw.Finish()
+		}
+		if err != nil {
+			return err
+		}
+		return os.Remove(dir)
+	}
+	if err := p.cleanRuns(empty); err != nil {
+		return err
+	}
 	p.free = make(chan int, p.Users.Count)
 	for u := range p.Users.Count {
 		p.free <- u
+	}
+	return nil
+}
+
+// cleanRuns removes the run directories of a broker that stopped
+// (removeStaleRuns) and logs how many.
+func (p *Process) cleanRuns(empty func(dir string) error) error {
+	n, err := p.removeStaleRuns(empty)
+	if n > 0 && p.Logger != nil {
+		p.Logger.Info("removed the run directories of actions a stopped broker left", "count", n)
+	}
+	if err != nil {
+		return fmt.Errorf("the run directories of a stopped broker hold the parameters of its actions: %w", err)
+	}
+	return nil
+}
+
+// ownDirs checks that the named directories of workDir are directories
+// of the broker's own user: one that another user created first (in a
+// shared /tmp) would let that user read the run directories' parameters.
+func ownDirs(workDir string, names ...string) error {
+	for _, name := range names {
+		path := filepath.Join(workDir, name)
+		var st syscall.Stat_t
+		if err := syscall.Lstat(path, &st); err != nil {
+			return fmt.Errorf("create the executor's work directory: %w", err)
+		}
+		if st.Mode&syscall.S_IFMT != syscall.S_IFDIR || int(st.Uid) != os.Geteuid() {
+			return fmt.Errorf("the executor's work directory %s is not a directory of the broker's own user (%d) but of user %d: use a work directory no other user can create (WORK_DIR)",
+				path, os.Geteuid(), st.Uid)
+		}
 	}
 	return nil
 }
