@@ -51,8 +51,8 @@ func NewBindingDefaulter() *Defaulter[Binding] {
 // NewBindingValidator returns the validating chain for ServiceBindings:
 // field policies, spec checks and registered hooks; then the Resolver
 // (parameters from Secrets, the bound instance, its broker and plan) and
-// the checks of the instance and the Secret against it; then the broker
-// call.
+// the checks of the instance and the Secret against it; then the
+// namespace's quotas; then the broker call.
 // OSB bindings cannot be updated, so every spec field is create-only: a
 // change is refused with the advice to delete and recreate the binding.
 func NewBindingValidator(d Deps, hooks *validate.Hooks[Binding]) *Validator[Binding] {
@@ -81,6 +81,9 @@ func NewBindingValidator(d Deps, hooks *validate.Hooks[Binding]) *Validator[Bind
 			&planAccess[Binding]{rules: d.AccessRules, reader: d.Reader, use: bindingPlan},
 			&bindingSecret{reader: d.Secrets},
 			&bindingTransforms{secrets: d.Secrets, access: d.Access},
+		},
+		Limits: []Limit[Binding]{
+			&resourceQuotas[Binding]{quotas: d.Quotas, inFlight: d.quotaInFlight(), resource: v1alpha1.GroupVersion.WithResource("servicebindings").GroupResource(), kind: bindingKind},
 		},
 		Steps: []Step[Binding]{
 			&bindingBroker{carry: newCarrier(d), writer: d.Writer},

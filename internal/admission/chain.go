@@ -48,6 +48,20 @@ type TargetCheck[T client.Object] interface {
 	Check(ctx context.Context, a *Attributes[T], t *Target) (field.ErrorList, admission.Warnings, error)
 }
 
+// Limit is one check of what the cluster would refuse after lockstep
+// allowed (the namespace's ResourceQuotas, the broker's per-plan limits):
+// a refusal there would come after the broker call, and turn the broker's
+// work into waste. Limits run once every static check passed, dry runs
+// included, before the broker steps; the first refusal answers with its
+// own status. A Limit may hold what the request takes (a quota's unit)
+// until release is called, once, with whether the request was allowed.
+type Limit[T client.Object] interface {
+	// Name identifies the limit in logs and metrics.
+	Name() string
+	// Limit refuses the request, or returns release (nil: nothing held).
+	Limit(ctx context.Context, a *Attributes[T], t *Target) (release func(allowed bool), err error)
+}
+
 // Step is one step of the broker phase. Steps run in order, after every
 // static check passed, and never for a dry run. They get the Target in
 // full (every static check passed) and only read it. An error rejects the

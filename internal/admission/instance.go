@@ -17,6 +17,7 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/access"
 	"github.com/lockstep-dev/lockstep/internal/catalog"
 	"github.com/lockstep-dev/lockstep/internal/journal"
+	"github.com/lockstep-dev/lockstep/internal/quota"
 	"github.com/lockstep-dev/lockstep/internal/validate"
 )
 
@@ -51,6 +52,12 @@ type Deps struct {
 	// AccessRules holds every broker's access rules (spec.access); nil
 	// (in tests) holds none.
 	AccessRules *access.Store
+	// Quotas reads the namespaces' ResourceQuotas (the manager's cache);
+	// nil checks none.
+	Quotas client.Reader
+	// QuotaInFlight counts the creates in flight against the quotas; nil
+	// gives each chain its own.
+	QuotaInFlight *quota.InFlight
 	// Journal records every broker operation.
 	Journal *journal.Journal
 	// Leases is the per-object lock, across replicas.
@@ -73,6 +80,14 @@ type Deps struct {
 // externalIDs finds which object holds an external id.
 func (d Deps) externalIDs() *externalIDs {
 	return &externalIDs{cache: d.Reader, direct: d.APIReader, typed: d.Typed, access: d.Access}
+}
+
+// quotaInFlight is the count of creates in flight the chains share.
+func (d Deps) quotaInFlight() *quota.InFlight {
+	if d.QuotaInFlight != nil {
+		return d.QuotaInFlight
+	}
+	return &quota.InFlight{}
 }
 
 // NewInstanceDefaulter returns the mutating handler for ServiceInstances:
@@ -108,10 +123,11 @@ func NewInstanceDefaulter(reader client.Reader) *Defaulter[Instance] {
 	}
 }
 
-// NewInstanceValidator returns the validating chain for ServiceInstances:
-// field policies, spec checks and registered hooks; then the Resolver
-// (parameters from Secrets, the broker's catalog and the plan) and the
-// catalog check against what it found; then the broker call.
+// NewInstanceValidator returns the validating chain for ServiceInstances
+// (and the models of objects of typed kinds): field policies, spec checks
+// and registered hooks; then the Resolver (parameters from Secrets, the
+// broker's catalog and the plan) and the catalog check against what it
+// found; then the namespace's quotas; then the broker call.
 func NewInstanceValidator(d Deps, hooks *validate.Hooks[Instance]) *Validator[Instance] {
 	bindings := &liveBindings{reader: d.Reader}
 	return &Validator[Instance]{
@@ -142,6 +158,9 @@ func NewInstanceValidator(d Deps, hooks *validate.Hooks[Instance]) *Validator[In
 			&instanceCatalog{},
 			&sensitiveParameters{},
 			&planAccess[Instance]{rules: d.AccessRules, reader: d.Reader, use: instancePlan},
+		},
+		Limits: []Limit[Instance]{
+			&resourceQuotas[Instance]{quotas: d.Quotas, inFlight: d.quotaInFlight(), resource: v1alpha1.GroupVersion.WithResource("serviceinstances").GroupResource(), kind: instanceKind},
 		},
 		Steps: []Step[Instance]{
 			&instanceBroker{carry: newCarrier(d)},

@@ -46,7 +46,10 @@ type Validator[T client.Object] struct {
 	// TargetChecks are the static checks of the request against what
 	// Resolve found, run after it on CREATE and spec UPDATEs.
 	TargetChecks []TargetCheck[T]
-	// Steps are the broker phase, run after the checks unless dry-run.
+	// Limits are what the cluster would refuse after lockstep (quotas,
+	// per-plan limits), run after the checks, dry runs included.
+	Limits []Limit[T]
+	// Steps are the broker phase, run after the limits unless dry-run.
 	Steps []Step[T]
 	// Budget bounds the time spent on one request, broker calls included;
 	// zero means no bound beyond the request's own.
@@ -75,8 +78,8 @@ func (v *Validator[T]) ValidateDelete(ctx context.Context, obj T) (admission.War
 // admit runs the chain: pass-through classes first, then the static phase
 // (the checks of the request alone, the Resolver, the checks against what
 // it resolved; all field errors reported together as one 422, in that
-// order), then, unless dry-run, the broker steps in order with the
-// resolved Target. Every decision is counted (metrics).
+// order), then the limits, then, unless dry-run, the broker steps in
+// order with the resolved Target. Every decision is counted (metrics).
 func (v *Validator[T]) admit(ctx context.Context, a *Attributes[T]) (_ admission.Warnings, err error) {
 	reason := metrics.ReasonBroker
 	defer func() { v.count(ctx, a.Operation, reason, err) }()
@@ -103,6 +106,16 @@ func (v *Validator[T]) admit(ctx context.Context, a *Attributes[T]) (_ admission
 	if len(errs) > 0 {
 		obj := a.Object()
 		return warnings, invalid(objectKind(obj, v.Kind), obj.GetName(), v.paths(obj, errs))
+	}
+	for _, l := range v.Limits {
+		release, lerr := l.Limit(ctx, a, t)
+		if lerr != nil {
+			return warnings, lerr
+		}
+		if release != nil {
+			// err is admit's answer, as returned.
+			defer func() { release(err == nil) }()
+		}
 	}
 	if a.DryRun {
 		reason = metrics.ReasonDryRun

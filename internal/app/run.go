@@ -67,6 +67,7 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/credentials"
 	"github.com/lockstep-dev/lockstep/internal/journal"
 	"github.com/lockstep-dev/lockstep/internal/metrics"
+	"github.com/lockstep-dev/lockstep/internal/quota"
 	"github.com/lockstep-dev/lockstep/internal/typed/render"
 )
 
@@ -253,8 +254,14 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 		return fmt.Errorf("setting up the operations reconciler: %w", err)
 	}
 
+	// Admission reads the namespaces' ResourceQuotas from the cache: its
+	// informer starts with the cache, not at the first create.
+	if _, err := mgr.GetCache().GetInformer(ctx, &corev1.ResourceQuota{}); err != nil {
+		return fmt.Errorf("informing on ResourceQuotas: %w", err)
+	}
 	deps := admission.Deps{
 		Reader: mgr.GetClient(), Typed: typed, APIReader: mgr.GetAPIReader(), Writer: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Catalogs: catalogs, AccessRules: rules,
+		Quotas: mgr.GetClient(), QuotaInFlight: &quota.InFlight{},
 		Access:  admission.SubjectAccessReviews{Client: mgr.GetClient()},
 		Journal: records, Leases: leases, Budget: c.AdmissionBudget, RefusalMemory: c.RefusalMemory, MaxParametersBytes: c.MaxParametersBytes,
 		Broker: admission.BrokerOptions{Poll: poll, ClusterID: clusterID, Log: ctrl.Log.WithName("broker")},
