@@ -307,6 +307,27 @@ type PlanAccess struct {
 	// Rules are the names of the broker's access rules that open the plan.
 	// +optional
 	Rules []string `json:"rules,omitempty" lockstep:"readonly"`
+	// Limits are the per-plan limits of the broker's access rules that
+	// count the plan's instances: a namespace they apply to may hold at
+	// most MaxInstances instances of the plans each counts, together.
+	// +optional
+	Limits []PlanLimitSummary `json:"limits,omitempty" lockstep:"readonly"`
+}
+
+// PlanLimitSummary is one per-plan limit that counts a plan's instances.
+type PlanLimitSummary struct {
+	// Rule is the access rule the limit belongs to.
+	Rule string `json:"rule" lockstep:"readonly"`
+	// Name is the limit's name.
+	Name string `json:"name" lockstep:"readonly"`
+	// Namespaces are the namespaces it applies to: "all", or the rule's
+	// namespace selector.
+	Namespaces string `json:"namespaces" lockstep:"readonly"`
+	// MaxInstances is how many instances of the plans it counts a
+	// namespace may hold together.
+	MaxInstances int32 `json:"maxInstances" lockstep:"readonly"`
+	// Counts says which plans it counts, in words.
+	Counts string `json:"counts" lockstep:"readonly"`
 }
 
 // ServicePlan is one plan of a registered broker's catalog, written by

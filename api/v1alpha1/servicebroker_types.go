@@ -149,6 +149,41 @@ type AccessRule struct {
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:items:MinLength=1
 	Plans []string `json:"plans"`
+	// Limits bound how many instances of the plans the rule opens each
+	// namespace it selects may hold, as Cloud Foundry's service quotas
+	// do. A provision, an adoption or a plan change that would take a
+	// namespace over a limit is refused before the broker is called.
+	// Every limit of every rule that selects a namespace applies to it:
+	// rules open, limits only restrict.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	// +optional
+	Limits []PlanLimit `json:"limits,omitempty"`
+}
+
+// PlanLimit bounds how many instances of some of the plans an access rule
+// opens a namespace may hold, together.
+type PlanLimit struct {
+	// Name identifies the limit in refusals and in the marketplace.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+	// Plans are the names of the plans whose instances count, as
+	// patterns ("*": every plan); only plans of the services the rule
+	// opens count. Without patterns, every plan the rule opens counts.
+	// +kubebuilder:validation:items:MinLength=1
+	// +optional
+	Plans []string `json:"plans,omitempty"`
+	// NotFree counts only the instances of plans that the broker's
+	// catalog does not mark free (of the plans above). A plan the
+	// catalog no longer lists counts as not free.
+	// +optional
+	NotFree bool `json:"notFree,omitempty"`
+	// MaxInstances is how many instances of those plans a namespace may
+	// hold together; 0 allows none.
+	// +kubebuilder:validation:Minimum=0
+	MaxInstances int32 `json:"maxInstances"`
 }
 
 // PlanSummary is one plan of a broker's catalog, as lockstep sees it.

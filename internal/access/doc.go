@@ -10,6 +10,10 @@
 //     Decide says whether a namespace, by its labels, may use a plan, and
 //     why not, naming the rules; Of says which namespaces may use a plan,
 //     for the marketplace;
+//   - limits.go: the per-plan limits of the rules (spec.access[].limits),
+//     as Cloud Foundry's service quotas: Limits says which apply to a
+//     namespace, Limit.Counts which plans each counts; admission counts
+//     a namespace's instances against them;
 //   - store.go: the compiled rules of every broker, kept by the
 //     servicebroker controller in every replica, read by admission.
 //

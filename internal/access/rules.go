@@ -27,6 +27,7 @@ type rule struct {
 	// the selector's own words.
 	selects         string
 	services, plans []string
+	limits          []v1alpha1.PlanLimit
 }
 
 // Compile compiles a broker's access rules. Rules that cannot be used (a
@@ -45,7 +46,7 @@ func Compile(broker string, spec []v1alpha1.AccessRule) *Rules {
 		if !sel.Empty() {
 			selects = "namespaces matching " + sel.String()
 		}
-		r.rules = append(r.rules, rule{name: s.Name, selector: sel, selects: selects, services: s.Services, plans: s.Plans})
+		r.rules = append(r.rules, rule{name: s.Name, selector: sel, selects: selects, services: s.Services, plans: s.Plans, limits: s.Limits})
 	}
 	return r
 }
@@ -104,8 +105,10 @@ func (r *Rules) Decide(namespace string, nsLabels map[string]string, service, pl
 		what, namespace, strings.Join(reasons, "; "), r.broker)}
 }
 
-// Of says which namespaces may use plan of service, for the marketplace.
-func (r *Rules) Of(service, plan string) v1alpha1.PlanAccess {
+// Of says which namespaces may use plan of service, and which per-plan
+// limits count its instances (free says whether the catalog marks the
+// plan free), for the marketplace.
+func (r *Rules) Of(service, plan string, free bool) v1alpha1.PlanAccess {
 	if r.Open() {
 		return v1alpha1.PlanAccess{Namespaces: "all"}
 	}
@@ -125,6 +128,7 @@ func (r *Rules) Of(service, plan string) v1alpha1.PlanAccess {
 		}
 		selectors = append(selectors, ru.selector.String())
 	}
+	out.Limits = r.limitsOf(service, plan, free)
 	switch {
 	case all:
 		out.Namespaces = "all"

@@ -66,11 +66,11 @@ func TestDecide(t *testing.T) {
 
 func TestOf(t *testing.T) {
 	r := Compile("acme", rules())
-	assert.Equal(t, v1alpha1.PlanAccess{Namespaces: "all"}, Compile("acme", nil).Of("db", "large"))
-	assert.Equal(t, v1alpha1.PlanAccess{Namespaces: "team=a", Rules: []string{"team-a"}}, r.Of("db", "large"))
-	assert.Equal(t, v1alpha1.PlanAccess{Namespaces: "all", Rules: []string{"team-a", "everyone-small"}}, r.Of("db", "small"))
-	assert.Equal(t, v1alpha1.PlanAccess{Namespaces: "team=a or env in (dev,sandbox)", Rules: []string{"team-a", "sandbox-dev"}}, r.Of("cache", "x-dev"))
-	assert.Equal(t, v1alpha1.PlanAccess{Namespaces: "none"}, Compile("acme", rules()[1:2]).Of("cache", "large"))
+	assert.Equal(t, v1alpha1.PlanAccess{Namespaces: "all"}, Compile("acme", nil).Of("db", "large", false))
+	assert.Equal(t, v1alpha1.PlanAccess{Namespaces: "team=a", Rules: []string{"team-a"}}, r.Of("db", "large", false))
+	assert.Equal(t, v1alpha1.PlanAccess{Namespaces: "all", Rules: []string{"team-a", "everyone-small"}}, r.Of("db", "small", true))
+	assert.Equal(t, v1alpha1.PlanAccess{Namespaces: "team=a or env in (dev,sandbox)", Rules: []string{"team-a", "sandbox-dev"}}, r.Of("cache", "x-dev", true))
+	assert.Equal(t, v1alpha1.PlanAccess{Namespaces: "none"}, Compile("acme", rules()[1:2]).Of("cache", "large", false))
 }
 
 func TestMatch(t *testing.T) {

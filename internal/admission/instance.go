@@ -52,6 +52,9 @@ type Deps struct {
 	// AccessRules holds every broker's access rules (spec.access); nil
 	// (in tests) holds none.
 	AccessRules *access.Store
+	// TypedInstances lists the objects of typed kinds of a namespace, for
+	// the per-plan limits; nil counts none.
+	TypedInstances TypedInstances
 	// Quotas reads the namespaces' ResourceQuotas (the manager's cache);
 	// nil checks none.
 	Quotas client.Reader
@@ -127,7 +130,8 @@ func NewInstanceDefaulter(reader client.Reader) *Defaulter[Instance] {
 // (and the models of objects of typed kinds): field policies, spec checks
 // and registered hooks; then the Resolver (parameters from Secrets, the
 // broker's catalog and the plan) and the catalog check against what it
-// found; then the namespace's quotas; then the broker call.
+// found; then the namespace's quotas and the broker's per-plan limits;
+// then the broker call.
 func NewInstanceValidator(d Deps, hooks *validate.Hooks[Instance]) *Validator[Instance] {
 	bindings := &liveBindings{reader: d.Reader}
 	return &Validator[Instance]{
@@ -161,6 +165,7 @@ func NewInstanceValidator(d Deps, hooks *validate.Hooks[Instance]) *Validator[In
 		},
 		Limits: []Limit[Instance]{
 			&resourceQuotas[Instance]{quotas: d.Quotas, inFlight: d.quotaInFlight(), resource: v1alpha1.GroupVersion.WithResource("serviceinstances").GroupResource(), kind: instanceKind},
+			&planLimits{rules: d.AccessRules, reader: d.Reader, typed: d.TypedInstances, leases: d.Leases},
 		},
 		Steps: []Step[Instance]{
 			&instanceBroker{carry: newCarrier(d)},

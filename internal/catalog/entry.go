@@ -133,6 +133,25 @@ func (e *Entry) HasService(name string) bool {
 	return false
 }
 
+// PlanByID is the plan with this OSB id: from the current catalog, or
+// else from the removed plans.
+func (e *Entry) PlanByID(id string) (osbapi.ServicePlan, bool) {
+	for i := range e.Catalog.Services {
+		s := &e.Catalog.Services[i]
+		for j := range s.Plans {
+			if s.Plans[j].ID == id {
+				return osbapi.ServicePlan{Service: s, Plan: &s.Plans[j]}, true
+			}
+		}
+	}
+	for _, r := range e.Removed {
+		if r.Plan.ID == id {
+			return r, true
+		}
+	}
+	return osbapi.ServicePlan{}, false
+}
+
 // PlanName is the name of the plan with this OSB id, or the id itself when
 // the catalog has no such plan.
 func (e *Entry) PlanName(id string) string {

@@ -94,7 +94,7 @@ func Plan(sb *v1alpha1.ServiceBroker, sp osbapi.ServicePlan, createOnly []string
 			Metadata:             rawJSON(p.Metadata),
 			CreateOnlyParameters: createOnly,
 			Parameters:           Parameters(sp.CreateSchema(), createOnly),
-			Access:               rules.Of(sp.Service.Name, p.Name),
+			Access:               rules.Of(sp.Service.Name, p.Name, p.IsFree()),
 		},
 		Status: v1alpha1.MarketplaceStatus{
 			RemovedFromCatalog: removed,

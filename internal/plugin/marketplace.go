@@ -21,11 +21,12 @@ func (s *session) marketplaceCommand() *cobra.Command {
 		Short:   "List the services and plans of every registered broker, with prices and parameters",
 		Long: "marketplace lists every plan of every ServiceBroker's catalog (lockstep's ServicePlans): its service, " +
 			"price, whether it can be bound, and the parameters of its create schema; a create-only parameter " +
-			"(in the create schema, not in the update schema) is marked with *.",
+			"(in the create schema, not in the update schema) is marked with *. Then the per-plan limits of the " +
+			"brokers' access rules, with the namespace's use of each (-n NAMESPACE, or the kubeconfig's).",
 		Example: "  kubectl lockstep marketplace\n  kubectl lockstep marketplace --broker embedded --service quick",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, _, err := s.client()
+			c, ns, err := s.client()
 			if err != nil {
 				return err
 			}
@@ -33,6 +34,7 @@ func (s *session) marketplaceCommand() *cobra.Command {
 			if err := c.List(cmd.Context(), &plans); err != nil {
 				return err
 			}
+			all := append([]v1alpha1.ServicePlan(nil), plans.Items...)
 			rows := plans.Items[:0]
 			for _, p := range plans.Items {
 				if (broker == "" || p.Spec.BrokerName == broker) && (service == "" || p.Spec.ServiceName == service) {
@@ -69,6 +71,9 @@ func (s *session) marketplaceCommand() *cobra.Command {
 			}
 			if createOnly {
 				fmt.Fprintln(s.out(), "\n* create-only: set it when you provision, it cannot change afterwards.")
+			}
+			if err := s.printLimits(cmd.Context(), c, ns, all, broker); err != nil {
+				return err
 			}
 			fmt.Fprintln(s.out(), "kubectl lockstep describe plan SERVICE/PLAN shows a plan's parameters.")
 			return nil

@@ -108,3 +108,31 @@ func (w *Watcher) informerWhere(match func(object.Kind) bool) toolscache.SharedI
 	})
 	return found
 }
+
+// InstancesIn returns the objects of every typed kind in namespace, as
+// the instances they are (object.ToInstance), from this replica's
+// informers (each indexed by namespace); a kind whose informer has not
+// synced yet has none.
+func (w *Watcher) InstancesIn(namespace string) []*v1alpha1.ServiceInstance {
+	var out []*v1alpha1.ServiceInstance
+	w.informing.Range(func(_, v any) bool {
+		r := v.(*run)
+		inf := r.informer.Load()
+		if inf == nil {
+			return true
+		}
+		items, err := (*inf).GetIndexer().ByIndex(toolscache.NamespaceIndex, namespace)
+		if err != nil {
+			return true
+		}
+		for _, item := range items {
+			if u, ok := item.(*unstructured.Unstructured); ok {
+				if si, err := object.ToInstance(u, r.kind); err == nil {
+					out = append(out, si)
+				}
+			}
+		}
+		return true
+	})
+	return out
+}
