@@ -27,13 +27,15 @@ const Binary = "kube-controller-manager"
 
 // Controllers are the controllers it runs: a namespace's deletion,
 // owner-reference garbage collection, the aggregation of ClusterRoles by
-// label into edit, view and admin (each typed kind's roles may be), and
-// the type checking of ValidatingAdmissionPolicies into their status
-// (lockstep's policies on its own writes are checked so). Nothing else is
-// needed by lockstep, and nothing else runs (no service account tokens,
-// no node or pod controllers).
+// label into edit, view and admin (each typed kind's roles may be), the
+// type checking of ValidatingAdmissionPolicies into their status
+// (lockstep's policies on its own writes are checked so), and the status
+// of ResourceQuotas (their limits and what the namespace holds:
+// kube-apiserver's quota admission reads them there, and enforces no quota
+// without them). Nothing else is needed by lockstep, and nothing else runs
+// (no service account tokens, no node or pod controllers).
 var Controllers = []string{"namespace-controller", "garbage-collector-controller", "clusterrole-aggregation-controller",
-	"validatingadmissionpolicy-status-controller"}
+	"validatingadmissionpolicy-status-controller", "resourcequota-controller"}
 
 // User is the identity it connects as, a cluster admin (system:masters):
 // the namespace controller and the garbage collector delete objects of
