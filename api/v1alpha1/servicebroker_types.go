@@ -60,6 +60,14 @@ type ServiceBrokerSpec struct {
 	// +kubebuilder:validation:MaxItems=64
 	// +optional
 	Access []AccessRule `json:"access,omitempty"`
+	// Preflight, when true, tries every change lockstep is about to carry
+	// out at this broker first as a server-side dry run of the same
+	// request, by lockstep, so that what the rest of the cluster's
+	// admission refuses (another validating webhook, a policy engine, a
+	// quota) is refused before the broker is called; false never does;
+	// unset follows LOCKSTEP_PREFLIGHT.
+	// +optional
+	Preflight *bool `json:"preflight,omitempty"`
 	// TypedKinds says which services of the broker get a typed kind: a
 	// kind of their own in the group services.lockstep.dev, whose
 	// spec.parameters is typed from the plans' schemas. Without entries no

@@ -825,6 +825,11 @@ func (in *ServiceBrokerSpec) DeepCopyInto(out *ServiceBrokerSpec) {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
 	}
+	if in.Preflight != nil {
+		in, out := &in.Preflight, &out.Preflight
+		*out = new(bool)
+		**out = **in
+	}
 	if in.TypedKinds != nil {
 		in, out := &in.TypedKinds, &out.TypedKinds
 		*out = make([]TypedKindActivation, len(*in))

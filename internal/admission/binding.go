@@ -52,7 +52,8 @@ func NewBindingDefaulter() *Defaulter[Binding] {
 // field policies, spec checks and registered hooks; then the Resolver
 // (parameters from Secrets, the bound instance, its broker and plan) and
 // the checks of the instance and the Secret against it; then the
-// namespace's quotas; then the broker call.
+// namespace's quotas; then, where it is on, the preflight; then the broker
+// call.
 // OSB bindings cannot be updated, so every spec field is create-only: a
 // change is refused with the advice to delete and recreate the binding.
 func NewBindingValidator(d Deps, hooks *validate.Hooks[Binding]) *Validator[Binding] {
@@ -86,8 +87,10 @@ func NewBindingValidator(d Deps, hooks *validate.Hooks[Binding]) *Validator[Bind
 			&resourceQuotas[Binding]{quotas: d.Quotas, inFlight: d.quotaInFlight(), resource: v1alpha1.GroupVersion.WithResource("servicebindings").GroupResource(), kind: bindingKind},
 		},
 		Steps: []Step[Binding]{
+			&preflight[Binding]{opts: d.Preflight, brokers: d.Reader, log: d.Broker.Log},
 			&bindingBroker{carry: newCarrier(d), writer: d.Writer},
 		},
+		Self:   d.Preflight.Self,
 		Budget: d.Budget,
 	}
 }

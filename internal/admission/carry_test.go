@@ -163,7 +163,7 @@ func TestCarrierWritesOnceBeforeTheReply(t *testing.T) {
 			if tt.script != nil {
 				tt.script(h.broker)
 			}
-			c := h.validator.Steps[0].(*instanceBroker).carry
+			c := h.validator.Steps[len(h.validator.Steps)-1].(*instanceBroker).carry
 			c.protocol.Carrier.After = nil // the answer's writes are then made before the reply: count them apart
 			c.protocol.Carrier.Crash = func(p journal.Point) bool {
 				if p == journal.BeforeReply {
@@ -224,7 +224,7 @@ func TestCarrierCrashPointsAreClosed(t *testing.T) {
 			if tt.op == admissionv1.Update {
 				h.broker.PutInstance(fakebroker.Instance{ID: "ext-1", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID})
 			}
-			c := h.validator.Steps[0].(*instanceBroker).carry
+			c := h.validator.Steps[len(h.validator.Steps)-1].(*instanceBroker).carry
 			c.protocol.Carrier.Crash = func(p journal.Point) bool { return p == tt.point }
 
 			var err error
@@ -282,7 +282,7 @@ func TestCarrierRetryOfARequestCutShortIsAnsweredUnknown(t *testing.T) {
 	persisted := instance("small", "", func(si *v1alpha1.ServiceInstance) { si.Generation = 1 })
 	h := newHarness(t, persisted.DeepCopy())
 	h.broker.PutInstance(fakebroker.Instance{ID: "ext-1", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID})
-	c := h.validator.Steps[0].(*instanceBroker).carry
+	c := h.validator.Steps[len(h.validator.Steps)-1].(*instanceBroker).carry
 	c.protocol.Carrier.Crash = func(p journal.Point) bool { return p == journal.BeforeReply }
 	_, err := h.admit(admissionv1.Delete, persisted, nil, false)
 	require.Error(t, err, "the replica stopped after the broker call, before it replied")

@@ -35,8 +35,16 @@
 //     one 422, as apierrors.NewInvalid builds it (invalid.go), so that
 //     kubectl shows the field paths; a Target resolved in part leaves its
 //     missing parts nil and the later checks still report theirs;
-//  3. dry-run stops here: the broker is never called for a dry run;
-//  4. broker steps, which get the Target and carry the change out at the
+//  3. the limits: what the API server would refuse after lockstep, which
+//     lockstep can count itself, is refused with its status (403): the
+//     namespace's ResourceQuotas on a create (quota.go, internal/quota)
+//     and the per-plan limits of the broker's access rules
+//     (plan_limits.go); dry runs included;
+//  4. dry-run stops here: the broker is never called for a dry run;
+//  5. broker steps, which get the Target: where it is on, the preflight
+//     (preflight.go) tries the change first as a server-side dry run by
+//     lockstep, so that another webhook's or a policy's refusal is the
+//     answer with nothing sent; then the change is carried out at the
 //     broker through the one protocol of a broker call (carry.go,
 //     internal/brokercall): the object's lock (keyed on its kind and
 //     external id), carrying the operation's record, is the one API

@@ -61,6 +61,9 @@ type Deps struct {
 	// QuotaInFlight counts the creates in flight against the quotas; nil
 	// gives each chain its own.
 	QuotaInFlight *quota.InFlight
+	// Preflight says when a change is tried first as a dry run, and
+	// who lockstep is (its own dry runs are allowed at once).
+	Preflight PreflightOptions
 	// Journal records every broker operation.
 	Journal *journal.Journal
 	// Leases is the per-object lock, across replicas.
@@ -131,7 +134,7 @@ func NewInstanceDefaulter(reader client.Reader) *Defaulter[Instance] {
 // and registered hooks; then the Resolver (parameters from Secrets, the
 // broker's catalog and the plan) and the catalog check against what it
 // found; then the namespace's quotas and the broker's per-plan limits;
-// then the broker call.
+// then, where it is on, the preflight; then the broker call.
 func NewInstanceValidator(d Deps, hooks *validate.Hooks[Instance]) *Validator[Instance] {
 	bindings := &liveBindings{reader: d.Reader}
 	return &Validator[Instance]{
@@ -168,8 +171,10 @@ func NewInstanceValidator(d Deps, hooks *validate.Hooks[Instance]) *Validator[In
 			&planLimits{rules: d.AccessRules, reader: d.Reader, typed: d.TypedInstances, leases: d.Leases},
 		},
 		Steps: []Step[Instance]{
+			&preflight[Instance]{opts: d.Preflight, brokers: d.Reader, log: d.Broker.Log},
 			&instanceBroker{carry: newCarrier(d)},
 		},
+		Self:   d.Preflight.Self,
 		Budget: d.Budget,
 	}
 }

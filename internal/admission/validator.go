@@ -51,6 +51,9 @@ type Validator[T client.Object] struct {
 	Limits []Limit[T]
 	// Steps are the broker phase, run after the limits unless dry-run.
 	Steps []Step[T]
+	// Self is lockstep's own user name: its dry runs (the preflight of a
+	// change it is carrying out) are allowed at once.
+	Self string
 	// Budget bounds the time spent on one request, broker calls included;
 	// zero means no bound beyond the request's own.
 	Budget time.Duration

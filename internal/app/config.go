@@ -88,6 +88,12 @@ type Config struct {
 	// may be (spec.parameters with those from Secrets merged in, as JSON);
 	// larger ones are refused before any broker call.
 	MaxParametersBytes int `split_words:"true" default:"65536"`
+	// Preflight tries every change lockstep is about to carry out at a
+	// broker first as a server-side dry run of the same request, so that
+	// what the rest of admission refuses after lockstep (other webhooks,
+	// policies, quotas) is refused with nothing sent to the broker; a
+	// ServiceBroker's spec.preflight overrides it for its broker.
+	Preflight bool `split_words:"true" default:"false"`
 	// Namespace is lockstep's own namespace: the per-object locks live
 	// there, and so do the operation records of deletes in a namespace
 	// that is being deleted. The Deployment sets it to the pod's

@@ -261,7 +261,7 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 	}
 	deps := admission.Deps{
 		Reader: mgr.GetClient(), Typed: typed, APIReader: mgr.GetAPIReader(), Writer: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Catalogs: catalogs, AccessRules: rules,
-		Quotas: mgr.GetClient(), QuotaInFlight: &quota.InFlight{}, TypedInstances: typed,
+		Quotas: mgr.GetClient(), QuotaInFlight: &quota.InFlight{}, TypedInstances: typed, Preflight: admission.PreflightOptions{On: c.Preflight, Client: kinds, Self: self.Username},
 		Access:  admission.SubjectAccessReviews{Client: mgr.GetClient()},
 		Journal: records, Leases: leases, Budget: c.AdmissionBudget, RefusalMemory: c.RefusalMemory, MaxParametersBytes: c.MaxParametersBytes,
 		Broker: admission.BrokerOptions{Poll: poll, ClusterID: clusterID, Log: ctrl.Log.WithName("broker")},

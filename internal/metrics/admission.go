@@ -27,6 +27,9 @@ const (
 	// ReasonDetached: a delete that leaves the broker's resource in place
 	// (reconcile policy detach-on-delete or observe).
 	ReasonDetached = "Detached"
+	// ReasonPreflight: lockstep's own dry run of a change it is about to
+	// carry out (its preflight), allowed at once.
+	ReasonPreflight = "Preflight"
 )
 
 // Reasons of denials that pass a broker's answer on. The rejection itself
