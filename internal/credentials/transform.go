@@ -1,22 +1,18 @@
 package credentials
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
-	"text/template"
 	"text/template/parse"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"k8s.io/client-go/util/jsonpath"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
@@ -27,10 +23,15 @@ var transformsPath = field.NewPath("spec", "secretTransforms")
 
 // CheckTransforms reports what can be known of secret transforms before
 // the broker is asked for credentials: each sets exactly one change, the
-// keys it writes are valid Secret keys, templates and JSON paths parse.
-// The errors name the field path and never a credential.
+// keys it writes are valid Secret keys, templates and JSON paths parse,
+// and they are within their bounds as far as their text tells (see
+// bounds.go). The errors name the field path and never a credential.
 func CheckTransforms(ts []v1alpha1.SecretTransform, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
+	if len(ts) > MaxTransforms {
+		errs = append(errs, field.TooMany(path, len(ts), MaxTransforms))
+	}
+	steps := 0 // what the templates and JSON paths so far may take
 	for i, t := range ts {
 		p := path.Index(i)
 		set := 0
@@ -40,7 +41,13 @@ func CheckTransforms(ts []v1alpha1.SecretTransform, path *field.Path) field.Erro
 		}
 		if t.AddKey != nil {
 			set++
-			errs = append(errs, checkAddKey(t.AddKey, p.Child("addKey"))...)
+			e, cost := checkAddKey(t.AddKey, p.Child("addKey"))
+			errs = append(errs, e...)
+			if cost > 0 && steps <= MaxSteps {
+				if steps = add(steps, cost); steps > MaxSteps {
+					errs = append(errs, overSteps(t.AddKey, p.Child("addKey"), steps, cost))
+				}
+			}
 		}
 		if t.AddKeysFrom != nil {
 			set++
@@ -56,6 +63,19 @@ func CheckTransforms(ts []v1alpha1.SecretTransform, path *field.Path) field.Erro
 	return errs
 }
 
+// overSteps is the refusal of the template or JSON path that takes the
+// transforms' steps over the bound.
+func overSteps(a *v1alpha1.AddKeyTransform, p *field.Path, steps, cost int) *field.Error {
+	what := "it"
+	if steps > cost {
+		what = "with the templates and JSON paths before it, it"
+	}
+	if a.Template != nil {
+		return field.Invalid(p.Child("template"), *a.Template, stepsExceeded(steps, what).Error())
+	}
+	return field.Invalid(p.Child("jsonPath"), *a.JSONPath, stepsExceeded(steps, what).Error())
+}
+
 func checkKey(key string, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	for _, msg := range validation.IsConfigMapKey(key) {
@@ -64,7 +84,10 @@ func checkKey(key string, p *field.Path) field.ErrorList {
 	return errs
 }
 
-func checkAddKey(a *v1alpha1.AddKeyTransform, p *field.Path) field.ErrorList {
+// checkAddKey checks an addKey transform, and returns the steps its
+// template or JSON path may take (0 for a value, or one that does not
+// parse).
+func checkAddKey(a *v1alpha1.AddKeyTransform, p *field.Path) (field.ErrorList, int) {
 	errs := checkKey(a.Key, p.Child("key"))
 	set := 0
 	for _, v := range []*string{a.Value, a.Template, a.JSONPath} {
@@ -75,26 +98,53 @@ func checkAddKey(a *v1alpha1.AddKeyTransform, p *field.Path) field.ErrorList {
 	if set != 1 {
 		errs = append(errs, field.Invalid(p, a.Key, "set exactly one of value, template and jsonPath"))
 	}
+	cost := 0
 	if a.Template != nil {
-		if _, err := parseTemplate(*a.Template); err != nil {
-			errs = append(errs, field.Invalid(p.Child("template"), *a.Template, fmt.Sprintf("not a Go template: %v", err)))
+		prog, err := parseTemplate(*a.Template, p.Child("template"))
+		if err != nil {
+			errs = append(errs, err)
+		} else {
+			cost = prog.cost
 		}
 	}
 	if a.JSONPath != nil {
-		if _, err := parseJSONPath(*a.JSONPath); err != nil {
-			errs = append(errs, field.Invalid(p.Child("jsonPath"), *a.JSONPath, fmt.Sprintf("not a JSONPath: %v", err)))
+		prog, err := parseJSONPath(*a.JSONPath, p.Child("jsonPath"))
+		if err != nil {
+			errs = append(errs, err)
+		} else {
+			cost = add(cost, prog.length)
 		}
 	}
-	return errs
+	return errs, cost
 }
 
-func parseTemplate(text string) (*template.Template, error) {
-	return template.New("value").Option("missingkey=error").Parse(text)
+// parseTemplate compiles a template within its size, or says why it
+// cannot be used.
+func parseTemplate(text string, p *field.Path) (*program, *field.Error) {
+	if len(text) > MaxTemplateBytes {
+		return nil, field.TooLong(p, "", MaxTemplateBytes)
+	}
+	prog, err := compileTemplate(text)
+	switch {
+	case errors.Is(err, errDefinesTemplates):
+		return nil, field.Invalid(p, text, err.Error())
+	case err != nil:
+		return nil, field.Invalid(p, text, fmt.Sprintf("not a Go template: %v", err))
+	}
+	return prog, nil
 }
 
-func parseJSONPath(expr string) (*jsonpath.JSONPath, error) {
-	jp := jsonpath.New("value")
-	return jp, jp.Parse(expr)
+// parseJSONPath compiles a JSON path within its size, or says why it
+// cannot be used.
+func parseJSONPath(expr string, p *field.Path) (*pathProgram, *field.Error) {
+	if len(expr) > MaxJSONPathBytes {
+		return nil, field.TooLong(p, "", MaxJSONPathBytes)
+	}
+	prog, err := compileJSONPath(expr)
+	if err != nil {
+		return nil, field.Invalid(p, expr, err.Error())
+	}
+	return prog, nil
 }
 
 // TransformError says that a secret transform cannot apply to the
@@ -123,6 +173,7 @@ func applyTransforms(ctx context.Context, reader client.Reader, b *v1alpha1.Serv
 	if errs := CheckTransforms(b.Spec.SecretTransforms, transformsPath); len(errs) > 0 {
 		return errs[0]
 	}
+	spent := newBudget(clock)
 	for i, t := range b.Spec.SecretTransforms {
 		p := transformsPath.Index(i)
 		switch {
@@ -134,7 +185,7 @@ func applyTransforms(ctx context.Context, reader client.Reader, b *v1alpha1.Serv
 			delete(data, t.RenameKey.From)
 			data[t.RenameKey.To] = value
 		case t.AddKey != nil:
-			value, err := addedValue(t.AddKey, p.Child("addKey"), creds, data)
+			value, err := addedValue(spent, t.AddKey, p.Child("addKey"), creds, data)
 			if err != nil {
 				return err
 			}
@@ -154,43 +205,63 @@ func applyTransforms(ctx context.Context, reader client.Reader, b *v1alpha1.Serv
 			delete(data, t.RemoveKey.Key)
 		}
 	}
+	if n := dataBytes(data); n > MaxSecretBytes {
+		return boundInvalid(transformsPath, fmt.Sprintf("%d bytes", n), secretExceeded(n))
+	}
 	return nil
 }
 
-// addedValue is the value an addKey transform adds.
-func addedValue(a *v1alpha1.AddKeyTransform, p *field.Path, creds map[string]any, data map[string][]byte) ([]byte, error) {
+// clock reads the CPU time for the transforms' bound on time.
+var clock = threadCPU
+
+// addedValue is the value an addKey transform adds, within spent.
+func addedValue(spent *budget, a *v1alpha1.AddKeyTransform, p *field.Path, creds map[string]any, data map[string][]byte) ([]byte, error) {
 	switch {
 	case a.Value != nil:
 		return []byte(*a.Value), nil
 	case a.Template != nil:
-		return applyTemplate(*a.Template, p.Child("template"), data)
+		return applyTemplate(spent, *a.Template, p.Child("template"), data)
 	default:
-		return extract(*a.JSONPath, p.Child("jsonPath"), creds)
+		return extract(spent, *a.JSONPath, p.Child("jsonPath"), creds)
 	}
 }
 
-// applyTemplate executes a template over the Secret's keys. A key it
-// names that the Secret does not hold is reported by name; any other
-// failure without the template engine's words, which could quote a value.
-func applyTemplate(text string, p *field.Path, data map[string][]byte) ([]byte, error) {
-	tmpl, err := parseTemplate(text)
-	if err != nil {
-		return nil, field.Invalid(p, text, fmt.Sprintf("not a Go template: %v", err))
+// applyTemplate executes a template over the Secret's keys, within spent.
+// A key it names that the Secret does not hold is reported by name, a
+// bound it goes over by the bound; any other failure without the template
+// engine's words, which could quote a value.
+func applyTemplate(spent *budget, text string, p *field.Path, data map[string][]byte) ([]byte, error) {
+	prog, ferr := parseTemplate(text, p)
+	if ferr != nil {
+		return nil, ferr
 	}
-	for _, key := range templateKeys(tmpl.Tree.Root) {
+	for _, key := range templateKeys(prog.tmpl.Tree.Root) {
 		if _, ok := data[key]; !ok {
 			return nil, field.Invalid(p, text, fmt.Sprintf("it names key %q: %s", key, missingKey(data)))
 		}
 	}
+	size := dataBytes(data)
+	if size > MaxSecretBytes {
+		return nil, boundInvalid(p, text, secretExceeded(size))
+	}
+	prog.bind(spent)
+	spent.begin()
 	values := make(map[string]string, len(data))
 	for k, v := range data {
 		values[k] = string(v)
 	}
-	var out bytes.Buffer
-	if err := tmpl.Execute(&out, values); err != nil {
+	out, err := prog.run(spent, values)
+	if ended := spent.end(); err == nil {
+		err = ended
+	}
+	var bound *BoundError
+	switch {
+	case errors.As(err, &bound):
+		return nil, boundInvalid(p, text, bound)
+	case err != nil:
 		return nil, field.Invalid(p, text, fmt.Sprintf("it cannot be applied to the Secret's keys (%s); check what it does with them", strings.Join(sortedKeys(data), ", ")))
 	}
-	return out.Bytes(), nil
+	return out, nil
 }
 
 // templateKeys are the keys a template names as fields of its data
@@ -238,34 +309,34 @@ func templateKeys(n parse.Node) []string {
 	return keys
 }
 
-// extract finds one value with a JSON path in the broker's credentials: a
-// string as it is, anything else as JSON.
-func extract(expr string, p *field.Path, creds map[string]any) ([]byte, error) {
-	jp, err := parseJSONPath(expr)
-	if err != nil {
-		return nil, field.Invalid(p, expr, fmt.Sprintf("not a JSONPath: %v", err))
+// extract finds one value with a JSON path in the broker's credentials,
+// within spent: a string as it is, anything else as JSON.
+func extract(spent *budget, expr string, p *field.Path, creds map[string]any) ([]byte, error) {
+	prog, ferr := parseJSONPath(expr, p)
+	if ferr != nil {
+		return nil, ferr
 	}
-	results, err := jp.FindResults(creds)
-	var found []any
-	if err == nil {
-		for _, r := range results {
-			for _, v := range r {
-				found = append(found, v.Interface())
-			}
-		}
+	var bound *BoundError
+	spent.begin()
+	found, err := prog.find(spent, creds)
+	if ended := spent.end(); err == nil {
+		err = ended
+	}
+	if errors.As(err, &bound) {
+		return nil, boundInvalid(p, expr, bound)
 	}
 	if len(found) != 1 {
 		return nil, field.Invalid(p, expr, fmt.Sprintf("it finds %d values in the broker's credentials (top-level keys: %s); it must find exactly one",
 			len(found), strings.Join(Keys(creds), ", ")))
 	}
-	if s, ok := found[0].(string); ok {
-		return []byte(s), nil
+	value, err := valueOf(spent, found[0])
+	if errors.As(err, &bound) {
+		return nil, boundInvalid(p, expr, bound)
 	}
-	raw, err := json.Marshal(found[0])
 	if err != nil {
-		return nil, field.Invalid(p, expr, "the value it finds is not JSON")
+		return nil, field.Invalid(p, expr, err.Error())
 	}
-	return raw, nil
+	return value, nil
 }
 
 func missingKey(data map[string][]byte) string {
