@@ -44,13 +44,19 @@ type AddKeyTransform struct {
 	// Template is a Go template (text/template) over the Secret's keys
 	// as they are at this point, for example
 	// "postgres://{{.username}}:{{.password}}@{{.host}}:{{.port}}/{{.database}}";
-	// a key it names must exist.
+	// a key it names must exist. At most 4096 bytes; it runs within bounds
+	// on its steps, its work, its output and its time, and one over a
+	// bound is refused at admission. It may not define or call other
+	// templates.
+	// +kubebuilder:validation:MaxLength=4096
 	// +optional
 	Template *string `json:"template,omitempty"`
 	// JSONPath extracts a value from the broker's credentials as the
 	// broker sent them (nested objects included), in kubectl's JSONPath
 	// syntax, for example "{.connection.host}". A string is taken as it
-	// is, anything else as JSON.
+	// is, anything else as JSON. At most 512 bytes, with no range or
+	// union and at most one recursive descent (..).
+	// +kubebuilder:validation:MaxLength=512
 	// +optional
 	JSONPath *string `json:"jsonPath,omitempty"`
 }

@@ -30,6 +30,7 @@ type ServiceBindingSpec struct {
 	// parameters during admission, sent to the broker and written nowhere
 	// else.
 	// +optional
+	// +kubebuilder:validation:MaxItems=16
 	ParametersFrom []ParametersFromSource `json:"parametersFrom,omitempty" lockstep:"createonly"`
 	// SecretName is the Secret that receives the credentials. Defaulted to
 	// the binding's name.
@@ -47,6 +48,7 @@ type ServiceBindingSpec struct {
 	// SecretTransforms change the keys of the Secret, in order, every time
 	// lockstep writes it.
 	// +optional
+	// +kubebuilder:validation:MaxItems=32
 	SecretTransforms []SecretTransform `json:"secretTransforms,omitempty" lockstep:"createonly"`
 }
 

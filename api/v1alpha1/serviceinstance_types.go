@@ -30,6 +30,7 @@ type ServiceInstanceSpec struct {
 	// with a change of the spec: bump ParametersFromGeneration to send the
 	// Secrets' current values again.
 	// +optional
+	// +kubebuilder:validation:MaxItems=16
 	ParametersFrom []ParametersFromSource `json:"parametersFrom,omitempty"`
 	// ParametersFromGeneration is any number the user changes to re-read
 	// the Secrets of ParametersFrom and send the parameters to the broker
