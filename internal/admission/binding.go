@@ -57,6 +57,7 @@ func NewBindingDefaulter() *Defaulter[Binding] {
 // OSB bindings cannot be updated, so every spec field is create-only: a
 // change is refused with the advice to delete and recreate the binding.
 func NewBindingValidator(d Deps, hooks *validate.Hooks[Binding]) *Validator[Binding] {
+	size := &parametersSize[Binding]{max: d.MaxParametersBytes, own: func(b Binding) *runtime.RawExtension { return b.Spec.Parameters }}
 	return &Validator[Binding]{
 		Kind:     bindingKind,
 		Gate:     &reconcilePolicy[Binding]{kind: bindingKind, journal: d.Journal, reader: d.Reader},
@@ -71,14 +72,14 @@ func NewBindingValidator(d Deps, hooks *validate.Hooks[Binding]) *Validator[Bind
 			&externalIDFree[Binding]{ids: d.externalIDs(), kind: v1alpha1.KindServiceBinding},
 		},
 		Resolve: &targetResolver[Binding]{
-			params: &parametersFrom[Binding]{secrets: d.Secrets, access: d.Access, of: func(b Binding) (*runtime.RawExtension, []v1alpha1.ParametersFromSource) {
+			params: &parametersFrom[Binding]{secrets: d.Secrets, access: d.Access, maxBytes: d.MaxParametersBytes, of: func(b Binding) (*runtime.RawExtension, []v1alpha1.ParametersFromSource) {
 				return b.Spec.Parameters, b.Spec.ParametersFrom
 			}},
 			lookup: &bindingLookup{reader: d.Reader, cache: d.Catalogs},
 		},
 		TargetChecks: []TargetCheck[Binding]{
-			&parametersSize[Binding]{max: d.MaxParametersBytes, own: func(b Binding) *runtime.RawExtension { return b.Spec.Parameters }},
-			&bindingInstance{leases: d.Leases},
+			size,
+			&bindingInstance{leases: d.Leases, size: size},
 			&planAccess[Binding]{rules: d.AccessRules, reader: d.Reader, use: bindingPlan},
 			&bindingSecret{reader: d.Secrets},
 			&bindingTransforms{secrets: d.Secrets, access: d.Access},

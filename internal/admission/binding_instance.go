@@ -82,6 +82,9 @@ func (l *bindingLookup) find(ctx context.Context, a *Attributes[Binding]) (*Targ
 // its plan is bindable; the parameters match the plan's bind schema.
 type bindingInstance struct {
 	leases *journal.Leases
+	// size is the parameters' size check: parameters it refuses are not
+	// checked against the schema.
+	size *parametersSize[Binding]
 }
 
 func (c *bindingInstance) Name() string { return "instance" }
@@ -118,6 +121,9 @@ func (c *bindingInstance) Check(ctx context.Context, a *Attributes[Binding], t *
 	}
 	if t.Params == nil && len(b.Spec.ParametersFrom) > 0 {
 		return nil, nil, nil // the Resolver reported why they could not be resolved
+	}
+	if _, refused := c.size.refuses(a, t); refused {
+		return nil, nil, nil // the size check reports them
 	}
 	params := spec.Child("parameters")
 	return redact(plan.Schemas.ValidateBind(mergedParams(t.Params, b.Spec.Parameters), params), params, t.Params), nil, nil

@@ -137,6 +137,7 @@ func NewInstanceDefaulter(reader client.Reader) *Defaulter[Instance] {
 // then, where it is on, the preflight; then the broker call.
 func NewInstanceValidator(d Deps, hooks *validate.Hooks[Instance]) *Validator[Instance] {
 	bindings := &liveBindings{reader: d.Reader}
+	size := &parametersSize[Instance]{max: d.MaxParametersBytes, own: func(si Instance) *runtime.RawExtension { return si.Spec.Parameters }, sends: parametersChanged}
 	return &Validator[Instance]{
 		Kind:     instanceKind,
 		Gate:     &reconcilePolicy[Instance]{kind: instanceKind, journal: d.Journal, reader: d.Reader, detachChecks: []Check[Instance]{bindings}},
@@ -155,14 +156,14 @@ func NewInstanceValidator(d Deps, hooks *validate.Hooks[Instance]) *Validator[In
 			bindings,
 		},
 		Resolve: &targetResolver[Instance]{
-			params: &parametersFrom[Instance]{secrets: d.Secrets, access: d.Access, of: func(si Instance) (*runtime.RawExtension, []v1alpha1.ParametersFromSource) {
+			params: &parametersFrom[Instance]{secrets: d.Secrets, access: d.Access, maxBytes: d.MaxParametersBytes, of: func(si Instance) (*runtime.RawExtension, []v1alpha1.ParametersFromSource) {
 				return si.Spec.Parameters, si.Spec.ParametersFrom
 			}},
 			lookup: &instanceLookup{reader: d.Reader, cache: d.Catalogs},
 		},
 		TargetChecks: []TargetCheck[Instance]{
-			&parametersSize[Instance]{max: d.MaxParametersBytes, own: func(si Instance) *runtime.RawExtension { return si.Spec.Parameters }, sends: parametersChanged},
-			&instanceCatalog{},
+			size,
+			&instanceCatalog{size: size},
 			&sensitiveParameters{},
 			&planAccess[Instance]{rules: d.AccessRules, reader: d.Reader, use: instancePlan},
 		},

@@ -73,7 +73,11 @@ func serviceOf(a *Attributes[Instance]) string {
 // found: a removed plan takes no new instances, a plan changes only where
 // the catalog allows it, and parameters match the plan's schemas
 // (create-only parameters included).
-type instanceCatalog struct{}
+type instanceCatalog struct {
+	// size is the parameters' size check: parameters it refuses are not
+	// checked against the schemas.
+	size *parametersSize[Instance]
+}
 
 func (c *instanceCatalog) Name() string { return "catalog" }
 
@@ -98,6 +102,9 @@ func (c *instanceCatalog) Check(_ context.Context, a *Attributes[Instance], t *T
 		}
 		if t.Params == nil && len(si.Spec.ParametersFrom) > 0 {
 			return nil, nil, nil // the Resolver reported why they could not be resolved
+		}
+		if _, refused := c.size.refuses(a, t); refused {
+			return nil, nil, nil // the size check reports them
 		}
 		return redact(plan.Schemas.ValidateProvision(mergedParams(t.Params, si.Spec.Parameters), params), params, t.Params), nil, nil
 
@@ -125,6 +132,9 @@ func (c *instanceCatalog) Check(_ context.Context, a *Attributes[Instance], t *T
 		}
 		if t.Params == nil && len(si.Spec.ParametersFrom) > 0 {
 			return errs, nil, nil // the Resolver reported why they could not be resolved
+		}
+		if _, refused := c.size.refuses(a, t); refused {
+			return errs, nil, nil // the size check reports them
 		}
 		oldParams, newParams := mergedParams(t.OldParams, old.Spec.Parameters), mergedParams(t.Params, si.Spec.Parameters)
 		paramErrs := redact(plan.Schemas.ValidateUpdate(oldParams, newParams, params), params, t.OldParams, t.Params)

@@ -32,6 +32,9 @@ type parametersFrom[T client.Object] struct {
 	access Authorizer
 	// of returns an object's spec.parameters and spec.parametersFrom.
 	of func(T) (*runtime.RawExtension, []v1alpha1.ParametersFromSource)
+	// maxBytes bounds each value read (LOCKSTEP_MAX_PARAMETERS_BYTES);
+	// 0 sets no bound.
+	maxBytes int
 }
 
 // resolve returns the new object's merged parameters and, on UPDATE, the
@@ -42,10 +45,14 @@ func (c *parametersFrom[T]) resolve(ctx context.Context, a *Attributes[T]) (para
 		return nil, nil, nil, nil
 	}
 	own, from := c.of(a.New)
+	if len(from) > parametersfrom.MaxSources {
+		// Before any Secret is read or any access asked about.
+		return nil, nil, field.ErrorList{field.TooMany(field.NewPath("spec", "parametersFrom"), len(from), parametersfrom.MaxSources)}, nil
+	}
 	if errs, err := c.mayRead(ctx, a, from); err != nil || len(errs) > 0 {
 		return nil, nil, errs, err
 	}
-	res, errs, err := parametersfrom.Resolve(ctx, c.secrets, a.New.GetNamespace(), own, from, field.NewPath("spec", "parametersFrom"))
+	res, errs, err := parametersfrom.Resolve(ctx, c.secrets, a.New.GetNamespace(), own, from, field.NewPath("spec", "parametersFrom"), c.maxBytes)
 	if err != nil {
 		return nil, nil, nil, unavailable("%v; nothing was changed and the broker was not called: retry", err)
 	}
@@ -56,7 +63,7 @@ func (c *parametersFrom[T]) resolve(ctx context.Context, a *Attributes[T]) (para
 		return &res, nil, nil, nil
 	}
 	oldOwn, oldFrom := c.of(a.Old)
-	prev, errs, err := parametersfrom.Resolve(ctx, c.secrets, a.Old.GetNamespace(), oldOwn, oldFrom, field.NewPath("spec", "parametersFrom"))
+	prev, errs, err := parametersfrom.Resolve(ctx, c.secrets, a.Old.GetNamespace(), oldOwn, oldFrom, field.NewPath("spec", "parametersFrom"), c.maxBytes)
 	if err != nil {
 		return nil, nil, nil, unavailable("%v; nothing was changed and the broker was not called: retry", err)
 	}

@@ -91,6 +91,19 @@ func TestInstanceParametersFrom(t *testing.T) {
 			wantCalls: map[fakebroker.Op]int{},
 		},
 		{
+			name: "a value larger than the parameters may be is refused unread", op: admissionv1.Create, new: instance("small", "", from("big/params")),
+			secrets:  []runtime.Object{paramsSecret("big", map[string]string{"params": `{"blob":"s3cr3t` + strings.Repeat("x", DefaultMaxParametersBytes) + `"}`})},
+			wantCode: 422, wantMsg: []string{`spec.parametersFrom[0].secretKeyRef.key: Invalid value: "params": the value of Secret "big" key "params" holds 65553 bytes; lockstep sends at most 65536 bytes of parameters to a broker (LOCKSTEP_MAX_PARAMETERS_BYTES`},
+			wantCalls: map[fakebroker.Op]int{},
+		},
+		{
+			name: "more Secret keys than the bound are refused before any is read", op: admissionv1.Create,
+			new:      instance("small", "", from(strings.Split(strings.Repeat("db-admin/params,", parametersfrom.MaxSources+1), ",")[:parametersfrom.MaxSources+1]...)),
+			secrets:  []runtime.Object{admin},
+			wantCode: 422, wantMsg: []string{"spec.parametersFrom: Too many: 17: must have at most 16 items"},
+			wantCalls: map[fakebroker.Op]int{},
+		},
+		{
 			name: "value that is a JSON array", op: admissionv1.Create, new: instance("small", "", from("bad/params")),
 			secrets:  []runtime.Object{paramsSecret("bad", map[string]string{"params": `["s3cr3t"]`})},
 			wantCode: 422, wantMsg: []string{`the value of Secret "bad" key "params" is a JSON array, not a JSON object`},

@@ -32,16 +32,28 @@ type parametersSize[T client.Object] struct {
 func (c *parametersSize[T]) Name() string { return "parameters-size" }
 
 func (c *parametersSize[T]) Check(_ context.Context, a *Attributes[T], t *Target) (field.ErrorList, admission.Warnings, error) {
-	if c.max <= 0 || a.Operation == admissionv1.Delete {
+	size, refused := c.refuses(a, t)
+	if !refused {
 		return nil, nil, nil
+	}
+	return field.ErrorList{field.Invalid(field.NewPath("spec", "parameters"), fmt.Sprintf("%d bytes", size),
+		fmt.Sprintf("lockstep sends at most %d bytes of parameters to a broker (LOCKSTEP_MAX_PARAMETERS_BYTES, the parameters from Secrets included); nothing was sent: make them smaller", c.max))}, nil, nil
+}
+
+// refuses reports whether the check refuses the request's parameters,
+// and their size. The schema checks ask it too: parameters this check
+// refuses are not checked against the plan's schemas, whose cost grows
+// with them (the refusal is the answer).
+func (c *parametersSize[T]) refuses(a *Attributes[T], t *Target) (int, bool) {
+	if c == nil || c.max <= 0 || a.Operation == admissionv1.Delete {
+		return 0, false
 	}
 	params := mergedParams(t.Params, c.own(a.New))
 	if params == nil || len(params.Raw) <= c.max {
-		return nil, nil, nil // the usual case: decided without comparing anything
+		return 0, false // the usual case: decided without comparing anything
 	}
 	if a.Operation == admissionv1.Update && (c.sends == nil || !c.sends(a.Old, a.New)) {
-		return nil, nil, nil
+		return 0, false
 	}
-	return field.ErrorList{field.Invalid(field.NewPath("spec", "parameters"), fmt.Sprintf("%d bytes", len(params.Raw)),
-		fmt.Sprintf("lockstep sends at most %d bytes of parameters to a broker (LOCKSTEP_MAX_PARAMETERS_BYTES, the parameters from Secrets included); nothing was sent: make them smaller", c.max))}, nil, nil
+	return len(params.Raw), true
 }

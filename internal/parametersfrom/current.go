@@ -24,7 +24,7 @@ func Current(ctx context.Context, reader client.Reader, namespace string, params
 	if reader == nil {
 		return nil, "", fmt.Errorf("spec.parametersFrom cannot be resolved: no Secret reader configured")
 	}
-	res, errs, err := Resolve(ctx, reader, namespace, params, from, field.NewPath("spec", "parametersFrom"))
+	res, errs, err := Resolve(ctx, reader, namespace, params, from, field.NewPath("spec", "parametersFrom"), 0)
 	if err != nil {
 		return nil, "", err
 	}

@@ -2,8 +2,9 @@ package parametersfrom
 
 import (
 	"encoding/json"
-	"regexp"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -62,9 +63,12 @@ func strconvQuote(s string) string {
 
 // scrubber returns a function that replaces every value from a Secret in
 // a text: strings (quoted or not), and the JSON of numbers, booleans,
-// objects and arrays where they stand as a token of their own.
+// objects and arrays where they stand as a token of their own. It costs
+// time in proportion to the values once, and to each text it scrubs
+// (a Secret's values are user input, as large as the parameters may be).
 func (r Resolved) scrubber() func(string) string {
-	var literal, token []string
+	var literal []string
+	tokens := map[string]bool{}
 	var walk func(v any)
 	walk = func(v any) {
 		switch v := v.(type) {
@@ -87,31 +91,73 @@ func (r Resolved) scrubber() func(string) string {
 				walk(e)
 			}
 		case json.Number:
-			token = append(token, string(v))
+			tokens[string(v)] = true
 		case bool:
-			if v {
-				token = append(token, "true")
-			} else {
-				token = append(token, "false")
-			}
+			tokens[strconv.FormatBool(v)] = true
 		}
 	}
 	for _, v := range r.values {
 		walk(v)
 	}
-	// Longest first, so that a value inside another is not replaced first.
-	sort.Slice(literal, func(i, j int) bool { return len(literal[i]) > len(literal[j]) })
-	var tokens []*regexp.Regexp
-	for _, t := range token {
-		tokens = append(tokens, regexp.MustCompile(`(^|[^0-9A-Za-z_.])`+regexp.QuoteMeta(t)+`($|[^0-9A-Za-z_.])`))
+	// Longest first, so that a value inside another is not replaced
+	// first: the replacer tries them in this order at each position.
+	sort.SliceStable(literal, func(i, j int) bool { return len(literal[i]) > len(literal[j]) })
+	pairs := make([]string, 0, 2*len(literal))
+	for _, l := range literal {
+		pairs = append(pairs, l, hidden)
 	}
+	replacer := strings.NewReplacer(pairs...)
+	lengths := make([]int, 0, len(tokens))
+	for t := range tokens {
+		lengths = append(lengths, len(t))
+	}
+	slices.Sort(lengths)
+	lengths = slices.Compact(lengths)
+	slices.Reverse(lengths)
 	return func(s string) string {
-		for _, l := range literal {
-			s = strings.ReplaceAll(s, l, hidden)
+		if len(pairs) > 0 {
+			s = replacer.Replace(s)
 		}
-		for _, re := range tokens {
-			s = re.ReplaceAllString(s, "${1}"+hidden+"${2}")
-		}
+		return replaceTokens(s, tokens, lengths)
+	}
+}
+
+// replaceTokens replaces in s each of tokens (whose lengths, longest
+// first, are lengths) that stands as a token of its own: neither the byte
+// before it nor the byte after it is a letter, a digit, '_' or '.'.
+func replaceTokens(s string, tokens map[string]bool, lengths []int) string {
+	if len(tokens) == 0 {
 		return s
 	}
+	var out strings.Builder
+	for i := 0; i < len(s); {
+		if i == 0 || !tokenByte(s[i-1]) {
+			if n := tokenAt(s, i, tokens, lengths); n > 0 {
+				out.WriteString(hidden)
+				i += n
+				continue
+			}
+		}
+		out.WriteByte(s[i])
+		i++
+	}
+	return out.String()
+}
+
+// tokenAt is the length of the longest of tokens at s[i:] that ends a
+// token, or 0.
+func tokenAt(s string, i int, tokens map[string]bool, lengths []int) int {
+	for _, n := range lengths {
+		end := i + n
+		if end <= len(s) && tokens[s[i:end]] && (end == len(s) || !tokenByte(s[end])) {
+			return n
+		}
+	}
+	return 0
+}
+
+// tokenByte reports whether b continues a token: a letter, a digit, '_'
+// or '.'.
+func tokenByte(b byte) bool {
+	return b >= '0' && b <= '9' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b == '_' || b == '.'
 }

@@ -33,8 +33,15 @@ type Resolved struct {
 // FromSecrets reports whether some parameters came from Secrets.
 func (r Resolved) FromSecrets() bool { return len(r.Sources) > 0 }
 
+// MaxSources is how many Secret keys spec.parametersFrom may name: each is
+// a Secret lockstep reads (and asks whether the requester may read) during
+// admission.
+const MaxSources = 16
+
 // Resolve reads the Secrets that from names, in namespace, and merges
-// their JSON objects into params. Each problem of a reference (no such
+// their JSON objects into params. A value larger than maxBytes (0: no
+// bound) is refused before it is decoded: the merged parameters may not
+// be larger either. Each problem of a reference (no such
 // Secret, no such key, a value that is not a JSON object, a parameter
 // another source sets too) is a field error under path
 // (spec.parametersFrom) naming the Secret and key, never the value. An
@@ -42,9 +49,12 @@ func (r Resolved) FromSecrets() bool { return len(r.Sources) > 0 }
 // spec.parameters that are not a JSON object are left as they are: the
 // schema check reports them.
 func Resolve(ctx context.Context, reader client.Reader, namespace string, params *runtime.RawExtension,
-	from []v1alpha1.ParametersFromSource, path *field.Path) (Resolved, field.ErrorList, error) {
+	from []v1alpha1.ParametersFromSource, path *field.Path, maxBytes int) (Resolved, field.ErrorList, error) {
 	if len(from) == 0 {
 		return Resolved{Parameters: params}, nil, nil
+	}
+	if len(from) > MaxSources {
+		return Resolved{}, field.ErrorList{field.TooMany(path, len(from), MaxSources)}, nil
 	}
 	merged, ok := decodeObject(rawOf(params))
 	if !ok {
@@ -88,6 +98,12 @@ func Resolve(ctx context.Context, reader client.Reader, namespace string, params
 			errs = append(errs, field.Invalid(at.Child("key"), ref.Key, fmt.Sprintf(
 				"Secret %q has no key %q (its keys: %s): add the key with the parameters as a JSON object, or correct the reference",
 				ref.Name, ref.Key, keysOf(secret))))
+			continue
+		}
+		if maxBytes > 0 && len(value) > maxBytes {
+			errs = append(errs, field.Invalid(at.Child("key"), ref.Key, fmt.Sprintf(
+				"the value of %s holds %d bytes; lockstep sends at most %d bytes of parameters to a broker (LOCKSTEP_MAX_PARAMETERS_BYTES, "+
+					"the parameters from Secrets included) and reads no larger value: make it smaller", where, len(value), maxBytes)))
 			continue
 		}
 		obj, ok := decodeObject(value)
