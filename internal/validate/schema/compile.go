@@ -25,6 +25,9 @@ type PlanSchemas struct {
 type compiled struct {
 	which  which
 	schema *jsonschema.Schema
+	// patterns, when the schema has "format": "regex", compiles the
+	// patterns parameters hold, one check at a time.
+	patterns *patternEngine
 }
 
 // which names one of a plan's three schemas.
@@ -115,23 +118,23 @@ func compileOne(w which, raw json.RawMessage) (c *compiled, err error) {
 	}
 	obj, _ := doc.(map[string]any)
 	if draftURL, named := obj["$schema"]; named {
-		sch, err := compileDoc(w, doc, jsonschema.Draft4) // the default draft is not used
+		c, err := compileDoc(w, doc, jsonschema.Draft4) // the default draft is not used
 		if err != nil {
 			return nil, describeDraftError(w, err, draftURL)
 		}
-		return &compiled{which: w, schema: sch}, nil
+		return c, nil
 	}
-	sch, err := compileDoc(w, doc, jsonschema.Draft4)
+	c, err = compileDoc(w, doc, jsonschema.Draft4)
 	if err == nil {
-		return &compiled{which: w, schema: sch}, nil
+		return c, nil
 	}
 	var invalid *jsonschema.SchemaValidationError
 	if !errors.As(err, &invalid) {
 		return nil, describeCompileError(w, err, "draft-04")
 	}
-	sch, err7 := compileDoc(w, doc, draftFallback)
+	c, err7 := compileDoc(w, doc, draftFallback)
 	if err7 == nil {
-		return &compiled{which: w, schema: sch}, nil
+		return c, nil
 	}
 	reason4, reason7 := compileReason(err), compileReason(err7)
 	if reason4 == reason7 {
@@ -145,16 +148,27 @@ func compileOne(w which, raw json.RawMessage) (c *compiled, err error) {
 
 // compileDoc compiles a decoded schema with a fresh compiler that resolves
 // nothing outside the schema.
-func compileDoc(w which, doc any, draft *jsonschema.Draft) (*jsonschema.Schema, error) {
+func compileDoc(w which, doc any, draft *jsonschema.Draft) (*compiled, error) {
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(draft)
 	c.UseLoader(noRemoteLoader{})
 	c.RegisterFormat(passwordFormat)
+	var patterns patternEngine
+	c.UseRegexpEngine(patterns.compile)
 	loc := "lockstep:///" + w.catalogField() + ".json"
 	if err := c.AddResource(loc, doc); err != nil {
 		return nil, err
 	}
-	return c.Compile(loc)
+	sch, err := c.Compile(loc)
+	if err != nil {
+		return nil, err
+	}
+	patterns.compiled.Store(true) // what it compiles from now on, parameters hold
+	out := &compiled{which: w, schema: sch}
+	if usesRegexFormat(doc) {
+		out.patterns = &patterns
+	}
+	return out, nil
 }
 
 // passwordFormat is "format": "password", which OpenAPI defines and JSON

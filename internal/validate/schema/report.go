@@ -10,14 +10,25 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
+// maxViolations is how many violations a refusal lists: parameters of a
+// few kilobytes can break a schema tens of thousands of times, and the
+// refusal goes back through kube-apiserver to a person.
+const maxViolations = 100
+
 // report turns the library's tree of validation errors into one field
-// error per violation, sorted.
+// error per violation, sorted: the first maxViolations, and how many
+// more there are.
 func report(w which, verr *jsonschema.ValidationError, doc object, base *field.Path) field.ErrorList {
 	r := reporter{schema: fmt.Sprintf("the plan's %s schema", w), doc: doc, base: base}
 	for _, l := range leaves(verr) {
 		r.leaf(l)
 	}
-	return sortErrors(r.errs)
+	errs := sortErrors(r.errs)
+	if more := len(errs) - maxViolations; more > 0 {
+		errs = append(errs[:maxViolations:maxViolations], field.Invalid(base, field.OmitValueType{}, fmt.Sprintf(
+			"and %d more violations of %s, not listed (a refusal lists the first %d): correct these first", more, r.schema, maxViolations)))
+	}
+	return errs
 }
 
 type reporter struct {

@@ -138,6 +138,11 @@ func (c *compiled) run(doc object) (err error) {
 	if doc == nil {
 		doc = object{}
 	}
+	if p := c.patterns; p != nil {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.spent = 0
+	}
 	if quickValid(c.schema, doc, 0) {
 		return nil
 	}
