@@ -5,11 +5,12 @@ import (
 	"fmt"
 
 	admissionv1 "k8s.io/api/admission/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/lockstep-dev/lockstep/internal/credentials"
 )
 
 // bindingTransforms refuses, before the broker is called, a bind whose
@@ -51,7 +52,7 @@ func (c *bindingTransforms) Check(ctx context.Context, a *Attributes[Binding], _
 				continue
 			}
 		}
-		err := c.secrets.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: name}, &corev1.Secret{})
+		err := c.secrets.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: name}, credentials.NewMetadata())
 		switch {
 		case apierrors.IsNotFound(err):
 			errs = append(errs, field.NotFound(p, name))

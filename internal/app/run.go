@@ -37,7 +37,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -86,15 +85,6 @@ func Scheme() *runtime.Scheme {
 	return s
 }
 
-// secretSelector selects the Secrets lockstep wrote for bindings.
-func secretSelector() labels.Selector {
-	req, err := labels.NewRequirement(credentials.LabelBindingUID, selection.Exists, nil)
-	if err != nil {
-		panic(err) // constant input
-	}
-	return labels.NewSelector().Add(*req)
-}
-
 // Logger builds the structured logger the configuration asks for.
 func Logger(c Config) zap.Opts {
 	return func(o *zap.Options) {
@@ -123,6 +113,21 @@ const operationWorkers = 8
 // waits on those, not on brokers).
 const brokeredWorkers = 8
 
+// CacheOptions is what the manager's cache holds beyond lockstep's own
+// kinds. Secrets are read one at a time, uncached (the client's
+// DisableFor), and only the Secrets lockstep wrote for bindings are
+// watched, as trimmed metadata (credentials.CacheSecrets): never every
+// Secret of the cluster, never a Secret's data. Leases (the per-object
+// locks) are read directly too: no informer on every Lease of the
+// cluster. Of the cluster's CRDs, only those of typed kinds, which
+// lockstep renders and labels, are cached.
+func CacheOptions() cache.Options {
+	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&corev1.Secret{}: credentials.CacheSecrets(),
+		&apiextensionsv1.CustomResourceDefinition{}: {Label: labels.SelectorFromSet(labels.Set{render.LabelManagedBy: render.ManagedBy})},
+	}}
+}
+
 // Run starts the manager with the webhook server and blocks until ctx ends.
 func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 	stopTracing, err := startTracing(ctx)
@@ -132,20 +137,10 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 	defer stopTracing()
 	scheme := Scheme()
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
-		Scheme: scheme,
-		Logger: quietStop(ctx, ctrl.Log),
-		// Secrets are read one at a time, uncached, and only the Secrets
-		// lockstep wrote for bindings are watched: never every Secret of
-		// the cluster.
-		// Leases (the per-object locks) are read directly too: no informer
-		// on every Lease of the cluster.
-		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &coordinationv1.Lease{}}}},
-		// Of the cluster's CRDs, only those of typed kinds, which
-		// lockstep renders and labels, are cached.
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&corev1.Secret{}: {Label: secretSelector()},
-			&apiextensionsv1.CustomResourceDefinition{}: {Label: labels.SelectorFromSet(labels.Set{render.LabelManagedBy: render.ManagedBy})},
-		}},
+		Scheme:                  scheme,
+		Logger:                  quietStop(ctx, ctrl.Log),
+		Client:                  client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &coordinationv1.Lease{}}}},
+		Cache:                   CacheOptions(),
 		LeaderElection:          c.LeaderElection,
 		LeaderElectionID:        "lockstep-reconcilers",
 		LeaderElectionNamespace: c.Namespace,

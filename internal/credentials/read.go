@@ -7,9 +7,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// CacheFirst reads binding Secrets from Cache, which holds every Secret
-// lockstep wrote (those labelled LabelBindingUID), and from Direct only
-// when Cache has none of that name: such a Secret may still exist
+// CacheFirst reads binding Secrets' metadata from Cache, which holds every
+// Secret lockstep wrote (those labelled LabelBindingUID, see CacheSecrets),
+// and from Direct only when Cache has none of that name: such a Secret may still exist
 // unlabelled (a user's, or lockstep's before its label was written), or
 // be newer than the cache. A Secret lockstep owns is so read without a
 // request to the API server.

@@ -38,25 +38,34 @@ func BindingName(s client.Object) string {
 
 // Owned reports whether lockstep wrote the Secret for this binding: it is
 // controlled by the binding, or marked with the binding's UID.
-func Owned(s *corev1.Secret, b *v1alpha1.ServiceBinding) bool {
+func Owned(s metav1.Object, b *v1alpha1.ServiceBinding) bool {
 	if ref := metav1.GetControllerOf(s); ref != nil {
 		return ref.UID == b.UID
 	}
-	return s.Labels[LabelBindingUID] == string(b.UID)
+	return s.GetLabels()[LabelBindingUID] == string(b.UID)
+}
+
+// NewMetadata is a Secret's metadata, to read without its data: what
+// lockstep reads of a Secret it does not write or copy.
+func NewMetadata() *metav1.PartialObjectMetadata {
+	m := &metav1.PartialObjectMetadata{}
+	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	return m
 }
 
 // CheckFree reports an error when the binding's Secret name is taken by a
-// Secret lockstep did not write for this binding. The error names the
-// Secret and what to do, never its content.
+// Secret lockstep did not write for this binding (reader reads its
+// metadata). The error names the Secret and what to do, never its
+// content.
 func CheckFree(ctx context.Context, reader client.Reader, b *v1alpha1.ServiceBinding) error {
-	var s corev1.Secret
-	err := reader.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: b.Spec.SecretName}, &s)
+	s := NewMetadata()
+	err := reader.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: b.Spec.SecretName}, s)
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil
 	case err != nil:
 		return fmt.Errorf("could not check Secret %q: %w", b.Spec.SecretName, err)
-	case Owned(&s, b):
+	case Owned(s, b):
 		return nil
 	}
 	return &TakenError{Namespace: b.Namespace, Name: b.Spec.SecretName}
@@ -171,33 +180,46 @@ func rewrite(ctx context.Context, c client.Client, b *v1alpha1.ServiceBinding, w
 	return err
 }
 
-// Find reads the binding's Secret (reader reads it): nil when there is
-// none.
-func Find(ctx context.Context, reader client.Reader, b *v1alpha1.ServiceBinding) (*corev1.Secret, error) {
-	var s corev1.Secret
-	err := reader.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: b.Spec.SecretName}, &s)
+// Find reads the metadata of the binding's Secret (reader reads it): nil
+// when there is none. Nothing lockstep does after the Secret is written
+// needs its data.
+func Find(ctx context.Context, reader client.Reader, b *v1alpha1.ServiceBinding) (*metav1.PartialObjectMetadata, error) {
+	s := NewMetadata()
+	err := reader.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: b.Spec.SecretName}, s)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading Secret %q: %w", b.Spec.SecretName, err)
 	}
-	return &s, nil
+	return s, nil
 }
 
 // Adopt gives s, the binding's Secret as Find read it, its controller
 // ownerReference once the binding exists, so that the Secret goes with the
-// binding (c patches it). A Secret that is not lockstep's for this
-// binding, already adopted, or none (nil), is left as it is.
-func Adopt(ctx context.Context, c client.Client, b *v1alpha1.ServiceBinding, s *corev1.Secret) error {
+// binding (c reads its metadata afresh, and patches it: the cache keeps
+// only part of a Secret's metadata). A Secret that is not lockstep's for
+// this binding, already adopted, or none (nil), is left as it is.
+func Adopt(ctx context.Context, c client.Client, b *v1alpha1.ServiceBinding, s *metav1.PartialObjectMetadata) error {
 	if s == nil || !Owned(s, b) || metav1.GetControllerOf(s) != nil {
 		return nil
 	}
-	patch := client.MergeFrom(s.DeepCopy())
-	if err := controllerutil.SetControllerReference(b, s, c.Scheme()); err != nil {
+	fresh := NewMetadata()
+	err := c.Get(ctx, client.ObjectKeyFromObject(s), fresh)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
 		return fmt.Errorf("adopting Secret %q: %w", s.Name, err)
 	}
-	if err := c.Patch(ctx, s, patch); err != nil {
+	if fresh.UID != s.UID || !Owned(fresh, b) || metav1.GetControllerOf(fresh) != nil {
+		return nil
+	}
+	patch := client.MergeFrom(fresh.DeepCopy())
+	if err := controllerutil.SetControllerReference(b, fresh, c.Scheme()); err != nil {
+		return fmt.Errorf("adopting Secret %q: %w", s.Name, err)
+	}
+	if err := c.Patch(ctx, fresh, patch); err != nil {
 		return fmt.Errorf("adopting Secret %q: %w", s.Name, err)
 	}
 	return nil
@@ -222,15 +244,16 @@ func Delete(ctx context.Context, reader client.Reader, c client.Client, b *v1alp
 
 // Stored reports whether s, the binding's Secret as Find read it, exists
 // and lockstep wrote it for this binding.
-func Stored(s *corev1.Secret, b *v1alpha1.ServiceBinding) bool {
+func Stored(s *metav1.PartialObjectMetadata, b *v1alpha1.ServiceBinding) bool {
 	return s != nil && Owned(s, b)
 }
 
 // DeleteByUID removes the Secret lockstep wrote for the binding with uid,
 // found by its label: the binding itself may never have persisted.
 func DeleteByUID(ctx context.Context, c client.Client, namespace string, uid types.UID) error {
-	var secrets corev1.SecretList
-	if err := c.List(ctx, &secrets, client.InNamespace(namespace), client.MatchingLabels{LabelBindingUID: string(uid)}); err != nil {
+	secrets := &metav1.PartialObjectMetadataList{}
+	secrets.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("SecretList"))
+	if err := c.List(ctx, secrets, client.InNamespace(namespace), client.MatchingLabels{LabelBindingUID: string(uid)}); err != nil {
 		return fmt.Errorf("finding the Secret of binding %s: %w", uid, err)
 	}
 	for i := range secrets.Items {

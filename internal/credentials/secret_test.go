@@ -125,8 +125,29 @@ func TestAdoptGivesTheSecretItsController(t *testing.T) {
 	assert.Len(t, got.OwnerReferences, 1)
 }
 
+// TestAdoptKeepsTheOtherOwners: the cache keeps only a Secret's controller
+// reference, so Adopt reads the Secret's owners afresh before it adds its
+// own.
+func TestAdoptKeepsTheOtherOwners(t *testing.T) {
+	b := binding("creds", "1")
+	other := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "keeper", UID: "cm"}
+	stored := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "creds",
+		Labels: map[string]string{LabelBindingUID: string(b.UID)}, OwnerReferences: []metav1.OwnerReference{other}}}
+	c := newClient(t, stored)
+	cached := find(t, c, b)
+	trimmed, err := TrimSecret(cached)
+	require.NoError(t, err)
+	require.Empty(t, trimmed.(*metav1.PartialObjectMetadata).OwnerReferences, "the cache drops owners that are not the controller")
+	require.NoError(t, Adopt(context.Background(), c, b, trimmed.(*metav1.PartialObjectMetadata)))
+	var got corev1.Secret
+	require.NoError(t, c.Get(context.Background(), client.ObjectKey{Namespace: "team", Name: "creds"}, &got))
+	require.Len(t, got.OwnerReferences, 2)
+	assert.Equal(t, other, got.OwnerReferences[0])
+	assert.Equal(t, b.UID, metav1.GetControllerOf(&got).UID)
+}
+
 // find reads the binding's Secret with Find.
-func find(t *testing.T, r client.Reader, b *v1alpha1.ServiceBinding) *corev1.Secret {
+func find(t *testing.T, r client.Reader, b *v1alpha1.ServiceBinding) *metav1.PartialObjectMetadata {
 	t.Helper()
 	s, err := Find(context.Background(), r, b)
 	require.NoError(t, err)

@@ -1,7 +1,7 @@
 // The binding controller adds and removes the lockstep.dev/broker
 // finalizer (patch), writes status, and watches the credential Secrets it
 // wrote: only those labelled lockstep.dev/binding-uid are in its cache
-// (RBAC cannot restrict by label). It lets the binding adopt its Secret
+// (RBAC cannot restrict by label), as trimmed metadata. It lets the binding adopt its Secret
 // (patch: ownerReference), removes it after unbind (delete), and finds by
 // label the Secrets of a binding that never persisted (list).
 //
@@ -59,9 +59,10 @@ func (Kind) Status(b *v1alpha1.ServiceBinding) *v1alpha1.ServiceBindingStatus { 
 
 func (Kind) Conditions(s *v1alpha1.ServiceBindingStatus) *[]metav1.Condition { return &s.Conditions }
 
-// Watch adds the Secrets lockstep wrote for bindings.
+// Watch adds the Secrets lockstep wrote for bindings, as metadata (the
+// cache holds no Secret's data).
 func (Kind) Watch(b *builder.Builder) *builder.Builder {
-	return b.Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(bindingOfSecret))
+	return b.WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(bindingOfSecret))
 }
 
 // bindingOfSecret maps a Secret lockstep wrote to its binding.
