@@ -35,11 +35,18 @@ type SecretReference struct {
 const AnnotationRefresh = "lockstep.dev/refresh"
 
 // ServiceBrokerSpec says where an OSB broker is and how to reach it.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.authSecretRef) || self.url.startsWith('https://') || self.url.matches('^http://(localhost|127[.][0-9]+[.][0-9]+[.][0-9]+|[[]::1[]])(:[0-9]+)?(/[^@?#]*)?$')",message="lockstep sends a broker's credentials (spec.authSecretRef) only over https, or to a loopback address: give the broker an https URL (and spec.caBundle if its certificate is not signed by a CA this cluster trusts)"
 type ServiceBrokerSpec struct {
-	// URL of the broker's OSB API (without the /v2 suffix).
+	// URL of the broker's OSB API (without the /v2 suffix). With
+	// credentials (authSecretRef) it must be https, or http to a loopback
+	// address (localhost, 127.0.0.0/8, [::1]).
 	// +kubebuilder:validation:Pattern=`^https?://`
+	// +kubebuilder:validation:MaxLength=2048
 	URL string `json:"url"`
-	// AuthSecretRef names the Secret with the broker's credentials.
+	// AuthSecretRef names the Secret with the broker's credentials. It
+	// must be in lockstep's own namespace, and whoever writes the
+	// ServiceBroker must be allowed to get it.
 	// +optional
 	AuthSecretRef *SecretReference `json:"authSecretRef,omitempty"`
 	// CABundle is a PEM bundle trusted for the broker's TLS certificate.

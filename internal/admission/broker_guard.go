@@ -32,6 +32,9 @@ import (
 // could not go, and lockstep keeps it (never deleting their objects with
 // it), so the change would not be carried out; and one that gives a kind
 // a name another resource or typed kind has (broker_names.go).
+//
+// And it refuses a ServiceBroker whose credentials lockstep may not use
+// (brokerCredentials).
 type BrokerGuard struct {
 	// Reader reads instances, bindings and ServiceOfferings from the
 	// manager's cache.
@@ -42,6 +45,12 @@ type BrokerGuard struct {
 	// spec.typedKinds may not give a kind (broker_names.go); nil checks
 	// only the other typed kinds.
 	Discovery discovery.DiscoveryInterface
+	// Namespace is lockstep's own namespace: the only one a broker's
+	// credentials may come from.
+	Namespace string
+	// Access, when set, is asked whether the writer of a ServiceBroker may
+	// get the Secret its spec.authSecretRef names.
+	Access Authorizer
 }
 
 // maxNamed is how many objects a refusal names; it counts them all.
@@ -54,6 +63,9 @@ func (g *BrokerGuard) Handle(ctx context.Context, req admission.Request) admissi
 		var cur v1alpha1.ServiceBroker
 		if err := json.Unmarshal(req.Object.Raw, &cur); err != nil {
 			return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the ServiceBroker: %w", err))
+		}
+		if resp := g.brokerCredentials(ctx, req.UserInfo, nil, &cur); !resp.Allowed {
+			return resp
 		}
 		return g.namesTaken(ctx, nil, &cur)
 	case admissionv1.Delete:
@@ -69,7 +81,13 @@ func (g *BrokerGuard) Handle(ctx context.Context, req admission.Request) admissi
 		if err := json.Unmarshal(req.Object.Raw, &cur); err != nil {
 			return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the ServiceBroker: %w", err))
 		}
-		if cur.DeletionTimestamp != nil || equality.Semantic.DeepEqual(old.Spec.TypedKinds, cur.Spec.TypedKinds) {
+		if cur.DeletionTimestamp != nil {
+			return admission.Allowed("")
+		}
+		if resp := g.brokerCredentials(ctx, req.UserInfo, &old, &cur); !resp.Allowed {
+			return resp
+		}
+		if equality.Semantic.DeepEqual(old.Spec.TypedKinds, cur.Spec.TypedKinds) {
 			return admission.Allowed("")
 		}
 		if resp := g.namesTaken(ctx, &old, &cur); !resp.Allowed {

@@ -226,15 +226,17 @@ func StatusGuardWebhook(g *StatusGuard) *admission.Webhook {
 	return withLogger(&admission.Webhook{Handler: g})
 }
 
-// +kubebuilder:webhook:path=/validate-lockstep-dev-v1alpha1-servicebroker,mutating=false,failurePolicy=fail,sideEffects=None,timeoutSeconds=5,groups=lockstep.dev,resources=servicebrokers,verbs=create;update;delete,versions=v1alpha1,name=servicebrokers.validate.lockstep.dev,admissionReviewVersions=v1,serviceName=lockstep-webhook,serviceNamespace=LOCKSTEP_NAMESPACE,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","LOCKSTEP_NAMESPACE"]}]},"matchConditions":[{"name":"typed-kinds-changed","expression":"request.operation == 'DELETE' || (request.operation == 'CREATE' && has(object.spec.typedKinds)) || (request.operation == 'UPDATE' && !has(object.metadata.deletionTimestamp) && (has(oldObject.spec.typedKinds) || has(object.spec.typedKinds)) && (!has(object.spec.typedKinds) || !has(oldObject.spec.typedKinds) || object.spec.typedKinds != oldObject.spec.typedKinds))"}]}`
+// +kubebuilder:webhook:path=/validate-lockstep-dev-v1alpha1-servicebroker,mutating=false,failurePolicy=fail,sideEffects=None,timeoutSeconds=5,groups=lockstep.dev,resources=servicebrokers,verbs=create;update;delete,versions=v1alpha1,name=servicebrokers.validate.lockstep.dev,admissionReviewVersions=v1,serviceName=lockstep-webhook,serviceNamespace=LOCKSTEP_NAMESPACE,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","LOCKSTEP_NAMESPACE"]}]},"matchConditions":[{"name":"typed-kinds-changed-or-credentials-named","expression":"request.operation == 'DELETE' || (request.operation == 'CREATE' && (has(object.spec.typedKinds) || has(object.spec.authSecretRef))) || (request.operation == 'UPDATE' && !has(object.metadata.deletionTimestamp) && (((has(oldObject.spec.typedKinds) || has(object.spec.typedKinds)) && (!has(object.spec.typedKinds) || !has(oldObject.spec.typedKinds) || object.spec.typedKinds != oldObject.spec.typedKinds)) || (has(object.spec.authSecretRef) && (!has(oldObject.spec.authSecretRef) || object.spec.authSecretRef != oldObject.spec.authSecretRef || object.spec.url != oldObject.spec.url))))"}]}`
 
 // BrokerGuardWebhook serves the ServiceBroker guard: a ServiceBroker is not
 // deleted while lockstep manages instances or bindings at it (they could
 // never be deprovisioned or unbound then), neither it nor its
 // spec.typedKinds takes a typed kind away while objects of the kind
-// remain, and spec.typedKinds gives no kind a name another resource or
-// typed kind has. DELETE is sent, CREATE with spec.typedKinds, and
-// UPDATE only when spec.typedKinds changes.
+// remain, spec.typedKinds gives no kind a name another resource or typed
+// kind has, and its spec.authSecretRef names a Secret lockstep may use for
+// its writer. DELETE is sent; CREATE with spec.typedKinds or
+// spec.authSecretRef; UPDATE only when spec.typedKinds changes, or when
+// spec.authSecretRef is set and it or spec.url changes.
 func BrokerGuardWebhook(g *BrokerGuard) *admission.Webhook {
 	return withLogger(&admission.Webhook{Handler: g})
 }

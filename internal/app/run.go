@@ -178,7 +178,7 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 	catalogs := catalog.NewCache(c.CatalogRefreshInterval)
 	rules := access.NewStore()
 	if err := (&servicebroker.Reconciler{
-		Client: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Cache: catalogs, Access: rules, Timeout: c.BrokerTimeout,
+		Client: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Namespace: c.Namespace, Cache: catalogs, Access: rules, Timeout: c.BrokerTimeout,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the catalog reconciler: %w", err)
 	}
@@ -283,8 +283,9 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 	}
 	writers := statusWriters(self.Username, c.StatusWriters)
 	admission.Register(mgr.GetWebhookServer(), scheme, admission.Handlers{
-		StatusGuard:       &admission.StatusGuard{Writers: writers},
-		BrokerGuard:       &admission.BrokerGuard{Reader: mgr.GetClient(), Objects: kinds, Discovery: served},
+		StatusGuard: &admission.StatusGuard{Writers: writers},
+		BrokerGuard: &admission.BrokerGuard{Reader: mgr.GetClient(), Objects: kinds, Discovery: served, Namespace: c.Namespace,
+			Access: admission.SubjectAccessReviews{Client: mgr.GetClient()}},
 		MarketplaceGuard:  &admission.MarketplaceGuard{Writers: writers, Brokers: mgr.GetAPIReader()},
 		InstanceDefaulter: admission.NewInstanceDefaulter(mgr.GetClient()),
 		InstanceValidator: admission.NewInstanceValidator(deps, nil),

@@ -14,13 +14,19 @@ import (
 )
 
 // BrokerConfig builds the OSB client configuration of a ServiceBroker,
-// reading its credentials from the Secret it references. Error messages
-// name the Secret and the missing key, never a value.
-func BrokerConfig(ctx context.Context, secrets client.Reader, sb *v1alpha1.ServiceBroker, timeout time.Duration) (osbclient.Config, error) {
+// reading its credentials from the Secret it references, which must be in
+// namespace, lockstep's own (a ServiceBroker written before admission
+// checked it is refused here too). Error messages name the Secret and the
+// missing key, never a value.
+func BrokerConfig(ctx context.Context, secrets client.Reader, sb *v1alpha1.ServiceBroker, namespace string, timeout time.Duration) (osbclient.Config, error) {
 	cfg := osbclient.Config{URL: sb.Spec.URL, CABundle: sb.Spec.CABundle, Timeout: timeout, UserAgent: "lockstep", Observe: observe(sb.Name)}
 	ref := sb.Spec.AuthSecretRef
 	if ref == nil {
 		return cfg, nil
+	}
+	if ref.Namespace != namespace {
+		return cfg, fmt.Errorf("spec.authSecretRef names Secret %s/%s, and lockstep reads a broker's credentials only from its own namespace %q: "+
+			"move the Secret there and set spec.authSecretRef.namespace to %q", ref.Namespace, ref.Name, namespace, namespace)
 	}
 	var secret corev1.Secret
 	if err := secrets.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, &secret); err != nil {

@@ -228,13 +228,13 @@ func TestEveryValueReachesLockstep(t *testing.T) {
 			}},
 		{"ServiceBrokers", map[string]any{"serviceBrokers": []any{
 			map[string]any{"name": "acme", "url": "https://broker.example", "relistInterval": "5m",
-				"authSecretRef": map[string]any{"namespace": "brokers", "name": "acme-auth", "type": "bearer"}, "caBundle": "-----BEGIN CERTIFICATE-----"},
+				"authSecretRef": map[string]any{"name": "acme-auth", "type": "bearer"}, "caBundle": "-----BEGIN CERTIFICATE-----"},
 			map[string]any{"name": "plain", "url": "http://plain.example"},
 		}}, func(t *testing.T, objs []*unstructured.Unstructured, _ app.Config, _ map[string]string) {
 			acme := find(objs, "ServiceBroker", "acme")
 			require.NotNil(t, acme)
 			assert.Equal(t, map[string]any{"url": "https://broker.example", "relistInterval": "5m", "caBundle": "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0t",
-				"authSecretRef": map[string]any{"namespace": "brokers", "name": "acme-auth", "type": "bearer"}}, acme.Object["spec"])
+				"authSecretRef": map[string]any{"namespace": namespace, "name": "acme-auth", "type": "bearer"}}, acme.Object["spec"], "the Secret is in the release's namespace")
 			assert.Equal(t, "keep", acme.GetAnnotations()["helm.sh/resource-policy"], "kept on uninstall")
 			plain := find(objs, "ServiceBroker", "plain")
 			require.NotNil(t, plain)

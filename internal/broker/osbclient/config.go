@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -22,7 +23,8 @@ type Config struct {
 	// URL is the broker's base URL (http or https), for example
 	// "https://broker.example.com" or "https://host/some/prefix". The OSB
 	// paths (/v2/...) are appended to it. It must not carry credentials; put
-	// them in Auth.
+	// them in Auth. With Auth it must be https, or http to a loopback
+	// address: credentials never cross a network in plain text.
 	URL string
 	// Auth is how the client authenticates to the broker.
 	Auth Auth
@@ -176,6 +178,10 @@ func (c Config) validate() (*url.URL, *tls.Config, error) {
 	if err := c.Auth.validate(); err != nil {
 		return nil, nil, fmt.Errorf("broker auth: %w", err)
 	}
+	if c.Auth.Kind() != AuthNone && u.Scheme == "http" && !Loopback(u.Hostname()) {
+		return nil, nil, fmt.Errorf("broker URL %s is plain http: lockstep sends credentials (%s) only over https, or to a loopback address; give the broker an https URL",
+			redactURL(c.URL), c.Auth)
+	}
 	if c.Timeout < 0 {
 		return nil, nil, fmt.Errorf("broker timeout %s is negative; use a positive duration or 0 for the default", c.Timeout)
 	}
@@ -194,6 +200,17 @@ func (c Config) validate() (*url.URL, *tls.Config, error) {
 		tlsConfig.RootCAs = pool
 	}
 	return u, tlsConfig, nil
+}
+
+// Loopback reports whether host (a URL's host, without port) is this
+// machine: localhost, 127.0.0.0/8 or ::1. Plain http to it never leaves
+// the machine (or the pod).
+func Loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // redactURL returns raw without any user info, for messages.

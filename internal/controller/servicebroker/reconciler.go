@@ -39,6 +39,9 @@ type Reconciler struct {
 	// Secrets reads the brokers' credential Secrets (uncached: lockstep
 	// does not watch every Secret of the cluster).
 	Secrets client.Reader
+	// Namespace is lockstep's own namespace, the only one a broker's
+	// credentials are read from.
+	Namespace string
 	// Cache receives the catalogs.
 	Cache *catalog.Cache
 	// Access receives the compiled access rules (spec.access), before the
@@ -231,7 +234,7 @@ func sameIDs(a, b *osbapi.Catalog) bool {
 }
 
 func (r *Reconciler) fetch(ctx context.Context, sb *v1alpha1.ServiceBroker) (*catalog.Entry, error) {
-	cfg, err := catalog.BrokerConfig(ctx, r.Secrets, sb, r.Timeout)
+	cfg, err := catalog.BrokerConfig(ctx, r.Secrets, sb, r.Namespace, r.Timeout)
 	if err != nil {
 		return nil, err
 	}

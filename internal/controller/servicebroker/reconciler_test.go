@@ -32,7 +32,7 @@ func newReconciler(t *testing.T, objects ...client.Object) (*Reconciler, client.
 	require.NoError(t, v1alpha1.AddToScheme(scheme))
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objects...).
 		WithStatusSubresource(&v1alpha1.ServiceBroker{}).Build()
-	r := &Reconciler{Client: c, Secrets: c, Cache: catalog.NewCache(time.Hour), Access: access.NewStore(), Timeout: 5 * time.Second}
+	r := &Reconciler{Client: c, Secrets: c, Namespace: "lockstep-system", Cache: catalog.NewCache(time.Hour), Access: access.NewStore(), Timeout: 5 * time.Second}
 	r.Cache.SetFetcher(r.Fetch)
 	return r, c
 }
@@ -120,16 +120,52 @@ func TestReconcileRetriesAFailingBrokerWithinHalfAMinute(t *testing.T) {
 }
 
 func TestReconcileMissingSecretKeyNamesIt(t *testing.T) {
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "auth"}, Data: map[string][]byte{"username": []byte("u")}}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "lockstep-system", Name: "auth"}, Data: map[string][]byte{"username": []byte("u")}}
 	sb := &v1alpha1.ServiceBroker{ObjectMeta: metav1.ObjectMeta{Name: "acme"}, Spec: v1alpha1.ServiceBrokerSpec{
-		URL: "http://127.0.0.1:1", AuthSecretRef: &v1alpha1.SecretReference{Namespace: "ns", Name: "auth"},
+		URL: "http://127.0.0.1:1", AuthSecretRef: &v1alpha1.SecretReference{Namespace: "lockstep-system", Name: "auth"},
 	}}
 	r, c := newReconciler(t, sb, secret)
 	got, _, err := reconcile(t, r, c, "acme")
 	require.NoError(t, err)
 	ready := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionReady)
 	require.NotNil(t, ready)
-	assert.Contains(t, ready.Message, `secret ns/auth has no key "password", needed for basic authentication`)
+	assert.Contains(t, ready.Message, `secret lockstep-system/auth has no key "password", needed for basic authentication`)
+}
+
+// TestReconcileRefusesCredentialsLockstepMayNotUse: a ServiceBroker
+// written before admission checked it (or with the webhook down) whose
+// credentials are outside lockstep's namespace, or would go over plain
+// http, is never called with them: it is not Ready, and says why and what
+// to do.
+func TestReconcileRefusesCredentialsLockstepMayNotUse(t *testing.T) {
+	b := fakebroker.New(t)
+	tests := []struct {
+		name   string
+		url    string
+		secret string // namespace of the Secret
+		want   string
+	}{
+		{name: "a Secret in a user's namespace", url: b.URL(), secret: "team",
+			want: `spec.authSecretRef names Secret team/auth, and lockstep reads a broker's credentials only from its own namespace "lockstep-system": move the Secret there`},
+		{name: "credentials over plain http", url: "http://broker.example:8080", secret: "lockstep-system",
+			want: "broker URL http://broker.example:8080 is plain http: lockstep sends credentials (basic auth) only over https, or to a loopback address"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: tt.secret, Name: "auth"},
+				Data: map[string][]byte{"username": []byte("u"), "password": []byte("p")}}
+			sb := &v1alpha1.ServiceBroker{ObjectMeta: metav1.ObjectMeta{Name: "acme"}, Spec: v1alpha1.ServiceBrokerSpec{
+				URL: tt.url, AuthSecretRef: &v1alpha1.SecretReference{Namespace: tt.secret, Name: "auth"}}}
+			r, c := newReconciler(t, sb, secret)
+			got, _, err := reconcile(t, r, c, "acme")
+			require.NoError(t, err)
+			ready := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionReady)
+			require.NotNil(t, ready)
+			assert.Equal(t, metav1.ConditionFalse, ready.Status)
+			assert.Contains(t, ready.Message, tt.want)
+			assert.Zero(t, b.Count(fakebroker.OpCatalog), "the broker was never called")
+		})
+	}
 }
 
 // loadedBroker is ServiceBroker "acme" at a test broker, with an instance
