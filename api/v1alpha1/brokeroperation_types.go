@@ -108,8 +108,8 @@ type BrokerOperationSpec struct {
 	// +optional
 	SpecHash string `json:"specHash,omitempty" lockstep:"createonly"`
 	// ParametersDigest is, for an object with spec.parametersFrom, a
-	// digest (SHA-256) of the parameters sent with the Secrets' values
-	// merged in; never the values.
+	// digest (HMAC-SHA256 under a key of lockstep's) of the parameters
+	// sent with the Secrets' values merged in; never the values.
 	// +optional
 	ParametersDigest string `json:"parametersDigest,omitempty" lockstep:"createonly"`
 	// CreateOnlyDigest is, with ParametersDigest, a digest of the

@@ -66,9 +66,10 @@ type ServiceBindingStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty" lockstep:"readonly"`
 	// ParametersDigest is set when parameters came from Secrets
-	// (spec.parametersFrom): a digest (SHA-256) of all the parameters the
-	// broker was sent, so that resync can compare what the broker holds
-	// without keeping the Secrets' values.
+	// (spec.parametersFrom): a digest (HMAC-SHA256 under a key of
+	// lockstep's) of all the parameters the broker was sent, so that
+	// resync can compare what the broker holds without keeping the
+	// Secrets' values.
 	// +optional
 	ParametersDigest string `json:"parametersDigest,omitempty" lockstep:"readonly"`
 	// Binding names the Secret with the credentials once the bind is

@@ -79,14 +79,15 @@ type AppliedInstance struct {
 	// +kubebuilder:validation:Type=object
 	Parameters *runtime.RawExtension `json:"parameters,omitempty"`
 	// ParametersDigest is set when parameters came from Secrets: a digest
-	// (SHA-256) of all the parameters the broker was sent, Secrets' values
-	// included, so that resync can compare what the broker holds without
-	// keeping the values.
+	// (HMAC-SHA256 under a key of lockstep's) of all the parameters the
+	// broker was sent, Secrets' values included, so that resync can
+	// compare what the broker holds without keeping the values.
 	// +optional
 	ParametersDigest string `json:"parametersDigest,omitempty"`
 	// CreateOnlyDigest is set when parameters came from Secrets: a digest
-	// (SHA-256) of the create-only parameters sent, so that admission can
-	// refuse a re-apply after a Secret changed one of them.
+	// (keyed, as ParametersDigest) of the create-only parameters sent, so
+	// that admission can refuse a re-apply after a Secret changed one of
+	// them.
 	// +optional
 	CreateOnlyDigest string `json:"createOnlyDigest,omitempty"`
 }

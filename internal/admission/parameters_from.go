@@ -165,10 +165,18 @@ func createOnlyDigest(s *schema.PlanSchemas, r *parametersfrom.Resolved) string 
 // differ from those the broker was last given, when some come from
 // Secrets: one of the Secrets changed since. Only a digest of the values
 // was kept, so the refusal names the create-only parameters that come
-// from Secrets, and no value.
+// from Secrets, and no value. A digest whose key is gone cannot tell:
+// the update goes to the broker, which judges it.
 func createOnlyFromSecrets(s *schema.PlanSchemas, old Instance, r *parametersfrom.Resolved, path *field.Path) field.ErrorList {
 	last := old.Status.LastApplied
-	if r == nil || !r.FromSecrets() || last == nil || last.CreateOnlyDigest == "" || createOnlyDigest(s, r) == last.CreateOnlyDigest {
+	if r == nil || !r.FromSecrets() || last == nil || last.CreateOnlyDigest == "" {
+		return nil
+	}
+	values, err := s.CreateOnlyValues(r.Parameters)
+	if err != nil {
+		return nil
+	}
+	if verdict, err := parametersfrom.Verify(last.CreateOnlyDigest, values); err != nil || verdict != parametersfrom.Different {
 		return nil
 	}
 	var names []string

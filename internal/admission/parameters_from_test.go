@@ -2,6 +2,8 @@ package admission
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -206,6 +208,33 @@ func TestInstanceParametersFrom(t *testing.T) {
 			wantParams: map[string]any{"storageGB": float64(6)},
 		},
 		{
+			name: "re-apply after a Secret changed a create-only parameter, digest from before digests were keyed", op: admissionv1.Update,
+			old: instance("small", "", from("db-admin/params"), appliedCreateOnlyPlain(`{"region":"s3cr3t-before"}`)),
+			new: instance("small", "", from("db-admin/params"), appliedCreateOnlyPlain(`{"region":"s3cr3t-before"}`),
+				func(si *v1alpha1.ServiceInstance) { si.Spec.ParametersFromGeneration = 2 }),
+			secrets:  []runtime.Object{admin},
+			wantCode: 422, wantMsg: []string{`the create-only parameters from Secrets hold other values than the broker was given: region`},
+			wantCalls: map[fakebroker.Op]int{},
+		},
+		{
+			name: "re-apply with the create-only parameters as they were, digest from before digests were keyed", op: admissionv1.Update,
+			old: instance("small", "", from("db-admin/params", "db-size/params"), appliedCreateOnlyPlain(`{"region":"s3cr3t-eu"}`)),
+			new: instance("small", "", from("db-admin/params", "db-size/params"), appliedCreateOnlyPlain(`{"region":"s3cr3t-eu"}`),
+				func(si *v1alpha1.ServiceInstance) { si.Spec.ParametersFromGeneration = 2 }),
+			secrets:    []runtime.Object{admin, paramsSecret("db-size", map[string]string{"params": `{"storageGB":6}`})},
+			wantCalls:  map[fakebroker.Op]int{fakebroker.OpUpdate: 1},
+			wantParams: map[string]any{"storageGB": float64(6)},
+		},
+		{
+			name: "re-apply with a create-only digest under a key removed since: the broker judges", op: admissionv1.Update,
+			old: instance("small", "", from("db-admin/params"), appliedCreateOnlyDigest("hmac-sha256:removed:"+strings.Repeat("0", 64))),
+			new: instance("small", "", from("db-admin/params"), appliedCreateOnlyDigest("hmac-sha256:removed:"+strings.Repeat("0", 64)),
+				func(si *v1alpha1.ServiceInstance) { si.Spec.ParametersFromGeneration = 2 }),
+			secrets:    []runtime.Object{admin},
+			wantCalls:  map[fakebroker.Op]int{fakebroker.OpUpdate: 1},
+			wantParams: map[string]any{},
+		},
+		{
 			name: "re-apply with a Secret that is gone is refused", op: admissionv1.Update,
 			old:      instance("small", "", from("db-size/params")),
 			new:      instance("small", "", from("db-size/params"), func(si *v1alpha1.ServiceInstance) { si.Spec.ParametersFromGeneration = 3 }),
@@ -265,6 +294,21 @@ func appliedCreateOnly(values string) func(*v1alpha1.ServiceInstance) {
 	}
 }
 
+// appliedCreateOnlyPlain is appliedCreateOnly with the digest lockstep
+// made before digests were keyed: a plain SHA-256.
+func appliedCreateOnlyPlain(values string) func(*v1alpha1.ServiceInstance) {
+	sum := sha256.Sum256([]byte(values))
+	return appliedCreateOnlyDigest(hex.EncodeToString(sum[:]))
+}
+
+// appliedCreateOnlyDigest gives an instance the status of one whose
+// create-only parameters, given to the broker, have digest d.
+func appliedCreateOnlyDigest(d string) func(*v1alpha1.ServiceInstance) {
+	return func(si *v1alpha1.ServiceInstance) {
+		si.Status.LastApplied = &v1alpha1.AppliedInstance{PlanName: "small", PlanID: fakebroker.PlanSmallID, CreateOnlyDigest: d}
+	}
+}
+
 // assertRecordsHideSecrets checks the operation records: a digest of the
 // parameters sent when some came from Secrets, never a value.
 func assertRecordsHideSecrets(t *testing.T, h *harness, si Instance) {
@@ -276,7 +320,7 @@ func assertRecordsHideSecrets(t *testing.T, h *harness, si Instance) {
 		require.NoError(t, err)
 		assert.NotContains(t, string(raw), secretMark)
 		if op.Status.Phase == v1alpha1.PhaseSucceeded && len(si.Spec.ParametersFrom) > 0 {
-			assert.Len(t, op.Spec.ParametersDigest, 64, "the record keeps a digest of the parameters sent")
+			assert.True(t, strings.HasPrefix(op.Spec.ParametersDigest, "hmac-sha256:"), "the record keeps a keyed digest of the parameters sent: %q", op.Spec.ParametersDigest)
 		}
 	}
 }

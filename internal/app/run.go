@@ -66,6 +66,7 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/credentials"
 	"github.com/lockstep-dev/lockstep/internal/journal"
 	"github.com/lockstep-dev/lockstep/internal/metrics"
+	"github.com/lockstep-dev/lockstep/internal/parametersfrom"
 	"github.com/lockstep-dev/lockstep/internal/quota"
 	"github.com/lockstep-dev/lockstep/internal/typed/render"
 )
@@ -280,6 +281,16 @@ func Run(ctx context.Context, c Config, restConfig *rest.Config) error {
 
 	if err := ensureNamespace(ctx, restConfig, c.Namespace); err != nil {
 		return err
+	}
+	// Digests of parameters from Secrets are keyed: every replica reads
+	// the keys before it serves, and again as they are rotated.
+	digestKeys, err := parametersfrom.EnsureKeys(ctx, mgr.GetClient(), c.Namespace, parametersfrom.KeysSecret)
+	if err != nil {
+		return err
+	}
+	parametersfrom.UseKeys(digestKeys)
+	if err := mgr.Add(&parametersfrom.KeysWatch{Reader: mgr.GetAPIReader(), Namespace: c.Namespace, Name: parametersfrom.KeysSecret}); err != nil {
+		return fmt.Errorf("adding the watch of the digests' keys: %w", err)
 	}
 	writers := statusWriters(self.Username, c.StatusWriters)
 	admission.Register(mgr.GetWebhookServer(), scheme, admission.Handlers{

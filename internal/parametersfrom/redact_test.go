@@ -51,22 +51,3 @@ func TestRedact(t *testing.T) {
 	errs := field.ErrorList{field.Invalid(params.Child("a"), "v", "d")}
 	assert.Equal(t, errs, none.Redact(errs, params), "without Secrets nothing changes")
 }
-
-func TestDigest(t *testing.T) {
-	a, err := Digest([]byte(`{"b": 1, "a": {"y": "x", "x": [1, 2]}}`))
-	require.NoError(t, err)
-	b, err := Digest([]byte(`{"a":{"x":[1,2],"y":"x"},"b":1}`))
-	require.NoError(t, err)
-	assert.Equal(t, a, b, "key order and spacing do not matter")
-	assert.Len(t, a, 64)
-	c, err := Digest([]byte(`{"a":{"x":[1,2],"y":"x"},"b":2}`))
-	require.NoError(t, err)
-	assert.NotEqual(t, a, c)
-	empty, err := Digest(nil)
-	require.NoError(t, err)
-	braces, err := Digest([]byte(`{}`))
-	require.NoError(t, err)
-	assert.Equal(t, empty, braces, "no parameters are {}")
-	_, err = Digest([]byte(`[1]`))
-	assert.Error(t, err)
-}

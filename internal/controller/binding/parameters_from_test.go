@@ -1,6 +1,8 @@
 package binding
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"net/http"
 	"testing"
 
@@ -20,6 +22,8 @@ import (
 func TestBindingResyncWithParametersFromSecrets(t *testing.T) {
 	digest, err := parametersfrom.Digest([]byte(`{"role":"s3cr3t-writer"}`))
 	require.NoError(t, err)
+	sum := sha256.Sum256([]byte(`{"role":"s3cr3t-writer"}`))
+	plain := hex.EncodeToString(sum[:]) // a digest from before digests were keyed
 	tests := []struct {
 		name       string
 		digest     string
@@ -27,9 +31,14 @@ func TestBindingResyncWithParametersFromSecrets(t *testing.T) {
 		wantInSync metav1.ConditionStatus
 		wantReason string
 		wantMsg    string
+		wantDigest string // "" : as it was
 	}{
 		{name: "the broker holds what was sent", digest: digest, held: map[string]any{"role": "s3cr3t-writer"},
 			wantInSync: metav1.ConditionTrue, wantReason: "Committed"},
+		{name: "the broker holds what was sent, digest from before digests were keyed", digest: plain, held: map[string]any{"role": "s3cr3t-writer"},
+			wantInSync: metav1.ConditionTrue, wantReason: "Committed", wantDigest: digest},
+		{name: "a parameter from the Secret differs, digest from before digests were keyed", digest: plain, held: map[string]any{"role": "s3cr3t-admin"},
+			wantInSync: metav1.ConditionFalse, wantReason: resync.ReasonParametersDrift, wantMsg: "compared by digest, as some came from Secrets"},
 		{name: "a parameter from the Secret differs", digest: digest, held: map[string]any{"role": "s3cr3t-admin"},
 			wantInSync: metav1.ConditionFalse, wantReason: resync.ReasonParametersDrift, wantMsg: "compared by digest, as some came from Secrets"},
 		{name: "no digest yet: nothing to compare the parameters with", held: map[string]any{"role": "s3cr3t-admin"},
@@ -50,6 +59,11 @@ func TestBindingResyncWithParametersFromSecrets(t *testing.T) {
 			assert.Equal(t, tt.wantReason, c.Reason)
 			assert.Contains(t, c.Message, tt.wantMsg)
 			assert.NotContains(t, c.Message, "s3cr3t")
+			want := tt.wantDigest
+			if want == "" {
+				want = tt.digest
+			}
+			assert.Equal(t, want, got.Status.ParametersDigest, "written again under the current key only where it verified")
 		})
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/brokercall"
 	"github.com/lockstep-dev/lockstep/internal/controller/brokered"
 	"github.com/lockstep-dev/lockstep/internal/controller/resync"
+	"github.com/lockstep-dev/lockstep/internal/parametersfrom"
 )
 
 // Applied is the binding's spec.parameters (a binding cannot be changed,
@@ -25,6 +26,13 @@ func (Kind) Applied(b *v1alpha1.ServiceBinding, status *v1alpha1.ServiceBindingS
 // and go nowhere else.
 func (Kind) Held(_ *v1alpha1.ServiceBindingStatus, held brokercall.Held) resync.State {
 	return resync.State{Parameters: held.Binding.Parameters}
+}
+
+// Rekey writes the digest of the parameters the broker holds under the
+// current key, in place of one that verifies against them under an older
+// one.
+func (Kind) Rekey(status *v1alpha1.ServiceBindingStatus, _ brokered.Target, held resync.State) {
+	status.ParametersDigest = parametersfrom.Rekey(status.ParametersDigest, held.Parameters)
 }
 
 // Drifted reports drift, never corrects it: a binding cannot be changed

@@ -53,6 +53,12 @@ type Kind[T client.Object, S any] interface {
 	// instance's dashboard URL), and nothing it must not keep (a
 	// binding's credentials).
 	Held(status *S, held brokercall.Held) resync.State
+	// Rekey writes into status, for an object found in sync whose digest
+	// of parameters from Secrets was made under an older key (or before
+	// digests were keyed), the digests of held's parameters under the
+	// current key: each only where the broker's parameters verify
+	// against the digest it replaces.
+	Rekey(status *S, t Target, held resync.State)
 	// Drifted is what the kind does about drift d: it returns what is
 	// left of it (d, or less: what is no drift for the kind), and what
 	// lockstep did, appended to the message that names the drift.

@@ -16,6 +16,7 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/controller/resync"
 	"github.com/lockstep-dev/lockstep/internal/journal"
 	"github.com/lockstep-dev/lockstep/internal/metrics"
+	"github.com/lockstep-dev/lockstep/internal/parametersfrom"
 	"github.com/lockstep-dev/lockstep/internal/tracing"
 )
 
@@ -134,6 +135,9 @@ func (r *Reconciler[T, S]) compare(ctx context.Context, obj T, status *S, t Targ
 	}
 	drift, done := r.Kind.Drifted(ctx, obj, t, applied, held, drift)
 	if drift.None() {
+		if parametersfrom.Stale(applied.ParametersDigest) && held.Parameters != nil {
+			r.Kind.Rekey(status, t, held)
+		}
 		r.result(obj, resync.ReasonInSync, nil)
 		if !meta.IsStatusConditionTrue(*conds, v1alpha1.ConditionInSync) {
 			setInSync(conds, metav1.ConditionTrue, resync.ReasonInSync, fmt.Sprintf("broker %q holds the %s as this object says", t.Entry.Broker, w))

@@ -2,6 +2,9 @@ package instance
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -126,4 +129,91 @@ func TestLastAppliedKeepsTheDigestOnly(t *testing.T) {
 	require.NotNil(t, status.LastApplied)
 	assert.Equal(t, `{"storageGB":10}`, string(status.LastApplied.Parameters.Raw))
 	assert.Equal(t, "abc", status.LastApplied.ParametersDigest)
+}
+
+// Digests made before a key rotation, or before digests were keyed (a
+// plain SHA-256), still tell whether the broker holds what was sent: an
+// upgrade or a rotation makes nothing look drifted, and resync writes
+// such digests again under the current key once the broker is found to
+// hold what they say.
+func TestInstanceResyncRekeysDigests(t *testing.T) {
+	const sent, createOnly = `{"region":"eu","storageGB":10,"version":"16"}`, `{"region":"eu"}`
+	key := func(id string) []byte { return []byte(strings.Repeat(id, 32)) }
+	use := func(current string, ids ...string) {
+		byID := map[string][]byte{current: key(current)}
+		for _, id := range ids {
+			byID[id] = key(id)
+		}
+		k, err := parametersfrom.NewKeys(current, byID)
+		require.NoError(t, err)
+		prev := parametersfrom.UseKeys(k)
+		t.Cleanup(func() { parametersfrom.UseKeys(prev) })
+	}
+	digests := func(current string) (string, string) {
+		use(current)
+		p, err := parametersfrom.Digest([]byte(sent))
+		require.NoError(t, err)
+		c, err := parametersfrom.Digest([]byte(createOnly))
+		require.NoError(t, err)
+		return p, c
+	}
+	plain := func(s string) string {
+		sum := sha256.Sum256([]byte(s))
+		return hex.EncodeToString(sum[:])
+	}
+	underOld, createOnlyUnderOld := digests("o")
+	underGone, createOnlyUnderGone := digests("g")
+	underNew, createOnlyUnderNew := digests("n")
+	use("n", "o") // rotated from "o" to "n"; "g" removed
+
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "db-version", Namespace: "team"}, Data: map[string][]byte{"params": []byte(`{"version":"16"}`)}}
+	tests := []struct {
+		name                   string
+		digest, createOnly     string
+		heldVersion            string
+		wantDigest, wantCreate string // "" : as they were, nothing written
+		wantDrift              bool
+	}{
+		{name: "current key", digest: underNew, createOnly: createOnlyUnderNew, heldVersion: "16"},
+		{name: "older key, the broker holds what was sent", digest: underOld, createOnly: createOnlyUnderOld, heldVersion: "16",
+			wantDigest: underNew, wantCreate: createOnlyUnderNew},
+		{name: "before digests were keyed, the broker holds what was sent", digest: plain(sent), createOnly: plain(createOnly), heldVersion: "16",
+			wantDigest: underNew, wantCreate: createOnlyUnderNew},
+		{name: "before digests were keyed, a parameter from the Secret changed at the broker", digest: plain(sent), createOnly: plain(createOnly),
+			heldVersion: "17", wantDrift: true},
+		{name: "older key, a parameter from the Secret changed at the broker", digest: underOld, createOnly: createOnlyUnderOld,
+			heldVersion: "17", wantDrift: true},
+		{name: "key removed: spec.parameters compared, the digest left as it is", digest: underGone, createOnly: createOnlyUnderGone, heldVersion: "16"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			si := confirmed("small", fakebroker.PlanSmallID, `{"region":"eu","storageGB":10}`, nil)
+			si.Spec.ParametersFrom = []v1alpha1.ParametersFromSource{{SecretKeyRef: v1alpha1.SecretKeyReference{Name: "db-version", Key: "params"}}}
+			si.Status.LastApplied.ParametersDigest, si.Status.LastApplied.CreateOnlyDigest = tt.digest, tt.createOnly
+			h := newHarness(t, nil, si, secret)
+			h.Broker.PutInstance(fakebroker.Instance{ID: "ext-1", ServiceID: fakebroker.ServiceDBID, PlanID: fakebroker.PlanSmallID,
+				Parameters: map[string]any{"region": "eu", "storageGB": 10, "version": tt.heldVersion}, DashboardURL: dashboard})
+			before := h.instance(t).ResourceVersion
+			h.resync(t)
+			got := h.instance(t)
+			inSync := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionInSync)
+			require.NotNil(t, inSync)
+			if tt.wantDrift {
+				assert.Equal(t, resync.ReasonParametersDrift, inSync.Reason, "a digest of before still finds drift")
+				assert.NotContains(t, inSync.Message, "17")
+				return
+			}
+			assert.Equal(t, metav1.ConditionTrue, inSync.Status, inSync.Message)
+			assert.Zero(t, h.Broker.Count(fakebroker.OpUpdate), "no correction")
+			if tt.wantDigest == "" {
+				assert.Equal(t, before, got.ResourceVersion, "nothing written")
+				return
+			}
+			assert.Equal(t, tt.wantDigest, got.Status.LastApplied.ParametersDigest, "written again under the current key")
+			assert.Equal(t, tt.wantCreate, got.Status.LastApplied.CreateOnlyDigest, "and the create-only parameters' too")
+			before = got.ResourceVersion
+			h.resync(t)
+			assert.Equal(t, before, h.instance(t).ResourceVersion, "and the next resync writes nothing")
+		})
+	}
 }

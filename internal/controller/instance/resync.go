@@ -4,11 +4,14 @@ import (
 	"context"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/runtime"
+
 	"github.com/lockstep-dev/lockstep/api/v1alpha1"
 	"github.com/lockstep-dev/lockstep/internal/brokercall"
 	"github.com/lockstep-dev/lockstep/internal/controller/brokered"
 	"github.com/lockstep-dev/lockstep/internal/controller/resync"
 	"github.com/lockstep-dev/lockstep/internal/metrics"
+	"github.com/lockstep-dev/lockstep/internal/parametersfrom"
 )
 
 // Applied is what lockstep last applied at the broker: as recorded in
@@ -22,6 +25,24 @@ func (Kind) Applied(si *v1alpha1.ServiceInstance, status *v1alpha1.ServiceInstan
 	return brokered.Applied{
 		State:    resync.State{PlanID: last.PlanID, Parameters: resync.Parameters(last.Parameters), ParametersDigest: last.ParametersDigest},
 		PlanName: last.PlanName, FromSecrets: len(si.Spec.ParametersFrom) > 0,
+	}
+}
+
+// Rekey writes the digests of the parameters the broker holds under the
+// current key, in place of those (in status.lastApplied) that verify
+// against them under an older one: the parameters' digest, and the
+// create-only parameters' where the broker reports them as they were
+// given.
+func (Kind) Rekey(status *v1alpha1.ServiceInstanceStatus, t brokered.Target, held resync.State) {
+	last := status.LastApplied
+	if last == nil {
+		return
+	}
+	last.ParametersDigest = parametersfrom.Rekey(last.ParametersDigest, held.Parameters)
+	if last.CreateOnlyDigest != "" && t.Plan.Schemas != nil {
+		if values, err := t.Plan.Schemas.CreateOnlyValues(&runtime.RawExtension{Raw: held.Parameters}); err == nil {
+			last.CreateOnlyDigest = parametersfrom.Rekey(last.CreateOnlyDigest, values)
+		}
 	}
 }
 
