@@ -254,12 +254,17 @@ func TestBindingChecksBeforeTheBroker(t *testing.T) {
 		{"missing instance", bindingYAML(ns, "x", "nope", ns+"-x", ""), `spec.instanceName: Invalid value: "nope": no ServiceInstance of this name`},
 		{"plan not bindable", bindingYAML(ns, "x", "fixed", ns+"-x", ""), `plan "fixed" of service "db" is not bindable`},
 		{"parameters violating the bind schema", bindingYAML(ns, "x", "db", ns+"-x", `{"role": "owner"}`), "spec.parameters.role"},
+		{"a template of unbounded iteration", bindingYAML(ns, "x", "db", ns+"-x", "") + "  secretTransforms:\n  - addKey: {key: x, template: '{{range 150000000}}{{end}}x'}\n",
+			`spec.secretTransforms[0].addKey.template: Invalid value: "{{range 150000000}}{{end}}x": it may take 1200000015 steps, more than the 100000 a binding's templates and JSON paths may take together`},
+		{"a template of unbounded output", bindingYAML(ns, "x", "db", ns+"-x", "") + "  secretTransforms:\n  - addKey: {key: x, template: '{{range 1000}}{{range 1000}}xxxxxxxx{{end}}{{end}}'}\n",
+			`spec.secretTransforms[0].addKey.template: Invalid value:`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := kubectl(t, tt.manifest, "apply", "-f", "-")
 			assert.NotEqual(t, 0, r.ExitCode)
 			assert.Contains(t, r.Stderr, tt.want)
+			assert.False(t, bindingExists(t, ns, "x"), "nothing persisted")
 		})
 	}
 	assert.Zero(t, b.Count(fakebroker.OpBind))
