@@ -12,14 +12,14 @@ import (
 	"github.com/lockstep-dev/lockstep/test/framework"
 )
 
-// microPackages hold the Go benchmarks of the policy engine and of the
-// parameter-schema checks.
-var microPackages = []string{"./internal/validate", "./internal/validate/schema"}
+// microPackages hold the Go benchmarks of the policy engine, of the
+// parameter-schema checks and of the bounds on secret transforms.
+var microPackages = []string{"./internal/validate", "./internal/validate/schema", "./internal/credentials"}
 
-// Micro runs the Go benchmarks of the policy engine and the parameter
-// schema checks with allocation counts.
+// Micro runs the Go benchmarks of the policy engine, the parameter schema
+// checks and the bounds on secret transforms, with allocation counts.
 func (s *Suite) Micro(ctx context.Context) (report.Section, error) {
-	sec := report.Section{Title: "6. Micro-benchmarks: policy engine and parameter schemas", Text: []string{
+	sec := report.Section{Title: "6. Micro-benchmarks: policy engine, parameter schemas, secret transforms", Text: []string{
 		fmt.Sprintf("`go test -run '^$' -bench . -benchmem -benchtime %s -count %d %s`: the benchmarks that live beside the code. "+
 			"The median of the %d runs is shown. `cpu-ns/op` is the process CPU time per operation (GC included), the figure that does not "+
 			"grow when other processes compete for the CPU.", s.Sizes.Benchtime, s.Sizes.BenchCount, strings.Join(microPackages, " "), s.Sizes.BenchCount),
@@ -62,6 +62,17 @@ func (s *Suite) Micro(ctx context.Context) (report.Section, error) {
 			got, judged = fmt.Sprintf("%.1f µs of CPU per op (%.1f µs wall)", cpu/1000, ns/1000), cpu
 		}
 		sec.Targets = append(sec.Targets, report.Check(what, "< 20 µs", got, judged < 20000))
+	}
+	// The most expensive secret transforms the bounds accept, judged on
+	// CPU time: what one binding may cost the shared webhook.
+	if r, ok := find(results, "BenchmarkTransformsAtTheirBounds"); ok {
+		ns, _ := r.Metric("ns/op")
+		cpu, _ := r.Metric("cpu-ns/op")
+		sec.Targets = append(sec.Targets, report.Check("secret transforms at their bounds", "≤ 50 ms of CPU",
+			fmt.Sprintf("%.1f ms of CPU per binding (%.1f ms wall)", cpu/1e6, ns/1e6), cpu <= 50e6))
+	} else {
+		sec.Targets = append(sec.Targets, report.Target{What: "secret transforms at their bounds", Want: "≤ 50 ms of CPU",
+			Got: "BenchmarkTransformsAtTheirBounds not found", Status: report.NotMeasured})
 	}
 	if s.Sizes.Benchtime == "1x" {
 		sec.Notes = append(sec.Notes, "-benchtime 1x: one iteration per benchmark, which proves the benchmarks run but measures nothing.")
