@@ -65,7 +65,7 @@ func TestWebhookConfigsSkipLabelledNamespacesForInstancesOnly(t *testing.T) {
 	seen := map[string]bool{}
 	check := func(name string, sel *metav1.LabelSelector) {
 		seen[name] = true
-		if strings.HasPrefix(name, "serviceinstances.") || strings.HasPrefix(name, "serviceinstances-update.") {
+		if strings.HasPrefix(name, "serviceinstances.") || strings.HasPrefix(name, "serviceinstances-update.") || strings.HasPrefix(name, "serviceinstances-check.") {
 			require.NotNil(t, sel, name)
 			assert.Contains(t, sel.MatchExpressions, skip, name)
 			return

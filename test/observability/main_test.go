@@ -78,6 +78,9 @@ func runMain(m *testing.M) int {
 	}
 	cfg := framework.Config()
 	cfg.MetricsAddr = "127.0.0.1:" + strconv.Itoa(port)
+	// Plain HTTP on loopback: the test reads the series as Prometheus would,
+	// without the token and TLS a deployment asks for (test/deploy checks those).
+	cfg.MetricsSecure = false
 	env.metrics = "http://" + cfg.MetricsAddr + "/metrics"
 	cfg.LeaderElection = true
 	cfg.LeaderElectionLeaseDuration = 4 * time.Second

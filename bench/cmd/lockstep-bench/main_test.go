@@ -15,7 +15,7 @@ func TestRunRejectsBadArguments(t *testing.T) {
 		want string
 	}{
 		{"unknown sizes", []string{"-sizes", "huge"}, `-sizes "huge": must be full or tiny`},
-		{"unknown benchmark", []string{"-only", "admission,nope"}, `no benchmark named "nope"; the benchmarks are micro, admission, e2e, typed, broker, journal, burst, scale, embedded`},
+		{"unknown benchmark", []string{"-only", "admission,nope"}, `no benchmark named "nope"; the benchmarks are micro, admission, e2e, typed, broker, tracing, journal, burst, scale, embedded`},
 		{"no control plane", []string{"-only", "admission,micro", "-assets", ""}, "no control plane binaries for admission: set KUBEBUILDER_ASSETS"},
 		{"unknown flag", []string{"-fast"}, "flag provided but not defined: -fast"},
 	}

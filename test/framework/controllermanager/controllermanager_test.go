@@ -13,7 +13,7 @@ import (
 func TestArgs(t *testing.T) {
 	assert.Equal(t, []string{
 		"--kubeconfig=/s/kubeconfig",
-		"--controllers=namespace-controller,garbage-collector-controller,clusterrole-aggregation-controller,resourcequota-controller",
+		"--controllers=namespace-controller,garbage-collector-controller,clusterrole-aggregation-controller,validatingadmissionpolicy-status-controller,resourcequota-controller",
 		"--use-service-account-credentials=false",
 		"--leader-elect=false",
 		"--bind-address=127.0.0.1",
