@@ -246,11 +246,13 @@ func TestOwnPreflightIsAllowedAtOnce(t *testing.T) {
 		name    string
 		user    string
 		dryRun  bool
+		manager string
 		allowed bool
 	}{
-		{name: "lockstep's dry run", user: lockstepUser, dryRun: true, allowed: true},
-		{name: "someone else's dry run", user: "alice", dryRun: true},
-		{name: "lockstep's change", user: lockstepUser},
+		{name: "lockstep's dry run", user: lockstepUser, dryRun: true, manager: FieldManager, allowed: true},
+		{name: "someone else's dry run", user: "alice", dryRun: true, manager: FieldManager},
+		{name: "lockstep's change", user: lockstepUser, manager: FieldManager},
+		{name: "a dry run as lockstep that is not its preflight", user: lockstepUser, dryRun: true, manager: "kubectl"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -260,6 +262,7 @@ func TestOwnPreflightIsAllowedAtOnce(t *testing.T) {
 			webhook := InstanceValidatorWebhook(NewInstanceValidator(d, nil))
 			req := admissionRequest(t, admissionv1.Create, nil, instance("no-such-plan", ""))
 			req.UserInfo.Username, req.DryRun = tt.user, &tt.dryRun
+			req.Options.Raw = []byte(`{"fieldManager":"` + tt.manager + `"}`)
 			resp := webhook.Handle(context.Background(), req)
 			assert.Equal(t, tt.allowed, resp.Allowed, "%+v", resp.Result)
 			assert.Empty(t, h.broker.Calls(fakebroker.OpProvision))

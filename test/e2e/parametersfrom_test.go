@@ -227,10 +227,12 @@ func userKubeconfig(t *testing.T, name, ns string) string {
 // embeddedFetches counts the fetches of an instance (GET
 // /v2/service_instances/<id>) the embedded broker has logged.
 func embeddedFetches(externalID string) int {
-	fetch := "method=GET path=/v2/service_instances/" + externalID + " "
+	// The embedded broker logs through lockstep's logger: the request's
+	// method and path are fields of its "osb request" line.
+	method, path := `"method": "GET"`, `"path": "/v2/service_instances/`+externalID+`"`
 	n := 0
 	for _, line := range strings.Split(cluster.logs.String(), "\n") {
-		if strings.Contains(line, "osb request") && strings.Contains(line, fetch) {
+		if strings.Contains(line, "osb request") && strings.Contains(line, method) && strings.Contains(line, path) {
 			n++
 		}
 	}
