@@ -107,6 +107,13 @@ func newInterceptedHarness(t testing.TB, funcs interceptor.Funcs, objects ...run
 // waits for the answers written after the reply.
 func (h *harness) admit(op admissionv1.Operation, old, new Instance, dryRun bool) (admission.Warnings, error) {
 	defer h.answers.Wait()
+	return h.admitNoWait(op, old, new, dryRun)
+}
+
+// admitNoWait is admit without the wait for the answers written after
+// the reply: for requests made at once, which wait for them together once
+// all are answered (a wait may not overlap the start of another's write).
+func (h *harness) admitNoWait(op admissionv1.Operation, old, new Instance, dryRun bool) (admission.Warnings, error) {
 	ctx := admission.NewContextWithRequest(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
 		Operation: op, DryRun: &dryRun,
 		UserInfo: authenticationv1.UserInfo{Username: "alice", Groups: []string{"devs"}},

@@ -172,10 +172,11 @@ func TestPlanLimitsConcurrentCreatesTakeTheLastUnitOnce(t *testing.T) {
 	errs := make([]error, 8)
 	for i := range errs {
 		wg.Go(func() {
-			_, errs[i] = h.admit(admissionv1.Create, nil, another(string(rune('b'+i)), "large"), false)
+			_, errs[i] = h.admitNoWait(admissionv1.Create, nil, another(string(rune('b'+i)), "large"), false)
 		})
 	}
 	wg.Wait()
+	h.answers.Wait()
 	allowed := 0
 	for _, err := range errs {
 		if err == nil {

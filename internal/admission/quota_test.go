@@ -181,15 +181,16 @@ func TestResourceQuotasCountCreatesInFlight(t *testing.T) {
 
 	var wg sync.WaitGroup
 	var first error
-	wg.Go(func() { _, first = h.admit(admissionv1.Create, nil, named("a"), false) })
+	wg.Go(func() { _, first = h.admitNoWait(admissionv1.Create, nil, named("a"), false) })
 	<-entered
-	_, err := h.admit(admissionv1.Create, nil, named("b"), false)
+	_, err := h.admitNoWait(admissionv1.Create, nil, named("b"), false)
 	require.Error(t, err)
 	assert.True(t, apierrors.IsForbidden(err))
 	assert.Contains(t, err.Error(), "used: count/serviceinstances.lockstep.dev=2, limited: count/serviceinstances.lockstep.dev=2")
 	assert.Contains(t, err.Error(), "counts 1 in use (and 1 more being created)")
 	close(proceed)
 	wg.Wait()
+	h.answers.Wait()
 	require.Error(t, first, "the broker refused the first")
 	assert.Contains(t, first.Error(), "no room at the broker")
 
